@@ -1,0 +1,59 @@
+// The embedded default: a filter in a memory-mapped file (format in file_format.hpp).
+//
+// Concurrency: any number of processes may open one file. Readers take no lock. Writers
+// serialise each batch with an open-file-description lock (fcntl F_OFD_SETLKW) on the
+// header's first byte, so an item's test-and-set is atomic across processes: of several
+// `dedup` processes meeting the same item, exactly one sees it as new. (Per-word atomic
+// fetch-or is not enough for that: an item's k bits span several words, and two writers
+// can each flip a different one of them and both conclude "new".) The kernel drops the lock
+// when a process dies, so a crash never leaves the filter locked.
+//
+// Durability: writes go to the page cache through a MAP_SHARED mapping. They survive the
+// process being killed; they survive a machine crash only once flush() (msync) returned.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "redbloom/bitmap_store.hpp"
+#include "redbloom/file_format.hpp"
+
+namespace redbloom {
+
+class FileStore final : public BitmapStore {
+ public:
+  enum class Access { read_only, read_write };
+
+  // Creates a zeroed filter file. The file appears atomically, complete, or not at all; if
+  // `path` exists, throws FilterExists unless `overwrite`.
+  static std::unique_ptr<FileStore> create(const std::string& path, const FilterParams& params,
+                                           bool overwrite = false);
+  // Opens an existing filter; throws FormatError for anything that is not a sound filter file.
+  static std::unique_ptr<FileStore> open(const std::string& path, Access access);
+  // Deletes a filter file after checking that it is one (never deletes a foreign file).
+  static void remove(const std::string& path);
+
+  ~FileStore() override;
+
+  void test_and_set(std::span<const ItemHash> items, std::span<std::uint8_t> newly_added) override;
+  void set(std::span<const ItemHash> items) override;
+  void flush() override;
+  [[nodiscard]] std::string location() const override { return "file " + path_; }
+
+  [[nodiscard]] const FileHeader& header() const noexcept { return header_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  FileStore(std::string path, int fd, const FileHeader& header, Access access);
+  class WriteLock;
+  void require_writable(const char* op) const;
+
+  std::string path_;
+  int fd_;
+  FileHeader header_;
+  Access access_;
+  void* mapping_ = nullptr;
+  std::size_t mapping_bytes_ = 0;
+};
+
+}  // namespace redbloom

@@ -1,0 +1,67 @@
+// A Bloom filter: hashes items once, hands batches of hashes to its store.
+//
+//   auto filter = redbloom::Filter::create_file("urls.rbf",
+//       redbloom::size_filter(1e6, 0.01, redbloom::Layout::blocked));
+//   bool is_new = filter.add("s3://bucket/a.pdf");       // test-and-set
+//   bool maybe  = filter.contains("s3://bucket/b.pdf");  // false => certainly absent
+//
+// A Filter is not thread-safe; give each thread its own (several may open one file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "redbloom/file_store.hpp"
+#include "redbloom/params.hpp"
+#include "redbloom/store.hpp"
+
+namespace redbloom {
+
+struct FilterInfo {
+  FilterParams params;
+  std::string location;
+  std::uint64_t set_bits = 0;
+  double fill_ratio = 0;            // set_bits / m
+  double estimated_items = 0;       // from the fill, by the layout's formula (sizing.hpp)
+  double estimated_error_rate = 0;  // the rate expected at estimated_items
+};
+
+class Filter {
+ public:
+  explicit Filter(std::unique_ptr<Store> store);
+
+  [[nodiscard]] static Filter in_memory(const FilterParams& params);
+  [[nodiscard]] static Filter create_file(const std::string& path, const FilterParams& params,
+                                          bool overwrite = false);
+  [[nodiscard]] static Filter open_file(const std::string& path,
+                                        FileStore::Access access = FileStore::Access::read_write);
+
+  // Adds the item; true iff it was not (by the filter's answer) present before.
+  bool add(std::string_view item);
+  // Adds every item in order; newly_added, if not empty, receives one flag per item (its size
+  // must then be >= items.size()). Returns the number of items newly added.
+  std::size_t add_many(std::span<const std::string_view> items,
+                       std::span<std::uint8_t> newly_added = {});
+  // Adds every item without per-item answers (cheaper on remote stores).
+  void insert_many(std::span<const std::string_view> items);
+
+  // False means certainly absent; true means present with false-positive probability ~ p.
+  [[nodiscard]] bool contains(std::string_view item) const;
+  // Batched, with prefetching; returns the number of items reported present.
+  std::size_t contains_many(std::span<const std::string_view> items,
+                            std::span<std::uint8_t> present = {}) const;
+
+  [[nodiscard]] FilterInfo info() const;
+  void flush() { store_->flush(); }
+
+  [[nodiscard]] const FilterParams& params() const noexcept { return store_->params(); }
+  [[nodiscard]] Store& store() noexcept { return *store_; }
+
+ private:
+  std::unique_ptr<Store> store_;
+};
+
+}  // namespace redbloom

@@ -1,0 +1,70 @@
+// Where an item's k bits go (hash scheme 1), as Redis bit offsets inside the item's partition.
+// Pure functions, shared by every store: the file store and a Redis store set the same bits.
+//
+// Range reduction is multiply-shift ("fastrange", Lemire 2016): x -> (x * n) >> 64 maps a
+// uniform 64-bit x to [0, n) with bias below n / 2^64 and no division on the hot path. It uses
+// the *high* bits of x, so the partition is taken from the *low* 32 bits of `lo`: partition and
+// probe positions then come from disjoint hash bits. (Reusing the same bits for both would
+// confine each partition's probes to a slice of it and multiply the false-positive rate.)
+#pragma once
+
+#include <cstdint>
+
+#include "redbloom/hash.hpp"
+#include "redbloom/sizing.hpp"
+
+namespace redbloom::layout {
+
+inline std::uint64_t fastrange64(std::uint64_t x, std::uint64_t n) noexcept {
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);
+}
+
+// Partition index in [0, partitions), partitions <= 2^32.
+inline std::uint64_t partition_of(const ItemHash& h, std::uint64_t partitions) noexcept {
+  return ((h.lo & 0xffffffffu) * partitions) >> 32;
+}
+
+// Classic: enhanced double hashing (Dillinger & Manolios, 2004) in 64-bit arithmetic,
+//   x_0 = lo, y_0 = hi;  x_{i+1} = x_i + y_i,  y_{i+1} = y_i + i,
+// each x_i reduced to [0, partition_bits). The cubic term of "enhanced" double hashing avoids
+// the short cycles plain double hashing falls into when y is a multiple of a large power of 2.
+template <class Visit>
+inline void classic_probes(const ItemHash& h, std::uint64_t partition_bits, std::uint32_t k,
+                           Visit&& visit) {
+  std::uint64_t x = h.lo;
+  std::uint64_t y = h.hi;
+  for (std::uint32_t i = 0; i < k; ++i) {
+    visit(fastrange64(x, partition_bits));
+    x += y;
+    y += i;
+  }
+}
+
+// Blocked: the block is fastrange(lo) over the partition's blocks; probe i is the top 9 bits
+// of hi * phi^(i+1), phi = 2^64 / golden ratio (odd). Multiplying by an odd constant permutes
+// the 64-bit values, and its top bits mix in every bit of hi (the 32-bit version of this is
+// RocksDB's FastLocalBloom), so the k in-block positions behave as independent uniform picks,
+// which is what the blocked rate in sizing.hpp assumes.
+inline std::uint64_t blocked_block_of(const ItemHash& h, std::uint64_t partition_bits) noexcept {
+  return fastrange64(h.lo, partition_bits / kBlockBits);
+}
+
+inline constexpr std::uint64_t kGoldenMultiplier = 0x9E3779B97F4A7C15ull;
+
+template <class Visit>
+inline void blocked_probes_in_block(const ItemHash& h, std::uint32_t k, Visit&& visit) {
+  std::uint64_t x = h.hi;
+  for (std::uint32_t i = 0; i < k; ++i) {
+    x *= kGoldenMultiplier;
+    visit(x >> 55);  // 0..511
+  }
+}
+
+template <class Visit>
+inline void blocked_probes(const ItemHash& h, std::uint64_t partition_bits, std::uint32_t k,
+                           Visit&& visit) {
+  const std::uint64_t base = blocked_block_of(h, partition_bits) * kBlockBits;
+  blocked_probes_in_block(h, k, [&](std::uint64_t bit) { visit(base + bit); });
+}
+
+}  // namespace redbloom::layout

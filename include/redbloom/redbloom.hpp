@@ -1,0 +1,11 @@
+// Everything a user of the redbloom library needs.
+#pragma once
+
+#include "redbloom/bit_order.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/file_store.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/hash.hpp"
+#include "redbloom/memory_store.hpp"
+#include "redbloom/params.hpp"
+#include "redbloom/sizing.hpp"

@@ -1,0 +1,47 @@
+// The one interface between a filter and where its bits live (memory, a mapped file, and
+// later Redis). A store works on batches of hashed items and knows the layout from its
+// parameters; it never sees the items' bytes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "redbloom/hash.hpp"
+#include "redbloom/params.hpp"
+
+namespace redbloom {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  [[nodiscard]] virtual const FilterParams& params() const noexcept = 0;
+
+  // Sets the bits of every item, in order. newly_added[i] = 1 iff some bit of item i was 0
+  // before (so the second of two equal items in one batch is not new). Each item's
+  // test-and-set is atomic with respect to every other writer of the same filter: of several
+  // concurrent writers adding one item, exactly one sees it as new.
+  virtual void test_and_set(std::span<const ItemHash> items,
+                            std::span<std::uint8_t> newly_added) = 0;
+
+  // Sets the bits of every item; no per-item answers (the bulk path).
+  virtual void set(std::span<const ItemHash> items) = 0;
+
+  // present[i] = 1 iff all bits of item i are set.
+  virtual void test(std::span<const ItemHash> items, std::span<std::uint8_t> present) const = 0;
+
+  // Number of 1 bits in the whole filter.
+  [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;
+
+  // Makes every completed write durable (msync for a file).
+  virtual void flush() = 0;
+
+  // Where the filter lives, for messages: "file /tmp/a.rbf", "memory".
+  [[nodiscard]] virtual std::string location() const = 0;
+};
+
+}  // namespace redbloom

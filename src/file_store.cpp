@@ -1,0 +1,222 @@
+#include "redbloom/file_store.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom {
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+std::uint64_t now_unix_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+void write_all(int fd, const std::uint8_t* data, std::size_t size, const std::string& path) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw StorageError(errno_message("cannot write " + path));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// Allocates the file's blocks up front (as zero-reading extents): a full disk then fails here
+// with a message, not later as SIGBUS on a write through the mapping.
+void reserve_space(int fd, std::uint64_t size, const std::string& path) {
+  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (err == 0) return;
+  if (err != EOPNOTSUPP && err != EINVAL) {
+    errno = err;
+    throw StorageError(
+        errno_message("cannot allocate " + format_bytes(double(size)) + " for " + path));
+  }
+  // The file system cannot preallocate: fall back to a sparse file.
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    throw StorageError(errno_message("cannot size " + path + " to " + format_bytes(double(size))));
+  }
+}
+
+FileHeader read_header(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw StorageError(errno_message("cannot stat " + path));
+  if (!S_ISREG(st.st_mode)) throw FormatError(path + " is not a regular file");
+  std::vector<std::uint8_t> prefix(kFileHeaderBytes);
+  ssize_t got = 0;
+  while (static_cast<std::size_t>(got) < prefix.size()) {
+    const ssize_t n = ::pread(fd, prefix.data() + got, prefix.size() - got, got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw StorageError(errno_message("cannot read " + path));
+    if (n == 0) break;
+    got += n;
+  }
+  prefix.resize(static_cast<std::size_t>(got));
+  try {
+    return parse_file_header(prefix, static_cast<std::uint64_t>(st.st_size));
+  } catch (const FormatError& e) {
+    throw FormatError(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+// Holds the writers' lock for one batch.
+class FileStore::WriteLock {
+ public:
+  explicit WriteLock(const FileStore& store) : store_(store) { apply(F_WRLCK); }
+  ~WriteLock() { apply(F_UNLCK); }
+  WriteLock(const WriteLock&) = delete;
+  WriteLock& operator=(const WriteLock&) = delete;
+
+ private:
+  void apply(short type) {
+    struct flock lock {};
+    lock.l_type = type;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = 0;
+    lock.l_len = 1;
+    while (::fcntl(store_.fd_, F_OFD_SETLKW, &lock) != 0) {
+      if (errno == EINTR) continue;
+      // Unlocking cannot meaningfully fail on a valid descriptor; locking failures must stop
+      // the write, or concurrent writers could both report an item as new.
+      if (type == F_UNLCK) return;
+      throw StorageError(errno_message("cannot lock " + store_.path_ + " for writing"));
+    }
+  }
+  const FileStore& store_;
+};
+
+FileStore::FileStore(std::string path, int fd, const FileHeader& header, Access access)
+    : BitmapStore(header.params),
+      path_(std::move(path)),
+      fd_(fd),
+      header_(header),
+      access_(access) {
+  mapping_bytes_ = header.bitmap_offset + header.bitmap_bytes;
+  const int prot = PROT_READ | (access == Access::read_write ? PROT_WRITE : 0);
+  mapping_ = ::mmap(nullptr, mapping_bytes_, prot, MAP_SHARED, fd_, 0);
+  if (mapping_ == MAP_FAILED) {
+    const std::string message = errno_message("cannot map " + path_);
+    ::close(fd_);
+    throw StorageError(message);
+  }
+  attach(reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(mapping_) +
+                                          header.bitmap_offset));
+}
+
+FileStore::~FileStore() {
+  ::munmap(mapping_, mapping_bytes_);
+  ::close(fd_);
+}
+
+std::unique_ptr<FileStore> FileStore::create(const std::string& path, const FilterParams& params,
+                                             bool overwrite) {
+  validate(params);
+  const FileHeader header = make_file_header(params, now_unix_ns());
+  // Build the file under a temporary name, then link it into place: readers and racing
+  // creators never see a half-written filter, and link() fails atomically if one exists.
+  static std::atomic<std::uint64_t> serial{0};
+  const std::string temp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+  Fd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) throw StorageError(errno_message("cannot create " + temp));
+  try {
+    const auto encoded = encode_file_header(header);
+    write_all(fd.get(), encoded.data(), encoded.size(), temp);
+    reserve_space(fd.get(), header.bitmap_offset + header.bitmap_bytes, temp);
+    if (::fsync(fd.get()) != 0) throw StorageError(errno_message("cannot sync " + temp));
+    if (overwrite) {
+      if (::rename(temp.c_str(), path.c_str()) != 0) {
+        throw StorageError(errno_message("cannot rename " + temp + " to " + path));
+      }
+    } else {
+      if (::link(temp.c_str(), path.c_str()) != 0) {
+        if (errno == EEXIST) {
+          throw FilterExists("filter " + path + " already exists (use --force to replace it)");
+        }
+        throw StorageError(errno_message("cannot create " + path));
+      }
+      ::unlink(temp.c_str());
+    }
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
+  return std::unique_ptr<FileStore>(new FileStore(path, fd.release(), header, Access::read_write));
+}
+
+std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access access) {
+  const int flags = (access == Access::read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+  Fd fd(::open(path.c_str(), flags));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) throw StorageError("filter " + path + " does not exist");
+    throw StorageError(errno_message("cannot open " + path));
+  }
+  const FileHeader header = read_header(fd.get(), path);
+  return std::unique_ptr<FileStore>(new FileStore(path, fd.release(), header, access));
+}
+
+void FileStore::remove(const std::string& path) {
+  {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) {
+      if (errno == ENOENT) throw StorageError("filter " + path + " does not exist");
+      throw StorageError(errno_message("cannot open " + path));
+    }
+    (void)read_header(fd.get(), path);
+  }
+  if (::unlink(path.c_str()) != 0) throw StorageError(errno_message("cannot delete " + path));
+}
+
+void FileStore::require_writable(const char* op) const {
+  if (access_ != Access::read_write) {
+    throw InvalidArgument(std::string(op) + ": " + path_ + " was opened read-only");
+  }
+}
+
+void FileStore::test_and_set(std::span<const ItemHash> items, std::span<std::uint8_t> newly_added) {
+  require_writable("add");
+  WriteLock lock(*this);
+  BitmapStore::test_and_set(items, newly_added);
+}
+
+void FileStore::set(std::span<const ItemHash> items) {
+  require_writable("add");
+  WriteLock lock(*this);
+  BitmapStore::set(items);
+}
+
+void FileStore::flush() {
+  if (access_ != Access::read_write) return;
+  if (::msync(mapping_, mapping_bytes_, MS_SYNC) != 0) {
+    throw StorageError(errno_message("cannot flush " + path_));
+  }
+}
+
+}  // namespace redbloom

@@ -1,0 +1,127 @@
+#include "redbloom/sizing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom {
+namespace {
+
+constexpr double kLn2 = std::numbers::ln2;
+// Probability that one probe misses a given bit of its block.
+constexpr double kBlockMiss = 1.0 - 1.0 / static_cast<double>(kBlockBits);
+
+void check_items_and_rate(double n, double p) {
+  if (!(n >= 1.0) || !std::isfinite(n)) {
+    throw InvalidArgument("capacity must be at least 1 item (got " + std::to_string(n) + ")");
+  }
+  if (!(p > 0.0 && p < 1.0)) {
+    throw InvalidArgument("error rate must be strictly between 0 and 1 (got " + std::to_string(p) +
+                          ")");
+  }
+}
+
+// Poisson(lambda) probabilities over the range of j that carries all but ~1e-30 of the mass.
+struct PoissonWeights {
+  std::uint64_t first = 0;
+  std::vector<double> weights;
+};
+
+PoissonWeights poisson_weights(double lambda) {
+  PoissonWeights out;
+  const double spread = 12.0 * std::sqrt(lambda) + 40.0;
+  const double lo = std::max(0.0, std::floor(lambda - spread));
+  const double hi = std::ceil(lambda + spread);
+  out.first = static_cast<std::uint64_t>(lo);
+  const double log_lambda = lambda > 0 ? std::log(lambda) : 0.0;
+  for (double j = lo; j <= hi; j += 1.0) {
+    out.weights.push_back(std::exp(-lambda + j * log_lambda - std::lgamma(j + 1.0)));
+  }
+  return out;
+}
+
+double blocked_rate(const PoissonWeights& pois, double k) {
+  const double miss_per_item = std::pow(kBlockMiss, k);
+  double rate = 0.0;
+  double j = static_cast<double>(pois.first);
+  for (double w : pois.weights) {
+    const double fill = 1.0 - std::pow(miss_per_item, j);
+    rate += w * std::pow(fill, k);
+    j += 1.0;
+  }
+  return rate;
+}
+
+// Best k and its rate for a given Poisson load.
+std::pair<std::uint32_t, double> best_blocked(double lambda) {
+  const PoissonWeights pois = poisson_weights(lambda);
+  std::uint32_t best_k = 1;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::uint32_t k = 1; k <= kMaxHashes; ++k) {
+    const double rate = blocked_rate(pois, k);
+    if (rate < best) {
+      best = rate;
+      best_k = k;
+    }
+  }
+  return {best_k, best};
+}
+
+}  // namespace
+
+std::uint64_t classic_bits_for(double n, double p) {
+  check_items_and_rate(n, p);
+  return static_cast<std::uint64_t>(std::ceil(-n * std::log(p) / (kLn2 * kLn2)));
+}
+
+std::uint32_t classic_hashes_for(double bits_per_item) {
+  const double k = std::round(bits_per_item * kLn2);
+  return static_cast<std::uint32_t>(std::clamp(k, 1.0, static_cast<double>(kMaxHashes)));
+}
+
+double classic_false_positive_rate(double m, double k, double n) {
+  return std::pow(1.0 - std::exp(-k * n / m), k);
+}
+
+double blocked_false_positive_rate(double m, double k, double n) {
+  return blocked_rate(poisson_weights(static_cast<double>(kBlockBits) * n / m), k);
+}
+
+std::uint32_t blocked_best_hashes(double m, double n) {
+  return best_blocked(static_cast<double>(kBlockBits) * n / m).first;
+}
+
+BitsAndHashes blocked_bits_for(double n, double p) {
+  check_items_and_rate(n, p);
+  // The rate falls monotonically as bits per item grow; bisect on bits per item.
+  double lo = 0.5;
+  double hi = 4096.0;
+  if (best_blocked(kBlockBits / hi).second > p) {
+    throw InvalidArgument("error rate " + std::to_string(p) +
+                          " is below what a blocked filter can reach; use the classic layout");
+  }
+  for (int i = 0; i < 100 && hi - lo > 1e-6; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (best_blocked(kBlockBits / mid).second <= p ? hi : lo) = mid;
+  }
+  const auto bits = static_cast<std::uint64_t>(std::ceil(hi * n));
+  return {bits, blocked_best_hashes(static_cast<double>(bits), n)};
+}
+
+double classic_estimated_items(double m, double k, double ones) {
+  if (ones >= m) return std::numeric_limits<double>::infinity();
+  return -(m / k) * std::log1p(-ones / m);
+}
+
+double blocked_estimated_items(double m, double k, double ones) {
+  if (ones >= m) return std::numeric_limits<double>::infinity();
+  const double per_item = 1.0 - std::pow(kBlockMiss, k);
+  return -std::log1p(-ones / m) * m / (static_cast<double>(kBlockBits) * per_item);
+}
+
+}  // namespace redbloom

@@ -1,0 +1,185 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/file_format.hpp"
+#include "redbloom/file_store.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/memory_store.hpp"
+#include "temp_dir.hpp"
+
+namespace redbloom {
+namespace {
+
+using testing::TempDir;
+
+std::vector<std::string> make_items(int count, const std::string& prefix) {
+  std::vector<std::string> items;
+  for (int i = 0; i < count; ++i) items.push_back(prefix + std::to_string(i));
+  return items;
+}
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(FileStore, RoundTripsAndMatchesMemoryByteForByte) {
+  TempDir dir;
+  const std::string path = dir.file("f.rbf");
+  const FilterParams params = size_filter(50000, 0.01, Layout::blocked, 4096);
+  const auto items = make_items(50000, "url-");
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  {
+    Filter filter = Filter::create_file(path, params);
+    // A fresh filter reports every item new except the rare false positive.
+    EXPECT_GT(filter.add_many(views), 49000u);
+    filter.flush();
+  }
+  Filter memory = Filter::in_memory(params);
+  memory.add_many(views);
+  Filter reopened = Filter::open_file(path, FileStore::Access::read_only);
+  EXPECT_EQ(reopened.params(), params);
+  EXPECT_EQ(reopened.contains_many(views), items.size());
+  const auto& file_bytes = dynamic_cast<FileStore&>(reopened.store()).bytes();
+  const auto& memory_bytes = dynamic_cast<MemoryStore&>(memory.store()).bytes();
+  ASSERT_EQ(file_bytes.size(), memory_bytes.size());
+  EXPECT_TRUE(std::equal(file_bytes.begin(), file_bytes.end(), memory_bytes.begin()));
+  EXPECT_EQ(reopened.info().set_bits, memory.info().set_bits);
+  // The bitmap starts on a page boundary after the header.
+  EXPECT_EQ(read_file(path).size(), kFileHeaderBytes + params.total_bytes());
+}
+
+TEST(FileStore, CreateRefusesAnExistingFilterUnlessForced) {
+  TempDir dir;
+  const std::string path = dir.file("f.rbf");
+  const FilterParams params = size_filter(1000, 0.01, Layout::classic);
+  { Filter::create_file(path, params).add("x"); }
+  EXPECT_THROW((void)Filter::create_file(path, params), FilterExists);
+  EXPECT_TRUE(Filter::open_file(path).contains("x"));  // untouched by the refused create
+  { (void)Filter::create_file(path, params, /*overwrite=*/true); }
+  EXPECT_FALSE(Filter::open_file(path).contains("x"));
+}
+
+TEST(FileStore, ClearErrorsForMissingReadOnlyAndForeignFiles) {
+  TempDir dir;
+  EXPECT_NE(error_of([&] { (void)Filter::open_file(dir.file("none.rbf")); }).find("does not exist"),
+            std::string::npos);
+  const std::string path = dir.file("f.rbf");
+  { (void)Filter::create_file(path, size_filter(1000, 0.01, Layout::classic)); }
+  Filter read_only = Filter::open_file(path, FileStore::Access::read_only);
+  EXPECT_NE(error_of([&] { read_only.add("x"); }).find("read-only"), std::string::npos);
+
+  const std::string text = dir.file("notes.txt");
+  write_file(text, {'h', 'e', 'l', 'l', 'o'});
+  EXPECT_NE(error_of([&] { (void)Filter::open_file(text); }).find("not a redbloom filter"),
+            std::string::npos);
+  EXPECT_THROW(FileStore::remove(text), FormatError);
+  EXPECT_EQ(read_file(text).size(), 5u);  // drop never deletes a foreign file
+  FileStore::remove(path);
+  EXPECT_THROW((void)Filter::open_file(path), StorageError);
+}
+
+class CorruptFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.file("f.rbf");
+    { (void)Filter::create_file(path_, size_filter(1000, 0.01, Layout::classic)); }
+    bytes_ = read_file(path_);
+  }
+  std::string open_error() {
+    write_file(path_, bytes_);
+    return error_of([&] { (void)Filter::open_file(path_); });
+  }
+  TempDir dir_;
+  std::string path_;
+  std::vector<char> bytes_;
+};
+
+TEST_F(CorruptFile, Truncated) {
+  bytes_.resize(bytes_.size() - 1);
+  EXPECT_NE(open_error().find("truncated"), std::string::npos);
+  bytes_.resize(50);
+  EXPECT_NE(open_error().find("truncated"), std::string::npos);
+  bytes_.resize(0);
+  EXPECT_NE(open_error().find("not a redbloom filter"), std::string::npos);
+}
+
+TEST_F(CorruptFile, FlippedHeaderByte) {
+  bytes_[40] ^= 1;
+  EXPECT_NE(open_error().find("checksum"), std::string::npos);
+}
+
+TEST_F(CorruptFile, TrailingGarbage) {
+  bytes_.push_back('x');
+  EXPECT_NE(open_error().find("corrupt"), std::string::npos);
+}
+
+// Re-encodes a header with one field changed, as a newer or foreign writer would.
+std::vector<char> with_header(const std::vector<char>& bytes, FileHeader header) {
+  const auto encoded = encode_file_header(header);
+  std::vector<char> out = bytes;
+  std::copy(encoded.begin(), encoded.end(), out.begin());
+  return out;
+}
+
+TEST_F(CorruptFile, UnknownHashSchemeIsRefusedByName) {
+  FileHeader header = parse_file_header(
+      {reinterpret_cast<const std::uint8_t*>(bytes_.data()), kFileHeaderBytes}, bytes_.size());
+  header.params.hash_scheme = 2;
+  bytes_ = with_header(bytes_, header);
+  const std::string error = open_error();
+  EXPECT_NE(error.find("hash scheme 2 is unknown"), std::string::npos) << error;
+}
+
+TEST_F(CorruptFile, UnknownFormatVersion) {
+  bytes_[8] = 9;
+  EXPECT_NE(open_error().find("format version 9"), std::string::npos);
+}
+
+TEST(FileStore, KillDuringWritesLeavesAConsistentFile) {
+  // Writes through the shared mapping are in the page cache the moment they are made: a
+  // process killed without flush() loses nothing that add() had returned.
+  TempDir dir;
+  const std::string path = dir.file("f.rbf");
+  { (void)Filter::create_file(path, size_filter(100000, 0.01, Layout::classic)); }
+  const auto items = make_items(20000, "k-");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Filter filter = Filter::open_file(path);
+    for (const auto& item : items) filter.add(item);
+    raise(SIGKILL);  // no flush, no destructors
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  Filter filter = Filter::open_file(path, FileStore::Access::read_only);
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  EXPECT_EQ(filter.contains_many(views), items.size());
+}
+
+}  // namespace
+}  // namespace redbloom

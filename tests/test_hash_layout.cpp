@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "redbloom/bit_order.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/hash.hpp"
+#include "redbloom/layout.hpp"
+#include "redbloom/memory_store.hpp"
+
+namespace redbloom {
+namespace {
+
+TEST(Hash, IsXxh3_128AsPrintedByXxh128sum) {
+  // `printf hello | xxh128sum` prints high64 then low64.
+  EXPECT_EQ(hash_item("hello"), (ItemHash{0xc779cfaa5e523818ull, 0xb5e9c1ad071b3e7full}));
+  EXPECT_EQ(hash_item(""), (ItemHash{0x6001c324468d497full, 0x99aa06d3014798d8ull}));
+  EXPECT_EQ(hash_item("s3://bucket/dir/file1.pdf"),
+            (ItemHash{0x0b2d299c4b3e52b6ull, 0x23a0ab8c87391511ull}));
+  // Bytes, not C strings: an embedded NUL is part of the item.
+  EXPECT_NE(hash_item(std::string_view("a\0b", 3)), hash_item("a"));
+}
+
+// Hash scheme 1 is frozen: these positions must never change, or every stored filter breaks.
+TEST(Layout, Scheme1PositionsArePinned) {
+  const ItemHash h = hash_item("hello");
+  EXPECT_EQ(layout::partition_of(h, 3), 1u);
+  std::vector<std::uint64_t> classic;
+  layout::classic_probes(h, 1 << 20, 7, [&](std::uint64_t o) { classic.push_back(o); });
+  EXPECT_EQ(classic,
+            (std::vector<std::uint64_t>{817052, 513593, 210133, 955249, 651789, 348329, 44869}));
+  std::vector<std::uint64_t> blocked;
+  layout::blocked_probes(h, 1 << 20, 7, [&](std::uint64_t o) { blocked.push_back(o); });
+  EXPECT_EQ(blocked,
+            (std::vector<std::uint64_t>{817046, 816841, 816687, 816833, 817089, 816671, 816738}));
+}
+
+TEST(Layout, BlockedProbesStayInOneCacheLine) {
+  for (int i = 0; i < 1000; ++i) {
+    const ItemHash h = hash_item("item" + std::to_string(i));
+    std::set<std::uint64_t> blocks;
+    layout::blocked_probes(h, 1 << 20, 16, [&](std::uint64_t o) {
+      EXPECT_LT(o, 1u << 20);
+      blocks.insert(o / 512);
+    });
+    EXPECT_EQ(blocks.size(), 1u);
+  }
+}
+
+TEST(BitOrder, MatchesTheRedisSetbitDocumentation) {
+  // redis.io SETBIT, "Pattern: accessing the entire bitmap":
+  //   SETBIT bitmapsarestrings 2 1; ... 3 1; ... 5 1; ... 10 1; ... 11 1; ... 14 1
+  //   GET bitmapsarestrings  ->  "42"
+  std::uint64_t word = 0;
+  for (std::uint64_t bit : {2, 3, 5, 10, 11, 14}) word |= word_mask(bit);
+  const auto* bytes = reinterpret_cast<const char*>(&word);
+  EXPECT_EQ(std::string(bytes, 2), "42");
+  // SET k "A" (0x41); GETBIT k 1 -> 1, GETBIT k 7 -> 1, every other bit 0.
+  for (std::uint64_t bit = 0; bit < 8; ++bit) {
+    EXPECT_EQ((0x41 & redis_byte_mask(bit)) != 0, bit == 1 || bit == 7) << bit;
+  }
+  EXPECT_EQ(redis_byte_index(10086), 1260u);
+  EXPECT_EQ(word_index(10086), 157u);
+}
+
+// The kernels must set exactly the layout's offsets, in Redis bit order, in the item's partition.
+void expect_bits_in_redis_order(Layout layout_kind) {
+  const FilterParams params = explicit_filter(4 * 65536, 7, layout_kind, 0, 8192);
+  ASSERT_EQ(params.partitions, 4u);
+  MemoryStore* raw = nullptr;
+  auto store = std::make_unique<MemoryStore>(params);
+  raw = store.get();
+  Filter filter(std::move(store));
+  const std::string item = "s3://bucket/dir/file1.pdf";
+  filter.add(item);
+  const ItemHash h = hash_item(item);
+  const std::uint64_t base = layout::partition_of(h, params.partitions) * params.partition_bits;
+  std::set<std::uint64_t> offsets;
+  auto collect = [&](std::uint64_t o) { offsets.insert(base + o); };
+  if (layout_kind == Layout::classic) {
+    layout::classic_probes(h, params.partition_bits, params.hashes, collect);
+  } else {
+    layout::blocked_probes(h, params.partition_bits, params.hashes, collect);
+  }
+  const auto bytes = raw->bytes();
+  for (std::uint64_t bit : offsets) {
+    EXPECT_NE(bytes[redis_byte_index(bit)] & redis_byte_mask(bit), 0) << bit;
+  }
+  EXPECT_EQ(raw->count_set_bits(), offsets.size());
+}
+
+TEST(BitOrder, ClassicKernelWritesRedisOffsets) {
+  expect_bits_in_redis_order(Layout::classic);
+}
+TEST(BitOrder, BlockedKernelWritesRedisOffsets) {
+  expect_bits_in_redis_order(Layout::blocked);
+}
+
+// Filters past 2^32 bits: earlier libraries truncated offsets to 32 bits there.
+void expect_large_filter_works(Layout layout_kind) {
+  const std::uint64_t bits = std::uint64_t{1} << 33;  // 1 GiB, two 512 MiB partitions
+  const FilterParams params = explicit_filter(bits, 7, layout_kind, 0, std::uint64_t{512} << 20);
+  ASSERT_EQ(params.partitions, 2u);
+  ASSERT_EQ(params.partition_bits, std::uint64_t{1} << 32);
+  auto store = std::make_unique<MemoryStore>(params);
+  MemoryStore* raw = store.get();
+  Filter filter(std::move(store));
+  std::vector<std::string> items;
+  for (int i = 0; i < 200000; ++i) items.push_back("large-" + std::to_string(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  EXPECT_EQ(filter.add_many(views), items.size());
+  EXPECT_EQ(filter.contains_many(views), items.size());
+  // Bits are set in the top quarter of the address range (past 2^32 + 2^31).
+  const auto bytes = raw->bytes();
+  std::uint64_t high_bytes_set = 0;
+  for (std::uint64_t i = bytes.size() * 7 / 8; i < bytes.size(); ++i)
+    high_bytes_set += bytes[i] != 0;
+  EXPECT_GT(high_bytes_set, 10000u);
+}
+
+TEST(LargeFilter, ClassicBeyond2To32Bits) {
+  expect_large_filter_works(Layout::classic);
+}
+TEST(LargeFilter, BlockedBeyond2To32Bits) {
+  expect_large_filter_works(Layout::blocked);
+}
+
+}  // namespace
+}  // namespace redbloom
