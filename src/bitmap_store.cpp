@@ -15,27 +15,35 @@ void require_room(std::size_t items, std::size_t out, const char* what) {
 
 }  // namespace
 
-void BitmapStore::test_and_set(std::span<const ItemHash> items,
+BitmapStore::BitmapStore(const FilterParams& params) : params_(params) {}
+BitmapStore::~BitmapStore() = default;
+
+void BitmapStore::attach(std::uint64_t* words) {
+  bitmap_ = std::make_unique<kernels::Bitmap>(kernels::make_bitmap(words, params_));
+}
+
+void BitmapStore::test_and_set(std::span<const std::string_view> items,
                                std::span<std::uint8_t> newly_added) {
   require_room(items.size(), newly_added.size(), "test_and_set");
-  kernels::test_and_set({words_, params_}, items, newly_added.data());
+  kernels::test_and_set(*bitmap_, items, newly_added.data());
 }
 
-void BitmapStore::set(std::span<const ItemHash> items) {
-  kernels::set({words_, params_}, items);
+void BitmapStore::set(std::span<const std::string_view> items) {
+  kernels::set(*bitmap_, items);
 }
 
-void BitmapStore::test(std::span<const ItemHash> items, std::span<std::uint8_t> present) const {
+void BitmapStore::test(std::span<const std::string_view> items,
+                       std::span<std::uint8_t> present) const {
   require_room(items.size(), present.size(), "test");
-  kernels::test({words_, params_}, items, present.data());
+  kernels::test(*bitmap_, items, present.data());
 }
 
 std::uint64_t BitmapStore::count_set_bits() const {
-  return kernels::popcount(words_, params_.total_bits() / 64);
+  return kernels::popcount(bitmap_->words, params_.total_bits() / 64);
 }
 
 std::span<const std::uint8_t> BitmapStore::bytes() const noexcept {
-  return {reinterpret_cast<const std::uint8_t*>(words_), params_.total_bytes()};
+  return {reinterpret_cast<const std::uint8_t*>(bitmap_->words), params_.total_bytes()};
 }
 
 }  // namespace redbloom

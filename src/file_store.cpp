@@ -175,7 +175,7 @@ std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access acces
   const int flags = (access == Access::read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
   Fd fd(::open(path.c_str(), flags));
   if (fd.get() < 0) {
-    if (errno == ENOENT) throw StorageError("filter " + path + " does not exist");
+    if (errno == ENOENT) throw NotFound("filter " + path + " does not exist");
     throw StorageError(errno_message("cannot open " + path));
   }
   const FileHeader header = read_header(fd.get(), path);
@@ -186,7 +186,7 @@ void FileStore::remove(const std::string& path) {
   {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) {
-      if (errno == ENOENT) throw StorageError("filter " + path + " does not exist");
+      if (errno == ENOENT) throw NotFound("filter " + path + " does not exist");
       throw StorageError(errno_message("cannot open " + path));
     }
     (void)read_header(fd.get(), path);
@@ -200,13 +200,14 @@ void FileStore::require_writable(const char* op) const {
   }
 }
 
-void FileStore::test_and_set(std::span<const ItemHash> items, std::span<std::uint8_t> newly_added) {
+void FileStore::test_and_set(std::span<const std::string_view> items,
+                             std::span<std::uint8_t> newly_added) {
   require_writable("add");
   WriteLock lock(*this);
   BitmapStore::test_and_set(items, newly_added);
 }
 
-void FileStore::set(std::span<const ItemHash> items) {
+void FileStore::set(std::span<const std::string_view> items) {
   require_writable("add");
   WriteLock lock(*this);
   BitmapStore::set(items);

@@ -11,19 +11,15 @@
 namespace redbloom {
 namespace {
 
-// Items are hashed this many at a time, then handed to the store as one batch: large enough
-// to amortise a store's per-batch cost (a lock, a network round trip), small enough that
-// the hashes stay in L1/L2.
+// Items go to the store this many at a time: large enough to amortise a store's per-batch
+// cost (a lock, a network round trip), small enough to bound how long a writer holds a lock.
 constexpr std::size_t kChunk = 1024;
 
-// Calls `apply(hashes, offset)` for consecutive chunks of hashed items.
+// Calls `apply(chunk, offset)` for consecutive chunks of items.
 template <class Apply>
 void for_each_chunk(std::span<const std::string_view> items, Apply&& apply) {
-  std::array<ItemHash, kChunk> hashes;
   for (std::size_t offset = 0; offset < items.size(); offset += kChunk) {
-    const std::size_t count = std::min(kChunk, items.size() - offset);
-    hash_items(items.subspan(offset, count), hashes);
-    apply(std::span<const ItemHash>(hashes.data(), count), offset);
+    apply(items.subspan(offset, std::min(kChunk, items.size() - offset)), offset);
   }
 }
 
@@ -57,16 +53,14 @@ Filter Filter::open_file(const std::string& path, FileStore::Access access) {
 }
 
 bool Filter::add(std::string_view item) {
-  const ItemHash hash = hash_item(item);
   std::uint8_t newly = 0;
-  store_->test_and_set({&hash, 1}, {&newly, 1});
+  store_->test_and_set({&item, 1}, {&newly, 1});
   return newly != 0;
 }
 
 bool Filter::contains(std::string_view item) const {
-  const ItemHash hash = hash_item(item);
   std::uint8_t present = 0;
-  store_->test({&hash, 1}, {&present, 1});
+  store_->test({&item, 1}, {&present, 1});
   return present != 0;
 }
 
@@ -75,11 +69,11 @@ std::size_t Filter::add_many(std::span<const std::string_view> items,
   require_flags(newly_added, items.size());
   std::array<std::uint8_t, kChunk> local;
   std::size_t added = 0;
-  for_each_chunk(items, [&](std::span<const ItemHash> hashes, std::size_t offset) {
+  for_each_chunk(items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
     const std::span<std::uint8_t> out = newly_added.empty()
-                                            ? std::span<std::uint8_t>(local.data(), hashes.size())
-                                            : newly_added.subspan(offset, hashes.size());
-    store_->test_and_set(hashes, out);
+                                            ? std::span<std::uint8_t>(local.data(), chunk.size())
+                                            : newly_added.subspan(offset, chunk.size());
+    store_->test_and_set(chunk, out);
     added += count_ones(out);
   });
   return added;
@@ -87,7 +81,7 @@ std::size_t Filter::add_many(std::span<const std::string_view> items,
 
 void Filter::insert_many(std::span<const std::string_view> items) {
   for_each_chunk(items,
-                 [&](std::span<const ItemHash> hashes, std::size_t) { store_->set(hashes); });
+                 [&](std::span<const std::string_view> chunk, std::size_t) { store_->set(chunk); });
 }
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
@@ -95,11 +89,11 @@ std::size_t Filter::contains_many(std::span<const std::string_view> items,
   require_flags(present, items.size());
   std::array<std::uint8_t, kChunk> local;
   std::size_t found = 0;
-  for_each_chunk(items, [&](std::span<const ItemHash> hashes, std::size_t offset) {
+  for_each_chunk(items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
     const std::span<std::uint8_t> out = present.empty()
-                                            ? std::span<std::uint8_t>(local.data(), hashes.size())
-                                            : present.subspan(offset, hashes.size());
-    store_->test(hashes, out);
+                                            ? std::span<std::uint8_t>(local.data(), chunk.size())
+                                            : present.subspan(offset, chunk.size());
+    store_->test(chunk, out);
     found += count_ones(out);
   });
   return found;

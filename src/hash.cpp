@@ -1,7 +1,6 @@
 #include "redbloom/hash.hpp"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "item_hash_inline.hpp"
 
 namespace redbloom {
 
@@ -10,12 +9,11 @@ bool is_known_hash_scheme(std::uint32_t scheme) noexcept {
 }
 
 ItemHash hash_item(std::string_view item) noexcept {
-  const XXH128_hash_t h = XXH3_128bits(item.data(), item.size());
-  return {h.low64, h.high64};
+  return detail::hash_inline(item);
 }
 
 void hash_items(std::span<const std::string_view> items, std::span<ItemHash> out) noexcept {
-  for (std::size_t i = 0; i < items.size(); ++i) out[i] = hash_item(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i) out[i] = detail::hash_inline(items[i]);
 }
 
 }  // namespace redbloom

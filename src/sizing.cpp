@@ -13,8 +13,6 @@ namespace redbloom {
 namespace {
 
 constexpr double kLn2 = std::numbers::ln2;
-// Probability that one probe misses a given bit of its block.
-constexpr double kBlockMiss = 1.0 - 1.0 / static_cast<double>(kBlockBits);
 
 void check_items_and_rate(double n, double p) {
   if (!(n >= 1.0) || !std::isfinite(n)) {
@@ -46,18 +44,18 @@ PoissonWeights poisson_weights(double lambda) {
 }
 
 double blocked_rate(const PoissonWeights& pois, double k) {
-  const double miss_per_item = std::pow(kBlockMiss, k);
+  const double miss_per_item = blocked_bit_survival(static_cast<std::uint32_t>(k));
+  double miss = std::pow(miss_per_item, static_cast<double>(pois.first));  // miss_per_item^j
   double rate = 0.0;
-  double j = static_cast<double>(pois.first);
   for (double w : pois.weights) {
-    const double fill = 1.0 - std::pow(miss_per_item, j);
-    rate += w * std::pow(fill, k);
-    j += 1.0;
+    rate += w * std::pow(1.0 - miss, k);
+    miss *= miss_per_item;
   }
   return rate;
 }
 
-// Best k and its rate for a given Poisson load.
+// Best k and its rate for a given Poisson load. The rate is unimodal in k, so the scan stops
+// once it has risen past the minimum.
 std::pair<std::uint32_t, double> best_blocked(double lambda) {
   const PoissonWeights pois = poisson_weights(lambda);
   std::uint32_t best_k = 1;
@@ -67,6 +65,8 @@ std::pair<std::uint32_t, double> best_blocked(double lambda) {
     if (rate < best) {
       best = rate;
       best_k = k;
+    } else if (k > best_k + 2) {
+      break;
     }
   }
   return {best_k, best};
@@ -118,9 +118,17 @@ double classic_estimated_items(double m, double k, double ones) {
   return -(m / k) * std::log1p(-ones / m);
 }
 
+double blocked_bit_survival(std::uint32_t k) {
+  // k = 8a + c: c of the 8 words get a + 1 probes, the others a; each probe picks 1 of 64 bits.
+  const double a = k / 8;
+  const double c = k % 8;
+  constexpr double kMiss = 63.0 / 64.0;
+  return (c / 8) * std::pow(kMiss, a + 1) + (1 - c / 8) * std::pow(kMiss, a);
+}
+
 double blocked_estimated_items(double m, double k, double ones) {
   if (ones >= m) return std::numeric_limits<double>::infinity();
-  const double per_item = 1.0 - std::pow(kBlockMiss, k);
+  const double per_item = 1.0 - blocked_bit_survival(static_cast<std::uint32_t>(k));
   return -std::log1p(-ones / m) * m / (static_cast<double>(kBlockBits) * per_item);
 }
 

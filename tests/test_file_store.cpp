@@ -99,7 +99,7 @@ TEST(FileStore, ClearErrorsForMissingReadOnlyAndForeignFiles) {
   EXPECT_THROW(FileStore::remove(text), FormatError);
   EXPECT_EQ(read_file(text).size(), 5u);  // drop never deletes a foreign file
   FileStore::remove(path);
-  EXPECT_THROW((void)Filter::open_file(path), StorageError);
+  EXPECT_THROW((void)Filter::open_file(path), NotFound);
 }
 
 class CorruptFile : public ::testing::Test {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "bitmap_kernels.hpp"
 #include "redbloom/bit_order.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
@@ -34,7 +35,7 @@ TEST(Layout, Scheme1PositionsArePinned) {
   std::vector<std::uint64_t> blocked;
   layout::blocked_probes(h, 1 << 20, 7, [&](std::uint64_t o) { blocked.push_back(o); });
   EXPECT_EQ(blocked,
-            (std::vector<std::uint64_t>{817046, 816841, 816687, 816833, 817089, 816671, 816738}));
+            (std::vector<std::uint64_t>{817133, 816667, 816732, 816784, 816875, 816897, 816999}));
 }
 
 TEST(Layout, BlockedProbesStayInOneCacheLine) {
@@ -47,6 +48,13 @@ TEST(Layout, BlockedProbesStayInOneCacheLine) {
     });
     EXPECT_EQ(blocks.size(), 1u);
   }
+}
+
+TEST(Layout, BlockedProbesGoToWordsInTurnFromTheStartWord) {
+  const ItemHash h = hash_item("hello");  // hi mod 8 = 7
+  std::vector<std::uint64_t> words;
+  layout::blocked_probes_in_block(h, 10, [&](std::uint64_t o) { words.push_back(o / 64); });
+  EXPECT_EQ(words, (std::vector<std::uint64_t>{7, 0, 1, 2, 3, 4, 5, 6, 7, 0}));
 }
 
 TEST(BitOrder, MatchesTheRedisSetbitDocumentation) {

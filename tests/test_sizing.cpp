@@ -129,6 +129,15 @@ TEST(Sizing, BlockedRateExceedsClassicAtTheSameSize) {
   }
 }
 
+TEST(Sizing, BlockedBitSurvivalFollowsTheWordRotation) {
+  EXPECT_DOUBLE_EQ(blocked_bit_survival(1), 1 - 1.0 / 512);
+  EXPECT_DOUBLE_EQ(blocked_bit_survival(6), 1 - 6.0 / 512);
+  EXPECT_DOUBLE_EQ(blocked_bit_survival(8), 63.0 / 64);
+  // k = 12: half the words get 2 probes, half 1.
+  EXPECT_DOUBLE_EQ(blocked_bit_survival(12), 0.5 * (63.0 / 64) * (63.0 / 64) + 0.5 * (63.0 / 64));
+  EXPECT_DOUBLE_EQ(blocked_bit_survival(64), std::pow(63.0 / 64, 8));
+}
+
 TEST(Sizing, CardinalityEstimatesInvertTheExpectedFill) {
   const double m = 1e7;
   const double k = 7;
@@ -136,7 +145,7 @@ TEST(Sizing, CardinalityEstimatesInvertTheExpectedFill) {
   const double classic_ones = m * (1 - std::exp(-k * n / m));
   EXPECT_NEAR(classic_estimated_items(m, k, classic_ones), n, 1e-6 * n);
   const double lambda = 512 * n / m;
-  const double blocked_ones = m * (1 - std::exp(-lambda * (1 - std::pow(1 - 1.0 / 512, k))));
+  const double blocked_ones = m * (1 - std::exp(-lambda * (k / 512)));  // q = 1 - k/512, k <= 8
   EXPECT_NEAR(blocked_estimated_items(m, k, blocked_ones), n, 1e-6 * n);
   EXPECT_TRUE(std::isinf(classic_estimated_items(m, k, m)));
 }

@@ -3,30 +3,37 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "redbloom/store.hpp"
 
 namespace redbloom {
+namespace kernels {
+struct Bitmap;
+}
 
 class BitmapStore : public Store {
  public:
   [[nodiscard]] const FilterParams& params() const noexcept override { return params_; }
-  void test_and_set(std::span<const ItemHash> items, std::span<std::uint8_t> newly_added) override;
-  void set(std::span<const ItemHash> items) override;
-  void test(std::span<const ItemHash> items, std::span<std::uint8_t> present) const override;
+  void test_and_set(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> newly_added) override;
+  void set(std::span<const std::string_view> items) override;
+  void test(std::span<const std::string_view> items,
+            std::span<std::uint8_t> present) const override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
 
   // The bitmap in Redis bit order: partition i is bytes [i * partition_bytes, (i+1) * ...).
   [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept;
 
  protected:
-  explicit BitmapStore(const FilterParams& params) : params_(params) {}
+  explicit BitmapStore(const FilterParams& params);
+  ~BitmapStore() override;
   // `words` must be 64-byte aligned and hold params.total_bits() bits.
-  void attach(std::uint64_t* words) noexcept { words_ = words; }
+  void attach(std::uint64_t* words);
 
  private:
   FilterParams params_;
-  std::uint64_t* words_ = nullptr;
+  std::unique_ptr<kernels::Bitmap> bitmap_;  // the words and per-filter kernel tables
 };
 
 }  // namespace redbloom

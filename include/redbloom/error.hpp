@@ -38,6 +38,12 @@ class FilterExists : public InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
+// The named filter does not exist.
+class NotFound : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
 // Formats the current errno as "what: strerror".
 [[nodiscard]] std::string errno_message(const std::string& what);
 

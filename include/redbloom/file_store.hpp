@@ -35,8 +35,9 @@ class FileStore final : public BitmapStore {
 
   ~FileStore() override;
 
-  void test_and_set(std::span<const ItemHash> items, std::span<std::uint8_t> newly_added) override;
-  void set(std::span<const ItemHash> items) override;
+  void test_and_set(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> newly_added) override;
+  void set(std::span<const std::string_view> items) override;
   void flush() override;
   [[nodiscard]] std::string location() const override { return "file " + path_; }
 

@@ -8,6 +8,7 @@
 // confine each partition's probes to a slice of it and multiply the false-positive rate.)
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "redbloom/hash.hpp"
@@ -40,23 +41,46 @@ inline void classic_probes(const ItemHash& h, std::uint64_t partition_bits, std:
   }
 }
 
-// Blocked: the block is fastrange(lo) over the partition's blocks; probe i is the top 9 bits
-// of hi * phi^(i+1), phi = 2^64 / golden ratio (odd). Multiplying by an odd constant permutes
-// the 64-bit values, and its top bits mix in every bit of hi (the 32-bit version of this is
-// RocksDB's FastLocalBloom), so the k in-block positions behave as independent uniform picks,
-// which is what the blocked rate in sizing.hpp assumes.
+// Blocked: the block is fastrange(lo) over the partition's blocks. Inside it (8 words of 64
+// bits), probe i goes to word w = (s + i) mod 8 with s = hi mod 8, so up to 8 probes land in 8
+// different words, and the rotation by s spreads items with k < 8 over all words. The bit in
+// word w is the 6-bit field at bit 16 + 6w of x_r, where round r = i / 8 uses x_0 = hi and
+// x_r = hi * phi^r (phi = 2^64 / golden ratio, odd) for the 9th probe on. hi is a 64-bit
+// XXH3 output, so its fields are independent uniform bits; the products remix hi for later
+// rounds. A per-word field also means one vector shift computes all 8 words' bits at once.
+// sizing.hpp's blocked formula is derived for exactly this placement.
 inline std::uint64_t blocked_block_of(const ItemHash& h, std::uint64_t partition_bits) noexcept {
   return fastrange64(h.lo, partition_bits / kBlockBits);
 }
 
 inline constexpr std::uint64_t kGoldenMultiplier = 0x9E3779B97F4A7C15ull;
 
+// kRoundMultipliers[r] = phi^r mod 2^64 (r = 0 gives x_0 = hi).
+inline constexpr auto kRoundMultipliers = [] {
+  std::array<std::uint64_t, kMaxHashes / 8> powers{};
+  std::uint64_t x = 1;
+  for (auto& power : powers) {
+    power = x;
+    x *= kGoldenMultiplier;
+  }
+  return powers;
+}();
+
+inline constexpr unsigned blocked_start_word(std::uint64_t hi) noexcept {
+  return static_cast<unsigned>(hi & 7);
+}
+inline constexpr unsigned blocked_field_shift(unsigned word) noexcept {
+  return 16 + 6 * word;
+}
+
+// Calls visit(offset in block, 0..511) for the k probes, in probe order.
 template <class Visit>
 inline void blocked_probes_in_block(const ItemHash& h, std::uint32_t k, Visit&& visit) {
-  std::uint64_t x = h.hi;
+  const unsigned s = blocked_start_word(h.hi);
   for (std::uint32_t i = 0; i < k; ++i) {
-    x *= kGoldenMultiplier;
-    visit(x >> 55);  // 0..511
+    const std::uint64_t x = h.hi * kRoundMultipliers[i / 8];
+    const unsigned w = (s + i) & 7;
+    visit(std::uint64_t{w} * 64 + ((x >> blocked_field_shift(w)) & 63));
   }
 }
 

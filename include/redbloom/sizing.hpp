@@ -11,12 +11,15 @@
 // We round k to the *nearest* integer: floor(), as many libraries do, costs measurable
 // accuracy (m/n = 9.585 -> k = 6 instead of 7).
 //
-// Blocked layout (all k probes inside one 512-bit block, one cache line). The number of items
-// that land in a block is Binomial(n, 512/m) ~= Poisson(lambda = 512 n / m). Blocks with more
-// items than average are fuller, and the textbook formula underestimates the rate; summing over
-// the Poisson distribution gives the true rate
-//     p = sum_j Pois(j; lambda) * (1 - (1 - 1/512)^(j k))^k,
-// (Putze, Sanders, Singler: "Cache-, Hash- and Space-Efficient Bloom Filters", 2007).
+// Blocked layout (all k probes inside one 512-bit block, one cache line; layout.hpp). The
+// number of items that land in a block is Binomial(n, 512/m) ~= Poisson(lambda = 512 n / m).
+// Blocks with more items than average are fuller, and the textbook formula underestimates the
+// rate; summing over the Poisson distribution gives the true rate
+//     p = sum_j Pois(j; lambda) * (1 - q^j)^k
+// (Putze, Sanders, Singler: "Cache-, Hash- and Space-Efficient Bloom Filters", 2007), where q
+// is the probability that one inserted item leaves a given bit of its block clear. Our probes
+// go to 8 words in turn (k = 8a + c: c words get a + 1 probes, the rest a, each probe one of
+// 64 bits), so q = (c/8)(63/64)^(a+1) + (1 - c/8)(63/64)^a; for k <= 8 that is 1 - k/512.
 // A blocked filter therefore needs a few more bits per item for the same p; sizing searches
 // for the smallest m (and best k) whose blocked rate meets the target.
 #pragma once
@@ -51,6 +54,9 @@ struct BitsAndHashes {
 // Smallest m (and the k that minimises the blocked rate at that m) whose blocked rate is <= p.
 BitsAndHashes blocked_bits_for(double n, double p);
 
+// q above: the chance that one item in a block leaves a given bit of it clear.
+double blocked_bit_survival(std::uint32_t k);
+
 // The k in 1..64 that minimises the blocked rate for m bits and n items.
 std::uint32_t blocked_best_hashes(double m, double n);
 
@@ -62,7 +68,7 @@ inline double expected_false_positives(double p, double queries) {
 // Estimated number of distinct items from the count of set bits X.
 // Classic: E[X] = m (1 - e^(-kn/m))  =>  n = -(m/k) ln(1 - X/m)   (Swamidass & Baldi, 2007).
 double classic_estimated_items(double m, double k, double ones);
-// Blocked: E[X] = m (1 - e^(-lambda (1 - (1 - 1/512)^k))), lambda = 512 n / m, inverted for n.
+// Blocked: E[X] = m (1 - e^(-lambda (1 - q))), lambda = 512 n / m, inverted for n.
 double blocked_estimated_items(double m, double k, double ones);
 
 }  // namespace redbloom

@@ -1,11 +1,13 @@
 // The one interface between a filter and where its bits live (memory, a mapped file, and
-// later Redis). A store works on batches of hashed items and knows the layout from its
-// parameters; it never sees the items' bytes.
+// later Redis). A store works on batches of items, hashes them with hash_item() and places
+// their bits with layout.hpp, as its parameters say. Taking the items rather than their hashes
+// lets a local store hash item i+D while item i's cache line is still on its way.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
@@ -25,14 +27,15 @@ class Store {
   // before (so the second of two equal items in one batch is not new). Each item's
   // test-and-set is atomic with respect to every other writer of the same filter: of several
   // concurrent writers adding one item, exactly one sees it as new.
-  virtual void test_and_set(std::span<const ItemHash> items,
+  virtual void test_and_set(std::span<const std::string_view> items,
                             std::span<std::uint8_t> newly_added) = 0;
 
   // Sets the bits of every item; no per-item answers (the bulk path).
-  virtual void set(std::span<const ItemHash> items) = 0;
+  virtual void set(std::span<const std::string_view> items) = 0;
 
   // present[i] = 1 iff all bits of item i are set.
-  virtual void test(std::span<const ItemHash> items, std::span<std::uint8_t> present) const = 0;
+  virtual void test(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> present) const = 0;
 
   // Number of 1 bits in the whole filter.
   [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;

@@ -1,0 +1,182 @@
+// Local filter speed: insert, positive and negative lookup in ns per item, bits per item and
+// the measured false-positive rate, for both layouts, one item per call and batched.
+//
+// Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i), made
+// 4096 at a time outside the timed region), then looks up min(n, 1e7) inserted keys and 1e7
+// absent ones. Only the filter calls are timed (one clock pair per 4096 keys). Google Benchmark
+// repeats each case and reports medians; at the end a markdown table of the medians is printed.
+//
+//   bench_local [--n=1e6,1e8] [--store=memory|file] [benchmark flags, e.g.
+//   --benchmark_repetitions=5]
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "redbloom/filter.hpp"
+#include "redbloom/params.hpp"
+
+namespace {
+
+using redbloom::Filter;
+using redbloom::FilterParams;
+using redbloom::Layout;
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+constexpr std::uint64_t kAbsentBase = std::uint64_t{1} << 40;
+constexpr std::uint64_t kMaxQueries = 10'000'000;
+constexpr std::size_t kBatch = 4096;
+
+bool g_file_store = false;
+
+struct Keys {
+  std::vector<std::uint64_t> raw = std::vector<std::uint64_t>(kBatch);
+  std::vector<std::string_view> views = std::vector<std::string_view>(kBatch);
+  std::span<const std::string_view> fill(std::uint64_t first, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      raw[i] = splitmix64(first + i);
+      views[i] = {reinterpret_cast<const char*>(&raw[i]), sizeof(std::uint64_t)};
+    }
+    return {views.data(), count};
+  }
+};
+
+// Runs `op(batch)` over keys [first, first + count) and returns ns per key, timing only `op`.
+template <class Op>
+double ns_per_key(std::uint64_t first, std::uint64_t count, Op&& op) {
+  Keys keys;
+  std::chrono::duration<double, std::nano> elapsed{0};
+  for (std::uint64_t done = 0; done < count; done += kBatch) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kBatch, count - done));
+    const auto batch = keys.fill(first + done, n);
+    const auto start = std::chrono::steady_clock::now();
+    op(batch);
+    elapsed += std::chrono::steady_clock::now() - start;
+  }
+  return elapsed.count() / static_cast<double>(count);
+}
+
+Filter make_filter(const FilterParams& params) {
+  if (!g_file_store) return Filter::in_memory(params);
+  const auto path = std::filesystem::temp_directory_path() / "redbloom-bench.rbf";
+  return Filter::create_file(path.string(), params, /*overwrite=*/true);
+}
+
+void BM_Filter(benchmark::State& state, Layout layout, bool batched) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  const FilterParams params = redbloom::size_filter(double(n), 0.01, layout);
+  const std::uint64_t queries = std::min(n, kMaxQueries);
+  for (auto _ : state) {
+    Filter filter = make_filter(params);
+    std::uint64_t sink = 0;
+    double insert = 0;
+    double hit = 0;
+    double miss = 0;
+    std::uint64_t false_positives = 0;
+    std::uint64_t found = 0;
+    if (batched) {
+      insert = ns_per_key(0, n, [&](auto keys) { sink += filter.add_many(keys); });
+      hit = ns_per_key(0, queries, [&](auto keys) { found += filter.contains_many(keys); });
+      miss = ns_per_key(kAbsentBase, kMaxQueries,
+                        [&](auto keys) { false_positives += filter.contains_many(keys); });
+    } else {
+      insert = ns_per_key(0, n, [&](auto keys) {
+        for (auto key : keys) sink += filter.add(key);
+      });
+      hit = ns_per_key(0, queries, [&](auto keys) {
+        for (auto key : keys) found += filter.contains(key);
+      });
+      miss = ns_per_key(kAbsentBase, kMaxQueries, [&](auto keys) {
+        for (auto key : keys) false_positives += filter.contains(key);
+      });
+    }
+    if (found != queries) state.SkipWithError("false negatives: the filter is broken");
+    benchmark::DoNotOptimize(sink);
+    state.counters["insert_ns"] = insert;
+    state.counters["hit_ns"] = hit;
+    state.counters["miss_ns"] = miss;
+    state.counters["bits_per_item"] = double(params.total_bits()) / double(n);
+    state.counters["fpr"] = double(false_positives) / double(kMaxQueries);
+    state.counters["k"] = params.hashes;
+  }
+}
+
+// Collects the median rows and prints them as one markdown table after the run.
+class TableReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Aggregate && run.aggregate_name != "median") continue;
+      if (run.error_occurred) continue;
+      // Without repetitions there is no median row: keep the single run.
+      rows_[run.run_name.str()] = run.counters;
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\n| case | k | insert ns | hit ns | miss ns | bits/item | measured FPR |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
+    for (const auto& [name, c] : rows_) {
+      std::printf("| %s | %.0f | %.1f | %.1f | %.1f | %.2f | %.4f%% |\n", name.c_str(),
+                  c.at("k").value, c.at("insert_ns").value, c.at("hit_ns").value,
+                  c.at("miss_ns").value, c.at("bits_per_item").value, 100 * c.at("fpr").value);
+    }
+  }
+
+ private:
+  std::map<std::string, benchmark::UserCounters> rows_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> sizes = {1'000'000, 100'000'000};
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--n=", 0) == 0) {
+      sizes.clear();
+      std::string list = arg.substr(4);
+      for (std::size_t pos = 0; pos <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', pos), list.size());
+        sizes.push_back(static_cast<std::int64_t>(std::stod(list.substr(pos, comma - pos))));
+        pos = comma + 1;
+      }
+    } else if (arg == "--store=file") {
+      g_file_store = true;
+    } else if (arg != "--store=memory") {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  const char* store = g_file_store ? "file" : "memory";
+  for (Layout layout : {Layout::blocked, Layout::classic}) {
+    for (bool batched : {true, false}) {
+      const std::string name = std::string(store) + "/" + std::string(redbloom::to_string(layout)) +
+                               (batched ? "/batched" : "/single");
+      for (std::int64_t n : sizes) {
+        benchmark::RegisterBenchmark(name.c_str(), BM_Filter, layout, batched)
+            ->Arg(n)
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  benchmark::Initialize(&rest_argc, rest.data());
+  TableReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

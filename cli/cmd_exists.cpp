@@ -1,0 +1,61 @@
+// exists: print the items the filter (probably) holds; -v the ones it certainly does not.
+// Exit status as grep: 0 if any line was selected, 1 if none.
+#include <cstdio>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "filter_options.hpp"
+#include "progress.hpp"
+#include "stream.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+struct ExistsCommand {
+  std::string path;
+  StreamOptions stream;
+  bool invert = false;
+  bool count = false;
+};
+
+int run_exists(const ExistsCommand& cmd) {
+  const Filter filter = open_for_reading(cmd.path);
+  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
+  Output out(1);
+  Progress progress("exists", reader.stats(), cmd.stream.quiet);
+  std::vector<std::string_view> batch;
+  std::vector<std::uint8_t> present(kStreamBatch);
+  std::uint64_t items = 0;
+  std::uint64_t selected = 0;
+  const std::uint8_t wanted = cmd.invert ? 0 : 1;
+  while (reader.next_batch(batch, kStreamBatch)) {
+    filter.contains_many(batch, present);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (present[i] != wanted) continue;
+      ++selected;
+      if (!cmd.count) out.write_item(batch[i], reader.delimiter());
+    }
+    items += batch.size();
+    progress.update(items);
+  }
+  if (cmd.count) out.write_text(std::to_string(selected) + "\n");
+  out.flush();
+  progress.finish();
+  warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
+  return selected > 0 ? kExitOk : kExitNoMatch;
+}
+
+}  // namespace
+
+void register_exists(CLI::App& app, int& exit_code) {
+  auto cmd = std::make_shared<ExistsCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "exists", "Print the items that are (probably) in the filter; exit 1 if none");
+  add_filter_path_option(*sub, cmd->path);
+  add_stream_options(*sub, cmd->stream);
+  sub->add_flag("-v,--invert", cmd->invert, "Print the items that are certainly absent instead");
+  sub->add_flag("-c,--count", cmd->count, "Print only the number of selected items");
+  sub->callback([cmd, &exit_code] { exit_code = run_exists(*cmd); });
+}
+
+}  // namespace redbloom::cli

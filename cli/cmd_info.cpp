@@ -1,0 +1,113 @@
+// info: a filter's parameters and what its fill says about it now.
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "filter_options.hpp"
+#include "redbloom/file_format.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no infinity: a saturated filter's estimate is null.
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
+
+std::string iso_time(std::uint64_t unix_ns) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000u);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void print_text(const std::string& path, const FileHeader& header, const FilterInfo& info) {
+  const FilterParams& p = info.params;
+  std::printf("filter            %s\n", path.c_str());
+  std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
+  std::printf("hash scheme       %u (XXH3-128)\n", p.hash_scheme);
+  std::printf("bits (m)          %llu in %llu partition(s) of %s\n",
+              static_cast<unsigned long long>(p.total_bits()),
+              static_cast<unsigned long long>(p.partitions),
+              format_bytes(double(p.partition_bytes())).c_str());
+  std::printf("hashes (k)        %u\n", p.hashes);
+  std::printf("memory            %s\n", format_bytes(double(p.total_bytes())).c_str());
+  if (p.capacity > 0) {
+    std::printf("capacity          %llu items, expected rate %.4g when full\n",
+                static_cast<unsigned long long>(p.capacity), p.error_rate);
+  } else {
+    std::printf("capacity          not recorded (created from explicit bits and hashes)\n");
+  }
+  std::printf("created           %s\n", iso_time(header.created_unix_ns).c_str());
+  std::printf("set bits          %llu (fill %.2f%%)\n",
+              static_cast<unsigned long long>(info.set_bits), 100 * info.fill_ratio);
+  std::printf("estimated items   %.0f\n", info.estimated_items);
+  std::printf("estimated rate    %.4g (now)\n", info.estimated_error_rate);
+}
+
+void print_json(const std::string& path, const FileHeader& header, const FilterInfo& info) {
+  const FilterParams& p = info.params;
+  std::printf(
+      "{\"filter\": %s, \"format_version\": %u, \"layout\": \"%s\", \"hash_scheme\": %u, "
+      "\"bits\": %llu, \"bytes\": %llu, \"hashes\": %u, \"partitions\": %llu, "
+      "\"partition_bytes\": %llu, \"capacity\": %llu, \"error_rate\": %s, "
+      "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
+      "\"estimated_items\": %s, \"estimated_error_rate\": %s}\n",
+      json_string(path).c_str(), kFileFormatVersion, std::string(to_string(p.layout)).c_str(),
+      p.hash_scheme, static_cast<unsigned long long>(p.total_bits()),
+      static_cast<unsigned long long>(p.total_bytes()), p.hashes,
+      static_cast<unsigned long long>(p.partitions),
+      static_cast<unsigned long long>(p.partition_bytes()),
+      static_cast<unsigned long long>(p.capacity), json_number(p.error_rate).c_str(),
+      static_cast<unsigned long long>(header.created_unix_ns),
+      static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
+      json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str());
+}
+
+}  // namespace
+
+void register_info(CLI::App& app, int& exit_code) {
+  struct InfoCommand {
+    std::string path;
+    bool json = false;
+  };
+  auto cmd = std::make_shared<InfoCommand>();
+  CLI::App* sub = app.add_subcommand("info", "Show a filter's parameters, fill and estimates");
+  add_filter_path_option(*sub, cmd->path);
+  sub->add_flag("--json", cmd->json, "One JSON object on stdout");
+  sub->callback([cmd, &exit_code] {
+    auto store = FileStore::open(cmd->path, FileStore::Access::read_only);
+    const FileHeader header = store->header();
+    const Filter filter(std::move(store));
+    const FilterInfo info = filter.info();
+    (cmd->json ? print_json : print_text)(cmd->path, header, info);
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace redbloom::cli

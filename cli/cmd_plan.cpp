@@ -1,0 +1,132 @@
+// plan: what a filter for n items at rate p costs, by the formulas in sizing.hpp; --table
+// recomputes the sizing tables printed in seeds 001 and 002.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "filter_options.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/sizing.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+struct PlanCommand {
+  double capacity = 0;
+  double error_rate = 0;
+  std::string layout = "classic";
+  std::string partition_size = "64MiB";
+  bool table = false;
+  CLI::Option* capacity_option = nullptr;
+};
+
+void print_plan(const PlanCommand& cmd) {
+  const auto layout = parse_layout(cmd.layout);
+  if (!layout)
+    throw InvalidArgument("unknown layout '" + cmd.layout + "' (use classic or blocked)");
+  const std::uint64_t partition_bytes = parse_size(cmd.partition_size);
+  const FilterParams p = size_filter(cmd.capacity, cmd.error_rate, *layout, partition_bytes);
+  const FilterParams at_redis_limit =
+      size_filter(cmd.capacity, cmd.error_rate, *layout, kRedisMaxStringBits / 8);
+  const double n = static_cast<double>(p.capacity);
+  std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
+  std::printf("items (n)         %.0f\n", n);
+  std::printf("target rate (p)   %g\n", cmd.error_rate);
+  if (p.layout == Layout::classic) {
+    std::printf("bits (m)          %llu by the formula; %llu allocated (%.2f bits per item)\n",
+                static_cast<unsigned long long>(classic_bits_for(cmd.capacity, cmd.error_rate)),
+                static_cast<unsigned long long>(p.total_bits()), double(p.total_bits()) / n);
+  } else {
+    std::printf("bits (m)          %llu (%.2f bits per item)\n",
+                static_cast<unsigned long long>(p.total_bits()), double(p.total_bits()) / n);
+  }
+  std::printf("hashes (k)        %u\n", p.hashes);
+  std::printf("memory            %s  (%llu bytes)\n", format_bytes(double(p.total_bytes())).c_str(),
+              static_cast<unsigned long long>(p.total_bytes()));
+  std::printf("rate at n         %.4g  (expected false positives per 1e6 absent queries: %.4g)\n",
+              p.error_rate, expected_false_positives(p.error_rate, 1e6));
+  std::printf("partitions        %llu of %s (--partition-size %s); %llu at Redis's 512 MiB limit\n",
+              static_cast<unsigned long long>(p.partitions),
+              format_bytes(double(p.partition_bytes())).c_str(), cmd.partition_size.c_str(),
+              static_cast<unsigned long long>(at_redis_limit.partitions));
+  const Layout other = p.layout == Layout::classic ? Layout::blocked : Layout::classic;
+  try {
+    const FilterParams alt = size_filter(cmd.capacity, cmd.error_rate, other, partition_bytes);
+    std::printf("%-17s %s, k=%u, %.2f bits per item (%s)\n",
+                (std::string(to_string(other)) + " instead").c_str(),
+                format_bytes(double(alt.total_bytes())).c_str(), alt.hashes,
+                double(alt.total_bits()) / n,
+                other == Layout::blocked ? "one cache line per item: faster, a little larger"
+                                         : "textbook layout: smallest");
+  } catch (const InvalidArgument& e) {
+    std::printf("%-17s not possible: %s\n", (std::string(to_string(other)) + " instead").c_str(),
+                e.what());
+  }
+}
+
+void print_seed001_table(double n) {
+  std::printf("n = %.0f\n", n);
+  std::printf("%16s %5s %3s %10s %10s %12s\n", "m (bits)", "m/n", "k", "FPR", "FPN", "Mem");
+  for (double bits_per_item : {30.0, 50.0}) {
+    for (double k : {8.0, 16.0}) {
+      const double m = bits_per_item * n;
+      const double rate = classic_false_positive_rate(m, k, n);
+      std::printf("%16.0f %5.0f %3.0f %10.3g %10.3g %12s\n", m, bits_per_item, k, rate,
+                  expected_false_positives(rate, n), format_bytes(m / 8).c_str());
+    }
+  }
+}
+
+void print_tables() {
+  std::printf("Seed 001, table 1: 1e9 items a day\n");
+  print_seed001_table(1e9);
+  std::printf("\nSeed 001, table 2: 7e6 items (ten minutes of the day)\n");
+  print_seed001_table(7e6);
+  std::printf(
+      "\nFPR = (1 - e^(-kn/m))^k; FPN = FPR * n, the expected false positives over n "
+      "absent queries;\nMem = m / 8 bytes in binary units (the seed's \"GB\" and \"MB\" "
+      "are GiB and MiB).\n");
+  std::printf(
+      "\nSeed 002: false-positive rate by m/n (rows) and k (columns); k_opt = (m/n) ln 2\n");
+  std::printf("%4s %6s", "m/n", "k_opt");
+  for (int k = 17; k <= 24; ++k) std::printf(" %9s", ("k=" + std::to_string(k)).c_str());
+  std::printf("\n");
+  for (int bits_per_item = 22; bits_per_item <= 32; ++bits_per_item) {
+    std::printf("%4d %6.1f", bits_per_item, bits_per_item * std::log(2.0));
+    for (int k = 17; k <= 24; ++k) {
+      std::printf(" %9.3g", classic_false_positive_rate(bits_per_item, k, 1));
+    }
+    std::printf("\n");
+  }
+  std::printf("\nWhere the seeds' printed figures differ from the formula: see docs/sizing.md.\n");
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app, int& exit_code) {
+  auto cmd = std::make_shared<PlanCommand>();
+  CLI::App* sub = app.add_subcommand("plan", "Size a filter: bits, hashes, memory, partitions");
+  cmd->capacity_option = sub->add_option("-n,--capacity", cmd->capacity, "Items (e.g. 1e9)");
+  auto* rate =
+      sub->add_option("-p,--error-rate", cmd->error_rate, "False-positive rate (e.g. 1e-9)");
+  sub->add_option("--layout", cmd->layout, "classic (default) or blocked");
+  sub->add_option("--partition-size", cmd->partition_size, "Largest partition (default 64MiB)");
+  auto* table = sub->add_flag("--table", cmd->table, "Recompute the seeds' sizing tables");
+  cmd->capacity_option->needs(rate);
+  rate->needs(cmd->capacity_option);
+  table->excludes(cmd->capacity_option);
+  sub->callback([cmd, &exit_code] {
+    if (cmd->table) {
+      print_tables();
+    } else if (cmd->capacity_option->count() == 0) {
+      throw InvalidArgument("plan needs -n ITEMS -p RATE, or --table");
+    } else {
+      print_plan(*cmd);
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace redbloom::cli

@@ -1,0 +1,17 @@
+// The redbloom subcommands. Each register_* adds one to the app; its callback stores the
+// process exit code (see exit_codes.hpp) in `exit_code`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace redbloom::cli {
+
+void register_plan(CLI::App& app, int& exit_code);
+void register_create(CLI::App& app, int& exit_code);
+void register_add(CLI::App& app, int& exit_code);
+void register_dedup(CLI::App& app, int& exit_code);
+void register_exists(CLI::App& app, int& exit_code);
+void register_info(CLI::App& app, int& exit_code);
+void register_drop(CLI::App& app, int& exit_code);
+
+}  // namespace redbloom::cli

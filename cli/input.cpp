@@ -1,0 +1,137 @@
+#include "input.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+constexpr std::size_t kReadSize = std::size_t{1} << 20;
+
+bool is_stdin(const std::string& path) {
+  return path == "-";
+}
+
+}  // namespace
+
+ItemReader::ItemReader(std::vector<std::string> paths, InputOptions options)
+    : paths_(std::move(paths)), options_(options), buffer_(2 * kReadSize) {
+  if (paths_.empty()) paths_.push_back("-");
+  // Sizes are known up front only when every input is a regular file (for an ETA).
+  std::uint64_t total = 0;
+  bool all_regular = true;
+  for (const std::string& path : paths_) {
+    struct stat st {};
+    const int rc = is_stdin(path) ? ::fstat(0, &st) : ::stat(path.c_str(), &st);
+    if (rc != 0) {
+      if (is_stdin(path)) throw InvalidArgument(errno_message("cannot read standard input"));
+      throw InvalidArgument(errno_message("cannot open input " + path));
+    }
+    if (S_ISDIR(st.st_mode)) throw InvalidArgument("input " + path + " is a directory");
+    if (S_ISREG(st.st_mode)) {
+      total += static_cast<std::uint64_t>(st.st_size);
+    } else {
+      all_regular = false;
+    }
+  }
+  stats_.total_bytes = all_regular ? total : 0;
+}
+
+ItemReader::~ItemReader() {
+  if (fd_ > 0) ::close(fd_);
+}
+
+bool ItemReader::open_next_source() {
+  if (fd_ > 0) ::close(fd_);
+  fd_ = -1;
+  if (next_path_ == paths_.size()) return false;
+  const std::string& path = paths_[next_path_++];
+  if (is_stdin(path)) {
+    fd_ = 0;
+    current_name_ = "standard input";
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw InvalidArgument(errno_message("cannot open input " + path));
+    current_name_ = path;
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  current_line_ = 0;
+  source_done_ = false;
+  return true;
+}
+
+bool ItemReader::fill() {
+  // Keep the unconsumed tail (a partial record) and make room for one more read.
+  if (begin_ > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  if (buffer_.size() - end_ < kReadSize) buffer_.resize(end_ + kReadSize);
+  for (;;) {
+    const ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InvalidArgument(errno_message("cannot read " + current_name_));
+    if (n == 0) return false;
+    end_ += static_cast<std::size_t>(n);
+    return true;
+  }
+}
+
+void ItemReader::take(std::string_view record, std::vector<std::string_view>& batch) {
+  ++current_line_;
+  ++stats_.records;
+  stats_.bytes += record.size() + 1;
+  if (!options_.nul_delimited) {
+    if (!record.empty() && record.back() == '\r') record.remove_suffix(1);
+    if (record.find('\0') != std::string_view::npos) {
+      if (stats_.with_nul++ == 0) {
+        first_nul_location_ = current_name_ + " line " + std::to_string(current_line_);
+      }
+    }
+  }
+  if (record.empty()) {
+    ++stats_.empty;
+    if (options_.skip_empty) return;
+  }
+  batch.push_back(record);
+}
+
+bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t max_items) {
+  batch.clear();
+  const char delimiter = this->delimiter();
+  // Views into the buffer must not be invalidated while the batch is being built, so a batch
+  // ends where the buffered bytes end; the next call compacts and refills.
+  while (batch.size() < max_items) {
+    if (source_done_ && !open_next_source()) break;
+    const char* start = buffer_.data() + begin_;
+    const char* stop = buffer_.data() + end_;
+    const void* found = std::memchr(start, delimiter, static_cast<std::size_t>(stop - start));
+    if (found != nullptr) {
+      const char* at = static_cast<const char*>(found);
+      take(std::string_view(start, static_cast<std::size_t>(at - start)), batch);
+      begin_ += static_cast<std::size_t>(at - start) + 1;
+      continue;
+    }
+    if (!batch.empty()) break;  // refilling would move the bytes under the views
+    if (!fill()) {
+      // End of this source: an unterminated last record is still a record.
+      if (end_ > begin_) {
+        take(std::string_view(buffer_.data() + begin_, end_ - begin_), batch);
+        stats_.bytes -= 1;  // it had no delimiter
+        begin_ = end_;
+      }
+      source_done_ = true;
+      if (!batch.empty()) break;
+    }
+  }
+  return !batch.empty();
+}
+
+}  // namespace redbloom::cli

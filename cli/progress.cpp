@@ -1,0 +1,64 @@
+#include "progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace redbloom::cli {
+
+Progress::Progress(std::string verb, const InputStats& stats, bool quiet)
+    : verb_(std::move(verb)),
+      stats_(stats),
+      enabled_(!quiet && ::isatty(2) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
+
+double Progress::elapsed_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double Progress::rate(std::uint64_t items) const {
+  const double seconds = elapsed_seconds();
+  return seconds > 0 ? static_cast<double>(items) / seconds : 0.0;
+}
+
+void Progress::update(std::uint64_t items) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ < std::chrono::seconds(1)) return;
+  last_ = now;
+  const double per_second = rate(items);
+  std::fprintf(stderr, "\r\033[K%s: %llu items, %.0f items/s", verb_.c_str(),
+               static_cast<unsigned long long>(items), per_second);
+  if (stats_.total_bytes > 0 && stats_.bytes > 0) {
+    const double done = static_cast<double>(stats_.bytes) / static_cast<double>(stats_.total_bytes);
+    const double eta = done > 0 ? elapsed_seconds() * (1 - done) / done : 0;
+    std::fprintf(stderr, ", %.0f%%, ETA %.0fs", 100 * done, eta);
+  }
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void Progress::finish() {
+  if (shown_) std::fputs("\r\033[K", stderr);
+  shown_ = false;
+}
+
+void warn_about_input(const ItemReader& reader, bool skip_empty, bool quiet) {
+  const InputStats& stats = reader.stats();
+  if (stats.with_nul > 0) {
+    // Always shown: binary data in line mode is usually a mistake worth knowing about.
+    std::fprintf(stderr,
+                 "redbloom: warning: %llu line(s) contain NUL bytes (first: %s); they were taken "
+                 "as raw bytes; use -0 for NUL-delimited input\n",
+                 static_cast<unsigned long long>(stats.with_nul),
+                 reader.first_nul_location().c_str());
+  }
+  if (stats.empty > 0 && !quiet) {
+    std::fprintf(stderr, "redbloom: note: %llu empty line(s) %s\n",
+                 static_cast<unsigned long long>(stats.empty),
+                 skip_empty ? "skipped" : "counted as items (use --skip-empty to ignore them)");
+  }
+}
+
+}  // namespace redbloom::cli

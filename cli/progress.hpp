@@ -1,0 +1,36 @@
+// Progress on stderr for long commands: a line rewritten once a second, only when stderr is a
+// terminal (never in logs or pipes), and the one-line summary at the end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "input.hpp"
+
+namespace redbloom::cli {
+
+class Progress {
+ public:
+  Progress(std::string verb, const InputStats& stats, bool quiet);
+  // Called after each batch; prints at most once a second.
+  void update(std::uint64_t items);
+  // Clears the progress line.
+  void finish();
+  [[nodiscard]] double elapsed_seconds() const;
+  // items / elapsed, guarded against a zero interval.
+  [[nodiscard]] double rate(std::uint64_t items) const;
+
+ private:
+  std::string verb_;
+  const InputStats& stats_;
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// Prints the warnings a finished read deserves (NUL bytes in line mode, empty items).
+void warn_about_input(const ItemReader& reader, bool skip_empty, bool quiet);
+
+}  // namespace redbloom::cli

@@ -1,0 +1,30 @@
+#include "stream.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom::cli {
+
+void add_stream_options(CLI::App& command, StreamOptions& options) {
+  command.add_option("inputs", options.inputs, "Input files (default or '-': standard input)");
+  command.add_flag("-0,--null", options.input.nul_delimited,
+                   "Items end with NUL bytes instead of newlines");
+  command.add_flag("--skip-empty", options.input.skip_empty, "Ignore empty lines");
+  command.add_flag("-q,--quiet", options.quiet, "No progress or summary on stderr");
+}
+
+void Output::flush() {
+  std::size_t done = 0;
+  while (done < buffer_.size()) {
+    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw StorageError(errno_message("cannot write output"));
+    done += static_cast<std::size_t>(n);
+  }
+  buffer_.clear();
+}
+
+}  // namespace redbloom::cli

@@ -1,0 +1,46 @@
+// Options and output shared by the commands that stream items (add, dedup, exists).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "input.hpp"
+
+namespace redbloom::cli {
+
+struct StreamOptions {
+  std::vector<std::string> inputs;
+  InputOptions input;
+  bool quiet = false;
+};
+
+void add_stream_options(CLI::App& command, StreamOptions& options);
+
+// Items per batch handed to the filter: amortises locks and (later) network round trips.
+inline constexpr std::size_t kStreamBatch = 4096;
+
+// Buffered writes to a file descriptor; throws StorageError when the output fails.
+class Output {
+ public:
+  explicit Output(int fd) : fd_(fd) { buffer_.reserve(kFlushAt + 4096); }
+  ~Output() = default;
+  void write_item(std::string_view item, char delimiter) {
+    buffer_.append(item);
+    buffer_.push_back(delimiter);
+    if (buffer_.size() >= kFlushAt) flush();
+  }
+  void write_text(std::string_view text) {
+    buffer_.append(text);
+    if (buffer_.size() >= kFlushAt) flush();
+  }
+  void flush();
+
+ private:
+  static constexpr std::size_t kFlushAt = std::size_t{1} << 16;
+  int fd_;
+  std::string buffer_;
+};
+
+}  // namespace redbloom::cli

@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "input.hpp"
+#include "redbloom/error.hpp"
+#include "temp_dir.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+using redbloom::testing::TempDir;
+
+std::vector<std::string> read_all(const std::vector<std::string>& paths, InputOptions options,
+                                  std::size_t batch_size = 3, InputStats* stats = nullptr) {
+  ItemReader reader(paths, options);
+  std::vector<std::string> items;
+  std::vector<std::string_view> batch;
+  while (reader.next_batch(batch, batch_size)) {
+    EXPECT_LE(batch.size(), batch_size);
+    for (auto item : batch) items.emplace_back(item);
+  }
+  if (stats) *stats = reader.stats();
+  return items;
+}
+
+std::string write(const TempDir& dir, const std::string& name, const std::string& bytes) {
+  const std::string path = dir.file(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(ItemReader, LinesWithCrlfEmptyAndUnterminatedLast) {
+  TempDir dir;
+  const auto path = write(dir, "a", "one\r\ntwo\n\nthree\r\n\r\nlast");
+  InputStats stats;
+  EXPECT_EQ(read_all({path}, {}, 3, &stats),
+            (std::vector<std::string>{"one", "two", "", "three", "", "last"}));
+  EXPECT_EQ(stats.records, 6u);
+  EXPECT_EQ(stats.empty, 2u);
+  EXPECT_EQ(read_all({path}, {.nul_delimited = false, .skip_empty = true}),
+            (std::vector<std::string>{"one", "two", "three", "last"}));
+}
+
+TEST(ItemReader, NulDelimitedKeepsNewlinesAndCarriageReturns) {
+  TempDir dir;
+  const auto path = write(dir, "a", std::string("a\nb\0c\r\0\0d", 9));
+  EXPECT_EQ(read_all({path}, {.nul_delimited = true, .skip_empty = false}),
+            (std::vector<std::string>{"a\nb", "c\r", "", "d"}));
+}
+
+TEST(ItemReader, BinaryBytesAreKeptAndNulLinesCounted) {
+  TempDir dir;
+  const std::string binary("\xff\xfe\x00\x01", 4);
+  const auto path = write(dir, "a", "x\n" + binary + "\ny\n");
+  InputStats stats;
+  const auto items = read_all({path}, {}, 10, &stats);
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[1], binary);
+  EXPECT_EQ(stats.with_nul, 1u);
+}
+
+TEST(ItemReader, ManyFilesAndLinesLongerThanTheBuffer) {
+  TempDir dir;
+  const std::string long_line(3 << 20, 'x');  // larger than one read
+  const auto a = write(dir, "a", "a1\na2");   // no final newline: must not join b's first
+  const auto b = write(dir, "b", long_line + "\nb2\n");
+  const auto items = read_all({a, b}, {}, 1000);
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[1], "a2");
+  EXPECT_EQ(items[2], long_line);
+  EXPECT_EQ(items[3], "b2");
+}
+
+TEST(ItemReader, ManyItemsAcrossReads) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 300000; ++i) text += "item-" + std::to_string(i) + "\n";
+  const auto path = write(dir, "a", text);
+  InputStats stats;
+  const auto items = read_all({path}, {}, 4096, &stats);
+  ASSERT_EQ(items.size(), 300000u);
+  EXPECT_EQ(items[123456], "item-123456");
+  EXPECT_EQ(stats.bytes, text.size());
+  EXPECT_EQ(stats.total_bytes, text.size());
+}
+
+TEST(ItemReader, MissingInputIsAClearError) {
+  TempDir dir;
+  try {
+    ItemReader reader({dir.file("missing.txt")}, {});
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open input"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace redbloom::cli
