@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what redbloom needs from Debian's packages, only what is missing.
+#   scripts/install-deps.sh          build dependencies (compiler, CMake, xxHash, CLI11)
+#   scripts/install-deps.sh --test   also GoogleTest, Google Benchmark and redis-server
+set -euo pipefail
+
+packages=(g++ cmake make libxxhash-dev libcli11-dev)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(libgtest-dev libbenchmark-dev redis-server)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
