@@ -153,8 +153,16 @@ inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_v
     std::uint64_t* line;
     std::uint64_t hi;
   };
-  Slot ring[kAhead];
   const std::size_t n = items.size();
+  if (n == 1) {  // one-item calls (Filter::add): no pipeline to fill
+    const ItemHash h = detail::hash_inline(items[0]);
+    const std::uint64_t block = layout::partition_of(h, p.partitions) * blocks_per_partition +
+                                layout::blocked_block_of(h, p.partition_bits);
+    record<op>(out, 0,
+               Block::template apply<op>(bitmap, bitmap.words + block * kWordsPerBlock, h.hi));
+    return;
+  }
+  Slot ring[kAhead];
   std::size_t planned = 0;
   auto plan_next = [&] {
     const ItemHash h = detail::hash_inline(items[planned]);
@@ -193,7 +201,7 @@ __attribute__((flatten)) void blocked_scalar(const Bitmap& bitmap,
 
 template <Op op>
 void classic(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
-  constexpr std::size_t kAhead = 4;  // items; k lines each
+  constexpr std::size_t kAhead = 8;  // items, k lines each: ~56 lines requested ahead
   const FilterParams& p = bitmap.params;
   const std::uint32_t k = p.hashes;
   std::uint64_t ring[kAhead][kMaxHashes];
@@ -209,9 +217,7 @@ void classic(const Bitmap& bitmap, std::span<const std::string_view> items, std:
   const std::size_t n = items.size();
   for (std::size_t i = 0; i < std::min(kAhead, n); ++i) plan(items[i], ring[i]);
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t bits[kMaxHashes];
-    std::copy_n(ring[i % kAhead], k, bits);
-    if (i + kAhead < n) plan(items[i + kAhead], ring[i % kAhead]);
+    const std::uint64_t* bits = ring[i % kAhead];
     std::uint64_t missing = 0;
     for (std::uint32_t j = 0; j < k; ++j) {
       missing |= word_mask(bits[j]) & ~load(bitmap.words[word_index(bits[j])]);
@@ -225,6 +231,8 @@ void classic(const Bitmap& bitmap, std::span<const std::string_view> items, std:
       }
     }
     record<op>(out, i, missing == 0);
+    // The slot is free now: plan the item kAhead further on into it.
+    if (i + kAhead < n) plan(items[i + kAhead], ring[i % kAhead]);
   }
 }
 

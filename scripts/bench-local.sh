@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Local filter benchmark: builds bench/bench_local in Release and prints the markdown table
+# (medians of REPETITIONS runs, 3 by default) for n = 1e6 and 1e8 at p = 1%.
+#   scripts/bench-local.sh [--store=file] [--n=1e6,1e8]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --test
+build=${REDBLOOM_BENCH_BUILD_DIR:-build-bench}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" --target bench_local >/dev/null
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
+  "AVX2 $(grep -q avx2 /proc/cpuinfo && echo yes || echo no)"
+"$build/bench/bench_local" --benchmark_repetitions="${REPETITIONS:-3}" \
+  --benchmark_report_aggregates_only=true "$@"
