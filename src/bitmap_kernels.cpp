@@ -142,33 +142,29 @@ struct ScalarBlock {
   }
 };
 
+inline std::uint64_t* block_line(const Bitmap& bitmap, const ItemHash& h) noexcept {
+  const FilterParams& p = bitmap.params;
+  const std::uint64_t block =
+      layout::partition_of(h, p.partitions) * (p.partition_bits / kBlockBits) +
+      layout::blocked_block_of(h, p.partition_bits);
+  return bitmap.words + block * kWordsPerBlock;
+}
+
 template <Op op, class Block>
 inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_view> items,
                              std::uint8_t* out) {
   // 64 items ahead: ~10 ns of work an item covers the ~300 ns a miss can take on these VMs.
   constexpr std::size_t kAhead = 64;
-  const FilterParams& p = bitmap.params;
-  const std::uint64_t blocks_per_partition = p.partition_bits / kBlockBits;
   struct Slot {
     std::uint64_t* line;
     std::uint64_t hi;
   };
   const std::size_t n = items.size();
-  if (n == 1) {  // one-item calls (Filter::add): no pipeline to fill
-    const ItemHash h = detail::hash_inline(items[0]);
-    const std::uint64_t block = layout::partition_of(h, p.partitions) * blocks_per_partition +
-                                layout::blocked_block_of(h, p.partition_bits);
-    record<op>(out, 0,
-               Block::template apply<op>(bitmap, bitmap.words + block * kWordsPerBlock, h.hi));
-    return;
-  }
   Slot ring[kAhead];
   std::size_t planned = 0;
   auto plan_next = [&] {
     const ItemHash h = detail::hash_inline(items[planned]);
-    const std::uint64_t block = layout::partition_of(h, p.partitions) * blocks_per_partition +
-                                layout::blocked_block_of(h, p.partition_bits);
-    std::uint64_t* line = bitmap.words + block * kWordsPerBlock;
+    std::uint64_t* line = block_line(bitmap, h);
     prefetch<op>(line);
     ring[planned % kAhead] = Slot{line, h.hi};
     ++planned;
@@ -197,43 +193,75 @@ __attribute__((flatten)) void blocked_scalar(const Bitmap& bitmap,
   blocked_pipeline<op, ScalarBlock>(bitmap, items, out);
 }
 
+// One item, no pipeline (Filter::add and Filter::contains).
+template <Op op>
+__attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const Bitmap& bitmap,
+                                                               std::string_view item) {
+  const ItemHash h = detail::hash_inline(item);
+  return Avx2Block::apply<op>(bitmap, block_line(bitmap, h), h.hi);
+}
+
+template <Op op>
+__attribute__((flatten)) bool blocked_one_scalar(const Bitmap& bitmap, std::string_view item) {
+  const ItemHash h = detail::hash_inline(item);
+  return ScalarBlock::apply<op>(bitmap, block_line(bitmap, h), h.hi);
+}
+
 // --- classic layout -------------------------------------------------------------------------
+
+// The global bit offsets of an item's k probes, each line prefetched.
+template <Op op>
+inline void classic_bits(const Bitmap& bitmap, const ItemHash& h, std::uint64_t* bits) noexcept {
+  const FilterParams& p = bitmap.params;
+  const std::uint64_t base = layout::partition_of(h, p.partitions) * p.partition_bits;
+  layout::classic_probes(h, p.partition_bits, p.hashes, [&](std::uint64_t offset) {
+    *bits = base + offset;
+    prefetch<op>(bitmap.words + word_index(*bits));
+    ++bits;
+  });
+}
+
+// Tests all k bits with loads only, then sets them if one was missing and this is a write.
+template <Op op>
+inline bool apply_classic(const Bitmap& bitmap, const std::uint64_t* bits) noexcept {
+  const std::uint32_t k = bitmap.params.hashes;
+  std::uint64_t missing = 0;
+  for (std::uint32_t j = 0; j < k; ++j) {
+    missing |= word_mask(bits[j]) & ~load(bitmap.words[word_index(bits[j])]);
+  }
+  if constexpr (op != Op::test) {
+    if (missing != 0) {
+      for (std::uint32_t j = 0; j < k; ++j) {
+        std::uint64_t& word = bitmap.words[word_index(bits[j])];
+        store(word, load(word) | word_mask(bits[j]));
+      }
+    }
+  }
+  return missing == 0;
+}
 
 template <Op op>
 void classic(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
   constexpr std::size_t kAhead = 8;  // items, k lines each: ~56 lines requested ahead
-  const FilterParams& p = bitmap.params;
-  const std::uint32_t k = p.hashes;
   std::uint64_t ring[kAhead][kMaxHashes];
-  auto plan = [&](std::string_view item, std::uint64_t* bits) {
-    const ItemHash h = detail::hash_inline(item);
-    const std::uint64_t base = layout::partition_of(h, p.partitions) * p.partition_bits;
-    layout::classic_probes(h, p.partition_bits, k, [&](std::uint64_t offset) {
-      *bits = base + offset;
-      prefetch<op>(bitmap.words + word_index(*bits));
-      ++bits;
-    });
-  };
   const std::size_t n = items.size();
-  for (std::size_t i = 0; i < std::min(kAhead, n); ++i) plan(items[i], ring[i]);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t* bits = ring[i % kAhead];
-    std::uint64_t missing = 0;
-    for (std::uint32_t j = 0; j < k; ++j) {
-      missing |= word_mask(bits[j]) & ~load(bitmap.words[word_index(bits[j])]);
-    }
-    if constexpr (op != Op::test) {
-      if (missing != 0) {
-        for (std::uint32_t j = 0; j < k; ++j) {
-          std::uint64_t& word = bitmap.words[word_index(bits[j])];
-          store(word, load(word) | word_mask(bits[j]));
-        }
-      }
-    }
-    record<op>(out, i, missing == 0);
-    // The slot is free now: plan the item kAhead further on into it.
-    if (i + kAhead < n) plan(items[i + kAhead], ring[i % kAhead]);
+  for (std::size_t i = 0; i < std::min(kAhead, n); ++i) {
+    classic_bits<op>(bitmap, detail::hash_inline(items[i]), ring[i]);
   }
+  for (std::size_t i = 0; i < n; ++i) {
+    record<op>(out, i, apply_classic<op>(bitmap, ring[i % kAhead]));
+    // The slot is free now: plan the item kAhead further on into it.
+    if (i + kAhead < n) {
+      classic_bits<op>(bitmap, detail::hash_inline(items[i + kAhead]), ring[i % kAhead]);
+    }
+  }
+}
+
+template <Op op>
+bool classic_one(const Bitmap& bitmap, std::string_view item) {
+  std::uint64_t bits[kMaxHashes];
+  classic_bits<op>(bitmap, detail::hash_inline(item), bits);
+  return apply_classic<op>(bitmap, bits);
 }
 
 bool g_simd_enabled = __builtin_cpu_supports("avx2");
@@ -249,7 +277,21 @@ void run(const Bitmap& bitmap, std::span<const std::string_view> items, std::uin
   }
 }
 
+template <Op op>
+bool run_one(const Bitmap& bitmap, std::string_view item) {
+  if (bitmap.params.layout == Layout::classic) return classic_one<op>(bitmap, item);
+  return g_simd_enabled ? blocked_one_avx2<op>(bitmap, item) : blocked_one_scalar<op>(bitmap, item);
+}
+
 }  // namespace
+
+bool test_and_set_one(const Bitmap& bitmap, std::string_view item) {
+  return !run_one<Op::test_and_set>(bitmap, item);
+}
+
+bool test_one(const Bitmap& bitmap, std::string_view item) {
+  return run_one<Op::test>(bitmap, item);
+}
 
 Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params) noexcept {
   Bitmap bitmap{words, params, {}};

@@ -23,6 +23,9 @@ struct Bitmap {
 void test_and_set(const Bitmap& bitmap, std::span<const std::string_view> items,
                   std::uint8_t* newly_added);
 void set(const Bitmap& bitmap, std::span<const std::string_view> items);
+// One item: true iff it was new (test_and_set_one) / is present (test_one).
+bool test_and_set_one(const Bitmap& bitmap, std::string_view item);
+bool test_one(const Bitmap& bitmap, std::string_view item);
 void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* present);
 // The blocked layout has an AVX2 path, chosen at run time when the CPU has AVX2; both paths
 // set identical bits. use_simd(false) forces the scalar path (tests compare the two) and

@@ -38,6 +38,14 @@ void BitmapStore::test(std::span<const std::string_view> items,
   kernels::test(*bitmap_, items, present.data());
 }
 
+bool BitmapStore::test_and_set_one(std::string_view item) {
+  return kernels::test_and_set_one(*bitmap_, item);
+}
+
+bool BitmapStore::test_one(std::string_view item) const {
+  return kernels::test_one(*bitmap_, item);
+}
+
 std::uint64_t BitmapStore::count_set_bits() const {
   return kernels::popcount(bitmap_->words, params_.total_bits() / 64);
 }

@@ -207,6 +207,12 @@ void FileStore::test_and_set(std::span<const std::string_view> items,
   BitmapStore::test_and_set(items, newly_added);
 }
 
+bool FileStore::test_and_set_one(std::string_view item) {
+  require_writable("add");
+  WriteLock lock(*this);
+  return BitmapStore::test_and_set_one(item);
+}
+
 void FileStore::set(std::span<const std::string_view> items) {
   require_writable("add");
   WriteLock lock(*this);

@@ -23,15 +23,26 @@ void for_each_chunk(std::span<const std::string_view> items, Apply&& apply) {
   }
 }
 
-void require_flags(std::span<std::uint8_t> flags, std::size_t items) {
-  if (!flags.empty() && flags.size() < items) {
+// Calls `apply(chunk, flags)` chunk by chunk with one output flag per item, written into
+// `flags` when the caller gave room for them (or a scratch buffer when it gave none), and
+// returns how many flags were set.
+template <class Apply>
+std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
+                                   std::span<std::uint8_t> flags, Apply&& apply) {
+  if (!flags.empty() && flags.size() < items.size()) {
     throw InvalidArgument("flag span holds " + std::to_string(flags.size()) + " entries for " +
-                          std::to_string(items) + " items");
+                          std::to_string(items.size()) + " items");
   }
-}
-
-std::size_t count_ones(std::span<const std::uint8_t> flags) {
-  return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), std::uint8_t{1}));
+  std::array<std::uint8_t, kChunk> scratch;
+  std::size_t ones = 0;
+  for_each_chunk(items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
+    const std::span<std::uint8_t> out = flags.empty()
+                                            ? std::span<std::uint8_t>(scratch.data(), chunk.size())
+                                            : flags.subspan(offset, chunk.size());
+    apply(chunk, out);
+    ones += static_cast<std::size_t>(std::count(out.begin(), out.end(), std::uint8_t{1}));
+  });
+  return ones;
 }
 
 }  // namespace
@@ -53,30 +64,17 @@ Filter Filter::open_file(const std::string& path, FileStore::Access access) {
 }
 
 bool Filter::add(std::string_view item) {
-  std::uint8_t newly = 0;
-  store_->test_and_set({&item, 1}, {&newly, 1});
-  return newly != 0;
+  return store_->test_and_set_one(item);
 }
 
 bool Filter::contains(std::string_view item) const {
-  std::uint8_t present = 0;
-  store_->test({&item, 1}, {&present, 1});
-  return present != 0;
+  return store_->test_one(item);
 }
 
 std::size_t Filter::add_many(std::span<const std::string_view> items,
                              std::span<std::uint8_t> newly_added) {
-  require_flags(newly_added, items.size());
-  std::array<std::uint8_t, kChunk> local;
-  std::size_t added = 0;
-  for_each_chunk(items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
-    const std::span<std::uint8_t> out = newly_added.empty()
-                                            ? std::span<std::uint8_t>(local.data(), chunk.size())
-                                            : newly_added.subspan(offset, chunk.size());
-    store_->test_and_set(chunk, out);
-    added += count_ones(out);
-  });
-  return added;
+  return for_each_flagged_chunk(items, newly_added,
+                                [&](auto chunk, auto out) { store_->test_and_set(chunk, out); });
 }
 
 void Filter::insert_many(std::span<const std::string_view> items) {
@@ -86,17 +84,8 @@ void Filter::insert_many(std::span<const std::string_view> items) {
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                   std::span<std::uint8_t> present) const {
-  require_flags(present, items.size());
-  std::array<std::uint8_t, kChunk> local;
-  std::size_t found = 0;
-  for_each_chunk(items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
-    const std::span<std::uint8_t> out = present.empty()
-                                            ? std::span<std::uint8_t>(local.data(), chunk.size())
-                                            : present.subspan(offset, chunk.size());
-    store_->test(chunk, out);
-    found += count_ones(out);
-  });
-  return found;
+  return for_each_flagged_chunk(items, present,
+                                [&](auto chunk, auto out) { store_->test(chunk, out); });
 }
 
 FilterInfo Filter::info() const {

@@ -106,6 +106,42 @@ TEST(BitOrder, BlockedKernelWritesRedisOffsets) {
   expect_bits_in_redis_order(Layout::blocked);
 }
 
+// Filter::add / contains take a one-item path of their own; it must agree with the batch path
+// bit for bit, for both layouts and both blocked kernels.
+TEST(Kernels, OneItemAndBatchPathsAgree) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 5000; ++i) items.push_back("one-" + std::to_string(i % 4000));  // repeats
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  for (bool simd : {true, false}) {
+    const bool previous = kernels::use_simd(simd);
+    for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
+      for (std::uint32_t k : {3u, 7u, 13u}) {
+        const FilterParams params = explicit_filter(40000, k, layout_kind);
+        auto one_store = std::make_unique<MemoryStore>(params);
+        auto batch_store = std::make_unique<MemoryStore>(params);
+        const MemoryStore& one_bits = *one_store;
+        const MemoryStore& batch_bits = *batch_store;
+        Filter one(std::move(one_store));
+        Filter batch(std::move(batch_store));
+        std::vector<std::uint8_t> batch_new(views.size());
+        batch.add_many(views, batch_new);
+        for (std::size_t i = 0; i < views.size(); ++i) {
+          ASSERT_EQ(one.add(views[i]), batch_new[i] != 0) << i;
+        }
+        EXPECT_TRUE(std::equal(one_bits.bytes().begin(), one_bits.bytes().end(),
+                               batch_bits.bytes().begin()));
+        std::vector<std::uint8_t> present(views.size());
+        batch.contains_many(views, present);
+        for (std::size_t i = 0; i < views.size(); i += 7) {
+          EXPECT_EQ(one.contains(views[i]), present[i] != 0);
+          EXPECT_EQ(one.contains("absent-" + items[i]), batch.contains("absent-" + items[i]));
+        }
+      }
+    }
+    kernels::use_simd(previous);
+  }
+}
+
 // Filters past 2^32 bits: earlier libraries truncated offsets to 32 bits there.
 void expect_large_filter_works(Layout layout_kind) {
   const std::uint64_t bits = std::uint64_t{1} << 33;  // 1 GiB, two 512 MiB partitions

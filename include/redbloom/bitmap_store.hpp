@@ -20,6 +20,8 @@ class BitmapStore : public Store {
   void set(std::span<const std::string_view> items) override;
   void test(std::span<const std::string_view> items,
             std::span<std::uint8_t> present) const override;
+  bool test_and_set_one(std::string_view item) override;
+  [[nodiscard]] bool test_one(std::string_view item) const override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
 
   // The bitmap in Redis bit order: partition i is bytes [i * partition_bytes, (i+1) * ...).

@@ -38,6 +38,7 @@ class FileStore final : public BitmapStore {
   void test_and_set(std::span<const std::string_view> items,
                     std::span<std::uint8_t> newly_added) override;
   void set(std::span<const std::string_view> items) override;
+  bool test_and_set_one(std::string_view item) override;
   void flush() override;
   [[nodiscard]] std::string location() const override { return "file " + path_; }
 

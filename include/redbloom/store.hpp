@@ -37,6 +37,19 @@ class Store {
   virtual void test(std::span<const std::string_view> items,
                     std::span<std::uint8_t> present) const = 0;
 
+  // One item (Filter::add / Filter::contains). The defaults use the batch calls; local stores
+  // override them with a path that has no batch to set up.
+  virtual bool test_and_set_one(std::string_view item) {
+    std::uint8_t newly = 0;
+    test_and_set({&item, 1}, {&newly, 1});
+    return newly != 0;
+  }
+  [[nodiscard]] virtual bool test_one(std::string_view item) const {
+    std::uint8_t present = 0;
+    test({&item, 1}, {&present, 1});
+    return present != 0;
+  }
+
   // Number of 1 bits in the whole filter.
   [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;
 
