@@ -39,8 +39,6 @@ constexpr std::uint64_t kAbsentBase = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxQueries = 10'000'000;
 constexpr std::size_t kBatch = 4096;
 
-bool g_file_store = false;
-
 struct Keys {
   std::vector<std::uint64_t> raw = std::vector<std::uint64_t>(kBatch);
   std::vector<std::string_view> views = std::vector<std::string_view>(kBatch);
@@ -68,10 +66,18 @@ double ns_per_key(std::uint64_t first, std::uint64_t count, Op&& op) {
   return elapsed.count() / static_cast<double>(count);
 }
 
+// --store=file: a file filter opened as the sole writer (no per-call lock; see file_store.hpp);
+// --store=shared-file: opened as a shared writer, each call taking the writers' lock.
+enum class StoreKind { memory, file, shared_file };
+StoreKind g_store = StoreKind::memory;
+
 Filter make_filter(const FilterParams& params) {
-  if (!g_file_store) return Filter::in_memory(params);
-  const auto path = std::filesystem::temp_directory_path() / "redbloom-bench.rbf";
-  return Filter::create_file(path.string(), params, /*overwrite=*/true);
+  if (g_store == StoreKind::memory) return Filter::in_memory(params);
+  const auto path = (std::filesystem::temp_directory_path() / "redbloom-bench.rbf").string();
+  { (void)Filter::create_file(path, params, /*overwrite=*/true); }
+  return Filter::open_file(path, g_store == StoreKind::file
+                                     ? redbloom::FileStore::Access::exclusive_write
+                                     : redbloom::FileStore::Access::read_write);
 }
 
 void BM_Filter(benchmark::State& state, Layout layout, bool batched) {
@@ -233,13 +239,17 @@ int main(int argc, char** argv) {
         pos = comma + 1;
       }
     } else if (arg == "--store=file") {
-      g_file_store = true;
+      g_store = StoreKind::file;
+    } else if (arg == "--store=shared-file") {
+      g_store = StoreKind::shared_file;
     } else if (arg != "--store=memory") {
       rest.push_back(argv[i]);
     }
   }
   int rest_argc = static_cast<int>(rest.size());
-  const char* store = g_file_store ? "file" : "memory";
+  const char* store = g_store == StoreKind::memory ? "memory"
+                      : g_store == StoreKind::file ? "file"
+                                                   : "shared-file";
   for (Layout layout : {Layout::blocked, Layout::classic}) {
     for (bool batched : {true, false}) {
       const std::string name = std::string(store) + "/" + std::string(redbloom::to_string(layout)) +

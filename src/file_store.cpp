@@ -89,27 +89,36 @@ FileHeader read_header(int fd, const std::string& path) {
 // Holds the writers' lock for one batch.
 class FileStore::WriteLock {
  public:
-  explicit WriteLock(const FileStore& store) : store_(store) { apply(F_WRLCK); }
-  ~WriteLock() { apply(F_UNLCK); }
+  // An exclusive handle already holds the lock for its lifetime.
+  explicit WriteLock(const FileStore& store)
+      : store_(store), needed_(store.access_ != Access::exclusive_write) {
+    if (needed_) apply(store_.fd_, store_.path_, F_WRLCK);
+  }
+  ~WriteLock() {
+    if (needed_) apply(store_.fd_, store_.path_, F_UNLCK);
+  }
   WriteLock(const WriteLock&) = delete;
   WriteLock& operator=(const WriteLock&) = delete;
 
- private:
-  void apply(short type) {
+  // Takes (F_WRLCK) or drops (F_UNLCK) the writers' lock: an OFD lock on byte 0.
+  static void apply(int fd, const std::string& path, short type) {
     struct flock lock {};
     lock.l_type = type;
     lock.l_whence = SEEK_SET;
     lock.l_start = 0;
     lock.l_len = 1;
-    while (::fcntl(store_.fd_, F_OFD_SETLKW, &lock) != 0) {
+    while (::fcntl(fd, F_OFD_SETLKW, &lock) != 0) {
       if (errno == EINTR) continue;
       // Unlocking cannot meaningfully fail on a valid descriptor; locking failures must stop
       // the write, or concurrent writers could both report an item as new.
       if (type == F_UNLCK) return;
-      throw StorageError(errno_message("cannot lock " + store_.path_ + " for writing"));
+      throw StorageError(errno_message("cannot lock " + path + " for writing"));
     }
   }
+
+ private:
   const FileStore& store_;
+  bool needed_;
 };
 
 FileStore::FileStore(std::string path, int fd, const FileHeader& header, Access access)
@@ -119,12 +128,22 @@ FileStore::FileStore(std::string path, int fd, const FileHeader& header, Access 
       header_(header),
       access_(access) {
   mapping_bytes_ = header.bitmap_offset + header.bitmap_bytes;
-  const int prot = PROT_READ | (access == Access::read_write ? PROT_WRITE : 0);
+  const int prot = PROT_READ | (writable() ? PROT_WRITE : 0);
   mapping_ = ::mmap(nullptr, mapping_bytes_, prot, MAP_SHARED, fd_, 0);
   if (mapping_ == MAP_FAILED) {
     const std::string message = errno_message("cannot map " + path_);
     ::close(fd_);
     throw StorageError(message);
+  }
+  if (access == Access::exclusive_write) {
+    // Held until close(fd_): the kernel drops an OFD lock with its last descriptor.
+    try {
+      WriteLock::apply(fd_, path_, F_WRLCK);
+    } catch (...) {
+      ::munmap(mapping_, mapping_bytes_);
+      ::close(fd_);
+      throw;
+    }
   }
   attach(reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(mapping_) +
                                           header.bitmap_offset));
@@ -172,7 +191,7 @@ std::unique_ptr<FileStore> FileStore::create(const std::string& path, const Filt
 }
 
 std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access access) {
-  const int flags = (access == Access::read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+  const int flags = (access == Access::read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
   Fd fd(::open(path.c_str(), flags));
   if (fd.get() < 0) {
     if (errno == ENOENT) throw NotFound("filter " + path + " does not exist");
@@ -195,7 +214,7 @@ void FileStore::remove(const std::string& path) {
 }
 
 void FileStore::require_writable(const char* op) const {
-  if (access_ != Access::read_write) {
+  if (!writable()) {
     throw InvalidArgument(std::string(op) + ": " + path_ + " was opened read-only");
   }
 }
@@ -220,7 +239,7 @@ void FileStore::set(std::span<const std::string_view> items) {
 }
 
 void FileStore::flush() {
-  if (access_ != Access::read_write) return;
+  if (!writable()) return;
   if (::msync(mapping_, mapping_bytes_, MS_SYNC) != 0) {
     throw StorageError(errno_message("cannot flush " + path_));
   }

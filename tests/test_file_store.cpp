@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,6 +158,45 @@ TEST_F(CorruptFile, UnknownHashSchemeIsRefusedByName) {
 TEST_F(CorruptFile, UnknownFormatVersion) {
   bytes_[8] = 9;
   EXPECT_NE(open_error().find("format version 9"), std::string::npos);
+}
+
+TEST(FileStore, ExclusiveWriterHoldsTheLockUntilClosed) {
+  TempDir dir;
+  const std::string path = dir.file("f.rbf");
+  { (void)Filter::create_file(path, size_filter(1000, 0.01, Layout::blocked)); }
+  int ready[2];
+  int release[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Filter exclusive = Filter::open_file(path, FileStore::Access::exclusive_write);
+    exclusive.add("from the exclusive writer");
+    char c = 'r';
+    if (write(ready[1], &c, 1) != 1) _exit(2);
+    if (read(release[0], &c, 1) != 1) _exit(3);
+    _exit(0);  // the lock goes with the process
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  // While the exclusive writer lives, another writer's lock attempt fails at once (F_OFD_SETLK).
+  Filter shared = Filter::open_file(path, FileStore::Access::read_only);
+  const int fd = ::open(path.c_str(), O_RDWR);
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  probe.l_len = 1;
+  EXPECT_NE(fcntl(fd, F_OFD_SETLK, &probe), 0);
+  EXPECT_TRUE(shared.contains("from the exclusive writer"));  // readers never wait
+  ASSERT_EQ(write(release[1], "x", 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(fcntl(fd, F_OFD_SETLK, &probe), 0);  // free again
+  ::close(fd);
+  Filter writer = Filter::open_file(path);
+  EXPECT_TRUE(writer.add("after"));
 }
 
 TEST(FileStore, KillDuringWritesLeavesAConsistentFile) {

@@ -22,7 +22,16 @@ namespace redbloom {
 
 class FileStore final : public BitmapStore {
  public:
-  enum class Access { read_only, read_write };
+  enum class Access {
+    read_only,
+    // Shared writer: each batch takes the writers' lock (two fcntl calls, ~1-2 us), so
+    // batches of ~1000 items make it negligible but a loop of single add() calls pays it each
+    // time.
+    read_write,
+    // Sole writer while open: takes the writers' lock at open (waiting for other writers) and
+    // holds it until closed, so writes need no per-call lock. Readers are not affected.
+    exclusive_write,
+  };
 
   // Creates a zeroed filter file. The file appears atomically, complete, or not at all; if
   // `path` exists, throws FilterExists unless `overwrite`.
@@ -49,6 +58,7 @@ class FileStore final : public BitmapStore {
   FileStore(std::string path, int fd, const FileHeader& header, Access access);
   class WriteLock;
   void require_writable(const char* op) const;
+  [[nodiscard]] bool writable() const noexcept { return access_ != Access::read_only; }
 
   std::string path_;
   int fd_;
