@@ -42,6 +42,8 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
     progress.update(items);
   }
   out.flush();
+  // Exit status 0 then means durable: the filter's pages are on disk, not only in the cache.
+  filter.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
   if (!cmd.stream.quiet) {

@@ -49,6 +49,31 @@ inline void record(std::uint8_t* out, std::size_t i, bool all_set) noexcept {
   }
 }
 
+// What the blocked kernels read per item, copied out of the Bitmap into locals: stores to the
+// byte-wide output flags could alias any field of it, which would make the compiler reload
+// each field after every item.
+struct BlockGeometry {
+  explicit BlockGeometry(const Bitmap& bitmap) noexcept
+      : words(bitmap.words),
+        partitions(bitmap.params.partitions),
+        partition_bits(bitmap.params.partition_bits),
+        hashes(bitmap.params.hashes),
+        last_round((bitmap.params.hashes - 1) / 8),
+        last_round_words(bitmap.last_round_words) {}
+  std::uint64_t* line(const ItemHash& h) const noexcept {
+    const std::uint64_t block =
+        layout::partition_of(h, partitions) * (partition_bits / kBlockBits) +
+        layout::blocked_block_of(h, partition_bits);
+    return words + block * kWordsPerBlock;
+  }
+  std::uint64_t* words;
+  std::uint64_t partitions;
+  std::uint64_t partition_bits;
+  std::uint32_t hashes;
+  std::uint32_t last_round;
+  const std::uint64_t (*last_round_words)[8];
+};
+
 // --- blocked layout -------------------------------------------------------------------------
 // Each item's work on its block: build the 8 word masks of its probes (layout.hpp), test them
 // with loads only, and store only if a bit was missing and this is a write (so a page of a
@@ -99,12 +124,12 @@ struct Avx2Block {
   }
 
   template <Op op>
-  __attribute__((target("avx2"))) static inline bool apply(const Bitmap& bitmap,
+  __attribute__((target("avx2"))) static inline bool apply(const BlockGeometry& geometry,
                                                            std::uint64_t* line,
                                                            std::uint64_t hi) noexcept {
     __m256i mask_lo = _mm256_setzero_si256();
     __m256i mask_hi = _mm256_setzero_si256();
-    const std::uint32_t last = (bitmap.params.hashes - 1) / 8;
+    const std::uint32_t last = geometry.last_round;
     for (std::uint32_t round = 0; round < last; ++round) {
       __m256i lo, high;
       round_masks(hi * layout::kRoundMultipliers[round], lo, high);
@@ -113,7 +138,7 @@ struct Avx2Block {
     }
     __m256i lo, high;
     round_masks(hi * layout::kRoundMultipliers[last], lo, high);
-    const std::uint64_t* words = bitmap.last_round_words[layout::blocked_start_word(hi)];
+    const std::uint64_t* words = geometry.last_round_words[layout::blocked_start_word(hi)];
     const __m256i words_lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(words));
     const __m256i words_hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(words + 4));
     mask_lo = _mm256_or_si256(mask_lo, _mm256_and_si256(lo, words_lo));
@@ -137,18 +162,11 @@ struct Avx2Block {
 
 struct ScalarBlock {
   template <Op op>
-  static inline bool apply(const Bitmap& bitmap, std::uint64_t* line, std::uint64_t hi) noexcept {
-    return apply_block_scalar<op>(line, hi, bitmap.params.hashes);
+  static inline bool apply(const BlockGeometry& geometry, std::uint64_t* line,
+                           std::uint64_t hi) noexcept {
+    return apply_block_scalar<op>(line, hi, geometry.hashes);
   }
 };
-
-inline std::uint64_t* block_line(const Bitmap& bitmap, const ItemHash& h) noexcept {
-  const FilterParams& p = bitmap.params;
-  const std::uint64_t block =
-      layout::partition_of(h, p.partitions) * (p.partition_bits / kBlockBits) +
-      layout::blocked_block_of(h, p.partition_bits);
-  return bitmap.words + block * kWordsPerBlock;
-}
 
 template <Op op, class Block>
 inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_view> items,
@@ -159,12 +177,13 @@ inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_v
     std::uint64_t* line;
     std::uint64_t hi;
   };
+  const BlockGeometry geometry(bitmap);
   const std::size_t n = items.size();
   Slot ring[kAhead];
   std::size_t planned = 0;
   auto plan_next = [&] {
     const ItemHash h = detail::hash_inline(items[planned]);
-    std::uint64_t* line = block_line(bitmap, h);
+    std::uint64_t* line = geometry.line(h);
     prefetch<op>(line);
     ring[planned % kAhead] = Slot{line, h.hi};
     ++planned;
@@ -173,7 +192,7 @@ inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_v
   for (std::size_t i = 0; i < n; ++i) {
     const Slot slot = ring[i % kAhead];
     if (planned < n) plan_next();
-    record<op>(out, i, Block::template apply<op>(bitmap, slot.line, slot.hi));
+    record<op>(out, i, Block::template apply<op>(geometry, slot.line, slot.hi));
   }
 }
 
@@ -198,13 +217,15 @@ template <Op op>
 __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const Bitmap& bitmap,
                                                                std::string_view item) {
   const ItemHash h = detail::hash_inline(item);
-  return Avx2Block::apply<op>(bitmap, block_line(bitmap, h), h.hi);
+  const BlockGeometry geometry(bitmap);
+  return Avx2Block::apply<op>(geometry, geometry.line(h), h.hi);
 }
 
 template <Op op>
 __attribute__((flatten)) bool blocked_one_scalar(const Bitmap& bitmap, std::string_view item) {
   const ItemHash h = detail::hash_inline(item);
-  return ScalarBlock::apply<op>(bitmap, block_line(bitmap, h), h.hi);
+  const BlockGeometry geometry(bitmap);
+  return ScalarBlock::apply<op>(geometry, geometry.line(h), h.hi);
 }
 
 // --- classic layout -------------------------------------------------------------------------
