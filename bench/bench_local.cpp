@@ -80,42 +80,62 @@ Filter make_filter(const FilterParams& params) {
                                      : redbloom::FileStore::Access::read_write);
 }
 
+struct Measured {
+  double insert_ns = 0;
+  double hit_ns = 0;
+  double miss_ns = 0;
+  std::uint64_t found = 0;
+  std::uint64_t false_positives = 0;
+  std::uint64_t sink = 0;
+};
+
+// Inserts keys [0, n) one call per key, looks up min(n, 1e7) of them and 1e7 absent keys.
+template <class Bloom>
+Measured measure_single(Bloom& filter, std::uint64_t n) {
+  Measured m;
+  m.insert_ns = ns_per_key(0, n, [&](auto keys) {
+    for (auto key : keys) m.sink += filter.add(key);
+  });
+  m.hit_ns = ns_per_key(0, std::min(n, kMaxQueries), [&](auto keys) {
+    for (auto key : keys) m.found += filter.contains(key);
+  });
+  m.miss_ns = ns_per_key(kAbsentBase, kMaxQueries, [&](auto keys) {
+    for (auto key : keys) m.false_positives += filter.contains(key);
+  });
+  return m;
+}
+
+// The same through add_many / contains_many, 4096 keys a call.
+Measured measure_batched(Filter& filter, std::uint64_t n) {
+  Measured m;
+  m.insert_ns = ns_per_key(0, n, [&](auto keys) { m.sink += filter.add_many(keys); });
+  m.hit_ns = ns_per_key(0, std::min(n, kMaxQueries),
+                        [&](auto keys) { m.found += filter.contains_many(keys); });
+  m.miss_ns = ns_per_key(kAbsentBase, kMaxQueries,
+                         [&](auto keys) { m.false_positives += filter.contains_many(keys); });
+  return m;
+}
+
+void record(benchmark::State& state, const FilterParams& params, std::uint64_t n,
+            const Measured& m) {
+  if (m.found != std::min(n, kMaxQueries)) {
+    state.SkipWithError("false negatives: the filter is broken");
+  }
+  benchmark::DoNotOptimize(m.sink);
+  state.counters["insert_ns"] = m.insert_ns;
+  state.counters["hit_ns"] = m.hit_ns;
+  state.counters["miss_ns"] = m.miss_ns;
+  state.counters["bits_per_item"] = double(params.total_bits()) / double(n);
+  state.counters["fpr"] = double(m.false_positives) / double(kMaxQueries);
+  state.counters["k"] = params.hashes;
+}
+
 void BM_Filter(benchmark::State& state, Layout layout, bool batched) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
   const FilterParams params = redbloom::size_filter(double(n), 0.01, layout);
-  const std::uint64_t queries = std::min(n, kMaxQueries);
   for (auto _ : state) {
     Filter filter = make_filter(params);
-    std::uint64_t sink = 0;
-    double insert = 0;
-    double hit = 0;
-    double miss = 0;
-    std::uint64_t false_positives = 0;
-    std::uint64_t found = 0;
-    if (batched) {
-      insert = ns_per_key(0, n, [&](auto keys) { sink += filter.add_many(keys); });
-      hit = ns_per_key(0, queries, [&](auto keys) { found += filter.contains_many(keys); });
-      miss = ns_per_key(kAbsentBase, kMaxQueries,
-                        [&](auto keys) { false_positives += filter.contains_many(keys); });
-    } else {
-      insert = ns_per_key(0, n, [&](auto keys) {
-        for (auto key : keys) sink += filter.add(key);
-      });
-      hit = ns_per_key(0, queries, [&](auto keys) {
-        for (auto key : keys) found += filter.contains(key);
-      });
-      miss = ns_per_key(kAbsentBase, kMaxQueries, [&](auto keys) {
-        for (auto key : keys) false_positives += filter.contains(key);
-      });
-    }
-    if (found != queries) state.SkipWithError("false negatives: the filter is broken");
-    benchmark::DoNotOptimize(sink);
-    state.counters["insert_ns"] = insert;
-    state.counters["hit_ns"] = hit;
-    state.counters["miss_ns"] = miss;
-    state.counters["bits_per_item"] = double(params.total_bits()) / double(n);
-    state.counters["fpr"] = double(false_positives) / double(kMaxQueries);
-    state.counters["k"] = params.hashes;
+    record(state, params, n, batched ? measure_batched(filter, n) : measure_single(filter, n));
   }
 }
 
@@ -155,29 +175,9 @@ class TextbookBloom {
 void BM_Textbook(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
   const FilterParams params = redbloom::size_filter(double(n), 0.01, Layout::classic);
-  const std::uint64_t queries = std::min(n, kMaxQueries);
   for (auto _ : state) {
     TextbookBloom filter(params);
-    std::uint64_t sink = 0;
-    std::uint64_t found = 0;
-    std::uint64_t false_positives = 0;
-    const double insert = ns_per_key(0, n, [&](auto keys) {
-      for (auto key : keys) sink += filter.add(key);
-    });
-    const double hit = ns_per_key(0, queries, [&](auto keys) {
-      for (auto key : keys) found += filter.contains(key);
-    });
-    const double miss = ns_per_key(kAbsentBase, kMaxQueries, [&](auto keys) {
-      for (auto key : keys) false_positives += filter.contains(key);
-    });
-    if (found != queries) state.SkipWithError("false negatives: the filter is broken");
-    benchmark::DoNotOptimize(sink);
-    state.counters["insert_ns"] = insert;
-    state.counters["hit_ns"] = hit;
-    state.counters["miss_ns"] = miss;
-    state.counters["bits_per_item"] = double(params.total_bits()) / double(n);
-    state.counters["fpr"] = double(false_positives) / double(kMaxQueries);
-    state.counters["k"] = params.hashes;
+    record(state, params, n, measure_single(filter, n));
   }
 }
 
