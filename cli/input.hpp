@@ -36,7 +36,7 @@ class ItemReader {
   bool next_batch(std::vector<std::string_view>& batch, std::size_t max_items);
 
   [[nodiscard]] const InputStats& stats() const noexcept { return stats_; }
-  // "input.txt line 17" for the record most recently returned (for messages).
+  // "input.txt line 17": where the first record holding a NUL byte was (LF mode; messages).
   [[nodiscard]] std::string first_nul_location() const { return first_nul_location_; }
   [[nodiscard]] char delimiter() const noexcept { return options_.nul_delimited ? '\0' : '\n'; }
 

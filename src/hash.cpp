@@ -12,8 +12,4 @@ ItemHash hash_item(std::string_view item) noexcept {
   return detail::hash_inline(item);
 }
 
-void hash_items(std::span<const std::string_view> items, std::span<ItemHash> out) noexcept {
-  for (std::size_t i = 0; i < items.size(); ++i) out[i] = detail::hash_inline(items[i]);
-}
-
 }  // namespace redbloom

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of the redbloom CLI: outputs, exit codes, and a clear message for every
 # kind of bad input. Usage: cli_test.sh PATH/TO/redbloom
-set -uo pipefail
-redbloom=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+source "$(dirname "$0")/cli_common.sh"
 failures=0
 passes=0
 

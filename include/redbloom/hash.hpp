@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string_view>
 
 namespace redbloom {
@@ -27,8 +26,5 @@ inline constexpr std::uint32_t kCurrentHashScheme = kHashSchemeXxh3V1;
 [[nodiscard]] bool is_known_hash_scheme(std::uint32_t scheme) noexcept;
 
 [[nodiscard]] ItemHash hash_item(std::string_view item) noexcept;
-
-// Hashes items[i] into out[i]; out.size() must be >= items.size().
-void hash_items(std::span<const std::string_view> items, std::span<ItemHash> out) noexcept;
 
 }  // namespace redbloom
