@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what redbloom needs from Debian's packages, only what is missing.
-#   scripts/install-deps.sh          build dependencies (compiler, CMake, xxHash, CLI11)
+#   scripts/install-deps.sh          build dependencies (compiler, CMake, xxHash, CLI11, hiredis)
 #   scripts/install-deps.sh --test   also GoogleTest, Google Benchmark and redis-server
 set -euo pipefail
 
-packages=(g++ cmake make libxxhash-dev libcli11-dev)
+packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libbenchmark-dev redis-server)
 fi

@@ -1,5 +1,7 @@
 #include "redbloom/bitmap_store.hpp"
 
+#include <cstring>
+
 #include "bitmap_kernels.hpp"
 #include "redbloom/error.hpp"
 
@@ -48,6 +50,20 @@ bool BitmapStore::test_one(std::string_view item) const {
 
 std::uint64_t BitmapStore::count_set_bits() const {
   return kernels::popcount(bitmap_->words, params_.total_bits() / 64);
+}
+
+void BitmapStore::read_bytes(std::uint64_t partition, std::uint64_t offset,
+                             std::span<std::uint8_t> out) const {
+  check_byte_range(params_, partition, offset, out.size());
+  std::memcpy(out.data(), bytes().data() + partition * params_.partition_bytes() + offset,
+              out.size());
+}
+
+void BitmapStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
+                              std::span<const std::uint8_t> in) {
+  check_byte_range(params_, partition, offset, in.size());
+  auto* base = reinterpret_cast<std::uint8_t*>(bitmap_->words);
+  std::memcpy(base + partition * params_.partition_bytes() + offset, in.data(), in.size());
 }
 
 std::span<const std::uint8_t> BitmapStore::bytes() const noexcept {

@@ -238,6 +238,13 @@ void FileStore::set(std::span<const std::string_view> items) {
   BitmapStore::set(items);
 }
 
+void FileStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
+                            std::span<const std::uint8_t> bytes) {
+  require_writable("write");
+  WriteLock lock(*this);
+  BitmapStore::write_bytes(partition, offset, bytes);
+}
+
 void FileStore::flush() {
   if (!writable()) return;
   if (::msync(mapping_, mapping_bytes_, MS_SYNC) != 0) {

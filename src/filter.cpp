@@ -1,25 +1,31 @@
 #include "redbloom/filter.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <vector>
 
 #include "redbloom/error.hpp"
 #include "redbloom/memory_store.hpp"
+#include "redbloom/redis_store.hpp"
 #include "redbloom/sizing.hpp"
 
 namespace redbloom {
 namespace {
 
-// Items go to the store this many at a time: large enough to amortise a store's per-batch
-// cost (a lock, a network round trip), small enough to bound how long a writer holds a lock.
-constexpr std::size_t kChunk = 1024;
-
-// Calls `apply(chunk, offset)` for consecutive chunks of items.
+// Calls `apply(chunk, offset)` for consecutive chunks of at most `chunk_items` items (the
+// store's preferred batch). An IncompleteWrite from a chunk is rethrown with its committed
+// count made relative to the whole call.
 template <class Apply>
-void for_each_chunk(std::span<const std::string_view> items, Apply&& apply) {
-  for (std::size_t offset = 0; offset < items.size(); offset += kChunk) {
-    apply(items.subspan(offset, std::min(kChunk, items.size() - offset)), offset);
+void for_each_chunk(std::span<const std::string_view> items, std::size_t chunk_items,
+                    Apply&& apply) {
+  chunk_items = std::max<std::size_t>(chunk_items, 1);
+  for (std::size_t offset = 0; offset < items.size(); offset += chunk_items) {
+    try {
+      apply(items.subspan(offset, std::min(chunk_items, items.size() - offset)), offset);
+    } catch (const IncompleteWrite& e) {
+      if (offset == 0) throw;
+      throw IncompleteWrite(e.what(), offset + e.committed());
+    }
   }
 }
 
@@ -28,14 +34,16 @@ void for_each_chunk(std::span<const std::string_view> items, Apply&& apply) {
 // returns how many flags were set.
 template <class Apply>
 std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
-                                   std::span<std::uint8_t> flags, Apply&& apply) {
+                                   std::span<std::uint8_t> flags, std::size_t chunk_items,
+                                   Apply&& apply) {
   if (!flags.empty() && flags.size() < items.size()) {
     throw InvalidArgument("flag span holds " + std::to_string(flags.size()) + " entries for " +
                           std::to_string(items.size()) + " items");
   }
-  std::array<std::uint8_t, kChunk> scratch;
+  std::vector<std::uint8_t> scratch(flags.empty() ? std::min(chunk_items, items.size()) : 0);
   std::size_t ones = 0;
-  for_each_chunk(items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
+  for_each_chunk(items, chunk_items, [&](std::span<const std::string_view> chunk,
+                                         std::size_t offset) {
     const std::span<std::uint8_t> out = flags.empty()
                                             ? std::span<std::uint8_t>(scratch.data(), chunk.size())
                                             : flags.subspan(offset, chunk.size());
@@ -63,6 +71,15 @@ Filter Filter::open_file(const std::string& path, FileStore::Access access) {
   return Filter(FileStore::open(path, access));
 }
 
+Filter Filter::create_redis(const RedisEndpoint& endpoint, const std::string& name,
+                           const FilterParams& params, bool overwrite) {
+  return Filter(RedisStore::create(endpoint, name, params, overwrite));
+}
+
+Filter Filter::open_redis(const RedisEndpoint& endpoint, const std::string& name) {
+  return Filter(RedisStore::open(endpoint, name));
+}
+
 bool Filter::add(std::string_view item) {
   return store_->test_and_set_one(item);
 }
@@ -73,18 +90,18 @@ bool Filter::contains(std::string_view item) const {
 
 std::size_t Filter::add_many(std::span<const std::string_view> items,
                              std::span<std::uint8_t> newly_added) {
-  return for_each_flagged_chunk(items, newly_added,
+  return for_each_flagged_chunk(items, newly_added, store_->batch_items(),
                                 [&](auto chunk, auto out) { store_->test_and_set(chunk, out); });
 }
 
 void Filter::insert_many(std::span<const std::string_view> items) {
-  for_each_chunk(items,
+  for_each_chunk(items, store_->bulk_batch_items(),
                  [&](std::span<const std::string_view> chunk, std::size_t) { store_->set(chunk); });
 }
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                   std::span<std::uint8_t> present) const {
-  return for_each_flagged_chunk(items, present,
+  return for_each_flagged_chunk(items, present, store_->batch_items(),
                                 [&](auto chunk, auto out) { store_->test(chunk, out); });
 }
 
@@ -93,6 +110,8 @@ FilterInfo Filter::info() const {
   info.params = params();
   info.location = store_->location();
   info.set_bits = store_->count_set_bits();
+  info.created_unix_ns = store_->created_unix_ns();
+  info.storage_bytes = store_->storage_bytes();
   const double m = static_cast<double>(info.params.total_bits());
   const double k = info.params.hashes;
   const double ones = static_cast<double>(info.set_bits);

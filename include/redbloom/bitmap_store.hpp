@@ -23,6 +23,10 @@ class BitmapStore : public Store {
   bool test_and_set_one(std::string_view item) override;
   [[nodiscard]] bool test_one(std::string_view item) const override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
+  void read_bytes(std::uint64_t partition, std::uint64_t offset,
+                  std::span<std::uint8_t> out) const override;
+  void write_bytes(std::uint64_t partition, std::uint64_t offset,
+                   std::span<const std::uint8_t> bytes) override;
 
   // The bitmap in Redis bit order: partition i is bytes [i * partition_bytes, (i+1) * ...).
   [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept;

@@ -2,6 +2,7 @@
 // nothing is swallowed and no operation reports success it did not achieve.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +30,20 @@ class StorageError : public Error {
 class FormatError : public StorageError {
  public:
   using StorageError::StorageError;
+};
+
+// A batch write that failed part-way (a lost connection, a timeout, a server error). Items
+// [0, committed()) of the call are in the filter, and their per-item answers, if asked for,
+// were written; later items may or may not have been set. Adding them again is safe (setting
+// bits is idempotent), though an item whose bits did land will then be reported as present.
+class IncompleteWrite : public StorageError {
+ public:
+  IncompleteWrite(const std::string& what, std::size_t committed)
+      : StorageError(what), committed_(committed) {}
+  [[nodiscard]] std::size_t committed() const noexcept { return committed_; }
+
+ private:
+  std::size_t committed_;
 };
 
 // The stored filter exists and differs from what was asked (created with other parameters),

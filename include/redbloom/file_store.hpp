@@ -48,7 +48,15 @@ class FileStore final : public BitmapStore {
                     std::span<std::uint8_t> newly_added) override;
   void set(std::span<const std::string_view> items) override;
   bool test_and_set_one(std::string_view item) override;
+  void write_bytes(std::uint64_t partition, std::uint64_t offset,
+                   std::span<const std::uint8_t> bytes) override;
   void flush() override;
+  [[nodiscard]] std::uint64_t created_unix_ns() const override {
+    return header_.created_unix_ns;
+  }
+  [[nodiscard]] std::uint64_t storage_bytes() const override {
+    return header_.bitmap_offset + header_.bitmap_bytes;
+  }
   [[nodiscard]] std::string location() const override { return "file " + path_; }
 
   [[nodiscard]] const FileHeader& header() const noexcept { return header_; }

@@ -16,6 +16,7 @@
 
 #include "redbloom/file_store.hpp"
 #include "redbloom/params.hpp"
+#include "redbloom/redis_endpoint.hpp"
 #include "redbloom/store.hpp"
 
 namespace redbloom {
@@ -27,6 +28,8 @@ struct FilterInfo {
   double fill_ratio = 0;            // set_bits / m
   double estimated_items = 0;       // from the fill, by the layout's formula (sizing.hpp)
   double estimated_error_rate = 0;  // the rate expected at estimated_items
+  std::uint64_t created_unix_ns = 0;  // 0 if the store does not record it
+  std::uint64_t storage_bytes = 0;    // what the filter occupies where it lives
 };
 
 class Filter {
@@ -38,6 +41,11 @@ class Filter {
                                           bool overwrite = false);
   [[nodiscard]] static Filter open_file(const std::string& path,
                                         FileStore::Access access = FileStore::Access::read_write);
+
+  // A filter in Redis (see redis_store.hpp): created empty, or opened after checking it.
+  [[nodiscard]] static Filter create_redis(const RedisEndpoint& endpoint, const std::string& name,
+                                           const FilterParams& params, bool overwrite = false);
+  [[nodiscard]] static Filter open_redis(const RedisEndpoint& endpoint, const std::string& name);
 
   // Adds the item; true iff it was not (by the filter's answer) present before.
   bool add(std::string_view item);

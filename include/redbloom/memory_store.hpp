@@ -15,6 +15,7 @@ class MemoryStore final : public BitmapStore {
 
   void flush() override {}
   [[nodiscard]] std::string location() const override { return "memory"; }
+  [[nodiscard]] std::uint64_t storage_bytes() const override { return mapping_bytes_; }
 
  private:
   void* mapping_ = nullptr;

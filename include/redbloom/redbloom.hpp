@@ -8,4 +8,6 @@
 #include "redbloom/hash.hpp"
 #include "redbloom/memory_store.hpp"
 #include "redbloom/params.hpp"
+#include "redbloom/redis_endpoint.hpp"
+#include "redbloom/redis_store.hpp"
 #include "redbloom/sizing.hpp"

@@ -1,5 +1,4 @@
-// The one interface between a filter and where its bits live (memory, a mapped file, and
-// later Redis). A store works on batches of items, hashes them with hash_item() and places
+// The one interface between a filter and where its bits live (memory, a mapped file, Redis). A store works on batches of items, hashes them with hash_item() and places
 // their bits with layout.hpp, as its parameters say. Taking the items rather than their hashes
 // lets a local store hash item i+D while item i's cache line is still on its way.
 #pragma once
@@ -53,11 +52,36 @@ class Store {
   // Number of 1 bits in the whole filter.
   [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;
 
+  // Raw bits: bytes [offset, offset + size) of partition `partition`, in Redis bit order (the
+  // same bytes in every store, so filters copy between stores verbatim). Out-of-range requests
+  // throw InvalidArgument. write_bytes overwrites; it is for copying whole filters.
+  virtual void read_bytes(std::uint64_t partition, std::uint64_t offset,
+                          std::span<std::uint8_t> out) const = 0;
+  virtual void write_bytes(std::uint64_t partition, std::uint64_t offset,
+                           std::span<const std::uint8_t> bytes) = 0;
+
+  // When the filter was created (ns since the Unix epoch; 0 if not recorded) and the bytes it
+  // occupies where it lives (file size, Redis MEMORY USAGE of its keys).
+  [[nodiscard]] virtual std::uint64_t created_unix_ns() const { return 0; }
+  [[nodiscard]] virtual std::uint64_t storage_bytes() const = 0;
+
+  // Items per call the store works best with (Filter splits larger batches): enough to
+  // amortise a lock or a network round trip, few enough to bound a lock hold or a request.
+  [[nodiscard]] virtual std::size_t batch_items() const noexcept { return 1024; }
+  // The same for set(): a remote store takes the largest batches it is given, to choose the
+  // cheapest way to move them (see redis_store.hpp).
+  [[nodiscard]] virtual std::size_t bulk_batch_items() const noexcept { return batch_items(); }
+
   // Makes every completed write durable (msync for a file).
   virtual void flush() = 0;
 
-  // Where the filter lives, for messages: "file /tmp/a.rbf", "memory".
+  // Where the filter lives, for messages: "file /tmp/a.rbf", "memory",
+  // "redis 127.0.0.1:6379 filter urls".
   [[nodiscard]] virtual std::string location() const = 0;
 };
+
+// Throws InvalidArgument unless bytes [offset, offset + size) lie inside partition `partition`.
+void check_byte_range(const FilterParams& params, std::uint64_t partition, std::uint64_t offset,
+                      std::size_t size);
 
 }  // namespace redbloom

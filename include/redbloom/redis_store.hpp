@@ -1,0 +1,89 @@
+// A filter in one Redis server (stock Redis >= 6.2: no module, so managed Redis works too).
+// Keys and metadata are described in src/redis_keys.hpp and docs/redis.md.
+//
+// Per-item paths (every item's bits in one partition key, so one command decides it):
+//   test_and_set  one `BITFIELD key SET u1 off 1 ...` per partition per round of items; the
+//                 old bits come back, so each item's "newly added" is known, and the command is
+//                 atomic: of two clients adding one item, exactly one sees it as new.
+//   test          classic: `BITFIELD_RO key GET u1 off ...`; blocked: one 64-byte GETRANGE
+//                 per item (its whole block) instead of k bit reads.
+// Bulk paths, chosen per partition by the cost model below (BulkMode::automatic):
+//   set           ORs a locally built delta of the partition into it: the delta goes to a temp
+//                 key in the partition's slot (with a TTL), then `BITOP OR key key temp`, then
+//                 the temp key is unlinked. Idempotent: loading the same items twice is harmless.
+//   test          downloads the partition (GETRANGE chunks) and answers locally.
+// Cost model: bytes on the wire. A BITFIELD bit costs ~43 bytes (the "SET u1 <offset> 1"
+// arguments and the reply), a blocked GETRANGE ~130 bytes per item plus the key; the bulk
+// path moves the partition once. The bulk path is taken when it moves fewer bytes. Both paths
+// give identical answers (tests compare them).
+//
+// Pipelining: commands for a whole batch are sent before the first reply is read, in rounds
+// of consecutive items, so when a connection fails the rounds whose replies arrived are known
+// committed: IncompleteWrite::committed() is exact.
+//
+// Durability is Redis's: a filter survives a restart if the server persists (AOF/RDB).
+// flush() does nothing. Not thread-safe: one RedisStore (one connection) per thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "redbloom/redis_endpoint.hpp"
+#include "redbloom/store.hpp"
+
+namespace redbloom {
+
+class RedisStore final : public Store {
+ public:
+  enum class BulkMode {
+    automatic,  // the cheaper path per partition, by the cost model
+    per_item,   // always BITFIELD / GETRANGE per item
+    bulk,       // always whole-partition transfers for set() and test()
+  };
+
+  // Creates an empty filter: claims the metadata key, then allocates every partition zeroed.
+  // An existing filter of that name throws FilterExists unless `overwrite`; a key of that name
+  // that is not a redbloom filter, or an existing partition key, is never overwritten.
+  static std::unique_ptr<RedisStore> create(const RedisEndpoint& endpoint, std::string name,
+                                            const FilterParams& params, bool overwrite = false);
+  // Opens an existing filter after checking its metadata and every partition key (type and
+  // length). Throws NotFound, or FormatError naming what is wrong.
+  static std::unique_ptr<RedisStore> open(const RedisEndpoint& endpoint, std::string name);
+  // Unlinks the filter's keys after checking that NAME is a redbloom filter (or an unfinished
+  // one). Throws NotFound if there is nothing to drop.
+  static void drop(const RedisEndpoint& endpoint, const std::string& name);
+  // True if NAME exists on the server (whatever it holds).
+  static bool exists(const RedisEndpoint& endpoint, const std::string& name);
+
+  ~RedisStore() override;
+
+  [[nodiscard]] const FilterParams& params() const noexcept override;
+  void test_and_set(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> newly_added) override;
+  void set(std::span<const std::string_view> items) override;
+  void test(std::span<const std::string_view> items,
+            std::span<std::uint8_t> present) const override;
+  [[nodiscard]] std::uint64_t count_set_bits() const override;
+  void read_bytes(std::uint64_t partition, std::uint64_t offset,
+                  std::span<std::uint8_t> out) const override;
+  void write_bytes(std::uint64_t partition, std::uint64_t offset,
+                   std::span<const std::uint8_t> bytes) override;
+  [[nodiscard]] std::uint64_t created_unix_ns() const override;
+  // MEMORY USAGE of the metadata and partition keys.
+  [[nodiscard]] std::uint64_t storage_bytes() const override;
+  void flush() override {}
+  [[nodiscard]] std::string location() const override;
+  [[nodiscard]] std::size_t batch_items() const noexcept override { return 16384; }
+  [[nodiscard]] std::size_t bulk_batch_items() const noexcept override { return SIZE_MAX; }
+
+  void set_bulk_mode(BulkMode mode) noexcept;
+  [[nodiscard]] const std::string& name() const noexcept;
+  [[nodiscard]] const RedisEndpoint& endpoint() const noexcept;
+
+ private:
+  struct State;
+  explicit RedisStore(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace redbloom

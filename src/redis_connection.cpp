@@ -1,0 +1,132 @@
+#include "redis_connection.hpp"
+
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom::redis {
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms.count()) / 1000);
+  return buf;
+}
+
+}  // namespace
+
+Connection::Connection(RedisEndpoint endpoint) : endpoint_(std::move(endpoint)) {
+  connect();
+}
+
+Connection::~Connection() {
+  drop();
+}
+
+void Connection::drop() noexcept {
+  if (context_ != nullptr) redisFree(context_);
+  context_ = nullptr;
+}
+
+std::string Connection::message(std::string_view operation, std::string_view what) const {
+  return "redis " + endpoint_.describe() + ": " + std::string(operation) + ": " +
+         std::string(what);
+}
+
+void Connection::fail(std::string_view operation, std::string_view what) const {
+  throw StorageError(message(operation, what));
+}
+
+void Connection::connect() {
+  drop();
+  const timeval connect_tv = to_timeval(endpoint_.connect_timeout);
+  redisContext* context =
+      endpoint_.unix_path.empty()
+          ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_tv)
+          : redisConnectUnixWithTimeout(endpoint_.unix_path.c_str(), connect_tv);
+  if (context == nullptr) fail("connect", "out of memory");
+  if (context->err != 0) {
+    std::string why = context->errstr;
+    redisFree(context);
+    if (why.find("Resource temporarily unavailable") != std::string::npos ||
+        why.find("timed out") != std::string::npos) {
+      why = "timed out after " + seconds_text(endpoint_.connect_timeout);
+    }
+    fail("connect", why);
+  }
+  context_ = context;
+  if (redisSetTimeout(context_, to_timeval(endpoint_.command_timeout)) != REDIS_OK) {
+    drop();
+    fail("connect", "cannot set the socket timeout");
+  }
+  redisEnableKeepAlive(context_);
+  if (!endpoint_.password.empty()) {
+    if (endpoint_.user.empty()) {
+      run({"AUTH", endpoint_.password});
+    } else {
+      run({"AUTH", endpoint_.user, endpoint_.password});
+    }
+  }
+  if (endpoint_.db != 0) run({"SELECT", std::to_string(endpoint_.db)});
+}
+
+void Connection::append(const CommandBuffer& commands) {
+  if (context_ == nullptr) connect();
+  const std::string_view text = commands.text();
+  if (redisAppendFormattedCommand(context_, text.data(), text.size()) != REDIS_OK) {
+    fail("send", "out of memory");
+  }
+}
+
+void Connection::append(std::initializer_list<std::string_view> args) {
+  CommandBuffer buffer;
+  buffer.command(args);
+  append(buffer);
+}
+
+Reply Connection::read(std::string_view operation) {
+  if (context_ == nullptr) fail(operation, "connection lost earlier; nothing pending");
+  void* raw = nullptr;
+  if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+    std::string why = context_->errstr;
+    const int err = context_->err;
+    drop();
+    if (err == REDIS_ERR_IO &&
+        (why.find("Resource temporarily unavailable") != std::string::npos ||
+         why.find("timed out") != std::string::npos)) {
+      why = "timed out after " + seconds_text(endpoint_.command_timeout) +
+            " (the server is stalled or overloaded; the command may or may not have run)";
+    } else if (err == REDIS_ERR_EOF || why.empty()) {
+      why = "connection closed by the server (" + (why.empty() ? "no reply" : why) + ")";
+    } else {
+      why = "connection lost (" + why + ")";
+    }
+    fail(operation, why);
+  }
+  return Reply(static_cast<redisReply*>(raw));
+}
+
+Reply Connection::run(std::initializer_list<std::string_view> args) {
+  append(args);
+  const std::string_view operation = args.size() > 0 ? *args.begin() : std::string_view{"?"};
+  Reply reply = read(operation);
+  if (is_error(*reply)) fail(operation, text_of(*reply));
+  return reply;
+}
+
+void Connection::expect(const redisReply& reply, int type, std::string_view operation) const {
+  if (is_error(reply)) fail(operation, text_of(reply));
+  if (reply.type != type) fail(operation, "unexpected reply type " + std::to_string(reply.type));
+}
+
+}  // namespace redbloom::redis

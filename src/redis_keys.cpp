@@ -1,0 +1,122 @@
+#include "redis_keys.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom::redis {
+namespace {
+
+std::string tag(std::string_view name, std::uint64_t partition) {
+  return "{" + std::string(name) + ":" + std::to_string(partition) + "}";
+}
+
+std::string double_text(double value) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
+
+template <class Int>
+Int parse_field(const std::map<std::string, std::string>& fields, const char* field,
+                const std::string& what) {
+  const auto it = fields.find(field);
+  if (it == fields.end()) throw FormatError(what + ": metadata field '" + field + "' is missing");
+  Int value{};
+  const std::string& text = it->second;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) {
+    throw FormatError(what + ": metadata field '" + field + "' is not a number: '" + text + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
+void validate_filter_name(std::string_view name) {
+  if (name.empty()) throw InvalidArgument("filter name is empty");
+  if (name.size() > 1024) throw InvalidArgument("filter name is longer than 1024 bytes");
+  if (name.find_first_of("{}") != std::string_view::npos) {
+    throw InvalidArgument("filter name '" + std::string(name) +
+                          "' contains '{' or '}' (they would change the keys' hash tags)");
+  }
+}
+
+std::string partition_key(std::string_view name, std::uint64_t partition) {
+  return std::string(name) + ":bits:" + tag(name, partition);
+}
+
+std::string temp_key(std::string_view name, std::uint64_t partition) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ":%016llx", static_cast<unsigned long long>(random()));
+  return std::string(name) + ":tmp:" + tag(name, partition) + suffix;
+}
+
+std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata& m) {
+  const FilterParams& p = m.params;
+  return {
+      {"format", std::string(kFormatName)},
+      {"version", std::to_string(kFormatVersion)},
+      {"state", m.ready ? "ready" : "creating"},
+      {"layout", std::to_string(static_cast<std::uint32_t>(p.layout))},
+      {"hashes", std::to_string(p.hashes)},
+      {"partitions", std::to_string(p.partitions)},
+      {"partition_bits", std::to_string(p.partition_bits)},
+      {"capacity", std::to_string(p.capacity)},
+      {"error_rate", double_text(p.error_rate)},
+      {"hash_scheme", std::to_string(p.hash_scheme)},
+      {"created_unix_ns", std::to_string(m.created_unix_ns)},
+  };
+}
+
+Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& pairs,
+                        const std::string& what) {
+  const std::map<std::string, std::string> fields(pairs.begin(), pairs.end());
+  const auto format = fields.find("format");
+  if (format == fields.end() || format->second != kFormatName) {
+    throw FormatError(what + " is a Redis hash but not a redbloom filter");
+  }
+  const auto version = parse_field<std::uint32_t>(fields, "version", what);
+  if (version != kFormatVersion) {
+    throw FormatError(what + ": redbloom Redis format version " + std::to_string(version) +
+                      " is unknown to this redbloom (it reads version " +
+                      std::to_string(kFormatVersion) + ")");
+  }
+  Metadata m;
+  const auto state = fields.find("state");
+  m.ready = state != fields.end() && state->second == "ready";
+  FilterParams& p = m.params;
+  if (!m.ready) {
+    // An unfinished creation records its partition count first, so drop can clean it up.
+    if (fields.count("partitions") != 0) {
+      p.partitions = parse_field<std::uint64_t>(fields, "partitions", what);
+    }
+    return m;
+  }
+  p.layout = static_cast<Layout>(parse_field<std::uint32_t>(fields, "layout", what));
+  p.hashes = parse_field<std::uint32_t>(fields, "hashes", what);
+  p.partitions = parse_field<std::uint64_t>(fields, "partitions", what);
+  p.partition_bits = parse_field<std::uint64_t>(fields, "partition_bits", what);
+  p.capacity = parse_field<std::uint64_t>(fields, "capacity", what);
+  p.hash_scheme = parse_field<std::uint32_t>(fields, "hash_scheme", what);
+  m.created_unix_ns = parse_field<std::uint64_t>(fields, "created_unix_ns", what);
+  const auto rate = fields.find("error_rate");
+  if (rate == fields.end()) throw FormatError(what + ": metadata field 'error_rate' is missing");
+  char* end = nullptr;
+  p.error_rate = std::strtod(rate->second.c_str(), &end);
+  if (rate->second.empty() || end != rate->second.c_str() + rate->second.size()) {
+    throw FormatError(what + ": metadata field 'error_rate' is not a number");
+  }
+  try {
+    validate(p, /*from_storage=*/true);
+  } catch (const FormatError& e) {
+    throw FormatError(what + ": " + e.what());
+  }
+  return m;
+}
+
+}  // namespace redbloom::redis

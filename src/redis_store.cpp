@@ -1,0 +1,711 @@
+#include "redbloom/redis_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "item_hash_inline.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/layout.hpp"
+#include "redbloom/memory_store.hpp"
+#include "redis_connection.hpp"
+#include "redis_keys.hpp"
+
+namespace redbloom {
+namespace {
+
+using redis::CommandBuffer;
+using redis::Connection;
+using redis::Reply;
+
+// Items per pipelined round of test_and_set. Rounds are the unit of "committed": when a
+// connection fails, every round whose replies all arrived is known to be in the filter.
+constexpr std::size_t kRoundItems = 2048;
+// Most items in one BITFIELD / BITFIELD_RO: 1024 items at k = 7 is 28,674 arguments, ~300 KB,
+// a few milliseconds of server time, which bounds how long one command blocks other clients.
+constexpr std::size_t kCommandItems = 1024;
+// Blocked lookups: GETRANGE commands per pipeline unit.
+constexpr std::size_t kRangeItems = 256;
+// Bytes per GETRANGE / SETRANGE when moving whole partitions.
+constexpr std::size_t kTransferChunk = std::size_t{1} << 20;
+// Pipeline units (commands or groups of commands) in flight at once.
+constexpr std::size_t kWindow = 8;
+// Cost model (bytes on the wire, see redis_store.hpp). One `SET u1 <offset> 1` is
+// "$3\r\nSET\r\n$2\r\nu1\r\n$9\r\n123456789\r\n$1\r\n1\r\n" (39 bytes) plus ":0\r\n" back;
+// a GET u1 drops the 7-byte value. A GETRANGE request is ~45 bytes plus the key, and its
+// reply 64 + 7.
+constexpr double kSetBitBytes = 43;
+constexpr double kGetBitBytes = 36;
+constexpr double kRangeBytes = 116;
+// A delta's temp key outlives any sane load step, and vanishes if the client dies.
+constexpr std::chrono::milliseconds kTempKeyTtl{10 * 60 * 1000};
+
+// Sends `units` pipeline units, at most kWindow in flight. make(i, buffer) writes unit i's
+// commands into the buffer and returns how many it wrote; on_reply(i, j, reply) sees the j-th
+// reply of unit i, in order. An exception (an I/O error, or one thrown by on_reply) drops the connection, since
+// replies may still be pending on it.
+template <class Make, class OnReply>
+void pipeline(Connection& connection, std::size_t units, std::string_view operation, Make&& make,
+              OnReply&& on_reply) {
+  std::vector<std::size_t> replies_of(std::min(units, kWindow));
+  CommandBuffer buffer;
+  std::size_t sent = 0;
+  try {
+    for (std::size_t done = 0; done < units; ++done) {
+      while (sent < units && sent - done < kWindow) {
+        buffer.clear();
+        replies_of[sent % kWindow] = make(sent, buffer);
+        if (!buffer.empty()) connection.append(buffer);
+        ++sent;
+      }
+      const std::size_t replies = replies_of[done % kWindow];
+      for (std::size_t r = 0; r < replies; ++r) {
+        Reply reply = connection.read(operation);
+        on_reply(done, r, *reply);
+      }
+    }
+  } catch (...) {
+    connection.reset();
+    throw;
+  }
+}
+
+std::string type_of(Connection& connection, const std::string& key) {
+  Reply reply = connection.run({"TYPE", key});
+  return std::string(redis::text_of(*reply));
+}
+
+std::string where(const Connection& connection, std::string_view name) {
+  return "filter '" + std::string(name) + "' on redis " + connection.endpoint().describe();
+}
+
+// HGETALL the metadata. nullopt if the key does not exist.
+std::optional<redis::Metadata> read_metadata(Connection& connection, const std::string& name) {
+  connection.append({"HGETALL", name});
+  Reply reply = connection.read("HGETALL");
+  if (redis::is_error(*reply)) {
+    if (redis::text_of(*reply).starts_with("WRONGTYPE")) {
+      throw FormatError("key '" + name + "' on redis " + connection.endpoint().describe() +
+                        " holds a " + type_of(connection, name) + ", not a redbloom filter");
+    }
+    connection.fail("HGETALL", redis::text_of(*reply));
+  }
+  connection.expect(*reply, REDIS_REPLY_ARRAY, "HGETALL");
+  if (reply->elements == 0) return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+    fields.emplace_back(redis::text_of(*reply->element[i]),
+                        redis::text_of(*reply->element[i + 1]));
+  }
+  return redis::parse_metadata(fields, "key '" + name + "' on redis " +
+                                           connection.endpoint().describe());
+}
+
+// The parameters of one partition on its own: offsets inside a partition do not depend on the
+// partition count (layout.hpp), so a one-partition bitmap holds exactly a partition's bits.
+FilterParams single_partition(FilterParams params) {
+  params.partitions = 1;
+  return params;
+}
+
+// Is a bulk transfer of `partition_bytes` cheaper than `per_item_bytes` of commands?
+bool bulk_is_cheaper(RedisStore::BulkMode mode, double partition_bytes, double per_item_bytes) {
+  switch (mode) {
+    case RedisStore::BulkMode::per_item:
+      return false;
+    case RedisStore::BulkMode::bulk:
+      return true;
+    case RedisStore::BulkMode::automatic:
+      break;
+  }
+  return partition_bytes < per_item_bytes;
+}
+
+}  // namespace
+
+struct RedisStore::State {
+  State(const RedisEndpoint& endpoint, std::string filter_name)
+      : connection(endpoint), name(std::move(filter_name)) {}
+
+  Connection connection;
+  std::string name;
+  FilterParams params;
+  std::uint64_t created_unix_ns = 0;
+  std::vector<std::string> keys;  // partition keys
+  BulkMode mode = BulkMode::automatic;
+
+  // Scratch, reused between calls.
+  std::vector<ItemHash> hashes;
+  std::vector<std::uint32_t> partition_of;
+  std::vector<std::uint32_t> order;  // item indices grouped by partition
+
+  void hash_items(std::span<const std::string_view> items) {
+    if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
+    hashes.resize(items.size());
+    partition_of.resize(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      hashes[i] = detail::hash_inline(items[i]);
+      partition_of[i] =
+          static_cast<std::uint32_t>(layout::partition_of(hashes[i], params.partitions));
+    }
+  }
+
+  struct Group {
+    std::uint64_t partition;
+    std::size_t begin, end;  // range of `order`
+  };
+
+  // Groups items [first, last) by partition into `order` (appending) and returns the groups,
+  // each in item order.
+  std::vector<Group> group(std::size_t first, std::size_t last) {
+    const std::size_t base = order.size();
+    for (std::size_t i = first; i < last; ++i) order.push_back(static_cast<std::uint32_t>(i));
+    auto begin = order.begin() + static_cast<std::ptrdiff_t>(base);
+    if (params.partitions > 1) {
+      std::stable_sort(begin, order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return partition_of[a] < partition_of[b];
+      });
+    }
+    std::vector<Group> groups;
+    for (std::size_t i = base; i < order.size();) {
+      std::size_t j = i;
+      while (j < order.size() && partition_of[order[j]] == partition_of[order[i]]) ++j;
+      groups.push_back({partition_of[order[i]], i, j});
+      i = j;
+    }
+    return groups;
+  }
+
+  template <class Visit>
+  void probes(const ItemHash& h, Visit&& visit) const {
+    if (params.layout == Layout::blocked) {
+      layout::blocked_probes(h, params.partition_bits, params.hashes, visit);
+    } else {
+      layout::classic_probes(h, params.partition_bits, params.hashes, visit);
+    }
+  }
+
+  // One BITFIELD (SET) or BITFIELD_RO (GET) over items order[begin, end) of one partition.
+  void bitfield(CommandBuffer& out, bool write, std::uint64_t partition, std::size_t begin,
+                std::size_t end) const {
+    const std::size_t args_per_bit = write ? 4 : 3;  // SET u1 <offset> 1 | GET u1 <offset>
+    out.begin(2 + args_per_bit * params.hashes * (end - begin));
+    out.arg(write ? std::string_view{"BITFIELD"} : std::string_view{"BITFIELD_RO"});
+    out.arg(keys[partition]);
+    for (std::size_t i = begin; i < end; ++i) {
+      probes(hashes[order[i]], [&](std::uint64_t bit) {
+        out.arg(write ? std::string_view{"SET"} : std::string_view{"GET"});
+        out.arg(std::string_view{"u1"});
+        out.arg(bit);
+        if (write) out.arg(std::string_view{"1"});
+      });
+    }
+  }
+
+  // Checks a BITFIELD reply over `items` items: an array of k integers per item.
+  void check_bitfield_reply(const redisReply& reply, std::size_t items,
+                            std::string_view operation) const {
+    connection.expect(reply, REDIS_REPLY_ARRAY, operation);
+    if (reply.elements != items * params.hashes) {
+      connection.fail(operation, "reply has " + std::to_string(reply.elements) +
+                                     " values for " + std::to_string(items * params.hashes) +
+                                     " bits");
+    }
+  }
+
+  // Pipelined GETRANGE of bytes [offset, offset + out.size()) of a partition key.
+  void download(std::uint64_t partition, std::uint64_t offset, std::span<std::uint8_t> out) {
+    const std::size_t chunks = (out.size() + kTransferChunk - 1) / kTransferChunk;
+    const std::string& key = keys[partition];
+    pipeline(
+        connection, chunks, "GETRANGE",
+        [&](std::size_t c, CommandBuffer& buffer) {
+          const std::uint64_t from = offset + c * kTransferChunk;
+          const std::uint64_t size = std::min<std::uint64_t>(kTransferChunk, out.size() -
+                                                                                  c * kTransferChunk);
+          buffer.begin(4);
+          buffer.arg(std::string_view{"GETRANGE"});
+          buffer.arg(key);
+          buffer.arg(from);
+          buffer.arg(from + size - 1);
+          return std::size_t{1};
+        },
+        [&](std::size_t c, std::size_t, const redisReply& reply) {
+          connection.expect(reply, REDIS_REPLY_STRING, "GETRANGE");
+          const std::size_t size = std::min(kTransferChunk, out.size() - c * kTransferChunk);
+          if (reply.len != size) {
+            throw FormatError(connection.message(
+                "GETRANGE", "partition key '" + key + "' is shorter than the filter says (" +
+                                "modified outside redbloom?)"));
+          }
+          std::memcpy(out.data() + c * kTransferChunk, reply.str, size);
+        });
+  }
+
+  // ORs a delta (the partition's bits of some items) into a partition, through a temp key.
+  void or_into(std::uint64_t partition, std::span<const std::uint8_t> delta) {
+    const std::string temp = redis::temp_key(name, partition);
+    std::vector<std::size_t> chunks;  // the non-zero ones: a sparse delta uploads less
+    for (std::size_t c = 0; c * kTransferChunk < delta.size(); ++c) {
+      const auto piece = delta.subspan(c * kTransferChunk,
+                                       std::min(kTransferChunk, delta.size() - c * kTransferChunk));
+      if (std::any_of(piece.begin(), piece.end(), [](std::uint8_t b) { return b != 0; })) {
+        chunks.push_back(c);
+      }
+    }
+    if (chunks.empty()) return;
+    // Units: the temp key with its TTL, one SETRANGE per chunk, BITOP, UNLINK.
+    const std::size_t units = chunks.size() + 3;
+    const std::string ttl = std::to_string(kTempKeyTtl.count());
+    pipeline(
+        connection, units, "bulk OR",
+        [&](std::size_t u, CommandBuffer& buffer) {
+          if (u == 0) {
+            buffer.command({"SET", temp, "", "PX", ttl});
+          } else if (u <= chunks.size()) {
+            const std::size_t c = chunks[u - 1];
+            const auto piece = delta.subspan(
+                c * kTransferChunk, std::min(kTransferChunk, delta.size() - c * kTransferChunk));
+            buffer.begin(4);
+            buffer.arg(std::string_view{"SETRANGE"});
+            buffer.arg(temp);
+            buffer.arg(std::uint64_t{c * kTransferChunk});
+            buffer.arg(std::string_view(reinterpret_cast<const char*>(piece.data()), piece.size()));
+          } else if (u == chunks.size() + 1) {
+            buffer.command({"BITOP", "OR", keys[partition], keys[partition], temp});
+          } else {
+            buffer.command({"UNLINK", temp});
+          }
+          return std::size_t{1};
+        },
+        [&](std::size_t u, std::size_t, const redisReply& reply) {
+          if (redis::is_error(reply)) connection.fail("bulk OR", redis::text_of(reply));
+          if (u == chunks.size() + 1 &&
+              (reply.type != REDIS_REPLY_INTEGER ||
+               static_cast<std::uint64_t>(reply.integer) != params.partition_bytes())) {
+            connection.fail("BITOP", "partition key '" + keys[partition] +
+                                         "' has an unexpected length after the OR");
+          }
+          // UNLINK answers 0 if the temp key had expired: then the OR may have used nothing.
+          if (u == chunks.size() + 2 && (reply.type != REDIS_REPLY_INTEGER || reply.integer != 1)) {
+            connection.fail("bulk OR", "temp key '" + temp +
+                                           "' expired before it was applied; load again");
+          }
+        });
+  }
+};
+
+RedisStore::RedisStore(std::unique_ptr<State> state) : state_(std::move(state)) {}
+RedisStore::~RedisStore() = default;
+
+const FilterParams& RedisStore::params() const noexcept {
+  return state_->params;
+}
+const std::string& RedisStore::name() const noexcept {
+  return state_->name;
+}
+const RedisEndpoint& RedisStore::endpoint() const noexcept {
+  return state_->connection.endpoint();
+}
+void RedisStore::set_bulk_mode(BulkMode mode) noexcept {
+  state_->mode = mode;
+}
+std::uint64_t RedisStore::created_unix_ns() const {
+  return state_->created_unix_ns;
+}
+std::string RedisStore::location() const {
+  return "redis " + endpoint().describe() + " filter " + state_->name;
+}
+
+bool RedisStore::exists(const RedisEndpoint& endpoint, const std::string& name) {
+  redis::validate_filter_name(name);
+  Connection connection(endpoint);
+  return connection.run({"EXISTS", name})->integer != 0;
+}
+
+std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std::string name) {
+  redis::validate_filter_name(name);
+  auto state = std::make_unique<State>(endpoint, std::move(name));
+  Connection& connection = state->connection;
+  const auto metadata = read_metadata(connection, state->name);
+  if (!metadata) throw NotFound("no " + where(connection, state->name));
+  if (!metadata->ready) {
+    throw FormatError(where(connection, state->name) +
+                      " is incomplete: its creation did not finish (drop it and create it again)");
+  }
+  state->params = metadata->params;
+  state->created_unix_ns = metadata->created_unix_ns;
+  for (std::uint64_t p = 0; p < state->params.partitions; ++p) {
+    state->keys.push_back(redis::partition_key(state->name, p));
+  }
+  // Every partition must be a string of the full length: a missing or short key (deleted,
+  // evicted under maxmemory, overwritten) would silently turn into false negatives.
+  const std::uint64_t expected = state->params.partition_bytes();
+  pipeline(
+      connection, state->keys.size(), "STRLEN",
+      [&](std::size_t p, CommandBuffer& buffer) {
+        buffer.command({"STRLEN", state->keys[p]});
+        return std::size_t{1};
+      },
+      [&](std::size_t p, std::size_t, const redisReply& reply) {
+        const std::string& key = state->keys[p];
+        if (redis::is_error(reply)) {
+          throw FormatError(where(connection, state->name) + ": partition key '" + key +
+                            "' is not a string (" + std::string(redis::text_of(reply)) + ")");
+        }
+        const auto length = static_cast<std::uint64_t>(reply.integer);
+        if (length == 0) {
+          throw FormatError(where(connection, state->name) + ": partition key '" + key +
+                            "' is missing (deleted, or evicted under maxmemory?)");
+        }
+        if (length != expected) {
+          throw FormatError(where(connection, state->name) + ": partition key '" + key +
+                            "' holds " + std::to_string(length) + " bytes, expected " +
+                            std::to_string(expected) + " (written outside redbloom?)");
+        }
+      });
+  return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
+}
+
+std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, std::string name,
+                                               const FilterParams& params, bool overwrite) {
+  validate(params);
+  redis::validate_filter_name(name);
+  if (overwrite && exists(endpoint, name)) drop(endpoint, name);
+  auto state = std::make_unique<State>(endpoint, std::move(name));
+  Connection& connection = state->connection;
+  const std::string& meta = state->name;
+  // Claim the name atomically: of two concurrent creators, one gets it.
+  connection.append({"HSETNX", meta, "format", redis::kFormatName});
+  Reply claim = connection.read("HSETNX");
+  if (redis::is_error(*claim) || claim->integer == 0) {
+    const auto existing = read_metadata(connection, meta);  // throws for a foreign key
+    if (!existing) connection.fail("HSETNX", "unexpected answer while claiming the name");
+    throw FilterExists(where(connection, meta) + " already exists" +
+                       (existing->ready ? " (use --force to replace it)"
+                                        : " but is incomplete (drop it first)"));
+  }
+  std::vector<std::string> created;
+  try {
+    connection.run({"HSET", meta, "version", std::to_string(redis::kFormatVersion), "state",
+                    "creating", "partitions", std::to_string(params.partitions)});
+    for (std::uint64_t p = 0; p < params.partitions; ++p) {
+      state->keys.push_back(redis::partition_key(state->name, p));
+    }
+    pipeline(
+        connection, state->keys.size(), "EXISTS",
+        [&](std::size_t p, CommandBuffer& buffer) {
+          buffer.command({"EXISTS", state->keys[p]});
+          return std::size_t{1};
+        },
+        [&](std::size_t p, std::size_t, const redisReply& reply) {
+          connection.expect(reply, REDIS_REPLY_INTEGER, "EXISTS");
+          if (reply.integer != 0) {
+            throw FilterExists("key '" + state->keys[p] + "' on redis " +
+                               connection.endpoint().describe() +
+                               " already exists; not overwriting it to create " +
+                               where(connection, meta));
+          }
+        });
+    // SETRANGE at the last byte allocates the whole string, zeroed: the memory is taken now,
+    // and a full server fails here rather than in the middle of a load.
+    const std::string last = std::to_string(params.partition_bytes() - 1);
+    pipeline(
+        connection, state->keys.size(), "SETRANGE",
+        [&](std::size_t p, CommandBuffer& buffer) {
+          buffer.command({"SETRANGE", state->keys[p], last, std::string_view("\0", 1)});
+          created.push_back(state->keys[p]);
+          return std::size_t{1};
+        },
+        [&](std::size_t, std::size_t, const redisReply& reply) {
+          connection.expect(reply, REDIS_REPLY_INTEGER, "SETRANGE (allocating partitions)");
+        });
+    redis::Metadata metadata;
+    metadata.params = params;
+    metadata.ready = true;
+    metadata.created_unix_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    CommandBuffer hset;
+    const auto fields = redis::encode_metadata(metadata);
+    hset.begin(2 + 2 * fields.size());
+    hset.arg(std::string_view{"HSET"});
+    hset.arg(meta);
+    for (const auto& [field, value] : fields) {
+      hset.arg(field);
+      hset.arg(value);
+    }
+    connection.append(hset);
+    Reply done = connection.read("HSET");
+    connection.expect(*done, REDIS_REPLY_INTEGER, "HSET");
+    state->params = params;
+    state->created_unix_ns = metadata.created_unix_ns;
+  } catch (...) {
+    // Undo what this call made (never a key it found): best effort, the error is what matters.
+    try {
+      for (const std::string& key : created) connection.run({"UNLINK", key});
+      connection.run({"UNLINK", meta});
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
+}
+
+void RedisStore::drop(const RedisEndpoint& endpoint, const std::string& name) {
+  redis::validate_filter_name(name);
+  Connection connection(endpoint);
+  const auto metadata = read_metadata(connection, name);
+  if (!metadata) throw NotFound("no " + where(connection, name));
+  const std::uint64_t partitions = metadata->params.partitions;
+  pipeline(
+      connection, partitions, "UNLINK",
+      [&](std::size_t p, CommandBuffer& buffer) {
+        buffer.command({"UNLINK", redis::partition_key(name, p)});
+        return std::size_t{1};
+      },
+      [&](std::size_t, std::size_t, const redisReply& reply) {
+        connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+      });
+  connection.run({"UNLINK", name});
+}
+
+void RedisStore::test_and_set(std::span<const std::string_view> items,
+                              std::span<std::uint8_t> newly_added) {
+  if (newly_added.size() < items.size()) throw InvalidArgument("test_and_set: flag span too small");
+  State& s = *state_;
+  s.hash_items(items);
+  s.order.clear();
+  struct Command {
+    State::Group group;
+    std::size_t round_end;  // items before this are committed once this round's replies are in
+    bool last_of_round;
+  };
+  std::vector<Command> commands;
+  for (std::size_t first = 0; first < items.size(); first += kRoundItems) {
+    const std::size_t last = std::min(items.size(), first + kRoundItems);
+    for (const State::Group& g : s.group(first, last)) {
+      for (std::size_t b = g.begin; b < g.end; b += kCommandItems) {
+        commands.push_back({{g.partition, b, std::min(g.end, b + kCommandItems)}, last, false});
+      }
+    }
+    commands.back().last_of_round = true;
+  }
+  std::size_t committed = 0;
+  try {
+    pipeline(
+        s.connection, commands.size(), "BITFIELD",
+        [&](std::size_t c, CommandBuffer& buffer) {
+          const State::Group& g = commands[c].group;
+          s.bitfield(buffer, true, g.partition, g.begin, g.end);
+          return std::size_t{1};
+        },
+        [&](std::size_t c, std::size_t, const redisReply& reply) {
+          const State::Group& g = commands[c].group;
+          s.check_bitfield_reply(reply, g.end - g.begin, "BITFIELD");
+          const std::size_t k = s.params.hashes;
+          for (std::size_t i = g.begin; i < g.end; ++i) {
+            std::uint8_t fresh = 0;
+            for (std::size_t j = 0; j < k; ++j) {
+              fresh |= reply.element[(i - g.begin) * k + j]->integer == 0 ? 1 : 0;
+            }
+            newly_added[s.order[i]] = fresh;
+          }
+          if (commands[c].last_of_round) committed = commands[c].round_end;
+        });
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(std::string(e.what()) + "; the first " + std::to_string(committed) +
+                              " of " + std::to_string(items.size()) +
+                              " items of this batch are committed, the rest may be partly "
+                              "written (adding them again is safe)",
+                          committed);
+  }
+}
+
+void RedisStore::set(std::span<const std::string_view> items) {
+  State& s = *state_;
+  s.hash_items(items);
+  s.order.clear();
+  const std::vector<State::Group> groups = s.group(0, items.size());
+  const double bytes = static_cast<double>(s.params.partition_bytes());
+  std::size_t partitions_done = 0;
+  try {
+    std::vector<State::Group> per_item;
+    for (const State::Group& g : groups) {
+      const double n = static_cast<double>(g.end - g.begin);
+      if (!bulk_is_cheaper(s.mode, bytes, n * s.params.hashes * kSetBitBytes)) {
+        for (std::size_t b = g.begin; b < g.end; b += kCommandItems) {
+          per_item.push_back({g.partition, b, std::min(g.end, b + kCommandItems)});
+        }
+        continue;
+      }
+      MemoryStore delta(single_partition(s.params));
+      std::vector<std::string_view> members;
+      members.reserve(g.end - g.begin);
+      for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
+      delta.set(members);
+      s.or_into(g.partition, delta.bytes());
+      ++partitions_done;
+    }
+    pipeline(
+        s.connection, per_item.size(), "BITFIELD",
+        [&](std::size_t c, CommandBuffer& buffer) {
+          s.bitfield(buffer, true, per_item[c].partition, per_item[c].begin, per_item[c].end);
+          return std::size_t{1};
+        },
+        [&](std::size_t c, std::size_t, const redisReply& reply) {
+          s.check_bitfield_reply(reply, per_item[c].end - per_item[c].begin, "BITFIELD");
+        });
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(std::string(e.what()) + "; " + std::to_string(partitions_done) +
+                              " of the batch's " + std::to_string(groups.size()) +
+                              " partition deltas were applied, the rest may be partly written "
+                              "(loading the same items again is safe)",
+                          0);
+  }
+}
+
+void RedisStore::test(std::span<const std::string_view> items,
+                      std::span<std::uint8_t> present) const {
+  if (present.size() < items.size()) throw InvalidArgument("test: flag span too small");
+  State& s = *state_;
+  s.hash_items(items);
+  s.order.clear();
+  const std::vector<State::Group> groups = s.group(0, items.size());
+  const double bytes = static_cast<double>(s.params.partition_bytes());
+  const bool blocked = s.params.layout == Layout::blocked;
+  // Units of per-item work: BITFIELD_RO commands (classic) or runs of GETRANGEs (blocked).
+  std::vector<State::Group> units;
+  for (const State::Group& g : groups) {
+    const double n = static_cast<double>(g.end - g.begin);
+    const double per_item =
+        blocked ? n * (kRangeBytes + static_cast<double>(s.keys[g.partition].size()))
+                : n * s.params.hashes * kGetBitBytes;
+    if (bulk_is_cheaper(s.mode, bytes, per_item)) {
+      MemoryStore copy(single_partition(s.params));
+      std::vector<std::uint8_t> image(s.params.partition_bytes());
+      s.download(g.partition, 0, image);
+      copy.write_bytes(0, 0, image);
+      std::vector<std::string_view> members;
+      std::vector<std::uint8_t> answers(g.end - g.begin);
+      for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
+      copy.test(members, answers);
+      for (std::size_t i = g.begin; i < g.end; ++i) present[s.order[i]] = answers[i - g.begin];
+      continue;
+    }
+    const std::size_t step = blocked ? kRangeItems : kCommandItems;
+    for (std::size_t b = g.begin; b < g.end; b += step) {
+      units.push_back({g.partition, b, std::min(g.end, b + step)});
+    }
+  }
+  // Replies come one per command: for blocked units, one per item of the unit.
+  pipeline(
+      s.connection, units.size(), blocked ? "GETRANGE" : "BITFIELD_RO",
+      [&](std::size_t u, CommandBuffer& buffer) {
+        const State::Group& g = units[u];
+        if (!blocked) {
+          s.bitfield(buffer, false, g.partition, g.begin, g.end);
+          return std::size_t{1};
+        }
+        for (std::size_t i = g.begin; i < g.end; ++i) {
+          const std::uint64_t block = layout::blocked_block_of(s.hashes[s.order[i]],
+                                                               s.params.partition_bits);
+          buffer.begin(4);
+          buffer.arg(std::string_view{"GETRANGE"});
+          buffer.arg(s.keys[g.partition]);
+          buffer.arg(block * (kBlockBits / 8));
+          buffer.arg(block * (kBlockBits / 8) + kBlockBits / 8 - 1);
+        }
+        return g.end - g.begin;
+      },
+      [&](std::size_t u, std::size_t r, const redisReply& reply) {
+        const State::Group& g = units[u];
+        if (!blocked) {
+          s.check_bitfield_reply(reply, g.end - g.begin, "BITFIELD_RO");
+          const std::size_t k = s.params.hashes;
+          for (std::size_t i = g.begin; i < g.end; ++i) {
+            bool all = true;
+            for (std::size_t j = 0; j < k; ++j) all &= reply.element[(i - g.begin) * k + j]->integer == 1;
+            present[s.order[i]] = all ? 1 : 0;
+          }
+          return;
+        }
+        const std::size_t item = s.order[g.begin + r];
+        s.connection.expect(reply, REDIS_REPLY_STRING, "GETRANGE");
+        if (reply.len != kBlockBits / 8) {
+          throw FormatError(s.connection.message(
+              "GETRANGE", "partition key '" + s.keys[g.partition] + "' is shorter than expected"));
+        }
+        const auto* block = reinterpret_cast<const std::uint8_t*>(reply.str);
+        bool all = true;
+        layout::blocked_probes_in_block(s.hashes[item], s.params.hashes, [&](std::uint64_t bit) {
+          all &= (block[bit / 8] & (0x80u >> (bit % 8))) != 0;
+        });
+        present[item] = all ? 1 : 0;
+      });
+}
+
+std::uint64_t RedisStore::count_set_bits() const {
+  State& s = *state_;
+  std::uint64_t ones = 0;
+  pipeline(
+      s.connection, s.keys.size(), "BITCOUNT",
+      [&](std::size_t p, CommandBuffer& buffer) {
+        buffer.command({"BITCOUNT", s.keys[p]});
+        return std::size_t{1};
+      },
+      [&](std::size_t, std::size_t, const redisReply& reply) {
+        s.connection.expect(reply, REDIS_REPLY_INTEGER, "BITCOUNT");
+        ones += static_cast<std::uint64_t>(reply.integer);
+      });
+  return ones;
+}
+
+std::uint64_t RedisStore::storage_bytes() const {
+  State& s = *state_;
+  std::uint64_t total = 0;
+  pipeline(
+      s.connection, s.keys.size() + 1, "MEMORY USAGE",
+      [&](std::size_t p, CommandBuffer& buffer) {
+        buffer.command({"MEMORY", "USAGE", p < s.keys.size() ? s.keys[p] : s.name});
+        return std::size_t{1};
+      },
+      [&](std::size_t, std::size_t, const redisReply& reply) {
+        if (redis::is_error(reply)) s.connection.fail("MEMORY USAGE", redis::text_of(reply));
+        if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
+      });
+  return total;
+}
+
+void RedisStore::read_bytes(std::uint64_t partition, std::uint64_t offset,
+                            std::span<std::uint8_t> out) const {
+  check_byte_range(state_->params, partition, offset, out.size());
+  if (!out.empty()) state_->download(partition, offset, out);
+}
+
+void RedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
+                             std::span<const std::uint8_t> bytes) {
+  State& s = *state_;
+  check_byte_range(s.params, partition, offset, bytes.size());
+  const std::size_t chunks = (bytes.size() + kTransferChunk - 1) / kTransferChunk;
+  pipeline(
+      s.connection, chunks, "SETRANGE",
+      [&](std::size_t c, CommandBuffer& buffer) {
+        const auto piece = bytes.subspan(c * kTransferChunk,
+                                         std::min(kTransferChunk, bytes.size() - c * kTransferChunk));
+        buffer.begin(4);
+        buffer.arg(std::string_view{"SETRANGE"});
+        buffer.arg(s.keys[partition]);
+        buffer.arg(offset + c * kTransferChunk);
+        buffer.arg(std::string_view(reinterpret_cast<const char*>(piece.data()), piece.size()));
+        return std::size_t{1};
+      },
+      [&](std::size_t, std::size_t, const redisReply& reply) {
+        s.connection.expect(reply, REDIS_REPLY_INTEGER, "SETRANGE");
+      });
+}
+
+}  // namespace redbloom
