@@ -7,6 +7,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "redbloom/error.hpp"
 #include "stream.hpp"
 
 namespace redbloom::cli {
@@ -15,30 +16,45 @@ namespace {
 enum class Emit { nothing, first_occurrences, duplicates };
 
 struct AddCommand {
-  std::string path;
+  FilterLocation location;
   SizingOptions sizing;
   StreamOptions stream;
   bool print_duplicates = false;
 };
 
 int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
-  Filter filter = open_for_writing(cmd.path, cmd.sizing, /*create_if_missing=*/true);
+  Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Output out(1);
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
-  std::vector<std::uint8_t> newly(kStreamBatch);
+  const std::size_t batch_items = stream_batch(filter);
+  std::vector<std::uint8_t> newly(batch_items);
   std::uint64_t items = 0;
   std::uint64_t added = 0;
-  while (reader.next_batch(batch, kStreamBatch)) {
-    added += filter.add_many(batch, newly);
-    items += batch.size();
-    if (emit != Emit::nothing) {
-      const std::uint8_t wanted = emit == Emit::first_occurrences ? 1 : 0;
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (newly[i] == wanted) out.write_item(batch[i], reader.delimiter());
-      }
+  const std::uint8_t wanted = emit == Emit::first_occurrences ? 1 : 0;
+  auto print = [&](std::size_t count) {
+    if (emit == Emit::nothing) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (newly[i] == wanted) out.write_item(batch[i], reader.delimiter());
     }
+  };
+  while (reader.next_batch(batch, batch_items)) {
+    try {
+      added += filter.add_many(batch, newly);
+    } catch (const IncompleteWrite& e) {
+      // Print what is known committed, then say exactly where the input stops being certain.
+      print(e.committed());
+      out.flush();
+      throw StorageError(std::string(e.what()) + "\n" + verb + ": committed the first " +
+                         std::to_string(items + e.committed()) + " input items" +
+                         (emit == Emit::nothing ? "" : " (their output is printed)") + "; items " +
+                         std::to_string(items + e.committed() + 1) + " to " +
+                         std::to_string(items + batch.size()) +
+                         " may be partly written: added again, some may count as duplicates");
+    }
+    items += batch.size();
+    print(batch.size());
     progress.update(items);
   }
   out.flush();
@@ -60,7 +76,7 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
                      bool dedup) {
   auto cmd = std::make_shared<AddCommand>();
   CLI::App* sub = app.add_subcommand(name, help);
-  add_filter_path_option(*sub, cmd->path);
+  add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_stream_options(*sub, cmd->stream);
   if (dedup) {

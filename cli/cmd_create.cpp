@@ -10,21 +10,22 @@ namespace redbloom::cli {
 
 void register_create(CLI::App& app, int& exit_code) {
   struct CreateCommand {
-    std::string path;
+    FilterLocation location;
     SizingOptions sizing;
     bool force = false;
     bool quiet = false;
   };
   auto cmd = std::make_shared<CreateCommand>();
   CLI::App* sub = app.add_subcommand("create", "Create an empty filter");
-  add_filter_path_option(*sub, cmd->path);
+  add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   sub->add_flag("--force", cmd->force, "Replace an existing filter");
   sub->add_flag("-q,--quiet", cmd->quiet, "Print nothing");
   sub->callback([cmd, &exit_code] {
-    const Filter filter = Filter::create_file(cmd->path, requested_params(cmd->sizing), cmd->force);
+    const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
     if (!cmd->quiet) {
-      std::printf("created %s: %s\n", cmd->path.c_str(), describe(filter.params()).c_str());
+      std::printf("created %s: %s\n", cmd->location.describe().c_str(),
+                  describe(filter.params()).c_str());
     }
     exit_code = kExitOk;
   });

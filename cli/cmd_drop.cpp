@@ -1,4 +1,4 @@
-// drop: delete a filter (only after checking that the file is one).
+// drop: delete a filter, only after checking that the file or Redis key is one.
 #include <cstdio>
 
 #include "commands.hpp"
@@ -8,11 +8,11 @@
 namespace redbloom::cli {
 
 void register_drop(CLI::App& app, int& exit_code) {
-  auto path = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("drop", "Delete a filter");
-  add_filter_path_option(*sub, *path);
-  sub->callback([path, &exit_code] {
-    FileStore::remove(*path);
+  auto location = std::make_shared<FilterLocation>();
+  CLI::App* sub = app.add_subcommand("drop", "Delete a filter (a file, or every key in Redis)");
+  add_location_options(*sub, *location);
+  sub->callback([location, &exit_code] {
+    drop_filter(*location);
     exit_code = kExitOk;
   });
 }

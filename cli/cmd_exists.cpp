@@ -12,23 +12,24 @@ namespace redbloom::cli {
 namespace {
 
 struct ExistsCommand {
-  std::string path;
+  FilterLocation location;
   StreamOptions stream;
   bool invert = false;
   bool count = false;
 };
 
 int run_exists(const ExistsCommand& cmd) {
-  const Filter filter = open_for_reading(cmd.path);
+  const Filter filter = open_for_reading(cmd.location);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Output out(1);
   Progress progress("exists", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
-  std::vector<std::uint8_t> present(kStreamBatch);
+  const std::size_t batch_items = stream_batch(filter);
+  std::vector<std::uint8_t> present(batch_items);
   std::uint64_t items = 0;
   std::uint64_t selected = 0;
   const std::uint8_t wanted = cmd.invert ? 0 : 1;
-  while (reader.next_batch(batch, kStreamBatch)) {
+  while (reader.next_batch(batch, batch_items)) {
     filter.contains_many(batch, present);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (present[i] != wanted) continue;
@@ -51,7 +52,7 @@ void register_exists(CLI::App& app, int& exit_code) {
   auto cmd = std::make_shared<ExistsCommand>();
   CLI::App* sub = app.add_subcommand(
       "exists", "Print the items that are (probably) in the filter; exit 1 if none");
-  add_filter_path_option(*sub, cmd->path);
+  add_location_options(*sub, cmd->location);
   add_stream_options(*sub, cmd->stream);
   sub->add_flag("-v,--invert", cmd->invert, "Print the items that are certainly absent instead");
   sub->add_flag("-c,--count", cmd->count, "Print only the number of selected items");

@@ -7,7 +7,6 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
-#include "redbloom/file_format.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -46,9 +45,11 @@ std::string iso_time(std::uint64_t unix_ns) {
   return buf;
 }
 
-void print_text(const std::string& path, const FileHeader& header, const FilterInfo& info) {
+void print_text(const std::string& where, const FilterInfo& info) {
   const FilterParams& p = info.params;
-  std::printf("filter            %s\n", path.c_str());
+  std::printf("filter            %s\n", where.c_str());
+  std::printf("stored in         %s (%s)\n", info.location.c_str(),
+              format_bytes(double(info.storage_bytes)).c_str());
   std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
   std::printf("hash scheme       %u (XXH3-128)\n", p.hash_scheme);
   std::printf("bits (m)          %llu in %llu partition(s) of %s\n",
@@ -63,28 +64,30 @@ void print_text(const std::string& path, const FileHeader& header, const FilterI
   } else {
     std::printf("capacity          not recorded (created from explicit bits and hashes)\n");
   }
-  std::printf("created           %s\n", iso_time(header.created_unix_ns).c_str());
+  std::printf("created           %s\n", iso_time(info.created_unix_ns).c_str());
   std::printf("set bits          %llu (fill %.2f%%)\n",
               static_cast<unsigned long long>(info.set_bits), 100 * info.fill_ratio);
   std::printf("estimated items   %.0f\n", info.estimated_items);
   std::printf("estimated rate    %.4g (now)\n", info.estimated_error_rate);
 }
 
-void print_json(const std::string& path, const FileHeader& header, const FilterInfo& info) {
+void print_json(const std::string& where, const FilterInfo& info) {
   const FilterParams& p = info.params;
   std::printf(
-      "{\"filter\": %s, \"format_version\": %u, \"layout\": \"%s\", \"hash_scheme\": %u, "
+      "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, \"layout\": \"%s\", "
+      "\"hash_scheme\": %u, "
       "\"bits\": %llu, \"bytes\": %llu, \"hashes\": %u, \"partitions\": %llu, "
       "\"partition_bytes\": %llu, \"capacity\": %llu, \"error_rate\": %s, "
       "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
       "\"estimated_items\": %s, \"estimated_error_rate\": %s}\n",
-      json_string(path).c_str(), kFileFormatVersion, std::string(to_string(p.layout)).c_str(),
+      json_string(where).c_str(), json_string(info.location).c_str(),
+      static_cast<unsigned long long>(info.storage_bytes), std::string(to_string(p.layout)).c_str(),
       p.hash_scheme, static_cast<unsigned long long>(p.total_bits()),
       static_cast<unsigned long long>(p.total_bytes()), p.hashes,
       static_cast<unsigned long long>(p.partitions),
       static_cast<unsigned long long>(p.partition_bytes()),
       static_cast<unsigned long long>(p.capacity), json_number(p.error_rate).c_str(),
-      static_cast<unsigned long long>(header.created_unix_ns),
+      static_cast<unsigned long long>(info.created_unix_ns),
       static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
       json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str());
 }
@@ -93,19 +96,17 @@ void print_json(const std::string& path, const FileHeader& header, const FilterI
 
 void register_info(CLI::App& app, int& exit_code) {
   struct InfoCommand {
-    std::string path;
+    FilterLocation location;
     bool json = false;
   };
   auto cmd = std::make_shared<InfoCommand>();
   CLI::App* sub = app.add_subcommand("info", "Show a filter's parameters, fill and estimates");
-  add_filter_path_option(*sub, cmd->path);
+  add_location_options(*sub, cmd->location);
   sub->add_flag("--json", cmd->json, "One JSON object on stdout");
   sub->callback([cmd, &exit_code] {
-    auto store = FileStore::open(cmd->path, FileStore::Access::read_only);
-    const FileHeader header = store->header();
-    const Filter filter(std::move(store));
+    const Filter filter = open_for_reading(cmd->location);
     const FilterInfo info = filter.info();
-    (cmd->json ? print_json : print_text)(cmd->path, header, info);
+    (cmd->json ? print_json : print_text)(cmd->location.describe(), info);
     exit_code = kExitOk;
   });
 }

@@ -13,5 +13,8 @@ void register_dedup(CLI::App& app, int& exit_code);
 void register_exists(CLI::App& app, int& exit_code);
 void register_info(CLI::App& app, int& exit_code);
 void register_drop(CLI::App& app, int& exit_code);
+void register_load(CLI::App& app, int& exit_code);
+// export, import and copy.
+void register_transfers(CLI::App& app, int& exit_code);
 
 }  // namespace redbloom::cli

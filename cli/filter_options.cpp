@@ -3,9 +3,12 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "redbloom/error.hpp"
+#include "redbloom/redis_store.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -24,10 +27,71 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+bool filter_exists(const FilterLocation& location) {
+  location.check();
+  return location.in_redis() ? RedisStore::exists(location.endpoint(), location.name)
+                             : file_exists(location.path);
+}
+
+Filter open_existing(const FilterLocation& location, bool writable) {
+  location.check();
+  if (location.in_redis()) return Filter::open_redis(location.endpoint(), location.name);
+  return Filter::open_file(location.path,
+                           writable ? FileStore::Access::read_write : FileStore::Access::read_only);
+}
+
+Filter open_when_created(const FilterLocation& location) {
+  // A Redis filter is visible while its creator is still allocating partitions (milliseconds
+  // per 64 MiB); wait for it, boundedly, rather than fail a worker that lost the race.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    try {
+      return open_existing(location, /*writable=*/true);
+    } catch (const IncompleteFilter&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+Filter checked_against(Filter filter, const FilterParams& requested, const SizingOptions& options) {
+  if (any_sizing_given(options) && !(filter.params() == requested)) {
+    throw FilterExists("filter " + filter.store().location() +
+                       " was created with other parameters: it is " + describe(filter.params()) +
+                       "; the options ask for " + describe(requested));
+  }
+  return filter;
+}
+
 }  // namespace
 
-void add_filter_path_option(CLI::App& command, std::string& path) {
-  command.add_option("-f,--filter", path, "Filter file (a redbloom .rbf file)")->required();
+std::string FilterLocation::describe() const {
+  if (!in_redis()) return path;
+  return name + " on redis " + endpoint().describe();
+}
+
+void add_location_options(CLI::App& command, FilterLocation& location,
+                          const std::string& flag_prefix) {
+  const bool first = flag_prefix.empty();
+  CLI::Option* path =
+      command.add_option((first ? "-f,--" : "--") + flag_prefix + "filter", location.path,
+                         first ? "Filter file (a redbloom .rbf file)" : "Destination filter file");
+  CLI::Option* name = command.add_option(
+      "--" + flag_prefix + "name", location.name,
+      first ? "Filter name in Redis (instead of --filter)" : "Destination filter name in Redis");
+  CLI::Option* redis =
+      command.add_option("--" + flag_prefix + "redis", location.redis_uri,
+                         "Redis URI: redis://[user:password@]host[:port][/db] or unix:///path.sock "
+                         "(default: $REDIS_URL, else redis://127.0.0.1:6379)");
+  path->excludes(name);
+  path->excludes(redis);
+  redis->needs(name);
+}
+
+void FilterLocation::check() const {
+  if (path.empty() && name.empty()) {
+    throw InvalidArgument("no filter given: use --filter PATH, or --name NAME for Redis");
+  }
 }
 
 void add_sizing_options(CLI::App& command, SizingOptions& o) {
@@ -91,27 +155,40 @@ FilterParams requested_params(const SizingOptions& o) {
   return size_filter(o.capacity, o.error_rate, *layout, partition_bytes);
 }
 
-Filter open_for_writing(const std::string& path, const SizingOptions& options,
+Filter create_filter(const FilterLocation& location, const FilterParams& params, bool overwrite) {
+  location.check();
+  if (location.in_redis()) {
+    return Filter::create_redis(location.endpoint(), location.name, params, overwrite);
+  }
+  return Filter::create_file(location.path, params, overwrite);
+}
+
+void drop_filter(const FilterLocation& location) {
+  location.check();
+  if (location.in_redis()) {
+    RedisStore::drop(location.endpoint(), location.name);
+  } else {
+    FileStore::remove(location.path);
+  }
+}
+
+Filter open_for_writing(const FilterLocation& location, const SizingOptions& options,
                         bool create_if_missing) {
   // Validate the options even when the filter exists: a typo must not pass silently.
   const FilterParams requested = requested_params(options);
-  if (create_if_missing && !file_exists(path)) {
+  if (create_if_missing && !filter_exists(location)) {
     try {
-      return Filter::create_file(path, requested);
+      return create_filter(location, requested, /*overwrite=*/false);
     } catch (const FilterExists&) {
-      // Another process created it first; use theirs (checked below).
+      // Another process created it first; use theirs (checked below), once it is complete.
+      return checked_against(open_when_created(location), requested, options);
     }
   }
-  Filter filter = Filter::open_file(path, FileStore::Access::read_write);
-  if (any_sizing_given(options) && !(filter.params() == requested)) {
-    throw FilterExists("filter " + path + " was created with other parameters: it is " +
-                       describe(filter.params()) + "; the options ask for " + describe(requested));
-  }
-  return filter;
+  return checked_against(open_existing(location, /*writable=*/true), requested, options);
 }
 
-Filter open_for_reading(const std::string& path) {
-  return Filter::open_file(path, FileStore::Access::read_only);
+Filter open_for_reading(const FilterLocation& location) {
+  return open_existing(location, /*writable=*/false);
 }
 
 }  // namespace redbloom::cli

@@ -8,6 +8,7 @@
 
 #include "redbloom/filter.hpp"
 #include "redbloom/params.hpp"
+#include "redbloom/redis_endpoint.hpp"
 
 namespace redbloom::cli {
 
@@ -27,7 +28,25 @@ struct SizingOptions {
   CLI::Option* partition_option = nullptr;
 };
 
-void add_filter_path_option(CLI::App& command, std::string& path);
+// Where a filter lives: a local file (--filter PATH) or Redis (--name NAME, on --redis URI or
+// $REDIS_URL or redis://127.0.0.1:6379).
+struct FilterLocation {
+  std::string path;
+  std::string redis_uri;
+  std::string name;
+
+  [[nodiscard]] bool in_redis() const noexcept { return !name.empty(); }
+  // Throws InvalidArgument when neither a path nor a name was given.
+  void check() const;
+  [[nodiscard]] RedisEndpoint endpoint() const { return redis_endpoint_or_default(redis_uri); }
+  // "urls.rbf" or "urls on redis 127.0.0.1:6379".
+  [[nodiscard]] std::string describe() const;
+};
+
+// --filter, --redis, --name; `flag_prefix` ("" or "to-") names the options of a second filter
+// ("--to-filter", "--to-redis", "--to-name").
+void add_location_options(CLI::App& command, FilterLocation& location,
+                          const std::string& flag_prefix = "");
 void add_sizing_options(CLI::App& command, SizingOptions& options);
 
 // The parameters the options ask for. Throws InvalidArgument for bad values.
@@ -36,9 +55,12 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 // Opens the filter for writing. A missing filter is created from the options when
 // `create_if_missing`; an existing one must match any sizing option the user gave
 // (FilterExists otherwise: "created with other parameters").
-[[nodiscard]] Filter open_for_writing(const std::string& path, const SizingOptions& options,
+[[nodiscard]] Filter open_for_writing(const FilterLocation& location, const SizingOptions& options,
                                       bool create_if_missing);
-[[nodiscard]] Filter open_for_reading(const std::string& path);
+[[nodiscard]] Filter open_for_reading(const FilterLocation& location);
+[[nodiscard]] Filter create_filter(const FilterLocation& location, const FilterParams& params,
+                                   bool overwrite);
+void drop_filter(const FilterLocation& location);
 
 // "64MiB", "512M", "1GiB", "4096" -> bytes. Throws InvalidArgument.
 [[nodiscard]] std::uint64_t parse_size(const std::string& text);

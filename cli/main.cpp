@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   register_exists(app, exit_code);
   register_info(app, exit_code);
   register_drop(app, exit_code);
+  register_load(app, exit_code);
+  register_transfers(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "input.hpp"
+#include "redbloom/filter.hpp"
 
 namespace redbloom::cli {
 
@@ -18,8 +20,12 @@ struct StreamOptions {
 
 void add_stream_options(CLI::App& command, StreamOptions& options);
 
-// Items per batch handed to the filter: amortises locks and (later) network round trips.
+// Items per batch handed to the filter: amortises locks and network round trips. A remote
+// store that prefers larger batches (several pipelined commands per round trip) gets them.
 inline constexpr std::size_t kStreamBatch = 4096;
+[[nodiscard]] inline std::size_t stream_batch(const Filter& filter) noexcept {
+  return std::max(kStreamBatch, filter.store().batch_items());
+}
 
 // Buffered writes to a file descriptor; throws StorageError when the output fails.
 class Output {

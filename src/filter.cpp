@@ -42,14 +42,14 @@ std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
   }
   std::vector<std::uint8_t> scratch(flags.empty() ? std::min(chunk_items, items.size()) : 0);
   std::size_t ones = 0;
-  for_each_chunk(items, chunk_items, [&](std::span<const std::string_view> chunk,
-                                         std::size_t offset) {
-    const std::span<std::uint8_t> out = flags.empty()
-                                            ? std::span<std::uint8_t>(scratch.data(), chunk.size())
-                                            : flags.subspan(offset, chunk.size());
-    apply(chunk, out);
-    ones += static_cast<std::size_t>(std::count(out.begin(), out.end(), std::uint8_t{1}));
-  });
+  for_each_chunk(
+      items, chunk_items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
+        const std::span<std::uint8_t> out =
+            flags.empty() ? std::span<std::uint8_t>(scratch.data(), chunk.size())
+                          : flags.subspan(offset, chunk.size());
+        apply(chunk, out);
+        ones += static_cast<std::size_t>(std::count(out.begin(), out.end(), std::uint8_t{1}));
+      });
   return ones;
 }
 
@@ -72,7 +72,7 @@ Filter Filter::open_file(const std::string& path, FileStore::Access access) {
 }
 
 Filter Filter::create_redis(const RedisEndpoint& endpoint, const std::string& name,
-                           const FilterParams& params, bool overwrite) {
+                            const FilterParams& params, bool overwrite) {
   return Filter(RedisStore::create(endpoint, name, params, overwrite));
 }
 

@@ -88,6 +88,9 @@ class Connection {
   // Queues commands (sent when the first reply is read). `commands` holds whole RESP commands.
   void append(const CommandBuffer& commands);
   void append(std::initializer_list<std::string_view> args);
+  // Writes the queued commands to the socket now, so the server starts on them while the
+  // caller prepares the next ones (hiredis alone writes only when a reply is read).
+  void send(std::string_view operation);
   // The next reply, in order. Error replies are returned (check with is_error); I/O failures
   // and timeouts throw. `operation` names the command in messages.
   [[nodiscard]] Reply read(std::string_view operation);
@@ -107,9 +110,12 @@ class Connection {
  private:
   void connect();
   void drop() noexcept;
+  // Writes the queued commands with SIGPIPE blocked; false (the error in the context) on failure.
+  bool write_unsent() noexcept;
 
   RedisEndpoint endpoint_;
   redisContext* context_ = nullptr;
+  bool unsent_ = false;  // appended commands not yet written to the socket
 };
 
 [[nodiscard]] inline bool is_error(const redisReply& reply) noexcept {

@@ -79,8 +79,8 @@ void apply_query(std::string_view uri, std::string_view query, RedisEndpoint& en
     } else if (key == "db") {
       endpoint.db = static_cast<int>(parse_integer(uri, value, 0, 1 << 20, "db"));
     } else {
-      bad_uri(uri, "unknown parameter '" + std::string(key) +
-                       "' (known: timeout, connect_timeout, db)");
+      bad_uri(uri,
+              "unknown parameter '" + std::string(key) + "' (known: timeout, connect_timeout, db)");
     }
   }
 }

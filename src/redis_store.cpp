@@ -44,8 +44,8 @@ constexpr std::chrono::milliseconds kTempKeyTtl{10 * 60 * 1000};
 
 // Sends `units` pipeline units, at most kWindow in flight. make(i, buffer) writes unit i's
 // commands into the buffer and returns how many it wrote; on_reply(i, j, reply) sees the j-th
-// reply of unit i, in order. An exception (an I/O error, or one thrown by on_reply) drops the connection, since
-// replies may still be pending on it.
+// reply of unit i, in order. An exception (an I/O error, or one thrown by on_reply) drops the
+// connection, since replies may still be pending on it.
 template <class Make, class OnReply>
 void pipeline(Connection& connection, std::size_t units, std::string_view operation, Make&& make,
               OnReply&& on_reply) {
@@ -57,7 +57,10 @@ void pipeline(Connection& connection, std::size_t units, std::string_view operat
       while (sent < units && sent - done < kWindow) {
         buffer.clear();
         replies_of[sent % kWindow] = make(sent, buffer);
-        if (!buffer.empty()) connection.append(buffer);
+        if (!buffer.empty()) {
+          connection.append(buffer);
+          connection.send(operation);
+        }
         ++sent;
       }
       const std::size_t replies = replies_of[done % kWindow];
@@ -96,11 +99,44 @@ std::optional<redis::Metadata> read_metadata(Connection& connection, const std::
   if (reply->elements == 0) return std::nullopt;
   std::vector<std::pair<std::string, std::string>> fields;
   for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
-    fields.emplace_back(redis::text_of(*reply->element[i]),
-                        redis::text_of(*reply->element[i + 1]));
+    fields.emplace_back(redis::text_of(*reply->element[i]), redis::text_of(*reply->element[i + 1]));
   }
-  return redis::parse_metadata(fields, "key '" + name + "' on redis " +
-                                           connection.endpoint().describe());
+  return redis::parse_metadata(fields,
+                               "key '" + name + "' on redis " + connection.endpoint().describe());
+}
+
+// Claims NAME for a filter being created: writes the "creating" metadata if and only if no key
+// of that name exists. HSETNX on the format field would not do: it adds the field to a foreign
+// hash that has none. WATCH makes the EXEC fail if the key appeared or changed after the
+// EXISTS, so of two concurrent creators exactly one gets the name; and the metadata is written
+// whole, so a creator that dies after the claim leaves a filter that drop() can remove.
+// False if the name is taken (by anything).
+bool claim_name(Connection& connection, const std::string& name, std::uint64_t partitions) {
+  try {
+    connection.run({"WATCH", name});
+    if (connection.run({"EXISTS", name})->integer != 0) {
+      connection.run({"UNWATCH"});
+      return false;
+    }
+    CommandBuffer transaction;
+    transaction.command({"MULTI"});
+    transaction.command({"HSET", name, "format", redis::kFormatName, "version",
+                         std::to_string(redis::kFormatVersion), "state", "creating", "partitions",
+                         std::to_string(partitions)});
+    transaction.command({"EXEC"});
+    connection.append(transaction);
+    for (const char* step : {"MULTI", "HSET"}) {
+      Reply reply = connection.read(step);
+      if (redis::is_error(*reply)) connection.fail(step, redis::text_of(*reply));
+    }
+    Reply exec = connection.read("EXEC");
+    if (redis::is_error(*exec)) connection.fail("EXEC", redis::text_of(*exec));
+    return exec->type == REDIS_REPLY_ARRAY;  // nil: the watched key changed, nothing ran
+  } catch (...) {
+    // Replies of the transaction may still be pending, and the WATCH must not outlive it.
+    connection.reset();
+    throw;
+  }
 }
 
 // The parameters of one partition on its own: offsets inside a partition do not depend on the
@@ -209,9 +245,8 @@ struct RedisStore::State {
                             std::string_view operation) const {
     connection.expect(reply, REDIS_REPLY_ARRAY, operation);
     if (reply.elements != items * params.hashes) {
-      connection.fail(operation, "reply has " + std::to_string(reply.elements) +
-                                     " values for " + std::to_string(items * params.hashes) +
-                                     " bits");
+      connection.fail(operation, "reply has " + std::to_string(reply.elements) + " values for " +
+                                     std::to_string(items * params.hashes) + " bits");
     }
   }
 
@@ -223,8 +258,8 @@ struct RedisStore::State {
         connection, chunks, "GETRANGE",
         [&](std::size_t c, CommandBuffer& buffer) {
           const std::uint64_t from = offset + c * kTransferChunk;
-          const std::uint64_t size = std::min<std::uint64_t>(kTransferChunk, out.size() -
-                                                                                  c * kTransferChunk);
+          const std::uint64_t size =
+              std::min<std::uint64_t>(kTransferChunk, out.size() - c * kTransferChunk);
           buffer.begin(4);
           buffer.arg(std::string_view{"GETRANGE"});
           buffer.arg(key);
@@ -290,8 +325,8 @@ struct RedisStore::State {
           }
           // UNLINK answers 0 if the temp key had expired: then the OR may have used nothing.
           if (u == chunks.size() + 2 && (reply.type != REDIS_REPLY_INTEGER || reply.integer != 1)) {
-            connection.fail("bulk OR", "temp key '" + temp +
-                                           "' expired before it was applied; load again");
+            connection.fail("bulk OR",
+                            "temp key '" + temp + "' expired before it was applied; load again");
           }
         });
   }
@@ -332,8 +367,9 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
   const auto metadata = read_metadata(connection, state->name);
   if (!metadata) throw NotFound("no " + where(connection, state->name));
   if (!metadata->ready) {
-    throw FormatError(where(connection, state->name) +
-                      " is incomplete: its creation did not finish (drop it and create it again)");
+    throw IncompleteFilter(
+        where(connection, state->name) +
+        " is incomplete: its creation did not finish (drop it and create it again)");
   }
   state->params = metadata->params;
   state->created_unix_ns = metadata->created_unix_ns;
@@ -377,20 +413,15 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
   auto state = std::make_unique<State>(endpoint, std::move(name));
   Connection& connection = state->connection;
   const std::string& meta = state->name;
-  // Claim the name atomically: of two concurrent creators, one gets it.
-  connection.append({"HSETNX", meta, "format", redis::kFormatName});
-  Reply claim = connection.read("HSETNX");
-  if (redis::is_error(*claim) || claim->integer == 0) {
+  if (!claim_name(connection, meta, params.partitions)) {
     const auto existing = read_metadata(connection, meta);  // throws for a foreign key
-    if (!existing) connection.fail("HSETNX", "unexpected answer while claiming the name");
-    throw FilterExists(where(connection, meta) + " already exists" +
-                       (existing->ready ? " (use --force to replace it)"
-                                        : " but is incomplete (drop it first)"));
+    if (!existing) connection.fail("create", "the name changed while it was being claimed");
+    throw FilterExists(
+        where(connection, meta) + " already exists" +
+        (existing->ready ? " (use --force to replace it)" : " but is incomplete (drop it first)"));
   }
   std::vector<std::string> created;
   try {
-    connection.run({"HSET", meta, "version", std::to_string(redis::kFormatVersion), "state",
-                    "creating", "partitions", std::to_string(params.partitions)});
     for (std::uint64_t p = 0; p < params.partitions; ++p) {
       state->keys.push_back(redis::partition_key(state->name, p));
     }
@@ -403,10 +434,9 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
         [&](std::size_t p, std::size_t, const redisReply& reply) {
           connection.expect(reply, REDIS_REPLY_INTEGER, "EXISTS");
           if (reply.integer != 0) {
-            throw FilterExists("key '" + state->keys[p] + "' on redis " +
-                               connection.endpoint().describe() +
-                               " already exists; not overwriting it to create " +
-                               where(connection, meta));
+            throw FilterExists(
+                "key '" + state->keys[p] + "' on redis " + connection.endpoint().describe() +
+                " already exists; not overwriting it to create " + where(connection, meta));
           }
         });
     // SETRANGE at the last byte allocates the whole string, zeroed: the memory is taken now,
@@ -425,10 +455,10 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
     redis::Metadata metadata;
     metadata.params = params;
     metadata.ready = true;
-    metadata.created_unix_ns = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            std::chrono::system_clock::now().time_since_epoch())
-            .count());
+    metadata.created_unix_ns =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
     CommandBuffer hset;
     const auto fields = redis::encode_metadata(metadata);
     hset.begin(2 + 2 * fields.size());
@@ -611,8 +641,8 @@ void RedisStore::test(std::span<const std::string_view> items,
           return std::size_t{1};
         }
         for (std::size_t i = g.begin; i < g.end; ++i) {
-          const std::uint64_t block = layout::blocked_block_of(s.hashes[s.order[i]],
-                                                               s.params.partition_bits);
+          const std::uint64_t block =
+              layout::blocked_block_of(s.hashes[s.order[i]], s.params.partition_bits);
           buffer.begin(4);
           buffer.arg(std::string_view{"GETRANGE"});
           buffer.arg(s.keys[g.partition]);
@@ -628,7 +658,8 @@ void RedisStore::test(std::span<const std::string_view> items,
           const std::size_t k = s.params.hashes;
           for (std::size_t i = g.begin; i < g.end; ++i) {
             bool all = true;
-            for (std::size_t j = 0; j < k; ++j) all &= reply.element[(i - g.begin) * k + j]->integer == 1;
+            for (std::size_t j = 0; j < k; ++j)
+              all &= reply.element[(i - g.begin) * k + j]->integer == 1;
             present[s.order[i]] = all ? 1 : 0;
           }
           return;
@@ -694,8 +725,8 @@ void RedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
   pipeline(
       s.connection, chunks, "SETRANGE",
       [&](std::size_t c, CommandBuffer& buffer) {
-        const auto piece = bytes.subspan(c * kTransferChunk,
-                                         std::min(kTransferChunk, bytes.size() - c * kTransferChunk));
+        const auto piece = bytes.subspan(
+            c * kTransferChunk, std::min(kTransferChunk, bytes.size() - c * kTransferChunk));
         buffer.begin(4);
         buffer.arg(std::string_view{"SETRANGE"});
         buffer.arg(s.keys[partition]);

@@ -11,8 +11,7 @@ void check_byte_range(const FilterParams& params, std::uint64_t partition, std::
     throw InvalidArgument("byte range " + std::to_string(offset) + "+" + std::to_string(size) +
                           " of partition " + std::to_string(partition) +
                           " is outside the filter (" + std::to_string(params.partitions) +
-                          " partitions of " + std::to_string(params.partition_bytes()) +
-                          " bytes)");
+                          " partitions of " + std::to_string(params.partition_bytes()) + " bytes)");
   }
 }
 

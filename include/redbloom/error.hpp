@@ -32,6 +32,12 @@ class FormatError : public StorageError {
   using StorageError::StorageError;
 };
 
+// A stored filter whose creation has not finished (or never will: its creator died).
+class IncompleteFilter : public FormatError {
+ public:
+  using FormatError::FormatError;
+};
+
 // A batch write that failed part-way (a lost connection, a timeout, a server error). Items
 // [0, committed()) of the call are in the filter, and their per-item answers, if asked for,
 // were written; later items may or may not have been set. Adding them again is safe (setting

@@ -51,9 +51,7 @@ class FileStore final : public BitmapStore {
   void write_bytes(std::uint64_t partition, std::uint64_t offset,
                    std::span<const std::uint8_t> bytes) override;
   void flush() override;
-  [[nodiscard]] std::uint64_t created_unix_ns() const override {
-    return header_.created_unix_ns;
-  }
+  [[nodiscard]] std::uint64_t created_unix_ns() const override { return header_.created_unix_ns; }
   [[nodiscard]] std::uint64_t storage_bytes() const override {
     return header_.bitmap_offset + header_.bitmap_bytes;
   }

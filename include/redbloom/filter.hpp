@@ -25,9 +25,9 @@ struct FilterInfo {
   FilterParams params;
   std::string location;
   std::uint64_t set_bits = 0;
-  double fill_ratio = 0;            // set_bits / m
-  double estimated_items = 0;       // from the fill, by the layout's formula (sizing.hpp)
-  double estimated_error_rate = 0;  // the rate expected at estimated_items
+  double fill_ratio = 0;              // set_bits / m
+  double estimated_items = 0;         // from the fill, by the layout's formula (sizing.hpp)
+  double estimated_error_rate = 0;    // the rate expected at estimated_items
   std::uint64_t created_unix_ns = 0;  // 0 if the store does not record it
   std::uint64_t storage_bytes = 0;    // what the filter occupies where it lives
 };
@@ -67,6 +67,7 @@ class Filter {
 
   [[nodiscard]] const FilterParams& params() const noexcept { return store_->params(); }
   [[nodiscard]] Store& store() noexcept { return *store_; }
+  [[nodiscard]] const Store& store() const noexcept { return *store_; }
 
  private:
   std::unique_ptr<Store> store_;

@@ -11,3 +11,4 @@
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
 #include "redbloom/sizing.hpp"
+#include "redbloom/transfer.hpp"

@@ -1,6 +1,7 @@
-// The one interface between a filter and where its bits live (memory, a mapped file, Redis). A store works on batches of items, hashes them with hash_item() and places
-// their bits with layout.hpp, as its parameters say. Taking the items rather than their hashes
-// lets a local store hash item i+D while item i's cache line is still on its way.
+// The one interface between a filter and where its bits live (memory, a mapped file, Redis). A
+// store works on batches of items, hashes them with hash_item() and places their bits with
+// layout.hpp, as its parameters say. Taking the items rather than their hashes lets a local store
+// hash item i+D while item i's cache line is still on its way.
 #pragma once
 
 #include <cstdint>

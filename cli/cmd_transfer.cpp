@@ -1,0 +1,87 @@
+// export (Redis -> file), import (file -> Redis) and copy (Redis -> Redis): the same bytes
+// moved between stores, then checked by comparing bit counts (transfer.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "filter_options.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/transfer.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+struct TransferCommand {
+  FilterLocation from;
+  FilterLocation to;
+  bool force = false;
+  bool quiet = false;
+};
+
+int run_transfer(const TransferCommand& cmd, const char* verb) {
+  const Filter source = open_for_reading(cmd.from);
+  Filter target = create_filter(cmd.to, source.params(), cmd.force);
+  const auto start = std::chrono::steady_clock::now();
+  copy_bits(source.store(), target.store());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!cmd.quiet) {
+    const double bytes = static_cast<double>(source.params().total_bytes());
+    std::fprintf(stderr, "redbloom %s: %s -> %s: %s in %.2f s (%.0f MB/s)\n", verb,
+                 cmd.from.describe().c_str(), cmd.to.describe().c_str(),
+                 format_bytes(bytes).c_str(), seconds, bytes / 1e6 / std::max(seconds, 1e-9));
+  }
+  return kExitOk;
+}
+
+void add_common(CLI::App& sub, TransferCommand& cmd) {
+  sub.add_flag("--force", cmd.force, "Replace an existing destination filter");
+  sub.add_flag("-q,--quiet", cmd.quiet, "No summary on stderr");
+}
+
+}  // namespace
+
+void register_transfers(CLI::App& app, int& exit_code) {
+  {
+    auto cmd = std::make_shared<TransferCommand>();
+    CLI::App* sub = app.add_subcommand("export", "Copy a Redis filter into a local file");
+    sub->add_option("--name", cmd->from.name, "Filter name in Redis")->required();
+    sub->add_option("--redis", cmd->from.redis_uri,
+                    "Redis URI (default: $REDIS_URL, else redis://127.0.0.1:6379)");
+    sub->add_option("--to", cmd->to.path, "Filter file to write")->required();
+    add_common(*sub, *cmd);
+    sub->callback([cmd, &exit_code] { exit_code = run_transfer(*cmd, "export"); });
+  }
+  {
+    auto cmd = std::make_shared<TransferCommand>();
+    CLI::App* sub = app.add_subcommand("import", "Copy a local filter file into Redis");
+    sub->add_option("--from", cmd->from.path, "Filter file to read")->required();
+    sub->add_option("--name", cmd->to.name, "Filter name to create in Redis")->required();
+    sub->add_option("--redis", cmd->to.redis_uri,
+                    "Redis URI (default: $REDIS_URL, else redis://127.0.0.1:6379)");
+    add_common(*sub, *cmd);
+    sub->callback([cmd, &exit_code] { exit_code = run_transfer(*cmd, "import"); });
+  }
+  {
+    auto cmd = std::make_shared<TransferCommand>();
+    CLI::App* sub = app.add_subcommand("copy", "Copy a Redis filter to another server or name");
+    sub->add_option("--name", cmd->from.name, "Source filter name")->required();
+    sub->add_option("--redis", cmd->from.redis_uri, "Source Redis URI (default: $REDIS_URL)");
+    sub->add_option("--to-name", cmd->to.name, "Destination name (default: the same)");
+    sub->add_option("--to-redis", cmd->to.redis_uri,
+                    "Destination Redis URI (default: the source's)");
+    add_common(*sub, *cmd);
+    sub->callback([cmd, &exit_code] {
+      if (cmd->to.name.empty()) cmd->to.name = cmd->from.name;
+      if (cmd->to.redis_uri.empty()) cmd->to.redis_uri = cmd->from.redis_uri;
+      if (cmd->to.name == cmd->from.name && cmd->from.endpoint().same_server(cmd->to.endpoint())) {
+        throw InvalidArgument("copy: source and destination are the same filter");
+      }
+      exit_code = run_transfer(*cmd, "copy");
+    });
+  }
+}
+
+}  // namespace redbloom::cli
