@@ -2,35 +2,6 @@
 # End-to-end checks of the redbloom CLI: outputs, exit codes, and a clear message for every
 # kind of bad input. Usage: cli_test.sh PATH/TO/redbloom
 source "$(dirname "$0")/cli_common.sh"
-failures=0
-passes=0
-
-check() {  # check NAME EXPECTED ACTUAL
-  if [[ "$2" == "$3" ]]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL: $1"
-    echo "  expected: $(printf %q "$2")"
-    echo "  actual:   $(printf %q "$3")"
-    failures=$((failures + 1))
-  fi
-}
-
-check_contains() {  # check_contains NAME NEEDLE HAYSTACK
-  if [[ "$3" == *"$2"* ]]; then
-    passes=$((passes + 1))
-  else
-    echo "FAIL: $1: $(printf %q "$3") does not contain $(printf %q "$2")"
-    failures=$((failures + 1))
-  fi
-}
-
-run() {  # run ARGS... ; sets out, err, rc
-  out=$("$redbloom" "$@" 2>"$work/stderr")
-  rc=$?
-  err=$(cat "$work/stderr")
-}
-
 # --- plan ---
 run plan -n 1e9 -p 1e-9
 check "plan exit" 0 "$rc"
