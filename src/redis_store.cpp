@@ -240,6 +240,26 @@ struct RedisStore::State {
     }
   }
 
+  // Every command on a partition is preceded by `STRLEN key` in the same pipeline: a partition
+  // that vanished after open (evicted under maxmemory, flushed, deleted) would otherwise be
+  // recreated short by BITFIELD, or read as zeros, and its items silently become absent.
+  void guard(CommandBuffer& out, std::uint64_t partition) const {
+    out.begin(2);
+    out.arg(std::string_view{"STRLEN"});
+    out.arg(keys[partition]);
+  }
+  void check_guard(const redisReply& reply, std::uint64_t partition) const {
+    connection.expect(reply, REDIS_REPLY_INTEGER, "STRLEN");
+    if (static_cast<std::uint64_t>(reply.integer) != params.partition_bytes()) {
+      throw FormatError(connection.message(
+          "STRLEN", "partition key '" + keys[partition] + "' holds " +
+                        std::to_string(reply.integer) + " bytes, expected " +
+                        std::to_string(params.partition_bytes()) +
+                        ": it vanished or changed since the filter was opened (evicted under "
+                        "maxmemory? flushed? deleted?) and the items in it are lost"));
+    }
+  }
+
   // Checks a BITFIELD reply over `items` items: an array of k integers per item.
   void check_bitfield_reply(const redisReply& reply, std::size_t items,
                             std::string_view operation) const {
@@ -291,15 +311,18 @@ struct RedisStore::State {
       }
     }
     if (chunks.empty()) return;
-    // Units: the temp key with its TTL, one SETRANGE per chunk, BITOP, UNLINK.
+    // Units: the guard and the temp key with its TTL, one SETRANGE per chunk, BITOP, UNLINK.
     const std::size_t units = chunks.size() + 3;
     const std::string ttl = std::to_string(kTempKeyTtl.count());
     pipeline(
         connection, units, "bulk OR",
         [&](std::size_t u, CommandBuffer& buffer) {
           if (u == 0) {
+            guard(buffer, partition);
             buffer.command({"SET", temp, "", "PX", ttl});
-          } else if (u <= chunks.size()) {
+            return std::size_t{2};
+          }
+          if (u <= chunks.size()) {
             const std::size_t c = chunks[u - 1];
             const auto piece = delta.subspan(
                 c * kTransferChunk, std::min(kTransferChunk, delta.size() - c * kTransferChunk));
@@ -315,7 +338,8 @@ struct RedisStore::State {
           }
           return std::size_t{1};
         },
-        [&](std::size_t u, std::size_t, const redisReply& reply) {
+        [&](std::size_t u, std::size_t r, const redisReply& reply) {
+          if (u == 0 && r == 0) return check_guard(reply, partition);
           if (redis::is_error(reply)) connection.fail("bulk OR", redis::text_of(reply));
           if (u == chunks.size() + 1 &&
               (reply.type != REDIS_REPLY_INTEGER ||
@@ -530,11 +554,13 @@ void RedisStore::test_and_set(std::span<const std::string_view> items,
         s.connection, commands.size(), "BITFIELD",
         [&](std::size_t c, CommandBuffer& buffer) {
           const State::Group& g = commands[c].group;
+          s.guard(buffer, g.partition);
           s.bitfield(buffer, true, g.partition, g.begin, g.end);
-          return std::size_t{1};
+          return std::size_t{2};
         },
-        [&](std::size_t c, std::size_t, const redisReply& reply) {
+        [&](std::size_t c, std::size_t r, const redisReply& reply) {
           const State::Group& g = commands[c].group;
+          if (r == 0) return s.check_guard(reply, g.partition);
           s.check_bitfield_reply(reply, g.end - g.begin, "BITFIELD");
           const std::size_t k = s.params.hashes;
           for (std::size_t i = g.begin; i < g.end; ++i) {
@@ -547,11 +573,10 @@ void RedisStore::test_and_set(std::span<const std::string_view> items,
           if (commands[c].last_of_round) committed = commands[c].round_end;
         });
   } catch (const StorageError& e) {
-    throw IncompleteWrite(std::string(e.what()) + "; the first " + std::to_string(committed) +
-                              " of " + std::to_string(items.size()) +
-                              " items of this batch are committed, the rest may be partly "
-                              "written (adding them again is safe)",
-                          committed);
+    // The count is committed(): callers that split batches (Filter) rebase it.
+    throw IncompleteWrite(
+        std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
+        committed);
   }
 }
 
@@ -583,10 +608,12 @@ void RedisStore::set(std::span<const std::string_view> items) {
     pipeline(
         s.connection, per_item.size(), "BITFIELD",
         [&](std::size_t c, CommandBuffer& buffer) {
+          s.guard(buffer, per_item[c].partition);
           s.bitfield(buffer, true, per_item[c].partition, per_item[c].begin, per_item[c].end);
-          return std::size_t{1};
+          return std::size_t{2};
         },
-        [&](std::size_t c, std::size_t, const redisReply& reply) {
+        [&](std::size_t c, std::size_t r, const redisReply& reply) {
+          if (r == 0) return s.check_guard(reply, per_item[c].partition);
           s.check_bitfield_reply(reply, per_item[c].end - per_item[c].begin, "BITFIELD");
         });
   } catch (const StorageError& e) {
@@ -631,14 +658,16 @@ void RedisStore::test(std::span<const std::string_view> items,
       units.push_back({g.partition, b, std::min(g.end, b + step)});
     }
   }
-  // Replies come one per command: for blocked units, one per item of the unit.
+  // Replies come one per command: the guard's, then one BITFIELD_RO (classic) or one GETRANGE
+  // per item of the unit (blocked).
   pipeline(
       s.connection, units.size(), blocked ? "GETRANGE" : "BITFIELD_RO",
       [&](std::size_t u, CommandBuffer& buffer) {
         const State::Group& g = units[u];
+        s.guard(buffer, g.partition);
         if (!blocked) {
           s.bitfield(buffer, false, g.partition, g.begin, g.end);
-          return std::size_t{1};
+          return std::size_t{2};
         }
         for (std::size_t i = g.begin; i < g.end; ++i) {
           const std::uint64_t block =
@@ -649,10 +678,11 @@ void RedisStore::test(std::span<const std::string_view> items,
           buffer.arg(block * (kBlockBits / 8));
           buffer.arg(block * (kBlockBits / 8) + kBlockBits / 8 - 1);
         }
-        return g.end - g.begin;
+        return 1 + (g.end - g.begin);
       },
       [&](std::size_t u, std::size_t r, const redisReply& reply) {
         const State::Group& g = units[u];
+        if (r == 0) return s.check_guard(reply, g.partition);
         if (!blocked) {
           s.check_bitfield_reply(reply, g.end - g.begin, "BITFIELD_RO");
           const std::size_t k = s.params.hashes;
@@ -664,7 +694,7 @@ void RedisStore::test(std::span<const std::string_view> items,
           }
           return;
         }
-        const std::size_t item = s.order[g.begin + r];
+        const std::size_t item = s.order[g.begin + r - 1];
         s.connection.expect(reply, REDIS_REPLY_STRING, "GETRANGE");
         if (reply.len != kBlockBits / 8) {
           throw FormatError(s.connection.message(

@@ -73,7 +73,9 @@ class RedisStore final : public Store {
   [[nodiscard]] std::uint64_t storage_bytes() const override;
   void flush() override {}
   [[nodiscard]] std::string location() const override;
-  [[nodiscard]] std::size_t batch_items() const noexcept override { return 16384; }
+  // Large: calls pipeline internally in rounds (exact committed prefix), and a large lookup
+  // batch lets the cost model read a whole partition once instead of item by item.
+  [[nodiscard]] std::size_t batch_items() const noexcept override { return std::size_t{1} << 18; }
   [[nodiscard]] std::size_t bulk_batch_items() const noexcept override { return SIZE_MAX; }
 
   void set_bulk_mode(BulkMode mode) noexcept;
