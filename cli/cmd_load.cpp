@@ -29,7 +29,7 @@ int run_load(const LoadCommand& cmd) {
   Progress progress("load", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   std::uint64_t items = 0;
-  while (reader.next_batch(batch, kLoadBatch)) {
+  while (reader.next_batch(batch, kLoadBatch, /*fill_up=*/true)) {
     try {
       filter.insert_many(batch);
     } catch (const IncompleteWrite& e) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -66,14 +67,26 @@ bool ItemReader::open_next_source() {
   return true;
 }
 
-bool ItemReader::fill() {
-  // Keep the unconsumed tail (a partial record) and make room for one more read.
-  if (begin_ > 0) {
-    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
-    end_ -= begin_;
-    begin_ = 0;
+bool ItemReader::fill(std::vector<std::string_view>& batch) {
+  // Keep the unconsumed tail (a partial record), and the records of the batch being built,
+  // whose views are moved along with their bytes.
+  const std::size_t keep_from = batch.empty() ? begin_ : batch_start_;
+  const char* old_base = buffer_.data();
+  if (keep_from > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + keep_from, end_ - keep_from);
+    end_ -= keep_from;
+    begin_ -= keep_from;
+    batch_start_ -= keep_from;
   }
-  if (buffer_.size() - end_ < kReadSize) buffer_.resize(end_ + kReadSize);
+  // Doubling keeps the reallocations (and view fix-ups) of a large batch to a few.
+  if (buffer_.size() - end_ < kReadSize) {
+    buffer_.resize(std::max(end_ + kReadSize, batch.empty() ? 0 : 2 * buffer_.size()));
+  }
+  if (!batch.empty() && (keep_from > 0 || buffer_.data() != old_base)) {
+    for (std::string_view& view : batch) {
+      view = std::string_view(buffer_.data() + (view.data() - old_base) - keep_from, view.size());
+    }
+  }
   for (;;) {
     const ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
     if (n < 0 && errno == EINTR) continue;
@@ -103,11 +116,13 @@ void ItemReader::take(std::string_view record, std::vector<std::string_view>& ba
   batch.push_back(record);
 }
 
-bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t max_items) {
+bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t max_items,
+                            bool fill_up) {
   batch.clear();
+  batch_start_ = begin_;
   const char delimiter = this->delimiter();
-  // Views into the buffer must not be invalidated while the batch is being built, so a batch
-  // ends where the buffered bytes end; the next call compacts and refills.
+  // Unless `fill_up`, a batch ends where the buffered bytes end (the next call compacts and
+  // refills). With it, the buffer grows under the batch and fill() moves the views along.
   while (batch.size() < max_items) {
     if (source_done_ && !open_next_source()) break;
     const char* start = buffer_.data() + begin_;
@@ -119,8 +134,8 @@ bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t ma
       begin_ += static_cast<std::size_t>(at - start) + 1;
       continue;
     }
-    if (!batch.empty()) break;  // refilling would move the bytes under the views
-    if (!fill()) {
+    if (!batch.empty() && !fill_up) break;
+    if (!fill(batch)) {
       // End of this source: an unterminated last record is still a record.
       if (end_ > begin_) {
         take(std::string_view(buffer_.data() + begin_, end_ - begin_), batch);

@@ -32,8 +32,11 @@ class ItemReader {
   ItemReader& operator=(const ItemReader&) = delete;
 
   // Replaces `batch` with up to `max_items` next items. The views stay valid until the next
-  // call. Returns false once the input is exhausted (and the batch is empty).
-  bool next_batch(std::vector<std::string_view>& batch, std::size_t max_items);
+  // call. Returns false once the input is exhausted (and the batch is empty). A batch ends
+  // where the read buffer ends (about 1 MiB of input) unless `fill_up`: then the buffer grows
+  // until the batch has `max_items` items or a source ends (for bulk loads).
+  bool next_batch(std::vector<std::string_view>& batch, std::size_t max_items,
+                  bool fill_up = false);
 
   [[nodiscard]] const InputStats& stats() const noexcept { return stats_; }
   // "input.txt line 17": where the first record holding a NUL byte was (LF mode; messages).
@@ -42,8 +45,9 @@ class ItemReader {
 
  private:
   bool open_next_source();
-  // Reads more bytes into the buffer; false at the end of the current source.
-  bool fill();
+  // Reads more bytes into the buffer, keeping (and moving the views of) `batch`'s bytes;
+  // false at the end of the current source.
+  bool fill(std::vector<std::string_view>& batch);
   void take(std::string_view record, std::vector<std::string_view>& batch);
 
   std::vector<std::string> paths_;
@@ -53,8 +57,9 @@ class ItemReader {
   std::string current_name_;
   std::uint64_t current_line_ = 0;
   std::vector<char> buffer_;
-  std::size_t begin_ = 0;  // first unconsumed byte
-  std::size_t end_ = 0;    // one past the last byte read
+  std::size_t begin_ = 0;        // first unconsumed byte
+  std::size_t batch_start_ = 0;  // where the bytes of the batch being built begin
+  std::size_t end_ = 0;          // one past the last byte read
   bool source_done_ = true;
   InputStats stats_;
   std::string first_nul_location_;

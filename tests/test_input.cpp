@@ -97,5 +97,32 @@ TEST(ItemReader, MissingInputIsAClearError) {
   }
 }
 
+// fill_up batches span many buffer refills (each ~1 MiB) and reallocations; every view must
+// still point at its own bytes when the batch is returned, across several files.
+TEST(ItemReader, FillUpBatchesSpanRefillsAndKeepEveryItemIntact) {
+  TempDir dir;
+  std::string first;
+  std::string second;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 300000; ++i) {
+    std::string item = "s3://bucket/dir/file" + std::to_string(i) + ".pdf";
+    (i < 200000 ? first : second) += item + "\n";
+    expected.push_back(std::move(item));
+  }
+  const auto a = write(dir, "a", first);
+  const auto b = write(dir, "b", second);
+  ItemReader reader({a, b}, {});
+  std::vector<std::string> items;
+  std::vector<std::size_t> sizes;
+  std::vector<std::string_view> batch;
+  while (reader.next_batch(batch, 150000, /*fill_up=*/true)) {
+    sizes.push_back(batch.size());
+    for (auto item : batch) items.emplace_back(item);
+  }
+  EXPECT_EQ(items, expected);
+  // Batches end only at max_items or at the end of a file, never at the end of the buffer.
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{150000, 50000, 100000}));
+}
+
 }  // namespace
 }  // namespace redbloom::cli
