@@ -101,7 +101,7 @@ void Filter::insert_many(std::span<const std::string_view> items) {
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                   std::span<std::uint8_t> present) const {
-  return for_each_flagged_chunk(items, present, store_->batch_items(),
+  return for_each_flagged_chunk(items, present, store_->bulk_batch_items(),
                                 [&](auto chunk, auto out) { store_->test(chunk, out); });
 }
 

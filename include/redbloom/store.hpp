@@ -69,8 +69,9 @@ class Store {
   // Items per call the store works best with (Filter splits larger batches): enough to
   // amortise a lock or a network round trip, few enough to bound a lock hold or a request.
   [[nodiscard]] virtual std::size_t batch_items() const noexcept { return 1024; }
-  // The same for set(): a remote store takes the largest batches it is given, to choose the
-  // cheapest way to move them (see redis_store.hpp).
+  // The same for the calls with no per-item write answers, set() and test(): a remote store
+  // takes the largest batches it is given, to choose the cheapest way to move them (see
+  // redis_store.hpp).
   [[nodiscard]] virtual std::size_t bulk_batch_items() const noexcept { return batch_items(); }
 
   // Makes every completed write durable (msync for a file).

@@ -1,0 +1,827 @@
+// Filters in one Redis server: redbloom's paths against what the seeds do, side by side.
+//
+// Cases, each run on a fresh filter over one connection, with the same n items
+// "s3://bucket/dir/file<i>.pdf" (i < n), p and parameters (size_filter; classic and blocked):
+//   a  seed      the seeds' method, written here on hiredis: k `SETBIT key off 1` per item,
+//                pipelined 1000 items per round trip; lookups by k GETBIT per item, likewise.
+//                Same m, k and bit positions as redbloom's classic filter (so same bits).
+//   b  per-item  Filter::add_many (BITFIELD test-and-set); contains_many with BulkMode::per_item
+//                (BITFIELD_RO for classic, one GETRANGE of the item's block for blocked).
+//   c  bulk      Filter::insert_many of all n items in one call (the automatic cost model should
+//                choose the BITOP OR delta); contains_many with the automatic mode (should choose
+//                partition downloads).
+//   d  dedup     Filter::add_many over a stream of n items holding n/2 distinct ones, each twice,
+//                in random order (the filter is sized for n, like the others).
+// Each case measures, per phase (insert, lookup of the n present items, lookup of --absent
+// absent items "s3://bucket/dir/file<i>.pdf", i >= n): wall time, items/s, and the server's
+// CPU (used_cpu_user + used_cpu_sys from INFO cpu, read on a second connection before and after
+// the phase) per item, and which commands the server ran (INFO commandstats deltas). Then the
+// filter's MEMORY USAGE. Checks: no false negatives (and in the dedup stream, no repeat reported
+// as new); the measured false-positive rate against the expected one; every filter of the same
+// layout and items holds the same bits whatever path built it (digest of the bitmap).
+//
+// Every case runs --reps times, the cases of a repetition in a random order, so a slow spell
+// of this shared machine spreads over all rows; the table shows medians (of each figure on its
+// own) and the ratios against case a.
+//
+//   bench_redis [--uri=redis://127.0.0.1:6379] [--n=1e6] [--p=0.01] [--reps=3]
+//               [--absent=1e5] [--only=SUBSTRING] [--shuffle-seed=N]
+// Exits 1 if a check fails (a false negative, bitmaps that differ), 2 on bad arguments.
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/hash.hpp"
+#include "redbloom/layout.hpp"
+#include "redbloom/params.hpp"
+#include "redbloom/redis_endpoint.hpp"
+#include "redbloom/redis_store.hpp"
+
+namespace {
+
+using redbloom::Filter;
+using redbloom::FilterParams;
+using redbloom::Layout;
+using redbloom::RedisEndpoint;
+using redbloom::RedisStore;
+using Clock = std::chrono::steady_clock;
+
+// The seeds pipeline this many items per round trip.
+constexpr std::size_t kSeedRoundItems = 1000;
+
+// ---------------------------------------------------------------------------------------------
+// Items: one buffer of text and views into it.
+
+class Items {
+ public:
+  explicit Items(const std::vector<std::uint64_t>& ids) {
+    std::vector<std::size_t> ends;
+    ends.reserve(ids.size());
+    text_.reserve(ids.size() * 32);
+    for (std::uint64_t id : ids) {
+      text_ += "s3://bucket/dir/file";
+      text_ += std::to_string(id);
+      text_ += ".pdf";
+      ends.push_back(text_.size());
+    }
+    views_.reserve(ids.size());
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
+      views_.emplace_back(text_.data() + begin, end - begin);
+      begin = end;
+    }
+  }
+  static Items range(std::uint64_t first, std::uint64_t count) {
+    std::vector<std::uint64_t> ids(count);
+    for (std::uint64_t i = 0; i < count; ++i) ids[i] = first + i;
+    return Items(ids);
+  }
+  [[nodiscard]] std::span<const std::string_view> views() const { return views_; }
+  [[nodiscard]] std::size_t size() const { return views_.size(); }
+
+ private:
+  std::string text_;
+  std::vector<std::string_view> views_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// A plain hiredis connection: the seed method's, and the one that reads the server's counters.
+
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+timeval to_timeval(std::chrono::milliseconds ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+// RESP arrays of bulk strings, written straight into one buffer (the seeds' clients send
+// their pipelines in one write too; formatting must not be what this benchmark measures).
+class Resp {
+ public:
+  void begin(std::size_t arguments) {
+    put("*", 1);
+    number(arguments);
+  }
+  void arg(std::string_view value) {
+    put("$", 1);
+    number(value.size());
+    put(value.data(), value.size());
+    put("\r\n", 2);
+  }
+  void arg(std::uint64_t value) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    arg(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  }
+  [[nodiscard]] std::string_view text() const { return {text_.data(), text_.size()}; }
+  void clear() { text_.clear(); }
+
+ private:
+  void number(std::uint64_t value) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    put(digits, static_cast<std::size_t>(end - digits));
+    put("\r\n", 2);
+  }
+  // A vector, not std::string: GCC 12 at -O3 reports false -Wrestrict on std::string appends.
+  void put(const char* data, std::size_t size) { text_.insert(text_.end(), data, data + size); }
+  std::vector<char> text_;
+};
+
+class RawConnection {
+ public:
+  explicit RawConnection(const RedisEndpoint& endpoint) : where_(endpoint.describe()) {
+    const timeval connect = to_timeval(endpoint.connect_timeout);
+    context_ = endpoint.unix_path.empty()
+                   ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, connect)
+                   : redisConnectUnixWithTimeout(endpoint.unix_path.c_str(), connect);
+    if (context_ == nullptr || context_->err != 0) {
+      const std::string what = context_ != nullptr ? context_->errstr : "out of memory";
+      if (context_ != nullptr) redisFree(context_);
+      throw std::runtime_error("cannot connect to redis " + where_ + ": " + what);
+    }
+    redisSetTimeout(context_, to_timeval(endpoint.command_timeout));
+    if (!endpoint.password.empty()) {
+      if (endpoint.user.empty()) {
+        run({"AUTH", endpoint.password});
+      } else {
+        run({"AUTH", endpoint.user, endpoint.password});
+      }
+    }
+    if (endpoint.db != 0) run({"SELECT", std::to_string(endpoint.db)});
+  }
+  ~RawConnection() { redisFree(context_); }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  // One command; an error reply throws.
+  Reply run(std::initializer_list<std::string_view> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (std::string_view a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    Reply reply(static_cast<redisReply*>(
+        redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    if (!reply) fail(*args.begin(), context_->errstr);
+    if (reply->type == REDIS_REPLY_ERROR) fail(*args.begin(), std::string(reply->str, reply->len));
+    return reply;
+  }
+  // Queues RESP text (sent with the first read).
+  void append(const Resp& commands) {
+    if (redisAppendFormattedCommand(context_, commands.text().data(), commands.text().size()) !=
+        REDIS_OK) {
+      fail("append", context_->errstr);
+    }
+  }
+  Reply read(std::string_view operation) {
+    void* raw = nullptr;
+    if (redisGetReply(context_, &raw) != REDIS_OK) fail(operation, context_->errstr);
+    Reply reply(static_cast<redisReply*>(raw));
+    if (reply->type == REDIS_REPLY_ERROR) fail(operation, std::string(reply->str, reply->len));
+    return reply;
+  }
+
+ private:
+  [[noreturn]] void fail(std::string_view operation, const std::string& what) const {
+    throw std::runtime_error("redis " + where_ + ": " + std::string(operation) + ": " + what);
+  }
+  std::string where_;
+  redisContext* context_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The server's counters.
+
+struct ServerCounters {
+  double cpu_seconds = 0;                      // used_cpu_user + used_cpu_sys
+  std::map<std::string, std::uint64_t> calls;  // per command, from INFO commandstats
+};
+
+ServerCounters read_counters(RawConnection& stats) {
+  Reply reply = stats.run({"INFO", "cpu", "commandstats"});
+  const std::string text(reply->str, reply->len);
+  ServerCounters counters;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find("\r\n", pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + pos, end - pos);
+    pos = end + 2;
+    if (line.starts_with("used_cpu_user:") || line.starts_with("used_cpu_sys:")) {
+      counters.cpu_seconds += std::stod(std::string(line.substr(line.find(':') + 1)));
+    } else if (line.starts_with("cmdstat_")) {
+      // cmdstat_bitfield:calls=12,usec=...
+      const std::size_t colon = line.find(':');
+      const std::string_view name = line.substr(8, colon - 8);
+      const std::size_t calls = line.find("calls=", colon);
+      if (calls == std::string_view::npos) continue;
+      std::uint64_t value = 0;
+      std::from_chars(line.data() + calls + 6, line.data() + line.size(), value);
+      counters.calls[std::string(name)] = value;
+    }
+  }
+  return counters;
+}
+
+std::uint64_t memory_usage(RawConnection& stats, const std::string& key) {
+  Reply reply = stats.run({"MEMORY", "USAGE", key, "SAMPLES", "0"});
+  return reply->type == REDIS_REPLY_INTEGER ? static_cast<std::uint64_t>(reply->integer) : 0;
+}
+
+// One timed phase.
+struct Phase {
+  std::uint64_t items = 0;
+  double seconds = 0;
+  double server_cpu_seconds = 0;
+  std::map<std::string, std::uint64_t> commands;  // calls during the phase (INFO excluded)
+
+  [[nodiscard]] double items_per_second() const { return double(items) / seconds; }
+  [[nodiscard]] double server_us_per_item() const {
+    return 1e6 * server_cpu_seconds / double(items);
+  }
+};
+
+template <class Work>
+Phase measure(RawConnection& stats, std::uint64_t items, Work&& work) {
+  const ServerCounters before = read_counters(stats);
+  const auto start = Clock::now();
+  work();
+  const auto stop = Clock::now();
+  const ServerCounters after = read_counters(stats);
+  Phase phase;
+  phase.items = items;
+  phase.seconds = std::chrono::duration<double>(stop - start).count();
+  phase.server_cpu_seconds = after.cpu_seconds - before.cpu_seconds;
+  for (const auto& [name, calls] : after.calls) {
+    const auto it = before.calls.find(name);
+    const std::uint64_t delta = calls - (it == before.calls.end() ? 0 : it->second);
+    if (delta != 0 && name != "info") phase.commands[name] = delta;
+  }
+  return phase;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Case a: the seeds' method. A Bloom filter of the given m and k, one key per partition (one
+// key for n = 1e6), with redbloom's classic bit positions; per item k SETBIT (or GETBIT),
+// 1000 items per pipelined round trip, one round trip at a time.
+
+class SeedFilter {
+ public:
+  SeedFilter(RawConnection& connection, const FilterParams& params, const std::string& name)
+      : connection_(connection), params_(params) {
+    for (std::uint64_t p = 0; p < params.partitions; ++p) {
+      keys_.push_back(name + ":" + std::to_string(p));
+    }
+  }
+  [[nodiscard]] const std::vector<std::string>& keys() const { return keys_; }
+
+  // newly_added[i] = 1 iff some SETBIT of item i found a 0 (what the seeds return).
+  void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) {
+    round_trips(items, "SETBIT",
+                [&](std::size_t i, bool all_ones) { newly_added[i] = all_ones ? 0 : 1; });
+  }
+  void contains(std::span<const std::string_view> items, std::span<std::uint8_t> present) {
+    round_trips(items, "GETBIT",
+                [&](std::size_t i, bool all_ones) { present[i] = all_ones ? 1 : 0; });
+  }
+
+ private:
+  // answer(i, whether all k replies of item i were 1).
+  template <class Answer>
+  void round_trips(std::span<const std::string_view> items, std::string_view command,
+                   Answer&& answer) {
+    const bool set = command == "SETBIT";
+    Resp resp;
+    for (std::size_t first = 0; first < items.size(); first += kSeedRoundItems) {
+      const std::size_t last = std::min(items.size(), first + kSeedRoundItems);
+      resp.clear();
+      for (std::size_t i = first; i < last; ++i) {
+        const redbloom::ItemHash h = redbloom::hash_item(items[i]);
+        const std::string& key = keys_[redbloom::layout::partition_of(h, params_.partitions)];
+        redbloom::layout::classic_probes(h, params_.partition_bits, params_.hashes,
+                                         [&](std::uint64_t bit) {
+                                           resp.begin(set ? 4 : 3);
+                                           resp.arg(command);
+                                           resp.arg(key);
+                                           resp.arg(bit);
+                                           if (set) resp.arg(std::string_view{"1"});
+                                         });
+      }
+      connection_.append(resp);
+      for (std::size_t i = first; i < last; ++i) {
+        bool all_ones = true;
+        for (std::uint32_t j = 0; j < params_.hashes; ++j) {
+          all_ones &= connection_.read(command)->integer == 1;
+        }
+        answer(i, all_ones);
+      }
+    }
+  }
+
+  RawConnection& connection_;
+  FilterParams params_;
+  std::vector<std::string> keys_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cases and their results.
+
+enum class Method { seed, per_item, bulk, dedup };
+
+struct Case {
+  char letter;
+  Method method;
+  Layout layout;
+  [[nodiscard]] std::string name() const {
+    static const char* const names[] = {"seed SETBIT/GETBIT", "redbloom per-item", "redbloom bulk",
+                                        "redbloom dedup 50%"};
+    return std::string(1, letter) + " " + names[static_cast<int>(method)] + " " +
+           std::string(redbloom::to_string(layout));
+  }
+};
+
+struct Result {
+  Phase insert;
+  std::optional<Phase> present, absent;  // none for the dedup stream
+  std::uint64_t memory_bytes = 0;        // MEMORY USAGE of the filter's keys
+  std::uint64_t false_negatives = 0;     // dedup: repeats reported as new
+  std::uint64_t false_positives = 0;     // dedup: first occurrences reported as seen
+  std::uint64_t fp_trials = 0;
+  redbloom::ItemHash digest{};  // of the bitmap
+};
+
+struct Workload {
+  std::uint64_t n = 1'000'000;
+  double p = 0.01;
+  std::uint64_t absent = 100'000;
+  std::unique_ptr<Items> present_items, absent_items, dedup_stream;
+  std::vector<std::uint8_t> dedup_first;  // 1 at each item's first occurrence in the stream
+};
+
+const FilterParams& params_for(Layout layout, const FilterParams& classic,
+                               const FilterParams& blocked) {
+  return layout == Layout::classic ? classic : blocked;
+}
+
+// XXH3-128 of the bitmap, each partition read whole and padded to its length (a seed key is
+// only as long as its highest set bit).
+redbloom::ItemHash digest_of(const std::vector<std::string>& partitions) {
+  std::string all;
+  for (const std::string& bits : partitions) all += bits;
+  return redbloom::hash_item(all);
+}
+
+Result run_seed(const RedisEndpoint& endpoint, RawConnection& stats, const FilterParams& params,
+                const Workload& w) {
+  RawConnection connection(endpoint);
+  SeedFilter filter(connection, params, "bench:seed");
+  for (const std::string& key : filter.keys()) stats.run({"UNLINK", key});
+  Result r;
+  std::vector<std::uint8_t> flags(std::max(w.n, w.absent));
+  const auto present = w.present_items->views();
+  const auto absent = w.absent_items->views();
+  r.insert = measure(stats, w.n, [&] { filter.add(present, flags); });
+  r.present = measure(stats, w.n, [&] { filter.contains(present, flags); });
+  r.false_negatives = w.n - std::count(flags.begin(), flags.begin() + w.n, 1);
+  r.absent = measure(stats, w.absent, [&] { filter.contains(absent, flags); });
+  r.false_positives = std::count(flags.begin(), flags.begin() + w.absent, 1);
+  r.fp_trials = w.absent;
+  std::vector<std::string> bits;
+  for (const std::string& key : filter.keys()) {
+    r.memory_bytes += memory_usage(stats, key);
+    Reply value = stats.run({"GET", key});
+    std::string partition =
+        value->type == REDIS_REPLY_STRING ? std::string(value->str, value->len) : std::string();
+    partition.resize(params.partition_bytes(), '\0');
+    bits.push_back(std::move(partition));
+  }
+  r.digest = digest_of(bits);
+  for (const std::string& key : filter.keys()) stats.run({"UNLINK", key});
+  return r;
+}
+
+Result run_redbloom(const RedisEndpoint& endpoint, RawConnection& stats, Method method,
+                    const FilterParams& params, const Workload& w) {
+  const std::string name = "bench:redbloom";
+  auto owned = RedisStore::create(endpoint, name, params, /*overwrite=*/true);
+  RedisStore& store = *owned;
+  store.set_bulk_mode(method == Method::per_item ? RedisStore::BulkMode::per_item
+                                                 : RedisStore::BulkMode::automatic);
+  Filter filter(std::move(owned));
+  Result r;
+  std::vector<std::uint8_t> flags(std::max(w.n, w.absent));
+  if (method == Method::dedup) {
+    const auto stream = w.dedup_stream->views();
+    r.insert = measure(stats, stream.size(), [&] { filter.add_many(stream, flags); });
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      if (w.dedup_first[i] != 0) {
+        r.false_positives += flags[i] == 0 ? 1 : 0;
+        ++r.fp_trials;
+      } else {
+        r.false_negatives += flags[i] != 0 ? 1 : 0;
+      }
+    }
+  } else {
+    const auto present = w.present_items->views();
+    const auto absent = w.absent_items->views();
+    if (method == Method::bulk) {
+      r.insert = measure(stats, w.n, [&] { filter.insert_many(present); });
+    } else {
+      r.insert = measure(stats, w.n, [&] { filter.add_many(present, flags); });
+    }
+    r.present = measure(stats, w.n, [&] { filter.contains_many(present, flags); });
+    r.false_negatives = w.n - std::count(flags.begin(), flags.begin() + w.n, 1);
+    r.absent = measure(stats, w.absent, [&] { filter.contains_many(absent, flags); });
+    r.false_positives = std::count(flags.begin(), flags.begin() + w.absent, 1);
+    r.fp_trials = w.absent;
+  }
+  r.memory_bytes = store.storage_bytes();
+  std::vector<std::string> bits;
+  for (std::uint64_t p = 0; p < params.partitions; ++p) {
+    std::string partition(params.partition_bytes(), '\0');
+    store.read_bytes(p, 0, {reinterpret_cast<std::uint8_t*>(partition.data()), partition.size()});
+    bits.push_back(std::move(partition));
+  }
+  r.digest = digest_of(bits);
+  RedisStore::drop(endpoint, name);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Medians and the table.
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+template <class Get>
+double median_of(const std::vector<Result>& runs, Get&& get) {
+  std::vector<double> values;
+  for (const Result& r : runs) values.push_back(get(r));
+  return median(values);
+}
+
+std::string rate(double per_second) {
+  char buf[32];
+  if (per_second >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.2fM", per_second / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0fk", per_second / 1e3);
+  }
+  return buf;
+}
+
+std::string fixed(double value, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+// A figure with its ratio to case a's: "4.41M (26.4×)".
+std::string with_ratio(const std::string& text, double value, double reference) {
+  if (std::isnan(reference)) return text;  // case a not run (--only)
+  const double ratio = value / reference;
+  const int digits = ratio >= 10 ? 0 : ratio >= 0.1 ? 2 : 3;
+  return text + " (" + fixed(ratio, digits) + "×)";
+}
+
+std::string join_commands(const std::map<std::string, std::uint64_t>& commands) {
+  std::string out;
+  for (const auto& [name, calls] : commands) {
+    if (!out.empty()) out += ", ";
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += upper + " ×" + std::to_string(calls);
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+double parse_count(const std::string& text) {
+  std::size_t used = 0;
+  const double value = std::stod(text, &used);
+  if (used != text.size() || !(value >= 0)) throw std::invalid_argument(text);
+  return value;
+}
+
+int usage(const char* message) {
+  std::fprintf(stderr,
+               "bench_redis: %s\nusage: bench_redis [--uri=redis://HOST:PORT] [--n=1e6] "
+               "[--p=0.01] [--reps=3] [--absent=1e5] [--only=SUBSTRING] [--shuffle-seed=N]\n",
+               message);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string uri;
+  Workload w;
+  int reps = 3;
+  std::string only;
+  std::uint64_t shuffle_seed = 1;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      const std::size_t eq = arg.find('=');
+      const std::string key = arg.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+      if (key == "--uri") {
+        uri = value;
+      } else if (key == "--n") {
+        w.n = static_cast<std::uint64_t>(parse_count(value));
+      } else if (key == "--p") {
+        w.p = std::stod(value);
+      } else if (key == "--reps") {
+        reps = static_cast<int>(parse_count(value));
+      } else if (key == "--absent") {
+        w.absent = static_cast<std::uint64_t>(parse_count(value));
+      } else if (key == "--only") {
+        only = value;
+      } else if (key == "--shuffle-seed") {
+        shuffle_seed = static_cast<std::uint64_t>(parse_count(value));
+      } else if (key == "--help" || key == "-h") {
+        usage("Redis filter benchmark");
+        return 0;
+      } else {
+        return usage(("unknown argument " + arg).c_str());
+      }
+    }
+  } catch (const std::exception&) {
+    return usage("bad number in the arguments");
+  }
+  if (w.n < 2 || reps < 1 || w.absent < 1)
+    return usage("need --n >= 2, --reps >= 1, --absent >= 1");
+
+  try {
+    const RedisEndpoint endpoint = redbloom::redis_endpoint_or_default(uri);
+    const FilterParams classic = redbloom::size_filter(double(w.n), w.p, Layout::classic);
+    const FilterParams blocked = redbloom::size_filter(double(w.n), w.p, Layout::blocked);
+    RawConnection stats(endpoint);
+
+    std::vector<Case> cases = {
+        {'a', Method::seed, Layout::classic},     {'b', Method::per_item, Layout::classic},
+        {'b', Method::per_item, Layout::blocked}, {'c', Method::bulk, Layout::classic},
+        {'c', Method::bulk, Layout::blocked},     {'d', Method::dedup, Layout::classic},
+        {'d', Method::dedup, Layout::blocked},
+    };
+    std::erase_if(cases, [&](const Case& c) { return c.name().find(only) == std::string::npos; });
+    if (cases.empty()) return usage("--only matches no case");
+
+    // Workload, built once, outside every timed region.
+    w.present_items = std::make_unique<Items>(Items::range(0, w.n));
+    w.absent_items = std::make_unique<Items>(Items::range(w.n, w.absent));
+    {
+      std::vector<std::uint64_t> ids;
+      ids.reserve(w.n);
+      for (std::uint64_t i = 0; i < w.n; ++i) ids.push_back(i / 2);  // n/2 ids, twice each
+      std::mt19937_64 rng(shuffle_seed ^ 0xdedu);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::vector<std::uint8_t> seen(w.n / 2 + 1);
+      w.dedup_first.resize(ids.size());
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        w.dedup_first[i] = seen[ids[i]] == 0 ? 1 : 0;
+        seen[ids[i]] = 1;
+      }
+      w.dedup_stream = std::make_unique<Items>(ids);
+    }
+
+    const Reply server = stats.run({"INFO", "server"});
+    const std::string server_info(server->str, server->len);
+    const auto version_at = server_info.find("redis_version:");
+    const std::string version =
+        version_at == std::string::npos
+            ? "?"
+            : server_info.substr(version_at + 14,
+                                 server_info.find("\r\n", version_at) - version_at - 14);
+    std::printf("redis %s at %s, 1 connection per case (+1 reading INFO between phases)\n",
+                version.c_str(), endpoint.describe().c_str());
+    std::printf("client: %u hardware threads\n", std::thread::hardware_concurrency());
+    std::printf(
+        "n = %llu items \"s3://bucket/dir/file<i>.pdf\", p = %g, absent lookups = %llu, "
+        "reps = %d (medians shown), case order shuffled per rep (seed %llu)\n",
+        static_cast<unsigned long long>(w.n), w.p, static_cast<unsigned long long>(w.absent), reps,
+        static_cast<unsigned long long>(shuffle_seed));
+    std::printf("classic: %s\nblocked: %s\n\n", redbloom::describe(classic).c_str(),
+                redbloom::describe(blocked).c_str());
+    std::fflush(stdout);
+
+    std::vector<std::vector<Result>> results(cases.size());
+    std::vector<std::size_t> order(cases.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::mt19937_64 rng(shuffle_seed);
+    for (int rep = 0; rep < reps; ++rep) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (std::size_t c : order) {
+        const Case& the_case = cases[c];
+        const FilterParams& params = params_for(the_case.layout, classic, blocked);
+        const Result r = the_case.method == Method::seed
+                             ? run_seed(endpoint, stats, params, w)
+                             : run_redbloom(endpoint, stats, the_case.method, params, w);
+        std::fprintf(stderr, "rep %d/%d  %-36s insert %8s/s", rep + 1, reps,
+                     the_case.name().c_str(), rate(r.insert.items_per_second()).c_str());
+        if (r.present) {
+          std::fprintf(stderr, "  present %8s/s  absent %8s/s",
+                       rate(r.present->items_per_second()).c_str(),
+                       rate(r.absent->items_per_second()).c_str());
+        }
+        std::fprintf(stderr, "\n");
+        results[c].push_back(r);
+      }
+    }
+
+    // Checks.
+    bool failed = false;
+    std::vector<std::string> notes;
+    std::map<std::pair<Layout, std::string>, redbloom::ItemHash> digests;  // (layout, items)
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      const Case& the_case = cases[c];
+      for (const Result& r : results[c]) {
+        if (r.false_negatives != 0) {
+          failed = true;
+          notes.push_back(
+              "FAIL: " + the_case.name() + ": " + std::to_string(r.false_negatives) +
+              (the_case.method == Method::dedup ? " repeats reported as new" : " false negatives"));
+        }
+        const auto key = std::make_pair(
+            the_case.layout, std::string(the_case.method == Method::dedup ? "dedup" : "n items"));
+        const auto [it, inserted] = digests.emplace(key, r.digest);
+        if (!inserted && !(it->second == r.digest)) {
+          failed = true;
+          notes.push_back("FAIL: " + the_case.name() +
+                          ": its bitmap differs from another case's with the same layout and "
+                          "items");
+        }
+      }
+    }
+
+    // The table.
+    const auto seed_at = std::find_if(cases.begin(), cases.end(),
+                                      [](const Case& c) { return c.method == Method::seed; });
+    const std::vector<Result>* seed =
+        seed_at == cases.end() ? nullptr : &results[std::size_t(seed_at - cases.begin())];
+    auto seed_median = [&](auto get) { return seed != nullptr ? median_of(*seed, get) : NAN; };
+    const double seed_insert_rate =
+        seed_median([](const Result& r) { return r.insert.items_per_second(); });
+    const double seed_present_rate =
+        seed_median([](const Result& r) { return r.present->items_per_second(); });
+    const double seed_absent_rate =
+        seed_median([](const Result& r) { return r.absent->items_per_second(); });
+    const double seed_insert_cpu =
+        seed_median([](const Result& r) { return r.insert.server_us_per_item(); });
+    const double seed_present_cpu =
+        seed_median([](const Result& r) { return r.present->server_us_per_item(); });
+    const double seed_absent_cpu =
+        seed_median([](const Result& r) { return r.absent->server_us_per_item(); });
+
+    std::printf(
+        "| case | k | insert items/s (× a) | present lookups/s (× a) | absent lookups/s (× a) | "
+        "wall s insert / present / absent | server CPU µs/item insert (× a) | "
+        "present (× a) | absent (× a) | MEMORY USAGE | bits/item | false neg. | FPR measured "
+        "(expected) |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      const Case& the_case = cases[c];
+      const std::vector<Result>& runs = results[c];
+      const FilterParams& params = params_for(the_case.layout, classic, blocked);
+      const bool lookups = runs.front().present.has_value();
+      const double insert_rate =
+          median_of(runs, [](const Result& r) { return r.insert.items_per_second(); });
+      const double insert_cpu =
+          median_of(runs, [](const Result& r) { return r.insert.server_us_per_item(); });
+      const double insert_s = median_of(runs, [](const Result& r) { return r.insert.seconds; });
+      std::string present_cell = "—", absent_cell = "—", present_cpu_cell = "—",
+                  absent_cpu_cell = "—", wall = fixed(insert_s, 3) + " / — / —";
+      if (lookups) {
+        const double pr =
+            median_of(runs, [](const Result& r) { return r.present->items_per_second(); });
+        const double ar =
+            median_of(runs, [](const Result& r) { return r.absent->items_per_second(); });
+        const double pc =
+            median_of(runs, [](const Result& r) { return r.present->server_us_per_item(); });
+        const double ac =
+            median_of(runs, [](const Result& r) { return r.absent->server_us_per_item(); });
+        present_cell = with_ratio(rate(pr), pr, seed_present_rate);
+        absent_cell = with_ratio(rate(ar), ar, seed_absent_rate);
+        present_cpu_cell = with_ratio(fixed(pc, 3), pc, seed_present_cpu);
+        absent_cpu_cell = with_ratio(fixed(ac, 3), ac, seed_absent_cpu);
+        wall = fixed(insert_s, 3) + " / " +
+               fixed(median_of(runs, [](const Result& r) { return r.present->seconds; }), 3) +
+               " / " + fixed(median_of(runs, [](const Result& r) { return r.absent->seconds; }), 3);
+      }
+      const double memory = median_of(runs, [](const Result& r) { return double(r.memory_bytes); });
+      std::uint64_t false_negatives = 0, false_positives = 0, trials = 0;
+      for (const Result& r : runs) {
+        false_negatives += r.false_negatives;
+        false_positives += r.false_positives;
+        trials += r.fp_trials;
+      }
+      // A dedup stream's j-th distinct item meets a filter holding j - 1 items: its expected
+      // rate is the mean of the rate over 0..n/2 items (midpoint rule).
+      double expected = 0;
+      if (the_case.method == Method::dedup) {
+        constexpr int kSteps = 1000;
+        for (int i = 0; i < kSteps; ++i) {
+          expected +=
+              redbloom::expected_false_positive_rate(params, (i + 0.5) / kSteps * double(w.n / 2)) /
+              kSteps;
+        }
+      } else {
+        expected = redbloom::expected_false_positive_rate(params, double(w.n));
+      }
+      const double measured = double(false_positives) / double(trials);
+      std::printf(
+          "| %s | %u | %s | %s | %s | %s | %s | %s | %s | %.0f (%s) | %.2f | %llu | %.4f%% "
+          "(%.4f%%) |\n",
+          the_case.name().c_str(), params.hashes,
+          with_ratio(rate(insert_rate), insert_rate, seed_insert_rate).c_str(),
+          present_cell.c_str(), absent_cell.c_str(), wall.c_str(),
+          with_ratio(fixed(insert_cpu, 3), insert_cpu, seed_insert_cpu).c_str(),
+          present_cpu_cell.c_str(), absent_cpu_cell.c_str(), memory,
+          redbloom::format_bytes(memory).c_str(), 8 * memory / double(w.n),
+          static_cast<unsigned long long>(false_negatives), 100 * measured, 100 * expected);
+      // Binomial noise: flag a rate more than 4 standard deviations (and 10%) off.
+      const double sigma = std::sqrt(expected * (1 - expected) / double(trials));
+      if (std::abs(measured - expected) > std::max(4 * sigma, 0.1 * expected)) {
+        notes.push_back("WARNING: " + the_case.name() + ": measured FPR " +
+                        fixed(100 * measured, 3) + "% is off the expected " +
+                        fixed(100 * expected, 3) + "% (" + std::to_string(trials) + " trials)");
+      }
+      // Did the paths run that the case is about?
+      const Result& last = runs.back();
+      const auto calls = [](const Phase& phase, const char* name) {
+        const auto it = phase.commands.find(name);
+        return it == phase.commands.end() ? std::uint64_t{0} : it->second;
+      };
+      if (the_case.method == Method::bulk) {
+        if (calls(last.insert, "bitop") == 0 || calls(last.insert, "bitfield") != 0) {
+          notes.push_back("WARNING: " + the_case.name() +
+                          ": insert_many did not take the BITOP OR path");
+        }
+        for (const Phase* phase : {&*last.present, &*last.absent}) {
+          if (calls(*phase, "bitfield_ro") != 0 || calls(*phase, "getrange") * 100 > phase->items) {
+            notes.push_back("WARNING: " + the_case.name() +
+                            ": contains_many did not download partitions");
+          }
+        }
+      }
+    }
+
+    std::printf(
+        "\nRatios (× a) are this row's median over case a's: for items/s higher is better, for "
+        "server CPU lower is better. Server CPU is used_cpu_user + used_cpu_sys of the whole "
+        "redis-server process (INFO cpu) over the phase, per item. MEMORY USAGE is of the "
+        "filter's keys (redbloom: partitions + metadata hash), bits/item = 8 × MEMORY USAGE / n. "
+        "Dedup rows: the stream has n items, n/2 distinct; \"false neg.\" counts repeats "
+        "reported as new, \"FPR\" distinct items reported as repeats (expected: the mean over "
+        "the stream). false neg. and FPR add up all %d reps.\n",
+        reps);
+    std::printf("\nCommands the server ran in the last rep, per phase (INFO commandstats):\n");
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      const Result& last = results[c].back();
+      std::printf("- %s: insert: %s", cases[c].name().c_str(),
+                  join_commands(last.insert.commands).c_str());
+      if (last.present) {
+        std::printf("; present: %s; absent: %s", join_commands(last.present->commands).c_str(),
+                    join_commands(last.absent->commands).c_str());
+      }
+      std::printf("\n");
+    }
+    std::printf(
+        "\nChecks: every filter of one layout built from the n items holds the same bits "
+        "(XXH3 of the bitmaps compared), whatever path built it; no false negatives.\n");
+    for (const std::string& note : notes) std::printf("%s\n", note.c_str());
+    if (!failed) std::printf("all checks passed\n");
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_redis: %s\n", e.what());
+    return 1;
+  }
+}
