@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/file_format.hpp"
 #include "redbloom/file_store.hpp"
@@ -19,6 +20,7 @@
 namespace redbloom {
 namespace {
 
+using redbloom::testing::error_of;
 using testing::TempDir;
 
 std::vector<std::string> make_items(int count, const std::string& prefix) {
@@ -35,16 +37,6 @@ std::vector<char> read_file(const std::string& path) {
 void write_file(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(FileStore, RoundTripsAndMatchesMemoryByteForByte) {

@@ -22,6 +22,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/memory_store.hpp"
@@ -31,6 +32,8 @@
 
 namespace redbloom {
 namespace {
+
+using redbloom::testing::error_of;
 
 using namespace std::chrono_literals;
 using test::RedisReply;
@@ -50,16 +53,6 @@ std::vector<std::string> make_items(std::size_t count, const std::string& prefix
 
 std::vector<std::string_view> views_of(const std::vector<std::string>& items) {
   return {items.begin(), items.end()};
-}
-
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 bool contains_text(const std::string& haystack, const std::string& needle) {
