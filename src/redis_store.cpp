@@ -271,31 +271,36 @@ struct RedisStore::State {
   }
 
   // Pipelined GETRANGE of bytes [offset, offset + out.size()) of a partition key.
-  void download(std::uint64_t partition, std::uint64_t offset, std::span<std::uint8_t> out) {
-    const std::size_t chunks = (out.size() + kTransferChunk - 1) / kTransferChunk;
+  // Pipelined GETRANGE of `size` bytes of a partition from `offset`; each chunk goes to
+  // sink(offset within the range, bytes) straight from the reply, with no staging copy.
+  template <class Sink>
+  void download(std::uint64_t partition, std::uint64_t offset, std::uint64_t size, Sink&& sink) {
+    const std::size_t chunks = (size + kTransferChunk - 1) / kTransferChunk;
     const std::string& key = keys[partition];
     pipeline(
         connection, chunks, "GETRANGE",
         [&](std::size_t c, CommandBuffer& buffer) {
           const std::uint64_t from = offset + c * kTransferChunk;
-          const std::uint64_t size =
-              std::min<std::uint64_t>(kTransferChunk, out.size() - c * kTransferChunk);
+          const std::uint64_t length =
+              std::min<std::uint64_t>(kTransferChunk, size - c * kTransferChunk);
           buffer.begin(4);
           buffer.arg(std::string_view{"GETRANGE"});
           buffer.arg(key);
           buffer.arg(from);
-          buffer.arg(from + size - 1);
+          buffer.arg(from + length - 1);
           return std::size_t{1};
         },
         [&](std::size_t c, std::size_t, const redisReply& reply) {
           connection.expect(reply, REDIS_REPLY_STRING, "GETRANGE");
-          const std::size_t size = std::min(kTransferChunk, out.size() - c * kTransferChunk);
-          if (reply.len != size) {
+          const std::uint64_t length =
+              std::min<std::uint64_t>(kTransferChunk, size - c * kTransferChunk);
+          if (reply.len != length) {
             throw FormatError(connection.message(
                 "GETRANGE", "partition key '" + key + "' is shorter than the filter says (" +
                                 "modified outside redbloom?)"));
           }
-          std::memcpy(out.data() + c * kTransferChunk, reply.str, size);
+          sink(c * kTransferChunk, std::span<const std::uint8_t>(
+                                       reinterpret_cast<const std::uint8_t*>(reply.str), length));
         });
   }
 
@@ -643,9 +648,10 @@ void RedisStore::test(std::span<const std::string_view> items,
                 : n * s.params.hashes * kGetBitBytes;
     if (bulk_is_cheaper(s.mode, bytes, per_item)) {
       MemoryStore copy(single_partition(s.params));
-      std::vector<std::uint8_t> image(s.params.partition_bytes());
-      s.download(g.partition, 0, image);
-      copy.write_bytes(0, 0, image);
+      s.download(g.partition, 0, s.params.partition_bytes(),
+                 [&](std::uint64_t at, std::span<const std::uint8_t> piece) {
+                   copy.write_bytes(0, at, piece);
+                 });
       std::vector<std::string_view> members;
       std::vector<std::uint8_t> answers(g.end - g.begin);
       for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
@@ -744,7 +750,10 @@ std::uint64_t RedisStore::storage_bytes() const {
 void RedisStore::read_bytes(std::uint64_t partition, std::uint64_t offset,
                             std::span<std::uint8_t> out) const {
   check_byte_range(state_->params, partition, offset, out.size());
-  if (!out.empty()) state_->download(partition, offset, out);
+  state_->download(partition, offset, out.size(),
+                   [&](std::uint64_t at, std::span<const std::uint8_t> piece) {
+                     std::memcpy(out.data() + at, piece.data(), piece.size());
+                   });
 }
 
 void RedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
