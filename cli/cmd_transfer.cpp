@@ -8,6 +8,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/redis_store.hpp"
 #include "redbloom/transfer.hpp"
 
 namespace redbloom::cli {
@@ -24,7 +25,19 @@ int run_transfer(const TransferCommand& cmd, const char* verb) {
   const Filter source = open_for_reading(cmd.from);
   Filter target = create_filter(cmd.to, source.params(), cmd.force);
   const auto start = std::chrono::steady_clock::now();
-  copy_bits(source.store(), target.store());
+  try {
+    copy_bits(source.store(), target.store());
+  } catch (const Error& e) {
+    // A half-copied filter would open fine and answer with false negatives: remove it.
+    std::string outcome = "the incomplete copy was dropped";
+    try {
+      drop_filter(cmd.to);
+    } catch (const Error& drop_error) {
+      outcome = "dropping the incomplete copy failed too (" + std::string(drop_error.what()) +
+                "): drop " + cmd.to.describe() + " before using it";
+    }
+    throw StorageError(std::string(e.what()) + "; " + outcome);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!cmd.quiet) {
@@ -76,7 +89,10 @@ void register_transfers(CLI::App& app, int& exit_code) {
     sub->callback([cmd, &exit_code] {
       if (cmd->to.name.empty()) cmd->to.name = cmd->from.name;
       if (cmd->to.redis_uri.empty()) cmd->to.redis_uri = cmd->from.redis_uri;
-      if (cmd->to.name == cmd->from.name && cmd->from.endpoint().same_server(cmd->to.endpoint())) {
+      // The same keys under two addresses (localhost and 127.0.0.1, an alias): --force would
+      // drop the source before copying it. The server's run_id tells.
+      if (cmd->to.name == cmd->from.name && RedisStore::keyspace_id(cmd->from.endpoint()) ==
+                                                RedisStore::keyspace_id(cmd->to.endpoint())) {
         throw InvalidArgument("copy: source and destination are the same filter");
       }
       exit_code = run_transfer(*cmd, "copy");

@@ -70,7 +70,10 @@ bool ItemReader::open_next_source() {
 bool ItemReader::fill(std::vector<std::string_view>& batch) {
   // Keep the unconsumed tail (a partial record), and the records of the batch being built,
   // whose views are moved along with their bytes.
-  const std::size_t keep_from = batch.empty() ? begin_ : batch_start_;
+  // (Skipped empty records move begin_ without adding to the batch: an empty batch starts
+  // at begin_.)
+  if (batch.empty()) batch_start_ = begin_;
+  const std::size_t keep_from = batch_start_;
   const char* old_base = buffer_.data();
   if (keep_from > 0) {
     std::memmove(buffer_.data(), buffer_.data() + keep_from, end_ - keep_from);

@@ -389,6 +389,16 @@ bool RedisStore::exists(const RedisEndpoint& endpoint, const std::string& name) 
   return connection.run({"EXISTS", name})->integer != 0;
 }
 
+std::string RedisStore::keyspace_id(const RedisEndpoint& endpoint) {
+  Connection connection(endpoint);
+  Reply info = connection.run({"INFO", "server"});
+  const std::string_view text = redis::text_of(*info);
+  const std::size_t at = text.find("run_id:");
+  if (at == std::string_view::npos) connection.fail("INFO server", "no run_id in the reply");
+  const std::size_t end = text.find_first_of("\r\n", at);
+  return std::string(text.substr(at + 7, end - at - 7)) + "/" + std::to_string(endpoint.db);
+}
+
 std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std::string name) {
   redis::validate_filter_name(name);
   auto state = std::make_unique<State>(endpoint, std::move(name));

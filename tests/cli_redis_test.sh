@@ -134,6 +134,10 @@ check "copy answers the same" "$("$redbloom" exists -f local.rbf -c b.txt)" \
   "$("$redbloom" exists --redis "$(redis_uri second)" --name imp -c b.txt)"
 run copy --redis "$U" --name imp
 check "copy onto itself refused" 2 "$rc"
+run copy --redis "$U" --name imp --to-redis "redis://localhost:${redis_port[main]}" --force
+check "copy onto itself under another address refused" 2 "$rc"
+check "source kept" "$("$redbloom" exists -f local.rbf -c b.txt)" \
+  "$("$redbloom" exists --redis "$U" --name imp -c b.txt)"
 
 # --- persistence: an AOF server restarted answers the same ---
 start_redis persist --appendonly yes

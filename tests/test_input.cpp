@@ -124,5 +124,30 @@ TEST(ItemReader, FillUpBatchesSpanRefillsAndKeepEveryItemIntact) {
   EXPECT_EQ(sizes, (std::vector<std::size_t>{150000, 50000, 100000}));
 }
 
+// With --skip-empty, empty records consumed while the batch is still empty must not be kept
+// as part of it: a batch that starts after a run of empty lines spanning refills stays intact.
+TEST(ItemReader, FillUpAfterSkippedEmptyLinesAcrossRefills) {
+  TempDir dir;
+  std::string bytes;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 100000; ++i) {
+    expected.push_back("a" + std::to_string(i));
+    bytes += expected.back() + "\n";
+  }
+  bytes += std::string(std::size_t{3} << 20, '\n');  // empty lines past several refills
+  for (int i = 0; i < 60000; ++i) {
+    expected.push_back(std::string(100, 'b') + std::to_string(i));
+    bytes += expected.back() + "\n";
+  }
+  const auto path = write(dir, "a", bytes);
+  ItemReader reader({path}, {.nul_delimited = false, .skip_empty = true});
+  std::vector<std::string> items;
+  std::vector<std::string_view> batch;
+  while (reader.next_batch(batch, 100000, /*fill_up=*/true)) {
+    for (auto item : batch) items.emplace_back(item);
+  }
+  EXPECT_EQ(items, expected);
+}
+
 }  // namespace
 }  // namespace redbloom::cli

@@ -54,6 +54,9 @@ class RedisStore final : public Store {
   static void drop(const RedisEndpoint& endpoint, const std::string& name);
   // True if NAME exists on the server (whatever it holds).
   static bool exists(const RedisEndpoint& endpoint, const std::string& name);
+  // The server's run_id and the endpoint's db ("<run_id>/<db>"): equal for two endpoints that
+  // reach the same keyspace under different addresses (localhost, 127.0.0.1, an alias).
+  static std::string keyspace_id(const RedisEndpoint& endpoint);
 
   ~RedisStore() override;
 
