@@ -4,11 +4,13 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "redbloom/error.hpp"
 #include "stream.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -20,10 +22,12 @@ struct AddCommand {
   SizingOptions sizing;
   StreamOptions stream;
   bool print_duplicates = false;
+  bool exact = false;
 };
 
 int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Output out(1);
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
@@ -41,6 +45,8 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   };
   while (reader.next_batch(batch, batch_items)) {
     try {
+      // The companion first: the filter must never hold an item the companion lacks.
+      if (exact) exact->add(batch);
       added += filter.add_many(batch, newly);
     } catch (const IncompleteWrite& e) {
       // Print what is known committed, then say exactly where the input stops being certain.
@@ -59,16 +65,18 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   }
   out.flush();
   // Exit status 0 then means durable: the filter's pages are on disk, not only in the cache.
+  if (exact) exact->flush();
   filter.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
-  if (!cmd.stream.quiet) {
-    std::fprintf(
-        stderr, "redbloom %s: read %llu, unique %llu, duplicates %llu, %.2f s, %.0f items/s\n",
-        verb, static_cast<unsigned long long>(items), static_cast<unsigned long long>(added),
-        static_cast<unsigned long long>(items - added), progress.elapsed_seconds(),
-        progress.rate(items));
-  }
+  Summary summary(verb);
+  summary.count("read", "read", items)
+      .count("unique", "unique", added)
+      .count("duplicates", "duplicates", items - added)
+      .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
+      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
+  if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
+  summary.print(cmd.stream.json, cmd.stream.quiet);
   return kExitOk;
 }
 
@@ -79,6 +87,8 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_stream_options(*sub, cmd->stream);
+  sub->add_flag("--exact", cmd->exact,
+                "Also keep the exact set that diff --exact verifies against (created if missing)");
   if (dedup) {
     sub->add_flag("--dups", cmd->print_duplicates,
                   "Print the duplicates instead of the first occurrences");

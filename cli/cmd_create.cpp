@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 
@@ -14,15 +15,21 @@ void register_create(CLI::App& app, int& exit_code) {
     SizingOptions sizing;
     bool force = false;
     bool quiet = false;
+    bool exact = false;
   };
   auto cmd = std::make_shared<CreateCommand>();
   CLI::App* sub = app.add_subcommand("create", "Create an empty filter");
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
-  sub->add_flag("--force", cmd->force, "Replace an existing filter");
+  sub->add_flag("--force", cmd->force, "Replace an existing filter (and its exact set)");
+  sub->add_flag("--exact", cmd->exact, "Also create the exact set that diff --exact uses");
   sub->add_flag("-q,--quiet", cmd->quiet, "Print nothing");
   sub->callback([cmd, &exit_code] {
-    const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
+    const FilterParams params = requested_params(cmd->sizing);
+    // A replaced filter's exact set would describe other items: it goes too.
+    if (cmd->force) drop_exact_if_any(cmd->location);
+    const Filter filter = create_filter(cmd->location, params, cmd->force);
+    if (cmd->exact) (void)exact_for_writing(cmd->location, filter, /*create=*/true);
     if (!cmd->quiet) {
       std::printf("created %s: %s\n", cmd->location.describe().c_str(),
                   describe(filter.params()).c_str());

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 
@@ -12,6 +13,7 @@ void register_drop(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("drop", "Delete a filter (a file, or every key in Redis)");
   add_location_options(*sub, *location);
   sub->callback([location, &exit_code] {
+    drop_exact_if_any(*location);
     drop_filter(*location);
     exit_code = kExitOk;
   });

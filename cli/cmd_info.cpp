@@ -7,34 +7,10 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-// JSON has no infinity: a saturated filter's estimate is null.
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  return buf;
-}
 
 std::string iso_time(std::uint64_t unix_ns) {
   const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000u);

@@ -4,11 +4,13 @@
 #include <cstdio>
 
 #include "commands.hpp"
+#include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "redbloom/error.hpp"
 #include "stream.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -21,16 +23,20 @@ struct LoadCommand {
   FilterLocation location;
   SizingOptions sizing;
   StreamOptions stream;
+  bool exact = false;
 };
 
 int run_load(const LoadCommand& cmd) {
   Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Progress progress("load", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   std::uint64_t items = 0;
   while (reader.next_batch(batch, kLoadBatch, /*fill_up=*/true)) {
     try {
+      // The companion first: the filter must never hold an item the companion lacks.
+      if (exact) exact->add(batch);
       filter.insert_many(batch);
     } catch (const IncompleteWrite& e) {
       throw StorageError(std::string(e.what()) + "\nload: committed the first " +
@@ -42,14 +48,16 @@ int run_load(const LoadCommand& cmd) {
     items += batch.size();
     progress.update(items);
   }
+  if (exact) exact->flush();
   filter.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
-  if (!cmd.stream.quiet) {
-    std::fprintf(stderr, "redbloom load: read %llu, %.2f s, %.0f items/s\n",
-                 static_cast<unsigned long long>(items), progress.elapsed_seconds(),
-                 progress.rate(items));
-  }
+  Summary summary("load");
+  summary.count("read", "read", items)
+      .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
+      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
+  if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
+  summary.print(cmd.stream.json, cmd.stream.quiet);
   return kExitOk;
 }
 
@@ -62,6 +70,8 @@ void register_load(CLI::App& app, int& exit_code) {
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_stream_options(*sub, cmd->stream);
+  sub->add_flag("--exact", cmd->exact,
+                "Also keep the exact set that diff --exact verifies against (created if missing)");
   sub->callback([cmd, &exit_code] { exit_code = run_load(*cmd); });
 }
 

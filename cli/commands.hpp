@@ -14,6 +14,7 @@ void register_exists(CLI::App& app, int& exit_code);
 void register_info(CLI::App& app, int& exit_code);
 void register_drop(CLI::App& app, int& exit_code);
 void register_load(CLI::App& app, int& exit_code);
+void register_diff(CLI::App& app, int& exit_code);
 // export, import and copy.
 void register_transfers(CLI::App& app, int& exit_code);
 

@@ -71,10 +71,12 @@ std::string FilterLocation::describe() const {
 }
 
 void add_location_options(CLI::App& command, FilterLocation& location,
-                          const std::string& flag_prefix) {
+                          const std::string& flag_prefix, const std::string& path_alias) {
   const bool first = flag_prefix.empty();
+  std::string path_names = (first ? "-f,--" : "--") + flag_prefix + "filter";
+  if (!path_alias.empty()) path_names += "," + path_alias;
   CLI::Option* path =
-      command.add_option((first ? "-f,--" : "--") + flag_prefix + "filter", location.path,
+      command.add_option(path_names, location.path,
                          first ? "Filter file (a redbloom .rbf file)" : "Destination filter file");
   CLI::Option* name = command.add_option(
       "--" + flag_prefix + "name", location.name,

@@ -45,8 +45,9 @@ struct FilterLocation {
 
 // --filter, --redis, --name; `flag_prefix` ("" or "to-") names the options of a second filter
 // ("--to-filter", "--to-redis", "--to-name").
+// `path_alias` ("--known") is one more name for --filter.
 void add_location_options(CLI::App& command, FilterLocation& location,
-                          const std::string& flag_prefix = "");
+                          const std::string& flag_prefix = "", const std::string& path_alias = "");
 void add_sizing_options(CLI::App& command, SizingOptions& options);
 
 // The parameters the options ask for. Throws InvalidArgument for bad values.

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   register_info(app, exit_code);
   register_drop(app, exit_code);
   register_load(app, exit_code);
+  register_diff(app, exit_code);
   register_transfers(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -14,6 +14,7 @@ void add_stream_options(CLI::App& command, StreamOptions& options) {
                    "Items end with NUL bytes instead of newlines");
   command.add_flag("--skip-empty", options.input.skip_empty, "Ignore empty lines");
   command.add_flag("-q,--quiet", options.quiet, "No progress or summary on stderr");
+  command.add_flag("--json", options.json, "The summary as one JSON object on stderr");
 }
 
 void Output::flush() {

@@ -16,6 +16,7 @@ struct StreamOptions {
   std::vector<std::string> inputs;
   InputOptions input;
   bool quiet = false;
+  bool json = false;  // the summary as one JSON object on stderr
 };
 
 void add_stream_options(CLI::App& command, StreamOptions& options);

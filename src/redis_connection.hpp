@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redbloom/redis_endpoint.hpp"
 
@@ -123,6 +124,42 @@ class Connection {
 }
 [[nodiscard]] inline std::string_view text_of(const redisReply& reply) noexcept {
   return reply.str == nullptr ? std::string_view{} : std::string_view(reply.str, reply.len);
+}
+
+// Pipeline units (commands or groups of commands) in flight at once.
+inline constexpr std::size_t kPipelineWindow = 8;
+
+// Sends `units` pipeline units, at most kPipelineWindow in flight. make(i, buffer) writes unit i's
+// commands into the buffer and returns how many it wrote; on_reply(i, j, reply) sees the j-th
+// reply of unit i, in order. An exception (an I/O error, or one thrown by on_reply) drops the
+// connection, since replies may still be pending on it.
+template <class Make, class OnReply>
+void pipeline(Connection& connection, std::size_t units, std::string_view operation, Make&& make,
+              OnReply&& on_reply) {
+  std::vector<std::size_t> replies_of(std::min(units, kPipelineWindow));
+  CommandBuffer buffer;
+  std::size_t sent = 0;
+  try {
+    for (std::size_t done = 0; done < units; ++done) {
+      while (sent < units && sent - done < kPipelineWindow) {
+        buffer.clear();
+        replies_of[sent % kPipelineWindow] = make(sent, buffer);
+        if (!buffer.empty()) {
+          connection.append(buffer);
+          connection.send(operation);
+        }
+        ++sent;
+      }
+      const std::size_t replies = replies_of[done % kPipelineWindow];
+      for (std::size_t r = 0; r < replies; ++r) {
+        Reply reply = connection.read(operation);
+        on_reply(done, r, *reply);
+      }
+    }
+  } catch (...) {
+    connection.reset();
+    throw;
+  }
 }
 
 }  // namespace redbloom::redis

@@ -18,6 +18,7 @@ namespace {
 
 using redis::CommandBuffer;
 using redis::Connection;
+using redis::pipeline;
 using redis::Reply;
 
 // Items per pipelined round of test_and_set. Rounds are the unit of "committed": when a
@@ -30,8 +31,6 @@ constexpr std::size_t kCommandItems = 1024;
 constexpr std::size_t kRangeItems = 256;
 // Bytes per GETRANGE / SETRANGE when moving whole partitions.
 constexpr std::size_t kTransferChunk = std::size_t{1} << 20;
-// Pipeline units (commands or groups of commands) in flight at once.
-constexpr std::size_t kWindow = 8;
 // Cost model (bytes on the wire, see redis_store.hpp). One `SET u1 <offset> 1` is
 // "$3\r\nSET\r\n$2\r\nu1\r\n$9\r\n123456789\r\n$1\r\n1\r\n" (39 bytes) plus ":0\r\n" back;
 // a GET u1 drops the 7-byte value. A GETRANGE request is ~45 bytes plus the key, and its
@@ -41,39 +40,6 @@ constexpr double kGetBitBytes = 36;
 constexpr double kRangeBytes = 116;
 // A delta's temp key outlives any sane load step, and vanishes if the client dies.
 constexpr std::chrono::milliseconds kTempKeyTtl{10 * 60 * 1000};
-
-// Sends `units` pipeline units, at most kWindow in flight. make(i, buffer) writes unit i's
-// commands into the buffer and returns how many it wrote; on_reply(i, j, reply) sees the j-th
-// reply of unit i, in order. An exception (an I/O error, or one thrown by on_reply) drops the
-// connection, since replies may still be pending on it.
-template <class Make, class OnReply>
-void pipeline(Connection& connection, std::size_t units, std::string_view operation, Make&& make,
-              OnReply&& on_reply) {
-  std::vector<std::size_t> replies_of(std::min(units, kWindow));
-  CommandBuffer buffer;
-  std::size_t sent = 0;
-  try {
-    for (std::size_t done = 0; done < units; ++done) {
-      while (sent < units && sent - done < kWindow) {
-        buffer.clear();
-        replies_of[sent % kWindow] = make(sent, buffer);
-        if (!buffer.empty()) {
-          connection.append(buffer);
-          connection.send(operation);
-        }
-        ++sent;
-      }
-      const std::size_t replies = replies_of[done % kWindow];
-      for (std::size_t r = 0; r < replies; ++r) {
-        Reply reply = connection.read(operation);
-        on_reply(done, r, *reply);
-      }
-    }
-  } catch (...) {
-    connection.reset();
-    throw;
-  }
-}
 
 std::string type_of(Connection& connection, const std::string& key) {
   Reply reply = connection.run({"TYPE", key});

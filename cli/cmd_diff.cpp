@@ -1,0 +1,89 @@
+// diff: print the items of the checked input that the known filter does not hold (seed 000's
+// orphans). Bloom-only by default: never prints a known item, but hides each orphan with
+// probability ~ the filter's current rate (the summary gives the expected number). --exact
+// verifies every item the filter calls present against the exact set built by
+// add/load --exact, so that no orphan is hidden (up to a ~1e-13 fingerprint collision).
+#include <cstdio>
+
+#include "commands.hpp"
+#include "exact_options.hpp"
+#include "exit_codes.hpp"
+#include "filter_options.hpp"
+#include "progress.hpp"
+#include "redbloom/known_set.hpp"
+#include "stream.hpp"
+#include "summary.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+struct DiffCommand {
+  FilterLocation known;
+  StreamOptions stream;
+  bool exact = false;
+};
+
+int run_diff(const DiffCommand& cmd) {
+  Filter filter = open_for_reading(cmd.known);
+  const double rate = filter.info().estimated_error_rate;
+  KnownSet known(std::move(filter), cmd.exact ? open_exact(cmd.known) : nullptr);
+  const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
+  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
+  Output out(1);
+  Progress progress("diff", reader.stats(), cmd.stream.quiet);
+  std::vector<std::string_view> batch;
+  std::vector<std::uint8_t> missing;
+  const std::size_t batch_items = stream_batch(known.filter());
+  const bool fill_up = reader.stats().total_bytes > 0;
+  std::uint64_t items = 0;
+  while (reader.next_batch(batch, batch_items, fill_up)) {
+    missing.resize(batch.size());
+    known.missing_batch(batch, missing, mode);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (missing[i]) out.write_item(batch[i], reader.delimiter());
+    }
+    items += batch.size();
+    progress.update(items);
+  }
+  out.flush();
+  progress.finish();
+  warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
+  const KnownSet::Stats stats = known.stats();
+  Summary summary("diff");
+  summary.count("checked", "checked", stats.checked)
+      .count("missing", "missing", stats.missing)
+      .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
+      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s")
+      .text("mode", "mode", cmd.exact ? "exact" : "bloom-only");
+  if (cmd.exact) {
+    summary.count("verified", "verified", stats.verified)
+        .count("false positives caught", "false_positives", stats.false_positives)
+        .number("false-match probability per item", "false_match_probability",
+                stats.false_match_probability, "%.2g");
+  } else {
+    // Each orphan passes as known with probability `rate`: of A absent items the filter shows
+    // A(1 - rate), so about missing * rate / (1 - rate) more are hidden.
+    const double hidden = rate < 1 ? static_cast<double>(stats.missing) * rate / (1 - rate) : 0;
+    summary.number("expected hidden orphans", "expected_hidden", hidden, "%.1f")
+        .note("Bloom-only: each orphan is missed with probability " + std::to_string(rate) +
+              "; use --exact to verify");
+  }
+  summary.print(cmd.stream.json, cmd.stream.quiet);
+  return stats.missing > 0 ? kExitOk : kExitNoMatch;
+}
+
+}  // namespace
+
+void register_diff(CLI::App& app, int& exit_code) {
+  auto cmd = std::make_shared<DiffCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "diff", "Print the checked items the known filter does not hold (orphans); exit 1 if none");
+  add_location_options(*sub, cmd->known, "", "--known");
+  add_stream_options(*sub, cmd->stream);
+  sub->add_option("--check", cmd->stream.inputs, "Items to check (files; default stdin)");
+  sub->add_flag("--exact", cmd->exact,
+                "Verify the items the filter calls present against its exact set");
+  sub->callback([cmd, &exit_code] { exit_code = run_diff(*cmd); });
+}
+
+}  // namespace redbloom::cli

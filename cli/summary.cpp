@@ -1,0 +1,74 @@
+#include "summary.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace redbloom::cli {
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  return buf;
+}
+
+Summary& Summary::count(std::string label, std::string key, unsigned long long value) {
+  const std::string digits = std::to_string(value);
+  fields_.push_back({label.empty() ? digits : label + " " + digits, std::move(key), digits});
+  return *this;
+}
+
+Summary& Summary::number(std::string label, std::string key, double value, const char* format,
+                         std::string unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  std::string shown = label.empty() ? std::string(buf) : label + " " + buf;
+  if (!unit.empty()) shown += " " + unit;
+  fields_.push_back({std::move(shown), std::move(key), json_number(value)});
+  return *this;
+}
+
+Summary& Summary::text(std::string label, std::string key, std::string value) {
+  fields_.push_back(
+      {label.empty() ? value : label + " " + value, std::move(key), json_string(value)});
+  return *this;
+}
+
+Summary& Summary::note(std::string sentence) {
+  notes_.push_back(std::move(sentence));
+  return *this;
+}
+
+void Summary::print(bool json, bool quiet) const {
+  if (quiet) return;
+  std::string line;
+  if (json) {
+    line = "{\"command\": " + json_string(command_);
+    for (const Field& f : fields_) line += ", " + json_string(f.key) + ": " + f.json;
+    line += "}";
+  } else {
+    line = "redbloom " + command_ + ":";
+    for (std::size_t i = 0; i < fields_.size(); ++i) line += (i ? ", " : " ") + fields_[i].text;
+    for (const std::string& n : notes_) line += "; " + n;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace redbloom::cli

@@ -1,0 +1,78 @@
+// The exact companion of a filter: a compact set of fingerprints of the items added, used to
+// verify the items a Bloom filter calls present (seed 000's "exact Redis SET", at a fraction of
+// its memory). Only items the filter calls present touch it, so it is consulted for the known
+// items and the filter's false positives, never for the bulk of absent ones.
+//
+// A fingerprint is XXH3-64 of the item with its own seed, independent of the 128-bit hash that
+// places the filter's bits (so the filter's false positives are not more likely to also match
+// here). A query falsely matches with probability (fingerprints it is compared with) / 2^b:
+//   file:  all n fingerprints, b = 64 bits      -> n / 2^64      (1e7 items: 5.4e-13)
+//   Redis: one bucket of ~n / buckets, b = 48   -> (n / B) / 2^48 (1e7 items, B = 2^18: 1.4e-13)
+// Storage: 8 bytes per item in the file; in Redis 6 bytes per item in bucket strings plus the
+// strings' allocation slack and per-key overhead (measured in the README).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "redbloom/redis_endpoint.hpp"
+
+namespace redbloom {
+
+class ExactSet {
+ public:
+  virtual ~ExactSet() = default;
+  ExactSet() = default;
+  ExactSet(const ExactSet&) = delete;
+  ExactSet& operator=(const ExactSet&) = delete;
+
+  // Adds the items that are not in the set yet (each at most once, even if repeated in the
+  // batch). Returns how many were added.
+  virtual std::size_t add(std::span<const std::string_view> items) = 0;
+  // present[i] = 1 iff item i was added (up to the false-match probability).
+  virtual void contains(std::span<const std::string_view> items,
+                        std::span<std::uint8_t> present) = 0;
+
+  // Removes every fingerprint.
+  virtual void clear() = 0;
+  // Makes the added fingerprints durable (fsync for the file; nothing for Redis).
+  virtual void flush() {}
+
+  // Fingerprints stored.
+  [[nodiscard]] virtual std::uint64_t entries() const = 0;
+  // Bytes the set occupies where it lives (file size; Redis MEMORY USAGE of its keys).
+  [[nodiscard]] virtual std::uint64_t storage_bytes() const = 0;
+  // The probability that one query for an absent item matches, at the current size.
+  [[nodiscard]] virtual double false_match_probability() const = 0;
+  [[nodiscard]] virtual std::string location() const = 0;
+};
+
+// The companion of the filter file `filter_path`: `filter_path + ".exact"`. create() refuses an
+// existing one unless `overwrite`; open() reads every fingerprint into memory (8 bytes each).
+// Writers append under an exclusive lock; a set opened earlier does not see later appends by
+// other processes.
+[[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path,
+                                                              bool overwrite = false);
+[[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path);
+[[nodiscard]] bool file_exact_set_exists(const std::string& filter_path);
+void remove_file_exact_set(const std::string& filter_path);
+
+// The companion of Redis filter NAME: metadata hash `NAME:exact` and bucket strings
+// `NAME:exact:{NAME:x<b>}`. `expected_items` sizes the bucket count (a power of two, about 64
+// fingerprints per bucket at that size).
+[[nodiscard]] std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
+                                                               const std::string& name,
+                                                               std::uint64_t expected_items,
+                                                               bool overwrite = false);
+[[nodiscard]] std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
+                                                             const std::string& name);
+[[nodiscard]] bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name);
+void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name);
+
+// The fingerprint of an item (exposed for tests).
+[[nodiscard]] std::uint64_t exact_fingerprint(std::string_view item) noexcept;
+
+}  // namespace redbloom

@@ -1,0 +1,279 @@
+// The Redis companion: fingerprints split into 2^b buckets by their top b bits; each bucket a
+// string of 6-byte tags (the fingerprint's low 48 bits), appended to with APPEND. A lookup
+// GETs the item's bucket (~64 tags at the expected size) and scans it.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
+#include "redis_connection.hpp"
+#include "redis_keys.hpp"
+
+namespace redbloom {
+namespace {
+
+using redis::CommandBuffer;
+using redis::Connection;
+using redis::pipeline;
+
+constexpr std::string_view kFormat = "redbloom-exact";
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kTagBytes = 6;
+constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
+// About this many tags per bucket at the expected size: a GET of ~400 bytes per lookup, and
+// per-key overhead spread over enough items to stay near 1 byte each.
+constexpr std::uint64_t kTagsPerBucket = 64;
+constexpr unsigned kMaxBucketBits = 24;
+// Bucket commands per pipeline unit.
+constexpr std::size_t kCommandsPerUnit = 64;
+
+std::string meta_key(const std::string& name) {
+  return name + ":exact";
+}
+
+std::string bucket_key(const std::string& name, std::uint64_t bucket) {
+  std::string key = name;
+  key += ":exact:{";
+  key += name;
+  key += ":x";
+  key += std::to_string(bucket);
+  key += '}';
+  return key;
+}
+
+void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+  const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
+  pipeline(
+      connection, units, "UNLINK",
+      [&](std::size_t u, CommandBuffer& buffer) {
+        const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
+        for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
+          buffer.command({"UNLINK", bucket_key(name, b)});
+        }
+        return static_cast<std::size_t>(end - u * kCommandsPerUnit);
+      },
+      [&](std::size_t, std::size_t, const redisReply& reply) {
+        connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+      });
+}
+
+struct Slot {
+  std::uint64_t bucket;
+  std::uint64_t tag;
+};
+
+class RedisExactSet final : public ExactSet {
+ public:
+  RedisExactSet(const RedisEndpoint& endpoint, std::string name, unsigned bucket_bits)
+      : connection_(endpoint), name_(std::move(name)), bucket_bits_(bucket_bits) {}
+
+  Connection& connection() { return connection_; }
+
+  std::size_t add(std::span<const std::string_view> items) override {
+    std::vector<std::uint8_t> present(items.size());
+    contains(items, present);
+    // New items, each once: by fingerprint, as stored.
+    std::map<std::uint64_t, std::string> appends;  // bucket -> tags to append
+    std::unordered_set<std::uint64_t> seen;
+    std::size_t added = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const std::uint64_t f = exact_fingerprint(items[i]);
+      if (present[i] || !seen.insert(f).second) continue;
+      const Slot slot = slot_of(f);
+      std::string& tags = appends[slot.bucket];
+      for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(slot.tag >> (8 * b));
+      ++added;
+    }
+    if (added == 0) return 0;
+    std::vector<const std::pair<const std::uint64_t, std::string>*> order;
+    for (const auto& entry : appends) order.push_back(&entry);
+    const std::size_t units = (order.size() + kCommandsPerUnit - 1) / kCommandsPerUnit;
+    pipeline(
+        connection_, units + 1, "APPEND",
+        [&](std::size_t u, CommandBuffer& buffer) {
+          if (u == units) {
+            buffer.command({"HINCRBY", meta_key(name_), "entries", std::to_string(added)});
+            return std::size_t{1};
+          }
+          const std::size_t end = std::min(order.size(), (u + 1) * kCommandsPerUnit);
+          for (std::size_t c = u * kCommandsPerUnit; c < end; ++c) {
+            buffer.command({"APPEND", bucket_key(name_, order[c]->first), order[c]->second});
+          }
+          return end - u * kCommandsPerUnit;
+        },
+        [&](std::size_t, std::size_t, const redisReply& reply) {
+          connection_.expect(reply, REDIS_REPLY_INTEGER, "APPEND");
+        });
+    return added;
+  }
+
+  void contains(std::span<const std::string_view> items, std::span<std::uint8_t> present) override {
+    if (present.size() < items.size()) throw InvalidArgument("exact set: flag span too small");
+    std::map<std::uint64_t, std::vector<std::size_t>> by_bucket;
+    std::vector<std::uint64_t> tags(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Slot slot = slot_of(exact_fingerprint(items[i]));
+      tags[i] = slot.tag;
+      by_bucket[slot.bucket].push_back(i);
+      present[i] = 0;
+    }
+    std::vector<const std::pair<const std::uint64_t, std::vector<std::size_t>>*> order;
+    for (const auto& entry : by_bucket) order.push_back(&entry);
+    const std::size_t units = (order.size() + kCommandsPerUnit - 1) / kCommandsPerUnit;
+    pipeline(
+        connection_, units, "GET",
+        [&](std::size_t u, CommandBuffer& buffer) {
+          const std::size_t end = std::min(order.size(), (u + 1) * kCommandsPerUnit);
+          for (std::size_t c = u * kCommandsPerUnit; c < end; ++c) {
+            buffer.command({"GET", bucket_key(name_, order[c]->first)});
+          }
+          return end - u * kCommandsPerUnit;
+        },
+        [&](std::size_t u, std::size_t r, const redisReply& reply) {
+          if (reply.type == REDIS_REPLY_NIL) return;  // an empty bucket
+          connection_.expect(reply, REDIS_REPLY_STRING, "GET");
+          if (reply.len % kTagBytes != 0) {
+            connection_.fail("GET", "exact-set bucket of " + std::to_string(reply.len) +
+                                        " bytes is not a whole number of tags (damaged?)");
+          }
+          const auto* bytes = reinterpret_cast<const std::uint8_t*>(reply.str);
+          for (std::size_t i : order[u * kCommandsPerUnit + r]->second) {
+            for (std::size_t at = 0; at < reply.len && !present[i]; at += kTagBytes) {
+              std::uint64_t tag = 0;
+              for (std::size_t b = kTagBytes; b-- > 0;) tag = (tag << 8) | bytes[at + b];
+              present[i] = tag == tags[i] ? 1 : 0;
+            }
+          }
+        });
+  }
+
+  void clear() override {
+    const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
+    unlink_buckets(connection_, name_, buckets);
+    connection_.run({"HSET", meta_key(name_), "entries", "0"});
+  }
+
+  [[nodiscard]] std::uint64_t entries() const override {
+    auto reply = connection_.run({"HGET", meta_key(name_), "entries"});
+    return reply->type == REDIS_REPLY_STRING ? std::stoull(std::string(redis::text_of(*reply))) : 0;
+  }
+
+  [[nodiscard]] std::uint64_t storage_bytes() const override {
+    const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
+    std::uint64_t total = 0;
+    const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
+    pipeline(
+        connection_, units + 1, "MEMORY USAGE",
+        [&](std::size_t u, CommandBuffer& buffer) {
+          if (u == units) {
+            buffer.command({"MEMORY", "USAGE", meta_key(name_)});
+            return std::size_t{1};
+          }
+          const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
+          for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
+            buffer.command({"MEMORY", "USAGE", bucket_key(name_, b)});
+          }
+          return static_cast<std::size_t>(end - u * kCommandsPerUnit);
+        },
+        [&](std::size_t, std::size_t, const redisReply& reply) {
+          if (redis::is_error(reply)) connection_.fail("MEMORY USAGE", redis::text_of(reply));
+          if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
+        });
+    return total;
+  }
+
+  [[nodiscard]] double false_match_probability() const override {
+    const double per_bucket =
+        static_cast<double>(entries()) / static_cast<double>(std::uint64_t{1} << bucket_bits_);
+    return per_bucket / std::ldexp(1.0, 8 * kTagBytes);
+  }
+
+  [[nodiscard]] std::string location() const override {
+    return "redis " + connection_.endpoint().describe() + " exact set " + meta_key(name_);
+  }
+
+ private:
+  [[nodiscard]] Slot slot_of(std::uint64_t f) const {
+    return {bucket_bits_ == 0 ? 0 : f >> (64 - bucket_bits_), f & kTagMask};
+  }
+
+  mutable Connection connection_;
+  std::string name_;
+  unsigned bucket_bits_;
+};
+
+// bucket_bits from HGETALL of the metadata; nullopt if there is none.
+std::optional<unsigned> read_bucket_bits(Connection& connection, const std::string& name) {
+  const std::string meta = meta_key(name);
+  auto reply = connection.run({"HGETALL", meta});
+  if (reply->elements == 0) return std::nullopt;
+  std::map<std::string, std::string> fields;
+  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+    fields.emplace(redis::text_of(*reply->element[i]), redis::text_of(*reply->element[i + 1]));
+  }
+  const std::string what = "key '" + meta + "' on redis " + connection.endpoint().describe();
+  if (fields["format"] != kFormat) throw FormatError(what + " is not a redbloom exact set");
+  if (fields["version"] != std::to_string(kVersion)) {
+    throw FormatError(what + ": exact-set version " + fields["version"] + " is unknown");
+  }
+  const std::string& bits = fields["bucket_bits"];
+  if (bits.empty() || bits.size() > 2 || !std::all_of(bits.begin(), bits.end(), ::isdigit) ||
+      std::stoul(bits) > kMaxBucketBits) {
+    throw FormatError(what + ": bad bucket_bits '" + bits + "'");
+  }
+  return static_cast<unsigned>(std::stoul(bits));
+}
+
+}  // namespace
+
+std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
+                                                 const std::string& name,
+                                                 std::uint64_t expected_items, bool overwrite) {
+  redis::validate_filter_name(name);
+  if (overwrite && redis_exact_set_exists(endpoint, name)) drop_redis_exact_set(endpoint, name);
+  unsigned bits = 0;
+  while (bits < kMaxBucketBits && (std::uint64_t{kTagsPerBucket} << bits) < expected_items) ++bits;
+  auto set = std::make_unique<RedisExactSet>(endpoint, name, bits);
+  Connection& connection = set->connection();
+  const std::string meta = meta_key(name);
+  auto claimed = connection.run({"HSETNX", meta, "format", kFormat});
+  if (claimed->integer == 0) {
+    throw FilterExists("exact set '" + meta + "' on redis " + endpoint.describe() +
+                       " already exists (use --force to replace it)");
+  }
+  connection.run({"HSET", meta, "version", std::to_string(kVersion), "bucket_bits",
+                  std::to_string(bits), "tag_bytes", std::to_string(kTagBytes), "entries", "0"});
+  return set;
+}
+
+std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
+                                               const std::string& name) {
+  redis::validate_filter_name(name);
+  Connection connection(endpoint);
+  const auto bits = read_bucket_bits(connection, name);
+  if (!bits) {
+    throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
+                   " has no exact set: build one with add or load --exact");
+  }
+  return std::make_unique<RedisExactSet>(endpoint, name, *bits);
+}
+
+bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {
+  Connection connection(endpoint);
+  return connection.run({"EXISTS", meta_key(name)})->integer != 0;
+}
+
+void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name) {
+  Connection connection(endpoint);
+  const auto bits = read_bucket_bits(connection, name);
+  if (!bits)
+    throw NotFound("no exact set '" + meta_key(name) + "' on redis " + endpoint.describe());
+  unlink_buckets(connection, name, std::uint64_t{1} << *bits);
+  connection.run({"UNLINK", meta_key(name)});
+}
+
+}  // namespace redbloom

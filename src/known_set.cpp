@@ -1,0 +1,115 @@
+#include "redbloom/known_set.hpp"
+
+#include <algorithm>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom {
+
+KnownSet::KnownSet(Filter filter, std::unique_ptr<ExactSet> exact)
+    : filter_(std::move(filter)), exact_(std::move(exact)) {}
+
+KnownSet KnownSet::create_file(const std::string& path, const FilterParams& params, bool exact,
+                               bool overwrite) {
+  Filter filter = Filter::create_file(path, params, overwrite);
+  return {std::move(filter), exact ? create_file_exact_set(path, overwrite) : nullptr};
+}
+
+KnownSet KnownSet::open_file(const std::string& path, bool exact) {
+  Filter filter = Filter::open_file(path);
+  return {std::move(filter), exact ? open_file_exact_set(path) : nullptr};
+}
+
+KnownSet KnownSet::create_redis(const RedisEndpoint& endpoint, const std::string& name,
+                                const FilterParams& params, bool exact, bool overwrite) {
+  Filter filter = Filter::create_redis(endpoint, name, params, overwrite);
+  const std::uint64_t expected = params.capacity > 0 ? params.capacity : params.total_bits() / 10;
+  return {std::move(filter),
+          exact ? create_redis_exact_set(endpoint, name, expected, overwrite) : nullptr};
+}
+
+KnownSet KnownSet::open_redis(const RedisEndpoint& endpoint, const std::string& name, bool exact) {
+  Filter filter = Filter::open_redis(endpoint, name);
+  return {std::move(filter), exact ? open_redis_exact_set(endpoint, name) : nullptr};
+}
+
+void KnownSet::add_batch(std::span<const std::string_view> items) {
+  if (exact_) exact_->add(items);
+  filter_.insert_many(items);
+  added_ += items.size();
+}
+
+std::size_t KnownSet::missing_batch(std::span<const std::string_view> items,
+                                    std::span<std::uint8_t> missing, Mode mode) {
+  if (missing.size() < items.size()) throw InvalidArgument("missing_batch: flag span too small");
+  if (mode == Mode::exact && !exact_) {
+    throw InvalidArgument("exact answers need the filter's exact set (build it with --exact)");
+  }
+  std::vector<std::uint8_t> present(items.size());
+  filter_.contains_many(items, present);
+  std::size_t count = 0;
+  if (mode == Mode::exact) {
+    // Only the items the filter calls present touch the companion.
+    std::vector<std::string_view> candidates;
+    std::vector<std::size_t> where;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (present[i]) {
+        candidates.push_back(items[i]);
+        where.push_back(i);
+      }
+    }
+    std::vector<std::uint8_t> confirmed(candidates.size());
+    exact_->contains(candidates, confirmed);
+    for (std::size_t j = 0; j < candidates.size(); ++j) {
+      if (!confirmed[j]) {
+        present[where[j]] = 0;
+        ++false_positives_;
+      }
+    }
+    verified_ += candidates.size();
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    missing[i] = present[i] ? 0 : 1;
+    count += missing[i];
+  }
+  checked_ += items.size();
+  missing_ += count;
+  return count;
+}
+
+KnownSet::Stats KnownSet::stats() const {
+  Stats s;
+  s.filter = filter_.info();
+  s.added = added_;
+  s.checked = checked_;
+  s.missing = missing_;
+  s.verified = verified_;
+  s.false_positives = false_positives_;
+  if (exact_) {
+    s.has_exact = true;
+    s.exact_entries = exact_->entries();
+    s.exact_bytes = exact_->storage_bytes();
+    s.false_match_probability = exact_->false_match_probability();
+  }
+  return s;
+}
+
+void KnownSet::clear() {
+  const FilterParams& p = filter_.params();
+  std::vector<std::uint8_t> zeros(std::min<std::uint64_t>(p.partition_bytes(), 8u << 20));
+  for (std::uint64_t partition = 0; partition < p.partitions; ++partition) {
+    for (std::uint64_t at = 0; at < p.partition_bytes(); at += zeros.size()) {
+      const std::size_t n = std::min<std::uint64_t>(zeros.size(), p.partition_bytes() - at);
+      filter_.store().write_bytes(partition, at, {zeros.data(), n});
+    }
+  }
+  if (exact_) exact_->clear();
+  flush();
+}
+
+void KnownSet::flush() {
+  if (exact_) exact_->flush();
+  filter_.flush();
+}
+
+}  // namespace redbloom
