@@ -7,9 +7,11 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "progress.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/redis_store.hpp"
 #include "redbloom/transfer.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -19,14 +21,20 @@ struct TransferCommand {
   FilterLocation to;
   bool force = false;
   bool quiet = false;
+  bool json = false;
 };
 
 int run_transfer(const TransferCommand& cmd, const char* verb) {
   const Filter source = open_for_reading(cmd.from);
   Filter target = create_filter(cmd.to, source.params(), cmd.force);
-  const auto start = std::chrono::steady_clock::now();
+  InputStats bytes;  // the progress line's ETA comes from bytes done of the total
+  Progress progress(verb, bytes, cmd.quiet, "bytes");
   try {
-    copy_bits(source.store(), target.store());
+    copy_bits(source.store(), target.store(), [&](std::uint64_t done, std::uint64_t total) {
+      bytes.bytes = done;
+      bytes.total_bytes = total;
+      progress.update(done);
+    });
   } catch (const Error& e) {
     // A half-copied filter would open fine and answer with false negatives: remove it.
     std::string outcome = "the incomplete copy was dropped";
@@ -38,20 +46,23 @@ int run_transfer(const TransferCommand& cmd, const char* verb) {
     }
     throw StorageError(std::string(e.what()) + "; " + outcome);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!cmd.quiet) {
-    const double bytes = static_cast<double>(source.params().total_bytes());
-    std::fprintf(stderr, "redbloom %s: %s -> %s: %s in %.2f s (%.0f MB/s)\n", verb,
-                 cmd.from.describe().c_str(), cmd.to.describe().c_str(),
-                 format_bytes(bytes).c_str(), seconds, bytes / 1e6 / std::max(seconds, 1e-9));
-  }
+  progress.finish();
+  const double seconds = progress.elapsed_seconds();
+  const double total = static_cast<double>(source.params().total_bytes());
+  Summary(verb)
+      .text("from", "from", cmd.from.describe())
+      .text("to", "to", cmd.to.describe())
+      .count("bytes", "bytes", source.params().total_bytes())
+      .number("", "seconds", seconds, "%.2f", "s")
+      .number("", "megabytes_per_second", total / 1e6 / std::max(seconds, 1e-9), "%.0f", "MB/s")
+      .print(cmd.json, cmd.quiet);
   return kExitOk;
 }
 
 void add_common(CLI::App& sub, TransferCommand& cmd) {
   sub.add_flag("--force", cmd.force, "Replace an existing destination filter");
-  sub.add_flag("-q,--quiet", cmd.quiet, "No summary on stderr");
+  sub.add_flag("-q,--quiet", cmd.quiet, "No progress or summary on stderr");
+  sub.add_flag("--json", cmd.json, "The summary as one JSON object on stderr");
 }
 
 }  // namespace

@@ -6,8 +6,9 @@
 
 namespace redbloom::cli {
 
-Progress::Progress(std::string verb, const InputStats& stats, bool quiet)
+Progress::Progress(std::string verb, const InputStats& stats, bool quiet, std::string unit)
     : verb_(std::move(verb)),
+      unit_(std::move(unit)),
       stats_(stats),
       enabled_(!quiet && ::isatty(2) == 1),
       start_(std::chrono::steady_clock::now()),
@@ -28,8 +29,8 @@ void Progress::update(std::uint64_t items) {
   if (now - last_ < std::chrono::seconds(1)) return;
   last_ = now;
   const double per_second = rate(items);
-  std::fprintf(stderr, "\r\033[K%s: %llu items, %.0f items/s", verb_.c_str(),
-               static_cast<unsigned long long>(items), per_second);
+  std::fprintf(stderr, "\r\033[K%s: %llu %s, %.0f %s/s", verb_.c_str(),
+               static_cast<unsigned long long>(items), unit_.c_str(), per_second, unit_.c_str());
   if (stats_.total_bytes > 0 && stats_.bytes > 0) {
     const double done = static_cast<double>(stats_.bytes) / static_cast<double>(stats_.total_bytes);
     const double eta = done > 0 ? elapsed_seconds() * (1 - done) / done : 0;

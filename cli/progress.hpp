@@ -12,7 +12,8 @@ namespace redbloom::cli {
 
 class Progress {
  public:
-  Progress(std::string verb, const InputStats& stats, bool quiet);
+  // `unit` names what update() counts ("items", "bytes").
+  Progress(std::string verb, const InputStats& stats, bool quiet, std::string unit = "items");
   // Called after each batch; prints at most once a second.
   void update(std::uint64_t items);
   // Clears the progress line.
@@ -23,6 +24,7 @@ class Progress {
 
  private:
   std::string verb_;
+  std::string unit_;
   const InputStats& stats_;
   bool enabled_;
   bool shown_ = false;
