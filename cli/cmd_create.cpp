@@ -25,10 +25,8 @@ void register_create(CLI::App& app, int& exit_code) {
   sub->add_flag("--exact", cmd->exact, "Also create the exact set that diff --exact uses");
   sub->add_flag("-q,--quiet", cmd->quiet, "Print nothing");
   sub->callback([cmd, &exit_code] {
-    const FilterParams params = requested_params(cmd->sizing);
-    // A replaced filter's exact set would describe other items: it goes too.
-    if (cmd->force) drop_exact_if_any(cmd->location);
-    const Filter filter = create_filter(cmd->location, params, cmd->force);
+    // create_filter also drops an exact set left from a former filter of that name.
+    const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
     if (cmd->exact) (void)exact_for_writing(cmd->location, filter, /*create=*/true);
     if (!cmd->quiet) {
       std::printf("created %s: %s\n", cmd->location.describe().c_str(),

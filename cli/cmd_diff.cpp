@@ -48,7 +48,7 @@ int run_diff(const DiffCommand& cmd) {
   out.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
-  const KnownSet::Stats stats = known.stats();
+  const KnownSet::Stats stats = known.stats(/*measure_storage=*/false);
   Summary summary("diff");
   summary.count("checked", "checked", stats.checked)
       .count("missing", "missing", stats.missing)

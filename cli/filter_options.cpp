@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "exact_options.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/redis_store.hpp"
 
@@ -159,10 +160,13 @@ FilterParams requested_params(const SizingOptions& o) {
 
 Filter create_filter(const FilterLocation& location, const FilterParams& params, bool overwrite) {
   location.check();
-  if (location.in_redis()) {
-    return Filter::create_redis(location.endpoint(), location.name, params, overwrite);
-  }
-  return Filter::create_file(location.path, params, overwrite);
+  Filter filter = location.in_redis()
+                      ? Filter::create_redis(location.endpoint(), location.name, params, overwrite)
+                      : Filter::create_file(location.path, params, overwrite);
+  // An exact set left from a filter of the same name that is gone (a deleted file, keys
+  // unlinked by hand) describes other items: adopted, it would hide orphans.
+  drop_exact_if_any(location);
+  return filter;
 }
 
 void drop_filter(const FilterLocation& location) {

@@ -206,16 +206,25 @@ class RedisExactSet final : public ExactSet {
   unsigned bucket_bits_;
 };
 
-// bucket_bits from HGETALL of the metadata; nullopt if there is none.
+std::string describe_meta(const Connection& connection, const std::string& name) {
+  return "key '" + meta_key(name) + "' on redis " + connection.endpoint().describe();
+}
+
+// bucket_bits from HGETALL of the metadata; nullopt if there is none. A key of another type,
+// or a hash that is not an exact set's (another program's, or the metadata of a filter named
+// NAME:exact), is a FormatError naming it.
 std::optional<unsigned> read_bucket_bits(Connection& connection, const std::string& name) {
   const std::string meta = meta_key(name);
+  const std::string what = describe_meta(connection, name);
+  const std::string type(redis::text_of(*connection.run({"TYPE", meta})));
+  if (type == "none") return std::nullopt;
+  if (type != "hash") throw FormatError(what + " holds a " + type + ", not a redbloom exact set");
   auto reply = connection.run({"HGETALL", meta});
   if (reply->elements == 0) return std::nullopt;
   std::map<std::string, std::string> fields;
   for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
     fields.emplace(redis::text_of(*reply->element[i]), redis::text_of(*reply->element[i + 1]));
   }
-  const std::string what = "key '" + meta + "' on redis " + connection.endpoint().describe();
   if (fields["format"] != kFormat) throw FormatError(what + " is not a redbloom exact set");
   if (fields["version"] != std::to_string(kVersion)) {
     throw FormatError(what + ": exact-set version " + fields["version"] + " is unknown");
@@ -240,13 +249,46 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
   auto set = std::make_unique<RedisExactSet>(endpoint, name, bits);
   Connection& connection = set->connection();
   const std::string meta = meta_key(name);
-  auto claimed = connection.run({"HSETNX", meta, "format", kFormat});
-  if (claimed->integer == 0) {
-    throw FilterExists("exact set '" + meta + "' on redis " + endpoint.describe() +
-                       " already exists (use --force to replace it)");
+  // A key that is not an exact set (another program's, or the metadata of a filter named
+  // NAME:exact) is reported as such, and never written to.
+  const auto exists = [&] {
+    return FilterExists("exact set '" + meta + "' on redis " + endpoint.describe() +
+                        " already exists (use --force to replace it)");
+  };
+  if (read_bucket_bits(connection, name)) throw exists();
+  // The metadata is written whole, and only if no key of that name appeared meanwhile (WATCH
+  // fails the EXEC otherwise): a creator that loses the race and opens the winner's never
+  // finds it half written, and HSETNX's way of adding a field to a foreign hash is avoided.
+  bool claimed = false;
+  try {
+    connection.run({"WATCH", meta});
+    if (connection.run({"EXISTS", meta})->integer == 0) {
+      CommandBuffer transaction;
+      transaction.command({"MULTI"});
+      transaction.command({"HSET", meta, "format", kFormat, "version", std::to_string(kVersion),
+                           "bucket_bits", std::to_string(bits), "tag_bytes",
+                           std::to_string(kTagBytes), "entries", "0"});
+      transaction.command({"EXEC"});
+      connection.append(transaction);
+      for (const char* step : {"MULTI", "HSET"}) {
+        redis::Reply reply = connection.read(step);
+        if (redis::is_error(*reply)) connection.fail(step, redis::text_of(*reply));
+      }
+      redis::Reply exec = connection.read("EXEC");
+      if (redis::is_error(*exec)) connection.fail("EXEC", redis::text_of(*exec));
+      claimed = exec->type == REDIS_REPLY_ARRAY;  // nil: the key appeared, nothing ran
+    } else {
+      connection.run({"UNWATCH"});
+    }
+  } catch (...) {
+    // Replies of the transaction may still be pending, and the WATCH must not outlive it.
+    connection.reset();
+    throw;
   }
-  connection.run({"HSET", meta, "version", std::to_string(kVersion), "bucket_bits",
-                  std::to_string(bits), "tag_bytes", std::to_string(kTagBytes), "entries", "0"});
+  if (!claimed) {
+    (void)read_bucket_bits(connection, name);  // throws if what appeared is not an exact set
+    throw exists();
+  }
   return set;
 }
 
@@ -263,8 +305,13 @@ std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
 }
 
 bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {
+  // Only an exact set's metadata counts: a filter named NAME:exact, or another program's key,
+  // is not filter NAME's companion (and must not stop NAME from being written or dropped).
   Connection connection(endpoint);
-  return connection.run({"EXISTS", meta_key(name)})->integer != 0;
+  const std::string meta = meta_key(name);
+  if (redis::text_of(*connection.run({"TYPE", meta})) != "hash") return false;
+  const auto format = connection.run({"HGET", meta, "format"});
+  return format->type == REDIS_REPLY_STRING && redis::text_of(*format) == kFormat;
 }
 
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name) {

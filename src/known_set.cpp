@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "redbloom/error.hpp"
+#include "redbloom/file_store.hpp"
+#include "redbloom/redis_store.hpp"
 
 namespace redbloom {
 
@@ -11,8 +13,23 @@ KnownSet::KnownSet(Filter filter, std::unique_ptr<ExactSet> exact)
 
 KnownSet KnownSet::create_file(const std::string& path, const FilterParams& params, bool exact,
                                bool overwrite) {
+  // A replaced filter's companion describes other items: it goes too (before anything is
+  // replaced, so that a companion that cannot be removed leaves the old pair as it was).
+  if (overwrite && !exact && file_exact_set_exists(path)) remove_file_exact_set(path);
   Filter filter = Filter::create_file(path, params, overwrite);
-  return {std::move(filter), exact ? create_file_exact_set(path, overwrite) : nullptr};
+  if (!exact) return {std::move(filter), nullptr};
+  std::unique_ptr<ExactSet> companion;
+  try {
+    companion = create_file_exact_set(path, overwrite);
+  } catch (...) {
+    // No filter without the companion asked for (a leftover companion refused, say).
+    try {
+      FileStore::remove(path);
+    } catch (const Error&) {  // the companion's error says more
+    }
+    throw;
+  }
+  return {std::move(filter), std::move(companion)};
 }
 
 KnownSet KnownSet::open_file(const std::string& path, bool exact) {
@@ -22,10 +39,23 @@ KnownSet KnownSet::open_file(const std::string& path, bool exact) {
 
 KnownSet KnownSet::create_redis(const RedisEndpoint& endpoint, const std::string& name,
                                 const FilterParams& params, bool exact, bool overwrite) {
+  if (overwrite && !exact && redis_exact_set_exists(endpoint, name)) {
+    drop_redis_exact_set(endpoint, name);
+  }
   Filter filter = Filter::create_redis(endpoint, name, params, overwrite);
+  if (!exact) return {std::move(filter), nullptr};
   const std::uint64_t expected = params.capacity > 0 ? params.capacity : params.total_bits() / 10;
-  return {std::move(filter),
-          exact ? create_redis_exact_set(endpoint, name, expected, overwrite) : nullptr};
+  std::unique_ptr<ExactSet> companion;
+  try {
+    companion = create_redis_exact_set(endpoint, name, expected, overwrite);
+  } catch (...) {
+    try {
+      RedisStore::drop(endpoint, name);
+    } catch (const Error&) {  // the companion's error says more
+    }
+    throw;
+  }
+  return {std::move(filter), std::move(companion)};
 }
 
 KnownSet KnownSet::open_redis(const RedisEndpoint& endpoint, const std::string& name, bool exact) {
@@ -77,7 +107,7 @@ std::size_t KnownSet::missing_batch(std::span<const std::string_view> items,
   return count;
 }
 
-KnownSet::Stats KnownSet::stats() const {
+KnownSet::Stats KnownSet::stats(bool measure_storage) const {
   Stats s;
   s.filter = filter_.info();
   s.added = added_;
@@ -88,7 +118,7 @@ KnownSet::Stats KnownSet::stats() const {
   if (exact_) {
     s.has_exact = true;
     s.exact_entries = exact_->entries();
-    s.exact_bytes = exact_->storage_bytes();
+    if (measure_storage) s.exact_bytes = exact_->storage_bytes();
     s.false_match_probability = exact_->false_match_probability();
   }
   return s;

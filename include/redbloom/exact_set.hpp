@@ -52,8 +52,8 @@ class ExactSet {
 
 // The companion of the filter file `filter_path`: `filter_path + ".exact"`. create() refuses an
 // existing one unless `overwrite`; open() reads every fingerprint into memory (8 bytes each).
-// Writers append under an exclusive lock; a set opened earlier does not see later appends by
-// other processes.
+// Writers append under an exclusive lock; every object catches up with what others appended
+// (or rereads the file after their clear) before it adds or answers.
 [[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path,
                                                               bool overwrite = false);
 [[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path);

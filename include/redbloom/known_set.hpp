@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "redbloom/exact_set.hpp"
@@ -87,7 +88,9 @@ class KnownSet {
     return find_missing(items, exact_ ? Mode::exact : Mode::bloom_only);
   }
 
-  [[nodiscard]] Stats stats() const;
+  // `measure_storage` = false skips the exact set's storage_bytes() (one MEMORY USAGE per
+  // bucket key in Redis: seconds for a large set) and leaves exact_bytes at 0.
+  [[nodiscard]] Stats stats(bool measure_storage = true) const;
   // Empties the filter and the companion (the same parameters stay).
   void clear();
   void flush();
@@ -96,13 +99,18 @@ class KnownSet {
   [[nodiscard]] bool has_exact() const noexcept { return exact_ != nullptr; }
 
  private:
-  static constexpr std::size_t kBatch = std::size_t{1} << 16;
+  // Large enough that a Redis companion is read and appended to once per bucket per batch.
+  static constexpr std::size_t kBatch = std::size_t{1} << 18;
 
   template <class Items, class Apply>
   void for_each_batch(Items&& items, const Progress& progress, Apply&& apply) {
-    // Copies when the range yields temporaries; reserved so that views into it stay valid.
+    // Copies when the range yields temporaries, or is input-only (istream_view hands out a
+    // reference to one cached string that the next item overwrites); reserved so that views
+    // into it stay valid. The elements of a forward range outlive the loop.
+    constexpr bool by_reference = std::ranges::forward_range<Items> &&
+                                  std::is_lvalue_reference_v<std::ranges::range_reference_t<Items>>;
     std::vector<std::string> owned;
-    owned.reserve(kBatch);
+    if constexpr (!by_reference) owned.reserve(kBatch);
     std::vector<std::string_view> batch;
     std::uint64_t done = 0;
     auto run = [&] {
@@ -113,7 +121,7 @@ class KnownSet {
       if (progress) progress(done);
     };
     for (auto&& item : items) {
-      if constexpr (std::is_lvalue_reference_v<decltype(item)>) {
+      if constexpr (by_reference) {
         batch.emplace_back(item);
       } else {
         batch.emplace_back(owned.emplace_back(item));
