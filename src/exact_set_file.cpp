@@ -8,17 +8,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
 
+#include "posix_file.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 
 namespace redbloom {
 namespace {
+
+using posix::Fd;
+using posix::file_size;
 
 constexpr char kMagic[8] = {'R', 'B', 'E', 'X', 'A', 'C', 'T', '1'};
 constexpr std::uint32_t kVersion = 1;
@@ -29,32 +32,6 @@ constexpr double kTwoTo64 = 18446744073709551616.0;
 
 std::string companion_path(const std::string& filter_path) {
   return filter_path + ".exact";
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-void write_all(int fd, const void* data, std::size_t size, const std::string& path) {
-  const auto* bytes = static_cast<const std::uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, bytes, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw StorageError(errno_message("cannot write " + path));
-    bytes += n;
-    size -= static_cast<std::size_t>(n);
-  }
 }
 
 // Reads bytes [from, from + size) of the file.
@@ -71,12 +48,6 @@ std::vector<std::uint8_t> read_range(int fd, std::uint64_t from, std::uint64_t s
     done += static_cast<std::uint64_t>(n);
   }
   return bytes;
-}
-
-std::uint64_t file_size(int fd, const std::string& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw StorageError(errno_message("cannot stat " + path));
-  return static_cast<std::uint64_t>(st.st_size);
 }
 
 std::uint32_t read_generation(int fd, const std::string& path) {
@@ -144,9 +115,8 @@ class FileExactSet final : public ExactSet {
       for (int b = 0; b < 8; ++b)
         records[i * 8 + b] = static_cast<std::uint8_t>(fresh[i] >> (8 * b));
     }
-    if (::lseek(fd_.get(), 0, SEEK_END) < 0)
-      throw StorageError(errno_message("cannot seek " + path_));
-    write_all(fd_.get(), records.data(), records.size(), path_);
+    // Under the lock, after the catch-up: known_size_ is the end of the file.
+    posix::write_at(fd_.get(), records.data(), records.size(), known_size_, path_);
     known_size_ += records.size();
     merge(fresh);
     return fresh.size();
@@ -256,36 +226,16 @@ class FileExactSet final : public ExactSet {
 
 std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path, bool overwrite) {
   const std::string path = companion_path(filter_path);
-  // Written under a temporary name, then linked (or renamed) into place: a racing creator that
-  // loses and opens this one never sees it without its header.
-  static std::atomic<std::uint64_t> serial{0};
-  const std::string temp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  Fd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) throw StorageError(errno_message("cannot create " + temp));
-  try {
-    std::uint8_t header[kHeaderBytes] = {};
-    std::memcpy(header, kMagic, sizeof kMagic);
-    for (int b = 0; b < 4; ++b) header[8 + b] = static_cast<std::uint8_t>(kVersion >> (8 * b));
-    write_all(fd.get(), header, sizeof header, temp);
-    if (overwrite) {
-      if (::rename(temp.c_str(), path.c_str()) != 0) {
-        throw StorageError(errno_message("cannot rename " + temp + " to " + path));
-      }
-    } else {
-      if (::link(temp.c_str(), path.c_str()) != 0) {
-        if (errno == EEXIST) {
-          throw FilterExists("exact set " + path + " already exists (use --force to replace it)");
-        }
-        throw StorageError(errno_message("cannot create " + path));
-      }
-      ::unlink(temp.c_str());
-    }
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-  return std::make_unique<FileExactSet>(path, fd.release());
+  // Appears complete or not at all: a racing creator that loses and opens this one never sees
+  // it without its header.
+  const int fd = posix::create_atomically(
+      path, overwrite, "exact set", [](int temp_fd, const std::string& temp) {
+        std::uint8_t header[kHeaderBytes] = {};
+        std::memcpy(header, kMagic, sizeof kMagic);
+        for (int b = 0; b < 4; ++b) header[8 + b] = static_cast<std::uint8_t>(kVersion >> (8 * b));
+        posix::write_at(temp_fd, header, sizeof header, 0, temp);
+      });
+  return std::make_unique<FileExactSet>(path, fd);
 }
 
 std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path) {

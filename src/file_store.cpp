@@ -5,46 +5,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <utility>
 #include <vector>
 
+#include "posix_file.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using posix::Fd;
 
 std::uint64_t now_unix_ns() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
                                         .count());
-}
-
-void write_all(int fd, const std::uint8_t* data, std::size_t size, const std::string& path) {
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw StorageError(errno_message("cannot write " + path));
-    done += static_cast<std::size_t>(n);
-  }
 }
 
 // Allocates the file's blocks up front (as zero-reading extents): a full disk then fails here
@@ -158,36 +135,14 @@ std::unique_ptr<FileStore> FileStore::create(const std::string& path, const Filt
                                              bool overwrite) {
   validate(params);
   const FileHeader header = make_file_header(params, now_unix_ns());
-  // Build the file under a temporary name, then link it into place: readers and racing
-  // creators never see a half-written filter, and link() fails atomically if one exists.
-  static std::atomic<std::uint64_t> serial{0};
-  const std::string temp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  Fd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0) throw StorageError(errno_message("cannot create " + temp));
-  try {
-    const auto encoded = encode_file_header(header);
-    write_all(fd.get(), encoded.data(), encoded.size(), temp);
-    reserve_space(fd.get(), header.bitmap_offset + header.bitmap_bytes, temp);
-    if (::fsync(fd.get()) != 0) throw StorageError(errno_message("cannot sync " + temp));
-    if (overwrite) {
-      if (::rename(temp.c_str(), path.c_str()) != 0) {
-        throw StorageError(errno_message("cannot rename " + temp + " to " + path));
-      }
-    } else {
-      if (::link(temp.c_str(), path.c_str()) != 0) {
-        if (errno == EEXIST) {
-          throw FilterExists("filter " + path + " already exists (use --force to replace it)");
-        }
-        throw StorageError(errno_message("cannot create " + path));
-      }
-      ::unlink(temp.c_str());
-    }
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-  return std::unique_ptr<FileStore>(new FileStore(path, fd.release(), header, Access::read_write));
+  const int fd = posix::create_atomically(
+      path, overwrite, "filter", [&](int temp_fd, const std::string& temp) {
+        const auto encoded = encode_file_header(header);
+        posix::write_at(temp_fd, encoded.data(), encoded.size(), 0, temp);
+        reserve_space(temp_fd, header.bitmap_offset + header.bitmap_bytes, temp);
+        if (::fsync(temp_fd) != 0) throw StorageError(errno_message("cannot sync " + temp));
+      });
+  return std::unique_ptr<FileStore>(new FileStore(path, fd, header, Access::read_write));
 }
 
 std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access access) {

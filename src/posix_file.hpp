@@ -1,0 +1,44 @@
+// Small POSIX file helpers shared by the file stores (internal). Every failure throws
+// StorageError naming the path.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace redbloom::posix {
+
+// Closes the descriptor it owns.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// Writes all `size` bytes at `offset`.
+void write_at(int fd, const void* data, std::size_t size, std::uint64_t offset,
+              const std::string& path);
+
+[[nodiscard]] std::uint64_t file_size(int fd, const std::string& path);
+
+// Creates `path` so that it appears complete or not at all: `fill(fd, temp_path)` writes the
+// content into a temporary file beside it, which is then linked into place (throwing
+// FilterExists "<what> <path> already exists (use --force to replace it)" if `path` exists) or,
+// with `overwrite`, renamed over it. Returns the open (read-write) descriptor.
+[[nodiscard]] int create_atomically(const std::string& path, bool overwrite,
+                                    const std::string& what,
+                                    const std::function<void(int, const std::string&)>& fill);
+
+}  // namespace redbloom::posix
