@@ -35,7 +35,6 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -44,9 +43,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -62,6 +59,7 @@
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
 #include "redbloom/sizing.hpp"
+#include "redis_bench_support.hpp"
 
 namespace {
 
@@ -69,173 +67,23 @@ using redbloom::FilterParams;
 using redbloom::KnownSet;
 using redbloom::Layout;
 using redbloom::RedisEndpoint;
-using Clock = std::chrono::steady_clock;
+using redbloom_bench::Clock;
+using redbloom_bench::fixed;
+using redbloom_bench::Items;
+using redbloom_bench::kSeedRoundItems;
+using redbloom_bench::median_of;
+using redbloom_bench::memory_usage;
+using redbloom_bench::rate;
+using redbloom_bench::RawConnection;
+using redbloom_bench::Reply;
+using redbloom_bench::Resp;
+using redbloom_bench::seconds_since;
 
-// The seed pipelines this many items per round trip (its add_urls_batch default).
-constexpr std::size_t kSeedRoundItems = 1000;
 // `redbloom diff`'s batch (cli/stream.hpp: max(kStreamBatch, store batch_items())).
 constexpr std::size_t kCliStreamBatch = 4096;
 
 const std::string kRedisName = "bench:diff:rb";
 const std::string kSeedPrefix = "bench:diff:seed";
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Items: one buffer of text and views into it.
-
-class Items {
- public:
-  static Items range(std::uint64_t first, std::uint64_t count) {
-    Items items;
-    std::vector<std::size_t> ends;
-    ends.reserve(count);
-    items.text_.reserve(count * 32);
-    for (std::uint64_t id = first; id < first + count; ++id) {
-      items.text_ += "s3://bucket/dir/file";
-      items.text_ += std::to_string(id);
-      items.text_ += ".pdf";
-      ends.push_back(items.text_.size());
-    }
-    items.views_.reserve(count);
-    std::size_t begin = 0;
-    for (std::size_t end : ends) {
-      items.views_.emplace_back(items.text_.data() + begin, end - begin);
-      begin = end;
-    }
-    return items;
-  }
-  [[nodiscard]] std::span<const std::string_view> views() const { return views_; }
-  [[nodiscard]] std::size_t size() const { return views_.size(); }
-
- private:
-  std::string text_;
-  std::vector<std::string_view> views_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// A plain hiredis connection: the seed's, and the one that reads memory and cleans up.
-
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
-  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
-// RESP arrays of bulk strings, written straight into one buffer (a pipelining client sends a
-// round in one write; formatting must not be what this benchmark measures).
-class Resp {
- public:
-  void begin(std::size_t arguments) {
-    put("*", 1);
-    number(arguments);
-  }
-  void arg(std::string_view value) {
-    put("$", 1);
-    number(value.size());
-    put(value.data(), value.size());
-    put("\r\n", 2);
-  }
-  void arg(std::uint64_t value) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-    arg(std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  }
-  [[nodiscard]] std::string_view text() const { return {text_.data(), text_.size()}; }
-  [[nodiscard]] bool empty() const { return text_.empty(); }
-  void clear() { text_.clear(); }
-
- private:
-  void number(std::uint64_t value) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-    put(digits, static_cast<std::size_t>(end - digits));
-    put("\r\n", 2);
-  }
-  void put(const char* data, std::size_t size) { text_.insert(text_.end(), data, data + size); }
-  std::vector<char> text_;
-};
-
-class RawConnection {
- public:
-  explicit RawConnection(const RedisEndpoint& endpoint) : where_(endpoint.describe()) {
-    const timeval connect = to_timeval(endpoint.connect_timeout);
-    context_ = endpoint.unix_path.empty()
-                   ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, connect)
-                   : redisConnectUnixWithTimeout(endpoint.unix_path.c_str(), connect);
-    if (context_ == nullptr || context_->err != 0) {
-      const std::string what = context_ != nullptr ? context_->errstr : "out of memory";
-      if (context_ != nullptr) redisFree(context_);
-      throw std::runtime_error("cannot connect to redis " + where_ + ": " + what);
-    }
-    redisSetTimeout(context_, to_timeval(endpoint.command_timeout));
-    if (!endpoint.password.empty()) {
-      if (endpoint.user.empty()) {
-        run({"AUTH", endpoint.password});
-      } else {
-        run({"AUTH", endpoint.user, endpoint.password});
-      }
-    }
-    if (endpoint.db != 0) run({"SELECT", std::to_string(endpoint.db)});
-  }
-  ~RawConnection() { redisFree(context_); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  // One command; an error reply throws.
-  Reply run(std::initializer_list<std::string_view> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    for (std::string_view a : args) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    Reply reply(static_cast<redisReply*>(
-        redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data())));
-    if (!reply) fail(*args.begin(), context_->errstr);
-    if (reply->type == REDIS_REPLY_ERROR) fail(*args.begin(), std::string(reply->str, reply->len));
-    return reply;
-  }
-  // Queues RESP text (sent with the first read).
-  void append(const Resp& commands) {
-    if (redisAppendFormattedCommand(context_, commands.text().data(), commands.text().size()) !=
-        REDIS_OK) {
-      fail("append", context_->errstr);
-    }
-  }
-  Reply read(std::string_view operation) {
-    void* raw = nullptr;
-    if (redisGetReply(context_, &raw) != REDIS_OK) fail(operation, context_->errstr);
-    Reply reply(static_cast<redisReply*>(raw));
-    if (reply->type == REDIS_REPLY_ERROR) fail(operation, std::string(reply->str, reply->len));
-    return reply;
-  }
-  std::int64_t read_integer(std::string_view operation) {
-    Reply reply = read(operation);
-    if (reply->type != REDIS_REPLY_INTEGER) fail(operation, "not an integer reply");
-    return reply->integer;
-  }
-
- private:
-  [[noreturn]] void fail(std::string_view operation, const std::string& what) const {
-    throw std::runtime_error("redis " + where_ + ": " + std::string(operation) + ": " + what);
-  }
-  std::string where_;
-  redisContext* context_ = nullptr;
-};
-
-std::uint64_t memory_usage(RawConnection& raw, const std::string& key) {
-  Reply reply = raw.run({"MEMORY", "USAGE", key, "SAMPLES", "0"});
-  return reply->type == REDIS_REPLY_INTEGER ? static_cast<std::uint64_t>(reply->integer) : 0;
-}
 
 // Every key matching `pattern` (SCAN; the server holds only this benchmark's keys).
 std::vector<std::string> scan_keys(RawConnection& raw, const std::string& pattern) {
@@ -321,12 +169,6 @@ void count_answers(const Workload& w, std::span<const std::uint8_t> missing, Res
   }
 }
 
-redbloom::ItemHash digest_of(const std::vector<std::string>& partitions) {
-  std::string all;
-  for (const std::string& bits : partitions) all += bits;
-  return redbloom::hash_item(all);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Cases 1-4: redbloom's KnownSet.
 
@@ -406,14 +248,8 @@ Result run_redbloom(Case c, const Workload& w, const FilterParams& params,
   }
 
   // The bits, for the cross-case check.
-  std::vector<std::string> bits;
-  for (std::uint64_t p = 0; p < params.partitions; ++p) {
-    std::string partition(params.partition_bytes(), '\0');
-    known.filter().store().read_bytes(
-        p, 0, {reinterpret_cast<std::uint8_t*>(partition.data()), partition.size()});
-    bits.push_back(std::move(partition));
-  }
-  r.digest = digest_of(bits);
+  r.digest =
+      redbloom_bench::digest_of(redbloom_bench::read_partitions(known.filter().store(), params));
 
   // Clean up.
   { KnownSet closing = std::move(known); }
@@ -451,15 +287,7 @@ Result run_seed(const Workload& w, const FilterParams& params, const RedisEndpoi
   RawConnection connection(endpoint);
   const std::uint32_t k = params.hashes;
   auto push_probes = [&](Resp& resp, std::string_view item, bool set) {
-    const redbloom::ItemHash h = redbloom::hash_item(item);
-    const std::string& key = bloom_keys[redbloom::layout::partition_of(h, params.partitions)];
-    redbloom::layout::classic_probes(h, params.partition_bits, k, [&](std::uint64_t bit) {
-      resp.begin(set ? 4 : 3);
-      resp.arg(set ? std::string_view{"SETBIT"} : std::string_view{"GETBIT"});
-      resp.arg(key);
-      resp.arg(bit);
-      if (set) resp.arg(std::string_view{"1"});
-    });
+    redbloom_bench::push_seed_probes(resp, params, bloom_keys, item, set);
   };
   Result r;
   Resp resp;
@@ -531,11 +359,7 @@ Result run_seed(const Workload& w, const FilterParams& params, const RedisEndpoi
   for (const std::string& key : bloom_keys) {
     r.bloom_bytes += memory_usage(raw, key);
     ones += static_cast<std::uint64_t>(raw.run({"BITCOUNT", key})->integer);
-    Reply value = raw.run({"GET", key});
-    std::string partition =
-        value->type == REDIS_REPLY_STRING ? std::string(value->str, value->len) : std::string();
-    partition.resize(params.partition_bytes(), '\0');  // a SETBIT key ends at its highest 1
-    bits.push_back(std::move(partition));
+    bits.push_back(redbloom_bench::read_seed_partition(raw, key, params));
   }
   r.exact_bytes = memory_usage(raw, set_key);
   const std::uint64_t members = static_cast<std::uint64_t>(raw.run({"SCARD", set_key})->integer);
@@ -547,7 +371,7 @@ Result run_seed(const Workload& w, const FilterParams& params, const RedisEndpoi
                                                              double(params.hashes), double(ones));
   r.estimated_rate = redbloom::expected_false_positive_rate(params, estimated);
   r.false_match_probability = 0;  // SISMEMBER compares whole URLs
-  r.digest = digest_of(bits);
+  r.digest = redbloom_bench::digest_of(bits);
   delete_keys();
   return r;
 }
@@ -555,40 +379,11 @@ Result run_seed(const Workload& w, const FilterParams& params, const RedisEndpoi
 // ---------------------------------------------------------------------------------------------
 // Medians and the table.
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-template <class Get>
-double median_of(const std::vector<Result>& runs, Get&& get) {
-  std::vector<double> values;
-  for (const Result& r : runs) values.push_back(double(get(r)));
-  return median(values);
-}
-
 template <class Get>
 std::uint64_t worst_of(const std::vector<Result>& runs, Get&& get) {
   std::uint64_t worst = 0;
   for (const Result& r : runs) worst = std::max<std::uint64_t>(worst, get(r));
   return worst;
-}
-
-std::string rate(double per_second) {
-  char buf[32];
-  if (per_second >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2fM", per_second / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0fk", per_second / 1e3);
-  }
-  return buf;
-}
-
-std::string fixed(double value, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
 }
 
 std::string general(double value) {
@@ -603,13 +398,6 @@ std::string bytes_cell(double bytes, std::uint64_t items) {
   return redbloom::format_bytes(bytes) + " (" + fixed(bytes / double(items), 2) + " B/item)";
 }
 
-double parse_count(const std::string& text) {
-  std::size_t used = 0;
-  const double value = std::stod(text, &used);
-  if (used != text.size() || !(value >= 0)) throw std::invalid_argument(text);
-  return value;
-}
-
 int usage(const char* message) {
   std::fprintf(stderr,
                "bench_diff: %s\nusage: bench_diff [--uri=redis://HOST:PORT] [--dir=DIR] "
@@ -621,43 +409,24 @@ int usage(const char* message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string uri;
   std::string dir;
   Workload w;
-  int reps = 3;
-  std::string only;
-  std::uint64_t shuffle_seed = 1;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      const std::size_t eq = arg.find('=');
-      const std::string key = arg.substr(0, eq);
-      const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-      if (key == "--uri") {
-        uri = value;
-      } else if (key == "--dir") {
-        dir = value;
-      } else if (key == "--n") {
-        w.n = static_cast<std::uint64_t>(parse_count(value));
-      } else if (key == "--p") {
-        w.p = std::stod(value);
-      } else if (key == "--reps") {
-        reps = static_cast<int>(parse_count(value));
-      } else if (key == "--only") {
-        only = value;
-      } else if (key == "--shuffle-seed") {
-        shuffle_seed = static_cast<std::uint64_t>(parse_count(value));
-      } else if (key == "--help" || key == "-h") {
-        usage("diff benchmark (seed 000: orphans among checked URLs)");
-        return 0;
-      } else {
-        return usage(("unknown argument " + arg).c_str());
-      }
-    }
-  } catch (const std::exception&) {
-    return usage("bad number in the arguments");
+  redbloom_bench::Options options;  // --n and --p default to the workload's
+  options.n = w.n;
+  options.p = w.p;
+  const auto dir_option = [&](const std::string& key, const std::string& value) {
+    if (key != "--dir") return false;
+    dir = value;
+    return true;
+  };
+  if (const auto stop =
+          redbloom_bench::parse_options(argc, argv, options, dir_option, usage,
+                                        "diff benchmark (seed 000: orphans among checked URLs)")) {
+    return *stop;
   }
-  if (w.n < 2 || reps < 1 || !(w.p > 0 && w.p < 1)) {
+  w.n = options.n;
+  w.p = options.p;
+  if (w.n < 2 || options.reps < 1 || !(w.p > 0 && w.p < 1)) {
     return usage("need --n >= 2, --reps >= 1, 0 < --p < 1");
   }
   if (dir.empty()) {
@@ -666,11 +435,12 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const RedisEndpoint endpoint = redbloom::redis_endpoint_or_default(uri);
+    const RedisEndpoint endpoint = redbloom::redis_endpoint_or_default(options.uri);
     const FilterParams params = redbloom::size_filter(double(w.n), w.p, Layout::classic);
     std::vector<Case> cases = {Case::file_bloom, Case::file_exact, Case::redis_bloom,
                                Case::redis_exact, Case::seed};
-    std::erase_if(cases, [&](Case c) { return case_name(c).find(only) == std::string::npos; });
+    std::erase_if(cases,
+                  [&](Case c) { return case_name(c).find(options.only) == std::string::npos; });
     if (cases.empty()) return usage("--only matches no case");
     const bool uses_redis = std::any_of(cases.begin(), cases.end(), [](Case c) {
       return c == Case::redis_bloom || c == Case::redis_exact || c == Case::seed;
@@ -694,13 +464,7 @@ int main(int argc, char** argv) {
 
     std::string version = "(not used)";
     if (raw) {
-      const Reply server = raw->run({"INFO", "server"});
-      const std::string server_info(server->str, server->len);
-      const auto version_at = server_info.find("redis_version:");
-      version = version_at == std::string::npos
-                    ? "?"
-                    : server_info.substr(version_at + 14,
-                                         server_info.find("\r\n", version_at) - version_at - 14);
+      version = redbloom_bench::server_version(*raw);
     }
     std::string command;
     for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
@@ -717,30 +481,25 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(w.n - w.orphans),
         static_cast<unsigned long long>(w.orphans));
     std::printf("filter (all cases): %s\n", redbloom::describe(params).c_str());
-    std::printf("reps = %d (medians shown), case order shuffled per rep (seed %llu)\n\n", reps,
-                static_cast<unsigned long long>(shuffle_seed));
+    std::printf("reps = %d (medians shown), case order shuffled per rep (seed %llu)\n\n",
+                options.reps, static_cast<unsigned long long>(options.shuffle_seed));
     std::fflush(stdout);
 
     std::vector<std::vector<Result>> results(cases.size());
-    std::vector<std::size_t> order(cases.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::mt19937_64 rng(shuffle_seed);
-    for (int rep = 0; rep < reps; ++rep) {
-      std::shuffle(order.begin(), order.end(), rng);
-      for (std::size_t c : order) {
-        const Result r = cases[c] == Case::seed
-                             ? run_seed(w, params, endpoint, *raw)
-                             : run_redbloom(cases[c], w, params, endpoint, raw.get(), dir);
-        std::fprintf(stderr,
-                     "rep %d/%d  %-40s build %7.2f s  check %7.2f s  found %llu  missed %llu  "
-                     "wrong %llu\n",
-                     rep + 1, reps, case_name(cases[c]).c_str(), r.build_seconds, r.check_seconds,
-                     static_cast<unsigned long long>(r.found),
-                     static_cast<unsigned long long>(r.missed),
-                     static_cast<unsigned long long>(r.wrong));
-        results[c].push_back(r);
-      }
-    }
+    redbloom_bench::run_shuffled(
+        cases.size(), options.reps, options.shuffle_seed, [&](int rep, std::size_t c) {
+          const Result r = cases[c] == Case::seed
+                               ? run_seed(w, params, endpoint, *raw)
+                               : run_redbloom(cases[c], w, params, endpoint, raw.get(), dir);
+          std::fprintf(stderr,
+                       "rep %d/%d  %-40s build %7.2f s  check %7.2f s  found %llu  missed %llu  "
+                       "wrong %llu\n",
+                       rep + 1, options.reps, case_name(cases[c]).c_str(), r.build_seconds,
+                       r.check_seconds, static_cast<unsigned long long>(r.found),
+                       static_cast<unsigned long long>(r.missed),
+                       static_cast<unsigned long long>(r.wrong));
+          results[c].push_back(r);
+        });
 
     // Checks.
     bool failed = false;

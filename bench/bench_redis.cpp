@@ -32,7 +32,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -42,7 +41,6 @@
 #include <optional>
 #include <random>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -55,6 +53,7 @@
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
+#include "redis_bench_support.hpp"
 
 namespace {
 
@@ -63,157 +62,15 @@ using redbloom::FilterParams;
 using redbloom::Layout;
 using redbloom::RedisEndpoint;
 using redbloom::RedisStore;
-using Clock = std::chrono::steady_clock;
-
-// The seeds pipeline this many items per round trip.
-constexpr std::size_t kSeedRoundItems = 1000;
-
-// ---------------------------------------------------------------------------------------------
-// Items: one buffer of text and views into it.
-
-class Items {
- public:
-  explicit Items(const std::vector<std::uint64_t>& ids) {
-    std::vector<std::size_t> ends;
-    ends.reserve(ids.size());
-    text_.reserve(ids.size() * 32);
-    for (std::uint64_t id : ids) {
-      text_ += "s3://bucket/dir/file";
-      text_ += std::to_string(id);
-      text_ += ".pdf";
-      ends.push_back(text_.size());
-    }
-    views_.reserve(ids.size());
-    std::size_t begin = 0;
-    for (std::size_t end : ends) {
-      views_.emplace_back(text_.data() + begin, end - begin);
-      begin = end;
-    }
-  }
-  static Items range(std::uint64_t first, std::uint64_t count) {
-    std::vector<std::uint64_t> ids(count);
-    for (std::uint64_t i = 0; i < count; ++i) ids[i] = first + i;
-    return Items(ids);
-  }
-  [[nodiscard]] std::span<const std::string_view> views() const { return views_; }
-  [[nodiscard]] std::size_t size() const { return views_.size(); }
-
- private:
-  std::string text_;
-  std::vector<std::string_view> views_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// A plain hiredis connection: the seed method's, and the one that reads the server's counters.
-
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
-  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
-// RESP arrays of bulk strings, written straight into one buffer (the seeds' clients send
-// their pipelines in one write too; formatting must not be what this benchmark measures).
-class Resp {
- public:
-  void begin(std::size_t arguments) {
-    put("*", 1);
-    number(arguments);
-  }
-  void arg(std::string_view value) {
-    put("$", 1);
-    number(value.size());
-    put(value.data(), value.size());
-    put("\r\n", 2);
-  }
-  void arg(std::uint64_t value) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-    arg(std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  }
-  [[nodiscard]] std::string_view text() const { return {text_.data(), text_.size()}; }
-  void clear() { text_.clear(); }
-
- private:
-  void number(std::uint64_t value) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-    put(digits, static_cast<std::size_t>(end - digits));
-    put("\r\n", 2);
-  }
-  // A vector, not std::string: GCC 12 at -O3 reports false -Wrestrict on std::string appends.
-  void put(const char* data, std::size_t size) { text_.insert(text_.end(), data, data + size); }
-  std::vector<char> text_;
-};
-
-class RawConnection {
- public:
-  explicit RawConnection(const RedisEndpoint& endpoint) : where_(endpoint.describe()) {
-    const timeval connect = to_timeval(endpoint.connect_timeout);
-    context_ = endpoint.unix_path.empty()
-                   ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, connect)
-                   : redisConnectUnixWithTimeout(endpoint.unix_path.c_str(), connect);
-    if (context_ == nullptr || context_->err != 0) {
-      const std::string what = context_ != nullptr ? context_->errstr : "out of memory";
-      if (context_ != nullptr) redisFree(context_);
-      throw std::runtime_error("cannot connect to redis " + where_ + ": " + what);
-    }
-    redisSetTimeout(context_, to_timeval(endpoint.command_timeout));
-    if (!endpoint.password.empty()) {
-      if (endpoint.user.empty()) {
-        run({"AUTH", endpoint.password});
-      } else {
-        run({"AUTH", endpoint.user, endpoint.password});
-      }
-    }
-    if (endpoint.db != 0) run({"SELECT", std::to_string(endpoint.db)});
-  }
-  ~RawConnection() { redisFree(context_); }
-  RawConnection(const RawConnection&) = delete;
-  RawConnection& operator=(const RawConnection&) = delete;
-
-  // One command; an error reply throws.
-  Reply run(std::initializer_list<std::string_view> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    for (std::string_view a : args) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    Reply reply(static_cast<redisReply*>(
-        redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data())));
-    if (!reply) fail(*args.begin(), context_->errstr);
-    if (reply->type == REDIS_REPLY_ERROR) fail(*args.begin(), std::string(reply->str, reply->len));
-    return reply;
-  }
-  // Queues RESP text (sent with the first read).
-  void append(const Resp& commands) {
-    if (redisAppendFormattedCommand(context_, commands.text().data(), commands.text().size()) !=
-        REDIS_OK) {
-      fail("append", context_->errstr);
-    }
-  }
-  Reply read(std::string_view operation) {
-    void* raw = nullptr;
-    if (redisGetReply(context_, &raw) != REDIS_OK) fail(operation, context_->errstr);
-    Reply reply(static_cast<redisReply*>(raw));
-    if (reply->type == REDIS_REPLY_ERROR) fail(operation, std::string(reply->str, reply->len));
-    return reply;
-  }
-
- private:
-  [[noreturn]] void fail(std::string_view operation, const std::string& what) const {
-    throw std::runtime_error("redis " + where_ + ": " + std::string(operation) + ": " + what);
-  }
-  std::string where_;
-  redisContext* context_ = nullptr;
-};
+using redbloom_bench::Clock;
+using redbloom_bench::fixed;
+using redbloom_bench::Items;
+using redbloom_bench::kSeedRoundItems;
+using redbloom_bench::median_of;
+using redbloom_bench::rate;
+using redbloom_bench::RawConnection;
+using redbloom_bench::Reply;
+using redbloom_bench::Resp;
 
 // ---------------------------------------------------------------------------------------------
 // The server's counters.
@@ -247,11 +104,6 @@ ServerCounters read_counters(RawConnection& stats) {
     }
   }
   return counters;
-}
-
-std::uint64_t memory_usage(RawConnection& stats, const std::string& key) {
-  Reply reply = stats.run({"MEMORY", "USAGE", key, "SAMPLES", "0"});
-  return reply->type == REDIS_REPLY_INTEGER ? static_cast<std::uint64_t>(reply->integer) : 0;
 }
 
 // One timed phase.
@@ -322,16 +174,7 @@ class SeedFilter {
       const std::size_t last = std::min(items.size(), first + kSeedRoundItems);
       resp.clear();
       for (std::size_t i = first; i < last; ++i) {
-        const redbloom::ItemHash h = redbloom::hash_item(items[i]);
-        const std::string& key = keys_[redbloom::layout::partition_of(h, params_.partitions)];
-        redbloom::layout::classic_probes(h, params_.partition_bits, params_.hashes,
-                                         [&](std::uint64_t bit) {
-                                           resp.begin(set ? 4 : 3);
-                                           resp.arg(command);
-                                           resp.arg(key);
-                                           resp.arg(bit);
-                                           if (set) resp.arg(std::string_view{"1"});
-                                         });
+        redbloom_bench::push_seed_probes(resp, params_, keys_, items[i], set);
       }
       connection_.append(resp);
       for (std::size_t i = first; i < last; ++i) {
@@ -389,14 +232,6 @@ const FilterParams& params_for(Layout layout, const FilterParams& classic,
   return layout == Layout::classic ? classic : blocked;
 }
 
-// XXH3-128 of the bitmap, each partition read whole and padded to its length (a seed key is
-// only as long as its highest set bit).
-redbloom::ItemHash digest_of(const std::vector<std::string>& partitions) {
-  std::string all;
-  for (const std::string& bits : partitions) all += bits;
-  return redbloom::hash_item(all);
-}
-
 Result run_seed(const RedisEndpoint& endpoint, RawConnection& stats, const FilterParams& params,
                 const Workload& w) {
   RawConnection connection(endpoint);
@@ -414,14 +249,10 @@ Result run_seed(const RedisEndpoint& endpoint, RawConnection& stats, const Filte
   r.fp_trials = w.absent;
   std::vector<std::string> bits;
   for (const std::string& key : filter.keys()) {
-    r.memory_bytes += memory_usage(stats, key);
-    Reply value = stats.run({"GET", key});
-    std::string partition =
-        value->type == REDIS_REPLY_STRING ? std::string(value->str, value->len) : std::string();
-    partition.resize(params.partition_bytes(), '\0');
-    bits.push_back(std::move(partition));
+    r.memory_bytes += redbloom_bench::memory_usage(stats, key);
+    bits.push_back(redbloom_bench::read_seed_partition(stats, key, params));
   }
-  r.digest = digest_of(bits);
+  r.digest = redbloom_bench::digest_of(bits);
   for (const std::string& key : filter.keys()) stats.run({"UNLINK", key});
   return r;
 }
@@ -462,48 +293,13 @@ Result run_redbloom(const RedisEndpoint& endpoint, RawConnection& stats, Method 
     r.fp_trials = w.absent;
   }
   r.memory_bytes = store.storage_bytes();
-  std::vector<std::string> bits;
-  for (std::uint64_t p = 0; p < params.partitions; ++p) {
-    std::string partition(params.partition_bytes(), '\0');
-    store.read_bytes(p, 0, {reinterpret_cast<std::uint8_t*>(partition.data()), partition.size()});
-    bits.push_back(std::move(partition));
-  }
-  r.digest = digest_of(bits);
+  r.digest = redbloom_bench::digest_of(redbloom_bench::read_partitions(store, params));
   RedisStore::drop(endpoint, name);
   return r;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Medians and the table.
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-template <class Get>
-double median_of(const std::vector<Result>& runs, Get&& get) {
-  std::vector<double> values;
-  for (const Result& r : runs) values.push_back(get(r));
-  return median(values);
-}
-
-std::string rate(double per_second) {
-  char buf[32];
-  if (per_second >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.2fM", per_second / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0fk", per_second / 1e3);
-  }
-  return buf;
-}
-
-std::string fixed(double value, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
 
 // A figure with its ratio to case a's: "4.41M (26.4×)".
 std::string with_ratio(const std::string& text, double value, double reference) {
@@ -524,13 +320,6 @@ std::string join_commands(const std::map<std::string, std::uint64_t>& commands) 
   return out.empty() ? "(none)" : out;
 }
 
-double parse_count(const std::string& text) {
-  std::size_t used = 0;
-  const double value = std::stod(text, &used);
-  if (used != text.size() || !(value >= 0)) throw std::invalid_argument(text);
-  return value;
-}
-
 int usage(const char* message) {
   std::fprintf(stderr,
                "bench_redis: %s\nusage: bench_redis [--uri=redis://HOST:PORT] [--n=1e6] "
@@ -542,46 +331,26 @@ int usage(const char* message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string uri;
   Workload w;
-  int reps = 3;
-  std::string only;
-  std::uint64_t shuffle_seed = 1;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string arg = argv[i];
-      const std::size_t eq = arg.find('=');
-      const std::string key = arg.substr(0, eq);
-      const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-      if (key == "--uri") {
-        uri = value;
-      } else if (key == "--n") {
-        w.n = static_cast<std::uint64_t>(parse_count(value));
-      } else if (key == "--p") {
-        w.p = std::stod(value);
-      } else if (key == "--reps") {
-        reps = static_cast<int>(parse_count(value));
-      } else if (key == "--absent") {
-        w.absent = static_cast<std::uint64_t>(parse_count(value));
-      } else if (key == "--only") {
-        only = value;
-      } else if (key == "--shuffle-seed") {
-        shuffle_seed = static_cast<std::uint64_t>(parse_count(value));
-      } else if (key == "--help" || key == "-h") {
-        usage("Redis filter benchmark");
-        return 0;
-      } else {
-        return usage(("unknown argument " + arg).c_str());
-      }
-    }
-  } catch (const std::exception&) {
-    return usage("bad number in the arguments");
+  redbloom_bench::Options options;  // --n and --p default to the workload's
+  options.n = w.n;
+  options.p = w.p;
+  const auto absent = [&](const std::string& key, const std::string& value) {
+    if (key != "--absent") return false;
+    w.absent = static_cast<std::uint64_t>(redbloom_bench::parse_count(value));
+    return true;
+  };
+  if (const auto stop = redbloom_bench::parse_options(argc, argv, options, absent, usage,
+                                                      "Redis filter benchmark")) {
+    return *stop;
   }
-  if (w.n < 2 || reps < 1 || w.absent < 1)
+  w.n = options.n;
+  w.p = options.p;
+  if (w.n < 2 || options.reps < 1 || w.absent < 1)
     return usage("need --n >= 2, --reps >= 1, --absent >= 1");
 
   try {
-    const RedisEndpoint endpoint = redbloom::redis_endpoint_or_default(uri);
+    const RedisEndpoint endpoint = redbloom::redis_endpoint_or_default(options.uri);
     const FilterParams classic = redbloom::size_filter(double(w.n), w.p, Layout::classic);
     const FilterParams blocked = redbloom::size_filter(double(w.n), w.p, Layout::blocked);
     RawConnection stats(endpoint);
@@ -592,7 +361,8 @@ int main(int argc, char** argv) {
         {'c', Method::bulk, Layout::blocked},     {'d', Method::dedup, Layout::classic},
         {'d', Method::dedup, Layout::blocked},
     };
-    std::erase_if(cases, [&](const Case& c) { return c.name().find(only) == std::string::npos; });
+    std::erase_if(cases,
+                  [&](const Case& c) { return c.name().find(options.only) == std::string::npos; });
     if (cases.empty()) return usage("--only matches no case");
 
     // Workload, built once, outside every timed region.
@@ -602,7 +372,7 @@ int main(int argc, char** argv) {
       std::vector<std::uint64_t> ids;
       ids.reserve(w.n);
       for (std::uint64_t i = 0; i < w.n; ++i) ids.push_back(i / 2);  // n/2 ids, twice each
-      std::mt19937_64 rng(shuffle_seed ^ 0xdedu);
+      std::mt19937_64 rng(options.shuffle_seed ^ 0xdedu);
       std::shuffle(ids.begin(), ids.end(), rng);
       std::vector<std::uint8_t> seen(w.n / 2 + 1);
       w.dedup_first.resize(ids.size());
@@ -613,49 +383,37 @@ int main(int argc, char** argv) {
       w.dedup_stream = std::make_unique<Items>(ids);
     }
 
-    const Reply server = stats.run({"INFO", "server"});
-    const std::string server_info(server->str, server->len);
-    const auto version_at = server_info.find("redis_version:");
-    const std::string version =
-        version_at == std::string::npos
-            ? "?"
-            : server_info.substr(version_at + 14,
-                                 server_info.find("\r\n", version_at) - version_at - 14);
+    const std::string version = redbloom_bench::server_version(stats);
     std::printf("redis %s at %s, 1 connection per case (+1 reading INFO between phases)\n",
                 version.c_str(), endpoint.describe().c_str());
     std::printf("client: %u hardware threads\n", std::thread::hardware_concurrency());
     std::printf(
         "n = %llu items \"s3://bucket/dir/file<i>.pdf\", p = %g, absent lookups = %llu, "
         "reps = %d (medians shown), case order shuffled per rep (seed %llu)\n",
-        static_cast<unsigned long long>(w.n), w.p, static_cast<unsigned long long>(w.absent), reps,
-        static_cast<unsigned long long>(shuffle_seed));
+        static_cast<unsigned long long>(w.n), w.p, static_cast<unsigned long long>(w.absent),
+        options.reps, static_cast<unsigned long long>(options.shuffle_seed));
     std::printf("classic: %s\nblocked: %s\n\n", redbloom::describe(classic).c_str(),
                 redbloom::describe(blocked).c_str());
     std::fflush(stdout);
 
     std::vector<std::vector<Result>> results(cases.size());
-    std::vector<std::size_t> order(cases.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::mt19937_64 rng(shuffle_seed);
-    for (int rep = 0; rep < reps; ++rep) {
-      std::shuffle(order.begin(), order.end(), rng);
-      for (std::size_t c : order) {
-        const Case& the_case = cases[c];
-        const FilterParams& params = params_for(the_case.layout, classic, blocked);
-        const Result r = the_case.method == Method::seed
-                             ? run_seed(endpoint, stats, params, w)
-                             : run_redbloom(endpoint, stats, the_case.method, params, w);
-        std::fprintf(stderr, "rep %d/%d  %-36s insert %8s/s", rep + 1, reps,
-                     the_case.name().c_str(), rate(r.insert.items_per_second()).c_str());
-        if (r.present) {
-          std::fprintf(stderr, "  present %8s/s  absent %8s/s",
-                       rate(r.present->items_per_second()).c_str(),
-                       rate(r.absent->items_per_second()).c_str());
-        }
-        std::fprintf(stderr, "\n");
-        results[c].push_back(r);
-      }
-    }
+    redbloom_bench::run_shuffled(
+        cases.size(), options.reps, options.shuffle_seed, [&](int rep, std::size_t c) {
+          const Case& the_case = cases[c];
+          const FilterParams& params = params_for(the_case.layout, classic, blocked);
+          const Result r = the_case.method == Method::seed
+                               ? run_seed(endpoint, stats, params, w)
+                               : run_redbloom(endpoint, stats, the_case.method, params, w);
+          std::fprintf(stderr, "rep %d/%d  %-36s insert %8s/s", rep + 1, options.reps,
+                       the_case.name().c_str(), rate(r.insert.items_per_second()).c_str());
+          if (r.present) {
+            std::fprintf(stderr, "  present %8s/s  absent %8s/s",
+                         rate(r.present->items_per_second()).c_str(),
+                         rate(r.absent->items_per_second()).c_str());
+          }
+          std::fprintf(stderr, "\n");
+          results[c].push_back(r);
+        });
 
     // Checks.
     bool failed = false;
@@ -802,7 +560,7 @@ int main(int argc, char** argv) {
         "Dedup rows: the stream has n items, n/2 distinct; \"false neg.\" counts repeats "
         "reported as new, \"FPR\" distinct items reported as repeats (expected: the mean over "
         "the stream). false neg. and FPR add up all %d reps.\n",
-        reps);
+        options.reps);
     std::printf("\nCommands the server ran in the last rep, per phase (INFO commandstats):\n");
     for (std::size_t c = 0; c < cases.size(); ++c) {
       const Result& last = results[c].back();
