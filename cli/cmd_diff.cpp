@@ -26,7 +26,8 @@ struct DiffCommand {
 int run_diff(const DiffCommand& cmd) {
   Filter filter = open_for_reading(cmd.known);
   const double rate = filter.info().estimated_error_rate;
-  KnownSet known(std::move(filter), cmd.exact ? open_exact(cmd.known) : nullptr);
+  KnownSet known(std::move(filter),
+                 cmd.exact ? open_exact(cmd.known, /*writable=*/false) : nullptr);
   const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Output out(1);

@@ -13,8 +13,10 @@ void register_drop(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("drop", "Delete a filter (a file, or every key in Redis)");
   add_location_options(*sub, *location);
   sub->callback([location, &exit_code] {
-    drop_exact_if_any(*location);
+    // The filter first: drop_filter refuses anything that is not a filter, and then its exact
+    // set is left alone too. (A set left behind is dropped when a filter is created anew.)
     drop_filter(*location);
+    drop_exact_if_any(*location);
     exit_code = kExitOk;
   });
 }

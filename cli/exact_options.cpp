@@ -9,9 +9,9 @@ bool exact_exists(const FilterLocation& location) {
                              : file_exact_set_exists(location.path);
 }
 
-std::unique_ptr<ExactSet> open_exact(const FilterLocation& location) {
+std::unique_ptr<ExactSet> open_exact(const FilterLocation& location, bool writable) {
   return location.in_redis() ? open_redis_exact_set(location.endpoint(), location.name)
-                             : open_file_exact_set(location.path);
+                             : open_file_exact_set(location.path, writable);
 }
 
 std::unique_ptr<ExactSet> exact_for_writing(const FilterLocation& location, const Filter& filter,

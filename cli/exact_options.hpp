@@ -9,8 +9,9 @@
 namespace redbloom::cli {
 
 [[nodiscard]] bool exact_exists(const FilterLocation& location);
-// Throws NotFound when the filter has none.
-[[nodiscard]] std::unique_ptr<ExactSet> open_exact(const FilterLocation& location);
+// Throws NotFound when the filter has none. `writable` = false for lookups only.
+[[nodiscard]] std::unique_ptr<ExactSet> open_exact(const FilterLocation& location,
+                                                   bool writable = true);
 // The companion a writer must keep up to date: the existing one whether or not --exact was
 // given (skipping it would leave it missing items, and exact answers wrong), or with `create`
 // a new one. A new one is refused for a filter that already holds items: they could never be

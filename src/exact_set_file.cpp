@@ -238,9 +238,9 @@ std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path, 
   return std::make_unique<FileExactSet>(path, fd);
 }
 
-std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path) {
+std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path, bool writable) {
   const std::string path = companion_path(filter_path);
-  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       throw NotFound("filter " + filter_path + " has no exact set (" + path +

@@ -518,6 +518,22 @@ TEST(FileExactSet, SeesWhatAnotherObjectAppendedBeforeAdding) {
   EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 1, 1, 1}));
 }
 
+// diff --exact opens the companion read-only: lookups work (and see later appends by a
+// writer), writes fail with an error instead of changing anything.
+TEST(FileExactSet, ReadOnlyOpenAnswersAndRefusesWrites) {
+  TempDir dir;
+  const std::string filter = dir.file("f.rbf");
+  const auto writer = create_file_exact_set(filter);
+  writer->add(views_of({"a", "b"}));
+  const auto reader = open_file_exact_set(filter, /*writable=*/false);
+  writer->add(views_of({"c"}));
+  std::vector<std::uint8_t> present(4);
+  reader->contains(views_of({"a", "b", "c", "z"}), present);
+  EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 1, 1, 0}));
+  EXPECT_THROW(reader->add(views_of({"new"})), StorageError);
+  EXPECT_EQ(size_of(filter + ".exact"), 16u + 3u * 8u);
+}
+
 TEST(FileExactSet, SeesAClearByAnotherObject) {
   TempDir dir;
   const std::string filter = dir.file("f.rbf");

@@ -56,7 +56,10 @@ class ExactSet {
 // (or rereads the file after their clear) before it adds or answers.
 [[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path,
                                                               bool overwrite = false);
-[[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path);
+// `writable` = false opens it read-only (add() and clear() then fail): enough for lookups, and
+// what a read-only file allows.
+[[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path,
+                                                            bool writable = true);
 [[nodiscard]] bool file_exact_set_exists(const std::string& filter_path);
 void remove_file_exact_set(const std::string& filter_path);
 
