@@ -77,6 +77,9 @@ std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata&
       {"error_rate", double_text(p.error_rate)},
       {"hash_scheme", std::to_string(p.hash_scheme)},
       {"created_unix_ns", std::to_string(m.created_unix_ns)},
+      {"shards", std::to_string(m.shards)},
+      {"shard", std::to_string(m.shard)},
+      {"shard_set", m.shard_set},
   };
 }
 
@@ -111,6 +114,15 @@ Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& 
   p.capacity = parse_field<std::uint64_t>(fields, "capacity", what);
   p.hash_scheme = parse_field<std::uint32_t>(fields, "hash_scheme", what);
   m.created_unix_ns = parse_field<std::uint64_t>(fields, "created_unix_ns", what);
+  if (fields.count("shards") != 0) {
+    m.shards = parse_field<std::uint32_t>(fields, "shards", what);
+    m.shard = parse_field<std::uint32_t>(fields, "shard", what);
+    m.shard_set = fields.at("shard_set");
+    if (m.shards == 0 || m.shard >= m.shards) {
+      throw FormatError(what + ": shard " + std::to_string(m.shard) + " of " +
+                        std::to_string(m.shards) + " is not a shard");
+    }
+  }
   const auto rate = fields.find("error_rate");
   if (rate == fields.end()) throw FormatError(what + ": metadata field 'error_rate' is missing");
   char* end = nullptr;

@@ -12,7 +12,8 @@
 //
 // Metadata fields: format ("redbloom"), version, state ("creating" until every partition is
 // allocated, then "ready"), layout, hashes, partitions, partition_bits, capacity, error_rate,
-// hash_scheme, created_unix_ns.
+// hash_scheme, created_unix_ns, and shards / shard / shard_set (sharded_store.hpp: on a
+// sharded filter, every server holds the metadata and only its own partitions).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,11 @@ struct Metadata {
   FilterParams params;
   std::uint64_t created_unix_ns = 0;
   bool ready = false;
+  // Sharded over several servers: this server is shard `shard` of `shards`, of the set of
+  // servers created together under `shard_set` (a random id). 0 of 1 and "" when not sharded.
+  std::uint32_t shards = 1;
+  std::uint32_t shard = 0;
+  std::string shard_set;
 };
 
 // Field/value pairs for HSET.

@@ -10,6 +10,7 @@
 #include "redbloom/error.hpp"
 #include "redbloom/layout.hpp"
 #include "redbloom/memory_store.hpp"
+#include "redbloom/sharding.hpp"
 #include "redis_connection.hpp"
 #include "redis_keys.hpp"
 
@@ -135,13 +136,26 @@ struct RedisStore::State {
   std::string name;
   FilterParams params;
   std::uint64_t created_unix_ns = 0;
-  std::vector<std::string> keys;  // partition keys
+  std::vector<std::string> keys;     // partition keys, indexed by partition
+  std::vector<std::uint64_t> owned;  // the partitions this store holds (all, unless sharded)
+  ShardSpec shard;
   BulkMode mode = BulkMode::automatic;
 
   // Scratch, reused between calls.
   std::vector<ItemHash> hashes;
   std::vector<std::uint32_t> partition_of;
   std::vector<std::uint32_t> order;  // item indices grouped by partition
+
+  void set_partitions(const FilterParams& p, const ShardSpec& spec) {
+    params = p;
+    shard = spec;
+    keys.clear();
+    owned.clear();
+    for (std::uint64_t i = 0; i < p.partitions; ++i) {
+      keys.push_back(redis::partition_key(name, i));
+      if (sharding::shard_of_partition(i, spec.count) == spec.index) owned.push_back(i);
+    }
+  }
 
   void hash_items(std::span<const std::string_view> items) {
     if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
@@ -342,6 +356,19 @@ const RedisEndpoint& RedisStore::endpoint() const noexcept {
 void RedisStore::set_bulk_mode(BulkMode mode) noexcept {
   state_->mode = mode;
 }
+void RedisStore::require_held(std::uint64_t partition) const {
+  if (!holds(partition)) {
+    throw InvalidArgument("partition " + std::to_string(partition) + " of " + location() +
+                          " is held by another shard");
+  }
+}
+const RedisStore::ShardSpec& RedisStore::shard() const noexcept {
+  return state_->shard;
+}
+bool RedisStore::holds(std::uint64_t partition) const noexcept {
+  return partition < state_->params.partitions &&
+         sharding::shard_of_partition(partition, state_->shard.count) == state_->shard.index;
+}
 std::uint64_t RedisStore::created_unix_ns() const {
   return state_->created_unix_ns;
 }
@@ -365,7 +392,8 @@ std::string RedisStore::keyspace_id(const RedisEndpoint& endpoint) {
   return std::string(text.substr(at + 7, end - at - 7)) + "/" + std::to_string(endpoint.db);
 }
 
-std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std::string name) {
+std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std::string name,
+                                             const ShardSpec& expected) {
   redis::validate_filter_name(name);
   auto state = std::make_unique<State>(endpoint, std::move(name));
   Connection& connection = state->connection;
@@ -376,22 +404,35 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
         where(connection, state->name) +
         " is incomplete: its creation did not finish (drop it and create it again)");
   }
-  state->params = metadata->params;
-  state->created_unix_ns = metadata->created_unix_ns;
-  for (std::uint64_t p = 0; p < state->params.partitions; ++p) {
-    state->keys.push_back(redis::partition_key(state->name, p));
+  // Opened as another shard, or one server of a sharded filter alone, every answer would be
+  // wrong for the items of the partitions it does not hold.
+  if (metadata->shards != expected.count || metadata->shard != expected.index ||
+      (!expected.set_id.empty() && metadata->shard_set != expected.set_id)) {
+    const auto as_text = [](std::uint32_t index, std::uint32_t count) {
+      return count == 1 ? std::string("an unsharded filter")
+                        : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
+    };
+    throw FormatError(where(connection, state->name) + " holds " +
+                      as_text(metadata->shard, metadata->shards) + " but was opened as " +
+                      as_text(expected.index, expected.count) +
+                      (metadata->shards == expected.count && metadata->shard == expected.index
+                           ? " of another set of servers"
+                           : "") +
+                      ": give the servers it was created on, in the same order");
   }
+  state->set_partitions(metadata->params, {metadata->shard, metadata->shards, metadata->shard_set});
+  state->created_unix_ns = metadata->created_unix_ns;
   // Every partition must be a string of the full length: a missing or short key (deleted,
   // evicted under maxmemory, overwritten) would silently turn into false negatives.
-  const std::uint64_t expected = state->params.partition_bytes();
+  const std::uint64_t expected_bytes = state->params.partition_bytes();
   pipeline(
-      connection, state->keys.size(), "STRLEN",
-      [&](std::size_t p, CommandBuffer& buffer) {
-        buffer.command({"STRLEN", state->keys[p]});
+      connection, state->owned.size(), "STRLEN",
+      [&](std::size_t i, CommandBuffer& buffer) {
+        buffer.command({"STRLEN", state->keys[state->owned[i]]});
         return std::size_t{1};
       },
-      [&](std::size_t p, std::size_t, const redisReply& reply) {
-        const std::string& key = state->keys[p];
+      [&](std::size_t i, std::size_t, const redisReply& reply) {
+        const std::string& key = state->keys[state->owned[i]];
         if (redis::is_error(reply)) {
           throw FormatError(where(connection, state->name) + ": partition key '" + key +
                             "' is not a string (" + std::string(redis::text_of(reply)) + ")");
@@ -401,19 +442,24 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
           throw FormatError(where(connection, state->name) + ": partition key '" + key +
                             "' is missing (deleted, or evicted under maxmemory?)");
         }
-        if (length != expected) {
+        if (length != expected_bytes) {
           throw FormatError(where(connection, state->name) + ": partition key '" + key +
                             "' holds " + std::to_string(length) + " bytes, expected " +
-                            std::to_string(expected) + " (written outside redbloom?)");
+                            std::to_string(expected_bytes) + " (written outside redbloom?)");
         }
       });
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
 }
 
 std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, std::string name,
-                                               const FilterParams& params, bool overwrite) {
+                                               const FilterParams& params, bool overwrite,
+                                               const ShardSpec& shard) {
   validate(params);
   redis::validate_filter_name(name);
+  if (shard.count == 0 || shard.index >= shard.count) {
+    throw InvalidArgument("shard " + std::to_string(shard.index) + " of " +
+                          std::to_string(shard.count) + " is not a shard");
+  }
   if (overwrite && exists(endpoint, name)) drop(endpoint, name);
   auto state = std::make_unique<State>(endpoint, std::move(name));
   Connection& connection = state->connection;
@@ -427,31 +473,31 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
   }
   std::vector<std::string> created;
   try {
-    for (std::uint64_t p = 0; p < params.partitions; ++p) {
-      state->keys.push_back(redis::partition_key(state->name, p));
-    }
+    state->set_partitions(params, shard);
     pipeline(
-        connection, state->keys.size(), "EXISTS",
-        [&](std::size_t p, CommandBuffer& buffer) {
-          buffer.command({"EXISTS", state->keys[p]});
+        connection, state->owned.size(), "EXISTS",
+        [&](std::size_t i, CommandBuffer& buffer) {
+          buffer.command({"EXISTS", state->keys[state->owned[i]]});
           return std::size_t{1};
         },
-        [&](std::size_t p, std::size_t, const redisReply& reply) {
+        [&](std::size_t i, std::size_t, const redisReply& reply) {
           connection.expect(reply, REDIS_REPLY_INTEGER, "EXISTS");
           if (reply.integer != 0) {
-            throw FilterExists(
-                "key '" + state->keys[p] + "' on redis " + connection.endpoint().describe() +
-                " already exists; not overwriting it to create " + where(connection, meta));
+            throw FilterExists("key '" + state->keys[state->owned[i]] + "' on redis " +
+                               connection.endpoint().describe() +
+                               " already exists; not overwriting it to create " +
+                               where(connection, meta));
           }
         });
     // SETRANGE at the last byte allocates the whole string, zeroed: the memory is taken now,
     // and a full server fails here rather than in the middle of a load.
     const std::string last = std::to_string(params.partition_bytes() - 1);
     pipeline(
-        connection, state->keys.size(), "SETRANGE",
-        [&](std::size_t p, CommandBuffer& buffer) {
-          buffer.command({"SETRANGE", state->keys[p], last, std::string_view("\0", 1)});
-          created.push_back(state->keys[p]);
+        connection, state->owned.size(), "SETRANGE",
+        [&](std::size_t i, CommandBuffer& buffer) {
+          const std::string& key = state->keys[state->owned[i]];
+          buffer.command({"SETRANGE", key, last, std::string_view("\0", 1)});
+          created.push_back(key);
           return std::size_t{1};
         },
         [&](std::size_t, std::size_t, const redisReply& reply) {
@@ -460,6 +506,9 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
     redis::Metadata metadata;
     metadata.params = params;
     metadata.ready = true;
+    metadata.shards = shard.count;
+    metadata.shard = shard.index;
+    metadata.shard_set = shard.set_id;
     metadata.created_unix_ns =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::system_clock::now().time_since_epoch())
@@ -476,7 +525,6 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
     connection.append(hset);
     Reply done = connection.read("HSET");
     connection.expect(*done, REDIS_REPLY_INTEGER, "HSET");
-    state->params = params;
     state->created_unix_ns = metadata.created_unix_ns;
   } catch (...) {
     // Undo what this call made (never a key it found): best effort, the error is what matters.
@@ -695,9 +743,9 @@ std::uint64_t RedisStore::count_set_bits() const {
   State& s = *state_;
   std::uint64_t ones = 0;
   pipeline(
-      s.connection, s.keys.size(), "BITCOUNT",
-      [&](std::size_t p, CommandBuffer& buffer) {
-        buffer.command({"BITCOUNT", s.keys[p]});
+      s.connection, s.owned.size(), "BITCOUNT",
+      [&](std::size_t i, CommandBuffer& buffer) {
+        buffer.command({"BITCOUNT", s.keys[s.owned[i]]});
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {
@@ -711,9 +759,9 @@ std::uint64_t RedisStore::storage_bytes() const {
   State& s = *state_;
   std::uint64_t total = 0;
   pipeline(
-      s.connection, s.keys.size() + 1, "MEMORY USAGE",
-      [&](std::size_t p, CommandBuffer& buffer) {
-        buffer.command({"MEMORY", "USAGE", p < s.keys.size() ? s.keys[p] : s.name});
+      s.connection, s.owned.size() + 1, "MEMORY USAGE",
+      [&](std::size_t i, CommandBuffer& buffer) {
+        buffer.command({"MEMORY", "USAGE", i < s.owned.size() ? s.keys[s.owned[i]] : s.name});
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {
@@ -726,6 +774,7 @@ std::uint64_t RedisStore::storage_bytes() const {
 void RedisStore::read_bytes(std::uint64_t partition, std::uint64_t offset,
                             std::span<std::uint8_t> out) const {
   check_byte_range(state_->params, partition, offset, out.size());
+  require_held(partition);
   state_->download(partition, offset, out.size(),
                    [&](std::uint64_t at, std::span<const std::uint8_t> piece) {
                      std::memcpy(out.data() + at, piece.data(), piece.size());
@@ -736,6 +785,7 @@ void RedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
                              std::span<const std::uint8_t> bytes) {
   State& s = *state_;
   check_byte_range(s.params, partition, offset, bytes.size());
+  require_held(partition);
   const std::size_t chunks = (bytes.size() + kTransferChunk - 1) / kTransferChunk;
   pipeline(
       s.connection, chunks, "SETRANGE",

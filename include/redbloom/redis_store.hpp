@@ -25,6 +25,7 @@
 // flush() does nothing. Not thread-safe: one RedisStore (one connection) per thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -33,8 +34,20 @@
 
 namespace redbloom {
 
+// Which part of a filter sharded over several servers a RedisStore holds (sharded_store.hpp):
+// the partitions p with sharding::shard_of_partition(p, count) == index. The default is the
+// whole filter on one server. (Outside the class: GCC rejects `= {}` default arguments of a
+// nested class with member initializers.)
+struct RedisShardSpec {
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+  std::string set_id;  // shared by the shards of one filter; empty when not sharded
+};
+
 class RedisStore final : public Store {
  public:
+  using ShardSpec = RedisShardSpec;
+
   enum class BulkMode {
     automatic,  // the cheaper path per partition, by the cost model
     per_item,   // always BITFIELD / GETRANGE per item
@@ -45,10 +58,14 @@ class RedisStore final : public Store {
   // An existing filter of that name throws FilterExists unless `overwrite`; a key of that name
   // that is not a redbloom filter, or an existing partition key, is never overwritten.
   static std::unique_ptr<RedisStore> create(const RedisEndpoint& endpoint, std::string name,
-                                            const FilterParams& params, bool overwrite = false);
+                                            const FilterParams& params, bool overwrite = false,
+                                            const ShardSpec& shard = {});
   // Opens an existing filter after checking its metadata and every partition key (type and
   // length). Throws NotFound, or FormatError naming what is wrong.
-  static std::unique_ptr<RedisStore> open(const RedisEndpoint& endpoint, std::string name);
+  // A sharded filter must be opened as the shard it was created as (and, if expected.set_id is
+  // given, of that set): anything else is a FormatError that says so.
+  static std::unique_ptr<RedisStore> open(const RedisEndpoint& endpoint, std::string name,
+                                          const ShardSpec& expected = {});
   // Unlinks the filter's keys after checking that NAME is a redbloom filter (or an unfinished
   // one). Throws NotFound if there is nothing to drop.
   static void drop(const RedisEndpoint& endpoint, const std::string& name);
@@ -82,12 +99,16 @@ class RedisStore final : public Store {
   [[nodiscard]] std::size_t bulk_batch_items() const noexcept override { return SIZE_MAX; }
 
   void set_bulk_mode(BulkMode mode) noexcept;
+  [[nodiscard]] const ShardSpec& shard() const noexcept;
+  // True if partition `partition` is held by this store (always, when not sharded).
+  [[nodiscard]] bool holds(std::uint64_t partition) const noexcept;
   [[nodiscard]] const std::string& name() const noexcept;
   [[nodiscard]] const RedisEndpoint& endpoint() const noexcept;
 
  private:
   struct State;
   explicit RedisStore(std::unique_ptr<State> state);
+  void require_held(std::uint64_t partition) const;
   std::unique_ptr<State> state_;
 };
 
