@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -59,6 +60,17 @@ int run_transfer(const TransferCommand& cmd, const char* verb) {
   return kExitOk;
 }
 
+// Whether two Redis locations have a server in common (compared by run_id and db, so that
+// localhost and 127.0.0.1 are one server).
+bool share_a_server(const FilterLocation& a, const FilterLocation& b) {
+  std::set<std::string> seen;
+  for (const RedisEndpoint& server : a.endpoints()) seen.insert(RedisStore::keyspace_id(server));
+  for (const RedisEndpoint& server : b.endpoints()) {
+    if (seen.count(RedisStore::keyspace_id(server)) != 0) return true;
+  }
+  return false;
+}
+
 void add_common(CLI::App& sub, TransferCommand& cmd) {
   sub.add_flag("--force", cmd.force, "Replace an existing destination filter");
   sub.add_flag("-q,--quiet", cmd.quiet, "No progress or summary on stderr");
@@ -102,8 +114,7 @@ void register_transfers(CLI::App& app, int& exit_code) {
       if (cmd->to.redis_uri.empty()) cmd->to.redis_uri = cmd->from.redis_uri;
       // The same keys under two addresses (localhost and 127.0.0.1, an alias): --force would
       // drop the source before copying it. The server's run_id tells.
-      if (cmd->to.name == cmd->from.name && RedisStore::keyspace_id(cmd->from.endpoint()) ==
-                                                RedisStore::keyspace_id(cmd->to.endpoint())) {
+      if (cmd->to.name == cmd->from.name && share_a_server(cmd->from, cmd->to)) {
         throw InvalidArgument("copy: source and destination are the same filter");
       }
       exit_code = run_transfer(*cmd, "copy");

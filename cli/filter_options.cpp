@@ -5,11 +5,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "exact_options.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/redis_store.hpp"
+#include "redbloom/sharded_store.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -30,13 +33,13 @@ bool file_exists(const std::string& path) {
 
 bool filter_exists(const FilterLocation& location) {
   location.check();
-  return location.in_redis() ? RedisStore::exists(location.endpoint(), location.name)
+  return location.in_redis() ? ShardedRedisStore::exists(location.endpoints(), location.name)
                              : file_exists(location.path);
 }
 
 Filter open_existing(const FilterLocation& location, bool writable) {
   location.check();
-  if (location.in_redis()) return Filter::open_redis(location.endpoint(), location.name);
+  if (location.in_redis()) return Filter::open_redis(location.endpoints(), location.name);
   return Filter::open_file(location.path,
                            writable ? FileStore::Access::read_write : FileStore::Access::read_only);
 }
@@ -66,9 +69,47 @@ Filter checked_against(Filter filter, const FilterParams& requested, const Sizin
 
 }  // namespace
 
+std::vector<RedisEndpoint> FilterLocation::endpoints() const {
+  std::string list = redis_uri;
+  if (!redis_file.empty()) {
+    std::ifstream in(redis_file);
+    if (!in) throw InvalidArgument("cannot read --redis-file " + redis_file);
+    std::string line;
+    while (std::getline(in, line)) {
+      const std::size_t hash = line.find('#');
+      if (hash != std::string::npos) line.erase(hash);
+      line.erase(0, line.find_first_not_of(" \t\r"));
+      line.erase(line.find_last_not_of(" \t\r") + 1);
+      if (line.empty()) continue;
+      if (!list.empty()) list += ',';
+      list += line;
+    }
+    if (list.empty()) throw InvalidArgument("--redis-file " + redis_file + " lists no server");
+  }
+  if (list.empty()) {
+    const char* env = std::getenv("REDIS_URL");
+    list = env != nullptr ? env : "";
+  }
+  std::vector<RedisEndpoint> servers;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    const std::string uri = list.substr(start, comma - start);
+    if (uri.empty() && !list.empty()) throw InvalidArgument("empty URI in the --redis list");
+    servers.push_back(redis_endpoint_or_default(uri));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return servers;
+}
+
 std::string FilterLocation::describe() const {
   if (!in_redis()) return path;
-  return name + " on redis " + endpoint().describe();
+  std::string where;
+  for (const RedisEndpoint& server : endpoints()) {
+    where += (where.empty() ? "" : ", ") + server.describe();
+  }
+  return name + " on redis " + where;
 }
 
 void add_location_options(CLI::App& command, FilterLocation& location,
@@ -85,10 +126,17 @@ void add_location_options(CLI::App& command, FilterLocation& location,
   CLI::Option* redis =
       command.add_option("--" + flag_prefix + "redis", location.redis_uri,
                          "Redis URI: redis://[user:password@]host[:port][/db] or unix:///path.sock "
-                         "(default: $REDIS_URL, else redis://127.0.0.1:6379)");
+                         "(default: $REDIS_URL, else redis://127.0.0.1:6379); several, "
+                         "comma-separated, shard the filter over those servers in that order");
+  CLI::Option* redis_file =
+      command.add_option("--" + flag_prefix + "redis-file", location.redis_file,
+                         "File listing the Redis URIs of a sharded filter, one per line, in order");
   path->excludes(name);
   path->excludes(redis);
+  path->excludes(redis_file);
+  redis->excludes(redis_file);
   redis->needs(name);
+  redis_file->needs(name);
 }
 
 void FilterLocation::check() const {
@@ -161,7 +209,7 @@ FilterParams requested_params(const SizingOptions& o) {
 Filter create_filter(const FilterLocation& location, const FilterParams& params, bool overwrite) {
   location.check();
   Filter filter = location.in_redis()
-                      ? Filter::create_redis(location.endpoint(), location.name, params, overwrite)
+                      ? Filter::create_redis(location.endpoints(), location.name, params, overwrite)
                       : Filter::create_file(location.path, params, overwrite);
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
   // unlinked by hand) describes other items: adopted, it would hide orphans.
@@ -172,7 +220,12 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
 void drop_filter(const FilterLocation& location) {
   location.check();
   if (location.in_redis()) {
-    RedisStore::drop(location.endpoint(), location.name);
+    const auto servers = location.endpoints();
+    if (servers.size() == 1) {
+      RedisStore::drop(servers[0], location.name);
+    } else {
+      ShardedRedisStore::drop(servers, location.name);
+    }
   } else {
     FileStore::remove(location.path);
   }

@@ -29,16 +29,21 @@ struct SizingOptions {
 };
 
 // Where a filter lives: a local file (--filter PATH) or Redis (--name NAME, on --redis URI or
-// $REDIS_URL or redis://127.0.0.1:6379).
+// $REDIS_URL or redis://127.0.0.1:6379). Several comma-separated URIs (or a --redis-file with
+// one per line) spread the filter over that many servers (sharded_store.hpp).
 struct FilterLocation {
   std::string path;
   std::string redis_uri;
+  std::string redis_file;
   std::string name;
 
   [[nodiscard]] bool in_redis() const noexcept { return !name.empty(); }
   // Throws InvalidArgument when neither a path nor a name was given.
   void check() const;
-  [[nodiscard]] RedisEndpoint endpoint() const { return redis_endpoint_or_default(redis_uri); }
+  // The servers, in order (one unless sharded). Throws InvalidArgument for a bad URI or file.
+  [[nodiscard]] std::vector<RedisEndpoint> endpoints() const;
+  // The first server: where a sharded filter's exact set lives.
+  [[nodiscard]] RedisEndpoint endpoint() const { return endpoints().front(); }
   // "urls.rbf" or "urls on redis 127.0.0.1:6379".
   [[nodiscard]] std::string describe() const;
 };

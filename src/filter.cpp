@@ -7,6 +7,7 @@
 #include "redbloom/error.hpp"
 #include "redbloom/memory_store.hpp"
 #include "redbloom/redis_store.hpp"
+#include "redbloom/sharded_store.hpp"
 #include "redbloom/sizing.hpp"
 
 namespace redbloom {
@@ -78,6 +79,17 @@ Filter Filter::create_redis(const RedisEndpoint& endpoint, const std::string& na
 
 Filter Filter::open_redis(const RedisEndpoint& endpoint, const std::string& name) {
   return Filter(RedisStore::open(endpoint, name));
+}
+
+Filter Filter::create_redis(const std::vector<RedisEndpoint>& servers, const std::string& name,
+                            const FilterParams& params, bool overwrite) {
+  if (servers.size() == 1) return create_redis(servers[0], name, params, overwrite);
+  return Filter(ShardedRedisStore::create(servers, name, params, overwrite));
+}
+
+Filter Filter::open_redis(const std::vector<RedisEndpoint>& servers, const std::string& name) {
+  if (servers.size() == 1) return open_redis(servers[0], name);
+  return Filter(ShardedRedisStore::open(servers, name));
 }
 
 bool Filter::add(std::string_view item) {

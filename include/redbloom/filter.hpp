@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redbloom/file_store.hpp"
 #include "redbloom/params.hpp"
@@ -46,6 +47,12 @@ class Filter {
   [[nodiscard]] static Filter create_redis(const RedisEndpoint& endpoint, const std::string& name,
                                            const FilterParams& params, bool overwrite = false);
   [[nodiscard]] static Filter open_redis(const RedisEndpoint& endpoint, const std::string& name);
+  // The same over several servers (sharded_store.hpp); one server gives a plain Redis filter.
+  [[nodiscard]] static Filter create_redis(const std::vector<RedisEndpoint>& servers,
+                                           const std::string& name, const FilterParams& params,
+                                           bool overwrite = false);
+  [[nodiscard]] static Filter open_redis(const std::vector<RedisEndpoint>& servers,
+                                         const std::string& name);
 
   // Adds the item; true iff it was not (by the filter's answer) present before.
   bool add(std::string_view item);

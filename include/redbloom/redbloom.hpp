@@ -12,5 +12,7 @@
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
+#include "redbloom/sharded_store.hpp"
+#include "redbloom/sharding.hpp"
 #include "redbloom/sizing.hpp"
 #include "redbloom/transfer.hpp"

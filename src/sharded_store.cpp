@@ -1,0 +1,279 @@
+#include "redbloom/sharded_store.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "item_hash_inline.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/layout.hpp"
+#include "redbloom/sharding.hpp"
+
+namespace redbloom {
+namespace {
+
+// One batch split by server: items[s] are the views for server s, in batch order, and
+// index[s][j] the position in the batch of items[s][j].
+struct Split {
+  std::vector<std::vector<std::string_view>> items;
+  std::vector<std::vector<std::size_t>> index;
+};
+
+Split split(std::span<const std::string_view> batch, const FilterParams& params,
+            std::size_t servers) {
+  Split out{std::vector<std::vector<std::string_view>>(servers),
+            std::vector<std::vector<std::size_t>>(servers)};
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const ItemHash h = detail::hash_inline(batch[i]);
+    const std::uint64_t partition = layout::partition_of(h, params.partitions);
+    const std::uint32_t s =
+        sharding::shard_of_partition(partition, static_cast<std::uint32_t>(servers));
+    out.items[s].push_back(batch[i]);
+    out.index[s].push_back(i);
+  }
+  return out;
+}
+
+// Runs work(s) for every server that has any, at the same time (one thread each beyond the
+// first), and returns each server's exception (null if it succeeded).
+template <class Work>
+std::vector<std::exception_ptr> on_servers(std::size_t servers, const Split* split, Work&& work) {
+  std::vector<std::exception_ptr> errors(servers);
+  auto run = [&](std::size_t s) {
+    try {
+      work(s);
+    } catch (...) {
+      errors[s] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  std::size_t inline_server = servers;
+  for (std::size_t s = 0; s < servers; ++s) {
+    if (split != nullptr && split->items[s].empty()) continue;
+    if (inline_server == servers) {
+      inline_server = s;  // this thread takes one server itself
+      continue;
+    }
+    threads.emplace_back(run, s);
+  }
+  if (inline_server < servers) run(inline_server);
+  for (std::thread& t : threads) t.join();
+  return errors;
+}
+
+void rethrow_first(const std::vector<std::exception_ptr>& errors) {
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+std::string random_set_id() {
+  std::random_device device;
+  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string server_list(const std::vector<std::unique_ptr<RedisStore>>& shards) {
+  std::string text;
+  for (const auto& shard : shards) {
+    if (!text.empty()) text += ", ";
+    text += shard->endpoint().describe();
+  }
+  return text;
+}
+
+}  // namespace
+
+ShardedRedisStore::ShardedRedisStore(std::vector<std::unique_ptr<RedisStore>> shards)
+    : shards_(std::move(shards)) {}
+ShardedRedisStore::~ShardedRedisStore() = default;
+
+std::unique_ptr<ShardedRedisStore> ShardedRedisStore::create(
+    const std::vector<RedisEndpoint>& servers, const std::string& name, const FilterParams& params,
+    bool overwrite) {
+  if (servers.empty()) throw InvalidArgument("no Redis server given");
+  std::set<std::string> keyspaces;
+  for (const RedisEndpoint& server : servers) {
+    if (!keyspaces.insert(RedisStore::keyspace_id(server)).second) {
+      throw InvalidArgument("redis " + server.describe() +
+                            " is listed twice (or under two addresses): each shard needs its own "
+                            "server or database");
+    }
+  }
+  const auto count = static_cast<std::uint32_t>(servers.size());
+  const std::string set_id = random_set_id();
+  std::vector<std::unique_ptr<RedisStore>> shards;
+  try {
+    for (std::uint32_t i = 0; i < count; ++i) {
+      shards.push_back(RedisStore::create(servers[i], name, params, overwrite, {i, count, set_id}));
+    }
+  } catch (...) {
+    // Undo the shards this call made; the error is what matters.
+    for (const auto& shard : shards) {
+      try {
+        RedisStore::drop(shard->endpoint(), name);
+      } catch (const Error&) {
+      }
+    }
+    throw;
+  }
+  return std::unique_ptr<ShardedRedisStore>(new ShardedRedisStore(std::move(shards)));
+}
+
+std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
+    const std::vector<RedisEndpoint>& servers, const std::string& name) {
+  if (servers.empty()) throw InvalidArgument("no Redis server given");
+  const auto count = static_cast<std::uint32_t>(servers.size());
+  std::vector<std::unique_ptr<RedisStore>> shards;
+  shards.push_back(RedisStore::open(servers[0], name, {0, count, ""}));
+  const std::string set_id = shards[0]->shard().set_id;
+  for (std::uint32_t i = 1; i < count; ++i) {
+    shards.push_back(RedisStore::open(servers[i], name, {i, count, set_id}));
+    if (!(shards.back()->params() == shards[0]->params())) {
+      throw FormatError("filter '" + name + "' on redis " + servers[i].describe() +
+                        " has other parameters than on " + servers[0].describe());
+    }
+  }
+  return std::unique_ptr<ShardedRedisStore>(new ShardedRedisStore(std::move(shards)));
+}
+
+void ShardedRedisStore::drop(const std::vector<RedisEndpoint>& servers, const std::string& name) {
+  std::size_t dropped = 0;
+  for (const RedisEndpoint& server : servers) {
+    if (!RedisStore::exists(server, name)) continue;
+    RedisStore::drop(server, name);
+    ++dropped;
+  }
+  if (dropped == 0) throw NotFound("no filter '" + name + "' on any of the given servers");
+}
+
+bool ShardedRedisStore::exists(const std::vector<RedisEndpoint>& servers, const std::string& name) {
+  return std::any_of(servers.begin(), servers.end(),
+                     [&](const RedisEndpoint& s) { return RedisStore::exists(s, name); });
+}
+
+const FilterParams& ShardedRedisStore::params() const noexcept {
+  return shards_[0]->params();
+}
+
+RedisStore& ShardedRedisStore::holder(std::uint64_t partition) const {
+  check_byte_range(params(), partition, 0, 0);
+  return *shards_[sharding::shard_of_partition(partition,
+                                               static_cast<std::uint32_t>(shards_.size()))];
+}
+
+void ShardedRedisStore::test_and_set(std::span<const std::string_view> items,
+                                     std::span<std::uint8_t> newly_added) {
+  if (newly_added.size() < items.size()) throw InvalidArgument("test_and_set: flag span too small");
+  const Split parts = split(items, params(), shards_.size());
+  std::vector<std::vector<std::uint8_t>> flags(shards_.size());
+  std::vector<std::size_t> known(shards_.size(), 0);  // answers each server is sure of
+  const auto errors = on_servers(shards_.size(), &parts, [&](std::size_t s) {
+    flags[s].resize(parts.items[s].size());
+    try {
+      shards_[s]->test_and_set(parts.items[s], flags[s]);
+      known[s] = flags[s].size();
+    } catch (const IncompleteWrite& e) {
+      known[s] = e.committed();
+      throw;
+    }
+  });
+  // Scatter the known answers; the batch is committed up to the first item a server did not
+  // commit.
+  std::size_t committed = items.size();
+  std::string message;
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    for (std::size_t j = 0; j < known[s]; ++j) newly_added[parts.index[s][j]] = flags[s][j];
+    if (!errors[s]) continue;
+    if (known[s] < parts.index[s].size()) {
+      committed = std::min(committed, parts.index[s][known[s]]);
+    }
+    try {
+      std::rethrow_exception(errors[s]);
+    } catch (const std::exception& e) {
+      if (!message.empty()) message += "; ";
+      message += e.what();
+    }
+  }
+  if (!message.empty()) throw IncompleteWrite(message, committed);
+}
+
+void ShardedRedisStore::set(std::span<const std::string_view> items) {
+  const Split parts = split(items, params(), shards_.size());
+  const auto errors =
+      on_servers(shards_.size(), &parts, [&](std::size_t s) { shards_[s]->set(parts.items[s]); });
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& error) {
+      throw IncompleteWrite(std::string(error.what()) + " (other servers of " + location() +
+                                " may have taken their share; loading again is safe)",
+                            0);
+    }
+  }
+}
+
+void ShardedRedisStore::test(std::span<const std::string_view> items,
+                             std::span<std::uint8_t> present) const {
+  if (present.size() < items.size()) throw InvalidArgument("test: flag span too small");
+  const Split parts = split(items, params(), shards_.size());
+  std::vector<std::vector<std::uint8_t>> answers(shards_.size());
+  rethrow_first(on_servers(shards_.size(), &parts, [&](std::size_t s) {
+    answers[s].resize(parts.items[s].size());
+    shards_[s]->test(parts.items[s], answers[s]);
+  }));
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    for (std::size_t j = 0; j < answers[s].size(); ++j) present[parts.index[s][j]] = answers[s][j];
+  }
+}
+
+std::uint64_t ShardedRedisStore::count_set_bits() const {
+  std::vector<std::uint64_t> counts(shards_.size());
+  rethrow_first(on_servers(shards_.size(), nullptr,
+                           [&](std::size_t s) { counts[s] = shards_[s]->count_set_bits(); }));
+  std::uint64_t total = 0;
+  for (std::uint64_t c : counts) total += c;
+  return total;
+}
+
+std::uint64_t ShardedRedisStore::storage_bytes() const {
+  std::vector<std::uint64_t> bytes(shards_.size());
+  rethrow_first(on_servers(shards_.size(), nullptr,
+                           [&](std::size_t s) { bytes[s] = shards_[s]->storage_bytes(); }));
+  std::uint64_t total = 0;
+  for (std::uint64_t b : bytes) total += b;
+  return total;
+}
+
+void ShardedRedisStore::read_bytes(std::uint64_t partition, std::uint64_t offset,
+                                   std::span<std::uint8_t> out) const {
+  holder(partition).read_bytes(partition, offset, out);
+}
+
+void ShardedRedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
+                                    std::span<const std::uint8_t> bytes) {
+  holder(partition).write_bytes(partition, offset, bytes);
+}
+
+std::uint64_t ShardedRedisStore::created_unix_ns() const {
+  return shards_[0]->created_unix_ns();
+}
+
+std::string ShardedRedisStore::location() const {
+  return "redis shards [" + server_list(shards_) + "] filter " + shards_[0]->name();
+}
+
+std::size_t ShardedRedisStore::batch_items() const noexcept {
+  return shards_[0]->batch_items();
+}
+
+void ShardedRedisStore::set_bulk_mode(RedisStore::BulkMode mode) noexcept {
+  for (auto& shard : shards_) shard->set_bulk_mode(mode);
+}
+
+}  // namespace redbloom
