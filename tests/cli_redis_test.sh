@@ -139,6 +139,36 @@ check "copy onto itself under another address refused" 2 "$rc"
 check "source kept" "$("$redbloom" exists -f local.rbf -c b.txt)" \
   "$("$redbloom" exists --redis "$U" --name imp -c b.txt)"
 
+# --- sharded over three servers: --redis A,B,C and --redis-file ---
+start_redis shard2
+start_redis shard3
+S="$U,$(redis_uri shard2),$(redis_uri shard3)"
+run dedup --redis "$S" --name sharded -n 100000 --partition-size 8KiB a.txt
+check "sharded dedup" 0 "$rc"
+check "sharded dedup lines" 20000 "$(wc -l <<< "$out")"
+run dedup --redis "$S" --name sharded b.txt
+check "sharded dedup: only the new half" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
+for server in main shard2 shard3; do
+  check "every server holds partitions" "yes" \
+    "$([[ $(rcli "$server" --scan --pattern 'sharded:bits:*' | grep -c .) -gt 0 ]] && echo yes || echo no)"
+done
+printf '# shards, in order\n%s\n%s\n%s\n' "$U" "$(redis_uri shard2)" "$(redis_uri shard3)" > servers.txt
+run exists --redis-file servers.txt --name sharded -c a.txt
+check "--redis-file" 20000 "$out"
+run exists --redis "$(redis_uri shard2),$U,$(redis_uri shard3)" --name sharded -c a.txt
+check "servers in another order refused" 3 "$rc"
+check_contains "order message" "give the servers it was created on, in the same order" "$err"
+run exists --redis "$U" --name sharded -c a.txt
+check "one server of a sharded filter refused" 3 "$rc"
+"$redbloom" add -q -f sharded-local.rbf -n 100000 --partition-size 8KiB a.txt b.txt
+run export --redis "$S" --name sharded --to sharded-back.rbf
+check "export of a sharded filter = the local bitmap" "same" \
+  "$(cmp -s <(tail -c +4097 sharded-local.rbf) <(tail -c +4097 sharded-back.rbf) && echo same || echo differ)"
+run drop --redis "$S" --name sharded
+check "sharded drop" 0 "$rc"
+check "sharded keys gone" "0 0 0" \
+  "$(for s in main shard2 shard3; do rcli "$s" --scan --pattern 'sharded*' | grep -c .; done | xargs)"
+
 # --- persistence: an AOF server restarted answers the same ---
 start_redis persist --appendonly yes
 P=$(redis_uri persist)
