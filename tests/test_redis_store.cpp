@@ -22,6 +22,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "background_add.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
@@ -1095,20 +1096,7 @@ TEST(RedisFaults, KilledServerMidLoadReportsACommittedPrefixThatSurvives) {
   const auto items = make_items(kItems, "load-");
   const auto views = views_of(items);
 
-  std::atomic<bool> finished{false};
-  std::optional<std::size_t> committed;
-  std::string message;
-  std::thread loader([&] {
-    try {
-      filter.add_many(views);
-    } catch (const IncompleteWrite& e) {
-      committed = e.committed();
-      message = e.what();
-    } catch (const Error& e) {
-      message = e.what();
-    }
-    finished = true;
-  });
+  testing::BackgroundAdd loader(filter, views);
   // Kill once the load is well under way: 200,000 bits take at least 28,000 items (k = 7), and
   // with at most 8 BITFIELDs of 1024 items in flight, the client has then read the replies of
   // the first 18,000 or more: the committed prefix cannot be empty.
@@ -1116,21 +1104,21 @@ TEST(RedisFaults, KilledServerMidLoadReportsACommittedPrefixThatSurvives) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   long long bits = 0;
   try {
-    while (!finished && std::chrono::steady_clock::now() < deadline) {
+    while (!loader.finished() && std::chrono::steady_clock::now() < deadline) {
       bits = server.integer({"BITCOUNT", partition_key("big", 0)});
       if (bits > kKillAfterBits) break;
       std::this_thread::sleep_for(1ms);
     }
   } catch (...) {
-    // Never leave the loader running (a joinable thread's destructor aborts the process).
-    server.kill(SIGKILL);
-    loader.join();
+    server.kill(SIGKILL);  // so that the loader ends
     throw;
   }
-  const bool killed_mid_load = !finished && bits > kKillAfterBits;
+  const bool killed_mid_load = !loader.finished() && bits > kKillAfterBits;
   server.kill(SIGKILL);
   loader.join();
-  ASSERT_TRUE(killed_mid_load) << "the load " << (finished ? "ended" : "did not start")
+  const auto& committed = loader.committed();
+  const std::string& message = loader.message();
+  ASSERT_TRUE(killed_mid_load) << "the load " << (loader.finished() ? "ended" : "did not start")
                                << " before the kill (bits: " << bits << ")";
   ASSERT_TRUE(committed.has_value()) << "expected IncompleteWrite, got: " << message;
   EXPECT_TRUE(contains_text(message, "127.0.0.1:" + std::to_string(server.port()))) << message;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "background_add.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
@@ -149,25 +150,12 @@ TEST(ShardedFaults, KillingOneServerMidAddReportsACommittedPrefixThatSurvives) {
   Filter filter = Filter::create_redis(servers, "big", params);
   const auto items = make_items(1'500'000, "k-");
   const auto views = views_of(items);
-  std::atomic<bool> finished{false};
-  std::optional<std::size_t> committed;
-  std::string message;
-  std::thread loader([&] {
-    try {
-      filter.add_many(views);
-    } catch (const IncompleteWrite& e) {
-      committed = e.committed();
-      message = e.what();
-    } catch (const Error& e) {
-      message = e.what();
-    }
-    finished = true;
-  });
+  testing::BackgroundAdd loader(filter, views);
   // Kill server b once the load is under way (b's share of bits passes 200,000).
   long long bits = 0;
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   try {
-    while (!finished && std::chrono::steady_clock::now() < deadline) {
+    while (!loader.finished() && std::chrono::steady_clock::now() < deadline) {
       bits = 0;
       for (std::uint64_t p = 0; p < params.partitions; ++p) {
         if (sharding::shard_of_partition(p, 3) != 1) continue;
@@ -177,14 +165,15 @@ TEST(ShardedFaults, KillingOneServerMidAddReportsACommittedPrefixThatSurvives) {
       std::this_thread::sleep_for(2ms);
     }
   } catch (...) {
-    b.kill(SIGKILL);
-    loader.join();
+    b.kill(SIGKILL);  // so that the loader ends
     throw;
   }
-  const bool mid_load = !finished && bits > 200000;
+  const bool mid_load = !loader.finished() && bits > 200000;
   b.kill(SIGKILL);
   loader.join();
-  ASSERT_TRUE(mid_load) << "the load " << (finished ? "ended" : "did not start")
+  const auto& committed = loader.committed();
+  const std::string& message = loader.message();
+  ASSERT_TRUE(mid_load) << "the load " << (loader.finished() ? "ended" : "did not start")
                         << " before the kill";
   ASSERT_TRUE(committed.has_value()) << "expected IncompleteWrite, got: " << message;
   EXPECT_TRUE(contains_text(message, "127.0.0.1:" + std::to_string(b.port()))) << message;
