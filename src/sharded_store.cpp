@@ -232,22 +232,22 @@ void ShardedRedisStore::test(std::span<const std::string_view> items,
   }
 }
 
-std::uint64_t ShardedRedisStore::count_set_bits() const {
-  std::vector<std::uint64_t> counts(shards_.size());
+std::uint64_t ShardedRedisStore::sum_over_servers(std::uint64_t (RedisStore::*measure)()
+                                                      const) const {
+  std::vector<std::uint64_t> values(shards_.size());
   rethrow_first(on_servers(shards_.size(), nullptr,
-                           [&](std::size_t s) { counts[s] = shards_[s]->count_set_bits(); }));
+                           [&](std::size_t s) { values[s] = ((*shards_[s]).*measure)(); }));
   std::uint64_t total = 0;
-  for (std::uint64_t c : counts) total += c;
+  for (std::uint64_t v : values) total += v;
   return total;
 }
 
+std::uint64_t ShardedRedisStore::count_set_bits() const {
+  return sum_over_servers(&RedisStore::count_set_bits);
+}
+
 std::uint64_t ShardedRedisStore::storage_bytes() const {
-  std::vector<std::uint64_t> bytes(shards_.size());
-  rethrow_first(on_servers(shards_.size(), nullptr,
-                           [&](std::size_t s) { bytes[s] = shards_[s]->storage_bytes(); }));
-  std::uint64_t total = 0;
-  for (std::uint64_t b : bytes) total += b;
-  return total;
+  return sum_over_servers(&RedisStore::storage_bytes);
 }
 
 void ShardedRedisStore::read_bytes(std::uint64_t partition, std::uint64_t offset,

@@ -39,6 +39,35 @@
 namespace redbloom {
 namespace {
 
+// Starts `threads` threads at once, each running create(); one that gets FilterExists runs
+// open() instead (a loser must find the winner's set complete). Returns how many creates
+// succeeded; any other error fails the test, naming `round`.
+template <class Create, class Open>
+int race_creators(int threads, int round, Create&& create, Open&& open) {
+  std::atomic<int> created{0};
+  std::vector<std::string> errors(static_cast<std::size_t>(threads));
+  std::latch start(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      start.arrive_and_wait();
+      try {
+        try {
+          create();
+          ++created;
+        } catch (const FilterExists&) {
+          open();
+        }
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(t)] = e.what();
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  for (const std::string& error : errors) EXPECT_EQ(error, "") << "round " << round;
+  return created.load();
+}
+
 using redbloom::testing::error_of;
 using redbloom::testing::TempDir;
 using test::RedisReply;
@@ -565,32 +594,12 @@ TEST(FileExactSet, SeesAClearByAnotherObject) {
 // of the create opens the winner's, which must never look half-written.
 TEST(FileExactSet, RacingCreatorsNeverSeeAHalfWrittenFile) {
   TempDir dir;
-  constexpr int kRounds = 200;
-  constexpr int kThreads = 4;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; round < 200; ++round) {
     const std::string filter = dir.file("f" + std::to_string(round));
-    std::atomic<int> created{0};
-    std::vector<std::string> errors(kThreads);
-    std::latch start(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        start.arrive_and_wait();
-        try {
-          try {
-            (void)create_file_exact_set(filter);
-            ++created;
-          } catch (const FilterExists&) {
-            (void)open_file_exact_set(filter);
-          }
-        } catch (const std::exception& e) {
-          errors[t] = e.what();
-        }
-      });
-    }
-    for (std::thread& thread : threads) thread.join();
-    EXPECT_EQ(created.load(), 1);
-    for (const std::string& error : errors) ASSERT_EQ(error, "") << "round " << round;
+    EXPECT_EQ(race_creators(
+                  4, round, [&] { (void)create_file_exact_set(filter); },
+                  [&] { (void)open_file_exact_set(filter); }),
+              1);
   }
 }
 
@@ -804,33 +813,13 @@ TEST_F(RedisExactSetTest, AFilterNamedLikeACompanionIsNeitherTakenNorDeleted) {
 // Two `load --exact` into one new filter: one creates the companion, the other opens it, and
 // must never find its metadata half written.
 TEST_F(RedisExactSetTest, RacingCreatorsNeverSeeHalfWrittenMetadata) {
-  constexpr int kRounds = 100;
-  constexpr int kThreads = 4;
-  for (int round = 0; round < kRounds; ++round) {
+  const RedisEndpoint e = endpoint();
+  for (int round = 0; round < 100; ++round) {
     const std::string name = "r" + std::to_string(round);
-    std::atomic<int> created{0};
-    std::vector<std::string> errors(kThreads);
-    std::latch start(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        try {
-          const RedisEndpoint e = endpoint();
-          start.arrive_and_wait();
-          try {
-            (void)create_redis_exact_set(e, name, 1000);
-            ++created;
-          } catch (const FilterExists&) {
-            (void)open_redis_exact_set(e, name);
-          }
-        } catch (const std::exception& ex) {
-          errors[t] = ex.what();
-        }
-      });
-    }
-    for (std::thread& thread : threads) thread.join();
-    EXPECT_EQ(created.load(), 1);
-    for (const std::string& error : errors) ASSERT_EQ(error, "") << "round " << round;
+    EXPECT_EQ(race_creators(
+                  4, round, [&] { (void)create_redis_exact_set(e, name, 1000); },
+                  [&] { (void)open_redis_exact_set(e, name); }),
+              1);
   }
 }
 

@@ -65,6 +65,8 @@ class ShardedRedisStore final : public Store {
  private:
   explicit ShardedRedisStore(std::vector<std::unique_ptr<RedisStore>> shards);
   RedisStore& holder(std::uint64_t partition) const;
+  // Sum of a per-server measure, the servers asked at the same time.
+  std::uint64_t sum_over_servers(std::uint64_t (RedisStore::*measure)() const) const;
 
   std::vector<std::unique_ptr<RedisStore>> shards_;
 };
