@@ -55,6 +55,8 @@ class CommandBuffer {
     begin(args.size());
     for (std::string_view a : args) arg(a);
   }
+  // Whole commands already encoded (by another CommandBuffer).
+  void append_raw(std::string_view commands) { text_.append(commands); }
   [[nodiscard]] std::string_view text() const noexcept { return text_; }
   [[nodiscard]] bool empty() const noexcept { return text_.empty(); }
   void clear() noexcept { text_.clear(); }

@@ -12,7 +12,7 @@ namespace {
 [[noreturn]] void bad_uri(std::string_view /*uri*/, const std::string& why) {
   throw InvalidArgument("bad Redis URI: " + why +
                         " (expected redis://[user:password@]host[:port][/db] or "
-                        "unix:///path.sock)");
+                        "unix:///path.sock or redis+cluster://host:port[,host:port...])");
 }
 
 int hex_value(char c) {
@@ -97,9 +97,44 @@ void apply_userinfo(std::string_view uri, std::string_view userinfo, RedisEndpoi
   endpoint.password = percent_decode(uri, userinfo.substr(colon + 1));
 }
 
+// "host", "host:port" or "[v6]:port".
+void apply_host_port(std::string_view uri, std::string_view authority, RedisEndpoint& endpoint) {
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) bad_uri(uri, "unclosed '[' in host");
+    host = authority.substr(1, close - 1);
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') bad_uri(uri, "junk after ']'");
+      port = after.substr(1);
+    }
+  } else if (const std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) bad_uri(uri, "no host");
+  endpoint.host = std::string(host);
+  if (!port.empty() || authority.ends_with(':')) {
+    endpoint.port = static_cast<int>(parse_integer(uri, port, 1, 65535, "port"));
+  }
+}
+
 }  // namespace
 
 std::string RedisEndpoint::describe() const {
+  if (is_cluster()) {
+    std::string text = "cluster ";
+    for (std::size_t i = 0; i < cluster_seeds.size(); ++i) {
+      RedisEndpoint seed;
+      seed.host = cluster_seeds[i].first;
+      seed.port = cluster_seeds[i].second;
+      if (i > 0) text += ',';
+      text += seed.describe();
+    }
+    return text;
+  }
   std::string text;
   if (!unix_path.empty()) {
     text = "unix:" + unix_path;
@@ -117,6 +152,7 @@ std::string RedisEndpoint::describe() const {
 }
 
 bool RedisEndpoint::same_server(const RedisEndpoint& other) const {
+  if (is_cluster() || other.is_cluster()) return cluster_seeds == other.cluster_seeds;
   if (!unix_path.empty() || !other.unix_path.empty()) {
     return unix_path == other.unix_path && db == other.db;
   }
@@ -127,8 +163,11 @@ RedisEndpoint parse_redis_uri(std::string_view uri) {
   RedisEndpoint endpoint;
   std::string_view rest;
   const bool is_unix = uri.starts_with("unix://");
+  const bool is_cluster = uri.starts_with("redis+cluster://");
   if (uri.starts_with("redis://")) {
     rest = uri.substr(8);
+  } else if (is_cluster) {
+    rest = uri.substr(16);
   } else if (is_unix) {
     rest = uri.substr(7);
   } else {
@@ -164,26 +203,24 @@ RedisEndpoint parse_redis_uri(std::string_view uri) {
     apply_userinfo(uri, authority.substr(0, at), endpoint);
     authority = authority.substr(at + 1);
   }
-  std::string_view host = authority;
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const std::size_t close = authority.find(']');
-    if (close == std::string_view::npos) bad_uri(uri, "unclosed '[' in host");
-    host = authority.substr(1, close - 1);
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') bad_uri(uri, "junk after ']'");
-      port = after.substr(1);
+  if (is_cluster) {
+    if (endpoint.db != 0 || (slash != std::string_view::npos && rest.substr(slash) != "/" &&
+                             rest.substr(slash) != "/0")) {
+      bad_uri(uri, "a Redis Cluster has only database 0");
     }
-  } else if (const std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
+    while (true) {
+      const std::size_t comma = authority.find(',');
+      RedisEndpoint seed;
+      apply_host_port(uri, authority.substr(0, comma), seed);
+      endpoint.cluster_seeds.emplace_back(seed.host, seed.port);
+      if (comma == std::string_view::npos) break;
+      authority = authority.substr(comma + 1);
+    }
+    endpoint.host = endpoint.cluster_seeds[0].first;
+    endpoint.port = endpoint.cluster_seeds[0].second;
+    return endpoint;
   }
-  if (host.empty()) bad_uri(uri, "no host");
-  endpoint.host = std::string(host);
-  if (!port.empty() || authority.ends_with(':')) {
-    endpoint.port = static_cast<int>(parse_integer(uri, port, 1, 65535, "port"));
-  }
+  apply_host_port(uri, authority, endpoint);
   return endpoint;
 }
 

@@ -1,5 +1,6 @@
 #include "redis_keys.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <map>
@@ -10,13 +11,17 @@
 namespace redbloom::redis {
 namespace {
 
-std::string tag(std::string_view name, std::uint64_t partition) {
+std::string tag(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
   // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "{" + std::string.
   std::string text;
   text += '{';
   text += name;
   text += ':';
   text += std::to_string(partition);
+  if (salt != 0) {
+    text += ':';
+    text += std::to_string(salt);
+  }
   text += '}';
   return text;
 }
@@ -52,15 +57,15 @@ void validate_filter_name(std::string_view name) {
   }
 }
 
-std::string partition_key(std::string_view name, std::uint64_t partition) {
-  return std::string(name) + ":bits:" + tag(name, partition);
+std::string partition_key(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
+  return std::string(name) + ":bits:" + tag(name, partition, salt);
 }
 
-std::string temp_key(std::string_view name, std::uint64_t partition) {
+std::string temp_key(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
   thread_local std::mt19937_64 random{std::random_device{}()};
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, ":%016llx", static_cast<unsigned long long>(random()));
-  return std::string(name) + ":tmp:" + tag(name, partition) + suffix;
+  return std::string(name) + ":tmp:" + tag(name, partition, salt) + suffix;
 }
 
 std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata& m) {
@@ -80,7 +85,18 @@ std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata&
       {"shards", std::to_string(m.shards)},
       {"shard", std::to_string(m.shard)},
       {"shard_set", m.shard_set},
+      {"tag_salts", encode_salts(m.tag_salts)},
   };
+}
+
+std::string encode_salts(const std::vector<std::uint32_t>& salts) {
+  std::string text;
+  if (std::all_of(salts.begin(), salts.end(), [](std::uint32_t s) { return s == 0; })) return text;
+  for (std::size_t i = 0; i < salts.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(salts[i]);
+  }
+  return text;
 }
 
 Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& pairs,
@@ -97,6 +113,21 @@ Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& 
                       std::to_string(kFormatVersion) + ")");
   }
   Metadata m;
+  // Recorded from the claim on (older filters have none: every salt 0, the plain tags).
+  if (const auto salts = fields.find("tag_salts"); salts != fields.end()) {
+    std::string_view text = salts->second;
+    while (!text.empty()) {
+      const std::size_t comma = text.find(',');
+      std::uint32_t salt = 0;
+      const std::string_view piece = text.substr(0, comma);
+      const auto [end, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), salt);
+      if (ec != std::errc{} || end != piece.data() + piece.size()) {
+        throw FormatError(what + ": metadata field 'tag_salts' is not a list of numbers");
+      }
+      m.tag_salts.push_back(salt);
+      text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    }
+  }
   const auto state = fields.find("state");
   m.ready = state != fields.end() && state->second == "ready";
   FilterParams& p = m.params;
@@ -105,6 +136,7 @@ Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& 
     if (fields.count("partitions") != 0) {
       p.partitions = parse_field<std::uint64_t>(fields, "partitions", what);
     }
+    if (m.tag_salts.size() != p.partitions) m.tag_salts.assign(p.partitions, 0);
     return m;
   }
   p.layout = static_cast<Layout>(parse_field<std::uint32_t>(fields, "layout", what));
@@ -129,6 +161,11 @@ Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& 
   p.error_rate = std::strtod(rate->second.c_str(), &end);
   if (rate->second.empty() || end != rate->second.c_str() + rate->second.size()) {
     throw FormatError(what + ": metadata field 'error_rate' is not a number");
+  }
+  if (!m.tag_salts.empty() && m.tag_salts.size() != p.partitions) {
+    throw FormatError(what + ": metadata field 'tag_salts' has " +
+                      std::to_string(m.tag_salts.size()) + " entries for " +
+                      std::to_string(p.partitions) + " partitions");
   }
   try {
     validate(p, /*from_storage=*/true);

@@ -2,7 +2,9 @@
 //
 //   NAME                        a hash: the metadata (fields below)
 //   NAME:bits:{NAME:i}          partition i, a plain string of partition_bits / 8 bytes in
-//                               SETBIT order, for i in [0, partitions)
+//                               SETBIT order, for i in [0, partitions); on a cluster the tag
+//                               may be {NAME:i:salt}, the salt chosen so that the partitions
+//                               spread evenly over the masters (field tag_salts)
 //   NAME:tmp:{NAME:i}:<random>  a short-lived delta for partition i during a bulk load,
 //                               created with a TTL so that a crash leaves nothing behind
 //
@@ -12,8 +14,10 @@
 //
 // Metadata fields: format ("redbloom"), version, state ("creating" until every partition is
 // allocated, then "ready"), layout, hashes, partitions, partition_bits, capacity, error_rate,
-// hash_scheme, created_unix_ns, and shards / shard / shard_set (sharded_store.hpp: on a
-// sharded filter, every server holds the metadata and only its own partitions).
+// hash_scheme, created_unix_ns, shards / shard / shard_set (sharded_store.hpp: on a
+// sharded filter, every server holds the metadata and only its own partitions), and
+// tag_salts (one per partition, comma-separated; written with the claim, so that drop finds
+// the partitions of a creation that died).
 #pragma once
 
 #include <cstdint>
@@ -31,9 +35,14 @@ inline constexpr std::uint32_t kFormatVersion = 1;
 // Throws InvalidArgument unless `name` can name a filter.
 void validate_filter_name(std::string_view name);
 
-[[nodiscard]] std::string partition_key(std::string_view name, std::uint64_t partition);
-// A fresh, random temp key in the slot of `partition`.
-[[nodiscard]] std::string temp_key(std::string_view name, std::uint64_t partition);
+// `salt` (0: none) varies the hash tag so that a cluster's partitions spread over its masters.
+[[nodiscard]] std::string partition_key(std::string_view name, std::uint64_t partition,
+                                        std::uint32_t salt = 0);
+// A fresh, random temp key in the slot of `partition` (same tag, same salt).
+[[nodiscard]] std::string temp_key(std::string_view name, std::uint64_t partition,
+                                   std::uint32_t salt = 0);
+// "3,0,17": the tag_salts metadata field ("" when every salt is 0, as on one server).
+[[nodiscard]] std::string encode_salts(const std::vector<std::uint32_t>& salts);
 
 struct Metadata {
   FilterParams params;
@@ -44,6 +53,8 @@ struct Metadata {
   std::uint32_t shards = 1;
   std::uint32_t shard = 0;
   std::string shard_set;
+  // Per partition, the salt of its hash tag (partition_key); empty or all 0 on one server.
+  std::vector<std::uint32_t> tag_salts;
 };
 
 // Field/value pairs for HSET.

@@ -11,16 +11,17 @@
 #include "redbloom/layout.hpp"
 #include "redbloom/memory_store.hpp"
 #include "redbloom/sharding.hpp"
-#include "redis_connection.hpp"
 #include "redis_keys.hpp"
+#include "redis_router.hpp"
 
 namespace redbloom {
 namespace {
 
 using redis::CommandBuffer;
-using redis::Connection;
-using redis::pipeline;
+using redis::OnLostNode;
 using redis::Reply;
+using redis::Router;
+using redis::UnitRoute;
 
 // Items per pipelined round of test_and_set. Rounds are the unit of "committed": when a
 // connection fails, every round whose replies all arrived is known to be in the filter.
@@ -42,68 +43,76 @@ constexpr double kRangeBytes = 116;
 // A delta's temp key outlives any sane load step, and vanishes if the client dies.
 constexpr std::chrono::milliseconds kTempKeyTtl{10 * 60 * 1000};
 
-std::string type_of(Connection& connection, const std::string& key) {
-  Reply reply = connection.run({"TYPE", key});
-  return std::string(redis::text_of(*reply));
+std::uint16_t slot_of(std::string_view key) {
+  return static_cast<std::uint16_t>(sharding::cluster_slot(key));
 }
 
-std::string where(const Connection& connection, std::string_view name) {
-  return "filter '" + std::string(name) + "' on redis " + connection.endpoint().describe();
+std::string where(const Router& router, std::string_view name) {
+  return "filter '" + std::string(name) + "' on redis " + router.endpoint().describe();
 }
 
 // HGETALL the metadata. nullopt if the key does not exist.
-std::optional<redis::Metadata> read_metadata(Connection& connection, const std::string& name) {
-  connection.append({"HGETALL", name});
-  Reply reply = connection.read("HGETALL");
+std::optional<redis::Metadata> read_metadata(Router& router, const std::string& name) {
+  const std::uint16_t slot = slot_of(name);
+  Reply reply = router.call(slot, {"HGETALL", name}, OnLostNode::retry);
   if (redis::is_error(*reply)) {
     if (redis::text_of(*reply).starts_with("WRONGTYPE")) {
-      throw FormatError("key '" + name + "' on redis " + connection.endpoint().describe() +
-                        " holds a " + type_of(connection, name) + ", not a redbloom filter");
+      throw FormatError(
+          "key '" + name + "' on redis " + router.endpoint().describe() + " holds a " +
+          std::string(redis::text_of(*router.run(slot, {"TYPE", name}, OnLostNode::retry))) +
+          ", not a redbloom filter");
     }
-    connection.fail("HGETALL", redis::text_of(*reply));
+    router.fail("HGETALL", redis::text_of(*reply));
   }
-  connection.expect(*reply, REDIS_REPLY_ARRAY, "HGETALL");
+  router.expect(*reply, REDIS_REPLY_ARRAY, "HGETALL");
   if (reply->elements == 0) return std::nullopt;
   std::vector<std::pair<std::string, std::string>> fields;
   for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
     fields.emplace_back(redis::text_of(*reply->element[i]), redis::text_of(*reply->element[i + 1]));
   }
   return redis::parse_metadata(fields,
-                               "key '" + name + "' on redis " + connection.endpoint().describe());
+                               "key '" + name + "' on redis " + router.endpoint().describe());
 }
 
 // Claims NAME for a filter being created: writes the "creating" metadata if and only if no key
-// of that name exists. HSETNX on the format field would not do: it adds the field to a foreign
-// hash that has none. WATCH makes the EXEC fail if the key appeared or changed after the
-// EXISTS, so of two concurrent creators exactly one gets the name; and the metadata is written
+// of that name exists, in one script, so of two concurrent creators exactly one gets the name
+// (and on a cluster it is one command on the metadata key's node). HSETNX on the format field
+// would not do: it adds the field to a foreign hash that has none. The metadata is written
 // whole, so a creator that dies after the claim leaves a filter that drop() can remove.
 // False if the name is taken (by anything).
-bool claim_name(Connection& connection, const std::string& name, std::uint64_t partitions) {
-  try {
-    connection.run({"WATCH", name});
-    if (connection.run({"EXISTS", name})->integer != 0) {
-      connection.run({"UNWATCH"});
-      return false;
+bool claim_name(Router& router, const std::string& name, std::uint64_t partitions,
+                const std::vector<std::uint32_t>& salts) {
+  static constexpr std::string_view kClaim =
+      "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
+      "redis.call('HSET', KEYS[1], unpack(ARGV)) return 1";
+  const std::string version = std::to_string(redis::kFormatVersion);
+  const std::string count = std::to_string(partitions);
+  const std::string salt_list = redis::encode_salts(salts);
+  Reply reply = router.run(
+      slot_of(name), {"EVAL", kClaim, "1", name, "format", redis::kFormatName, "version", version,
+                      "state", "creating", "partitions", count, "tag_salts", salt_list});
+  router.expect(*reply, REDIS_REPLY_INTEGER, "EVAL (claiming the name)");
+  return reply->integer == 1;
+}
+
+// Hash-tag salts that put partition p on master p mod M of a cluster's M masters, so a
+// filter's memory and load spread evenly over them (a tag's slot is the CRC16 of its text, so
+// a few tries find one; 0, the plain tag, on one server or if none is found).
+std::vector<std::uint32_t> spread_tags(const Router& router, const std::string& name,
+                                       std::uint64_t partitions) {
+  constexpr std::uint32_t kTries = 1u << 16;
+  std::vector<std::uint32_t> salts(partitions, 0);
+  const std::size_t masters = router.masters();
+  if (masters <= 1) return salts;
+  for (std::uint64_t p = 0; p < partitions; ++p) {
+    for (std::uint32_t salt = 0; salt < kTries; ++salt) {
+      if (router.master_of(slot_of(redis::partition_key(name, p, salt))) == p % masters) {
+        salts[p] = salt;
+        break;
+      }
     }
-    CommandBuffer transaction;
-    transaction.command({"MULTI"});
-    transaction.command({"HSET", name, "format", redis::kFormatName, "version",
-                         std::to_string(redis::kFormatVersion), "state", "creating", "partitions",
-                         std::to_string(partitions)});
-    transaction.command({"EXEC"});
-    connection.append(transaction);
-    for (const char* step : {"MULTI", "HSET"}) {
-      Reply reply = connection.read(step);
-      if (redis::is_error(*reply)) connection.fail(step, redis::text_of(*reply));
-    }
-    Reply exec = connection.read("EXEC");
-    if (redis::is_error(*exec)) connection.fail("EXEC", redis::text_of(*exec));
-    return exec->type == REDIS_REPLY_ARRAY;  // nil: the watched key changed, nothing ran
-  } catch (...) {
-    // Replies of the transaction may still be pending, and the WATCH must not outlive it.
-    connection.reset();
-    throw;
   }
+  return salts;
 }
 
 // The parameters of one partition on its own: offsets inside a partition do not depend on the
@@ -130,13 +139,15 @@ bool bulk_is_cheaper(RedisStore::BulkMode mode, double partition_bytes, double p
 
 struct RedisStore::State {
   State(const RedisEndpoint& endpoint, std::string filter_name)
-      : connection(endpoint), name(std::move(filter_name)) {}
+      : router(redis::make_router(endpoint)), name(std::move(filter_name)) {}
 
-  Connection connection;
+  std::unique_ptr<Router> router;
   std::string name;
   FilterParams params;
   std::uint64_t created_unix_ns = 0;
   std::vector<std::string> keys;     // partition keys, indexed by partition
+  std::vector<std::uint16_t> slots;  // their cluster slots
+  std::vector<std::uint32_t> salts;  // their hash tags' salts (redis_keys.hpp)
   std::vector<std::uint64_t> owned;  // the partitions this store holds (all, unless sharded)
   ShardSpec shard;
   BulkMode mode = BulkMode::automatic;
@@ -146,13 +157,18 @@ struct RedisStore::State {
   std::vector<std::uint32_t> partition_of;
   std::vector<std::uint32_t> order;  // item indices grouped by partition
 
-  void set_partitions(const FilterParams& p, const ShardSpec& spec) {
+  void set_partitions(const FilterParams& p, const ShardSpec& spec,
+                      std::vector<std::uint32_t> tag_salts) {
     params = p;
     shard = spec;
+    salts = std::move(tag_salts);
+    salts.resize(p.partitions, 0);
     keys.clear();
+    slots.clear();
     owned.clear();
     for (std::uint64_t i = 0; i < p.partitions; ++i) {
-      keys.push_back(redis::partition_key(name, i));
+      keys.push_back(redis::partition_key(name, i, salts[i]));
+      slots.push_back(slot_of(keys.back()));
       if (sharding::shard_of_partition(i, spec.count) == spec.index) owned.push_back(i);
     }
   }
@@ -194,6 +210,11 @@ struct RedisStore::State {
     return groups;
   }
 
+  // Routes unit i to owned partition i.
+  [[nodiscard]] Router::Route route_owned(bool writes = false) const {
+    return [this, writes](std::size_t i) { return UnitRoute{slots[owned[i]], i, writes, {}}; };
+  }
+
   template <class Visit>
   void probes(const ItemHash& h, Visit&& visit) const {
     if (params.layout == Layout::blocked) {
@@ -229,9 +250,9 @@ struct RedisStore::State {
     out.arg(keys[partition]);
   }
   void check_guard(const redisReply& reply, std::uint64_t partition) const {
-    connection.expect(reply, REDIS_REPLY_INTEGER, "STRLEN");
+    router->expect(reply, REDIS_REPLY_INTEGER, "STRLEN");
     if (static_cast<std::uint64_t>(reply.integer) != params.partition_bytes()) {
-      throw FormatError(connection.message(
+      throw FormatError(router->message(
           "STRLEN", "partition key '" + keys[partition] + "' holds " +
                         std::to_string(reply.integer) + " bytes, expected " +
                         std::to_string(params.partition_bytes()) +
@@ -243,22 +264,24 @@ struct RedisStore::State {
   // Checks a BITFIELD reply over `items` items: an array of k integers per item.
   void check_bitfield_reply(const redisReply& reply, std::size_t items,
                             std::string_view operation) const {
-    connection.expect(reply, REDIS_REPLY_ARRAY, operation);
+    router->expect(reply, REDIS_REPLY_ARRAY, operation);
     if (reply.elements != items * params.hashes) {
-      connection.fail(operation, "reply has " + std::to_string(reply.elements) + " values for " +
-                                     std::to_string(items * params.hashes) + " bits");
+      router->fail(operation, "reply has " + std::to_string(reply.elements) + " values for " +
+                                  std::to_string(items * params.hashes) + " bits");
     }
   }
 
-  // Pipelined GETRANGE of bytes [offset, offset + out.size()) of a partition key.
   // Pipelined GETRANGE of `size` bytes of a partition from `offset`; each chunk goes to
   // sink(offset within the range, bytes) straight from the reply, with no staging copy.
   template <class Sink>
   void download(std::uint64_t partition, std::uint64_t offset, std::uint64_t size, Sink&& sink) {
     const std::size_t chunks = (size + kTransferChunk - 1) / kTransferChunk;
     const std::string& key = keys[partition];
-    pipeline(
-        connection, chunks, "GETRANGE",
+    router->pipeline(
+        chunks, "GETRANGE",
+        [&](std::size_t c) {
+          return UnitRoute{slots[partition], c, false, {}};
+        },
         [&](std::size_t c, CommandBuffer& buffer) {
           const std::uint64_t from = offset + c * kTransferChunk;
           const std::uint64_t length =
@@ -271,22 +294,23 @@ struct RedisStore::State {
           return std::size_t{1};
         },
         [&](std::size_t c, std::size_t, const redisReply& reply) {
-          connection.expect(reply, REDIS_REPLY_STRING, "GETRANGE");
+          router->expect(reply, REDIS_REPLY_STRING, "GETRANGE");
           const std::uint64_t length =
               std::min<std::uint64_t>(kTransferChunk, size - c * kTransferChunk);
           if (reply.len != length) {
-            throw FormatError(connection.message(
+            throw FormatError(router->message(
                 "GETRANGE", "partition key '" + key + "' is shorter than the filter says (" +
                                 "modified outside redbloom?)"));
           }
           sink(c * kTransferChunk, std::span<const std::uint8_t>(
                                        reinterpret_cast<const std::uint8_t*>(reply.str), length));
-        });
+        },
+        OnLostNode::retry);
   }
 
   // ORs a delta (the partition's bits of some items) into a partition, through a temp key.
   void or_into(std::uint64_t partition, std::span<const std::uint8_t> delta) {
-    const std::string temp = redis::temp_key(name, partition);
+    const std::string temp = redis::temp_key(name, partition, salts[partition]);
     std::vector<std::size_t> chunks;  // the non-zero ones: a sparse delta uploads less
     for (std::size_t c = 0; c * kTransferChunk < delta.size(); ++c) {
       const auto piece = delta.subspan(c * kTransferChunk,
@@ -299,8 +323,13 @@ struct RedisStore::State {
     // Units: the guard and the temp key with its TTL, one SETRANGE per chunk, BITOP, UNLINK.
     const std::size_t units = chunks.size() + 3;
     const std::string ttl = std::to_string(kTempKeyTtl.count());
-    pipeline(
-        connection, units, "bulk OR",
+    // One group: if the slot moves, the whole sequence runs again at its new node, once the
+    // partition key is there (the temp key alone may be sent there first: a new key).
+    router->pipeline(
+        units, "bulk OR",
+        [&](std::size_t u) {
+          return UnitRoute{slots[partition], 0, u == chunks.size() + 1, keys[partition]};
+        },
         [&](std::size_t u, CommandBuffer& buffer) {
           if (u == 0) {
             guard(buffer, partition);
@@ -325,19 +354,20 @@ struct RedisStore::State {
         },
         [&](std::size_t u, std::size_t r, const redisReply& reply) {
           if (u == 0 && r == 0) return check_guard(reply, partition);
-          if (redis::is_error(reply)) connection.fail("bulk OR", redis::text_of(reply));
+          if (redis::is_error(reply)) router->fail("bulk OR", redis::text_of(reply));
           if (u == chunks.size() + 1 &&
               (reply.type != REDIS_REPLY_INTEGER ||
                static_cast<std::uint64_t>(reply.integer) != params.partition_bytes())) {
-            connection.fail("BITOP", "partition key '" + keys[partition] +
-                                         "' has an unexpected length after the OR");
+            router->fail("BITOP", "partition key '" + keys[partition] +
+                                      "' has an unexpected length after the OR");
           }
           // UNLINK answers 0 if the temp key had expired: then the OR may have used nothing.
           if (u == chunks.size() + 2 && (reply.type != REDIS_REPLY_INTEGER || reply.integer != 1)) {
-            connection.fail("bulk OR",
-                            "temp key '" + temp + "' expired before it was applied; load again");
+            router->fail("bulk OR",
+                         "temp key '" + temp + "' expired before it was applied; load again");
           }
-        });
+        },
+        OnLostNode::retry);
   }
 };
 
@@ -351,7 +381,7 @@ const std::string& RedisStore::name() const noexcept {
   return state_->name;
 }
 const RedisEndpoint& RedisStore::endpoint() const noexcept {
-  return state_->connection.endpoint();
+  return state_->router->endpoint();
 }
 void RedisStore::set_bulk_mode(BulkMode mode) noexcept {
   state_->mode = mode;
@@ -375,33 +405,34 @@ std::uint64_t RedisStore::created_unix_ns() const {
 std::string RedisStore::location() const {
   return "redis " + endpoint().describe() + " filter " + state_->name;
 }
+RedisRedirectCounts RedisStore::redirections() const noexcept {
+  return state_->router->redirections();
+}
+std::uint64_t RedisStore::partition_slot(std::uint64_t partition) const {
+  check_byte_range(state_->params, partition, 0, 0);
+  return state_->slots[partition];
+}
 
 bool RedisStore::exists(const RedisEndpoint& endpoint, const std::string& name) {
   redis::validate_filter_name(name);
-  Connection connection(endpoint);
-  return connection.run({"EXISTS", name})->integer != 0;
+  const auto router = redis::make_router(endpoint);
+  return router->run(slot_of(name), {"EXISTS", name}, OnLostNode::retry)->integer != 0;
 }
 
 std::string RedisStore::keyspace_id(const RedisEndpoint& endpoint) {
-  Connection connection(endpoint);
-  Reply info = connection.run({"INFO", "server"});
-  const std::string_view text = redis::text_of(*info);
-  const std::size_t at = text.find("run_id:");
-  if (at == std::string_view::npos) connection.fail("INFO server", "no run_id in the reply");
-  const std::size_t end = text.find_first_of("\r\n", at);
-  return std::string(text.substr(at + 7, end - at - 7)) + "/" + std::to_string(endpoint.db);
+  return redis::make_router(endpoint)->keyspace_id();
 }
 
 std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std::string name,
                                              const ShardSpec& expected) {
   redis::validate_filter_name(name);
   auto state = std::make_unique<State>(endpoint, std::move(name));
-  Connection& connection = state->connection;
-  const auto metadata = read_metadata(connection, state->name);
-  if (!metadata) throw NotFound("no " + where(connection, state->name));
+  Router& router = *state->router;
+  const auto metadata = read_metadata(router, state->name);
+  if (!metadata) throw NotFound("no " + where(router, state->name));
   if (!metadata->ready) {
     throw IncompleteFilter(
-        where(connection, state->name) +
+        where(router, state->name) +
         " is incomplete: its creation did not finish (drop it and create it again)");
   }
   // Opened as another shard, or one server of a sharded filter alone, every answer would be
@@ -412,7 +443,7 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
       return count == 1 ? std::string("an unsharded filter")
                         : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
     };
-    throw FormatError(where(connection, state->name) + " holds " +
+    throw FormatError(where(router, state->name) + " holds " +
                       as_text(metadata->shard, metadata->shards) + " but was opened as " +
                       as_text(expected.index, expected.count) +
                       (metadata->shards == expected.count && metadata->shard == expected.index
@@ -420,13 +451,14 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
                            : "") +
                       ": give the servers it was created on, in the same order");
   }
-  state->set_partitions(metadata->params, {metadata->shard, metadata->shards, metadata->shard_set});
+  state->set_partitions(metadata->params, {metadata->shard, metadata->shards, metadata->shard_set},
+                        metadata->tag_salts);
   state->created_unix_ns = metadata->created_unix_ns;
   // Every partition must be a string of the full length: a missing or short key (deleted,
   // evicted under maxmemory, overwritten) would silently turn into false negatives.
   const std::uint64_t expected_bytes = state->params.partition_bytes();
-  pipeline(
-      connection, state->owned.size(), "STRLEN",
+  router.pipeline(
+      state->owned.size(), "STRLEN", state->route_owned(),
       [&](std::size_t i, CommandBuffer& buffer) {
         buffer.command({"STRLEN", state->keys[state->owned[i]]});
         return std::size_t{1};
@@ -434,20 +466,21 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
       [&](std::size_t i, std::size_t, const redisReply& reply) {
         const std::string& key = state->keys[state->owned[i]];
         if (redis::is_error(reply)) {
-          throw FormatError(where(connection, state->name) + ": partition key '" + key +
+          throw FormatError(where(router, state->name) + ": partition key '" + key +
                             "' is not a string (" + std::string(redis::text_of(reply)) + ")");
         }
         const auto length = static_cast<std::uint64_t>(reply.integer);
         if (length == 0) {
-          throw FormatError(where(connection, state->name) + ": partition key '" + key +
+          throw FormatError(where(router, state->name) + ": partition key '" + key +
                             "' is missing (deleted, or evicted under maxmemory?)");
         }
         if (length != expected_bytes) {
-          throw FormatError(where(connection, state->name) + ": partition key '" + key +
-                            "' holds " + std::to_string(length) + " bytes, expected " +
+          throw FormatError(where(router, state->name) + ": partition key '" + key + "' holds " +
+                            std::to_string(length) + " bytes, expected " +
                             std::to_string(expected_bytes) + " (written outside redbloom?)");
         }
-      });
+      },
+      OnLostNode::retry);
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
 }
 
@@ -462,46 +495,48 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
   }
   if (overwrite && exists(endpoint, name)) drop(endpoint, name);
   auto state = std::make_unique<State>(endpoint, std::move(name));
-  Connection& connection = state->connection;
+  Router& router = *state->router;
   const std::string& meta = state->name;
-  if (!claim_name(connection, meta, params.partitions)) {
-    const auto existing = read_metadata(connection, meta);  // throws for a foreign key
-    if (!existing) connection.fail("create", "the name changed while it was being claimed");
+  // The salts go into the claim, so that drop() finds the partitions of a creation that died.
+  const std::vector<std::uint32_t> salts = spread_tags(router, meta, params.partitions);
+  if (!claim_name(router, meta, params.partitions, salts)) {
+    const auto existing = read_metadata(router, meta);  // throws for a foreign key
+    if (!existing) router.fail("create", "the name changed while it was being claimed");
     throw FilterExists(
-        where(connection, meta) + " already exists" +
+        where(router, meta) + " already exists" +
         (existing->ready ? " (use --force to replace it)" : " but is incomplete (drop it first)"));
   }
-  std::vector<std::string> created;
+  bool allocating = false;
   try {
-    state->set_partitions(params, shard);
-    pipeline(
-        connection, state->owned.size(), "EXISTS",
+    state->set_partitions(params, shard, salts);
+    router.pipeline(
+        state->owned.size(), "EXISTS", state->route_owned(),
         [&](std::size_t i, CommandBuffer& buffer) {
           buffer.command({"EXISTS", state->keys[state->owned[i]]});
           return std::size_t{1};
         },
         [&](std::size_t i, std::size_t, const redisReply& reply) {
-          connection.expect(reply, REDIS_REPLY_INTEGER, "EXISTS");
+          router.expect(reply, REDIS_REPLY_INTEGER, "EXISTS");
           if (reply.integer != 0) {
             throw FilterExists("key '" + state->keys[state->owned[i]] + "' on redis " +
-                               connection.endpoint().describe() +
+                               router.endpoint().describe() +
                                " already exists; not overwriting it to create " +
-                               where(connection, meta));
+                               where(router, meta));
           }
         });
     // SETRANGE at the last byte allocates the whole string, zeroed: the memory is taken now,
     // and a full server fails here rather than in the middle of a load.
     const std::string last = std::to_string(params.partition_bytes() - 1);
-    pipeline(
-        connection, state->owned.size(), "SETRANGE",
+    allocating = true;
+    router.pipeline(
+        state->owned.size(), "SETRANGE", state->route_owned(true),
         [&](std::size_t i, CommandBuffer& buffer) {
           const std::string& key = state->keys[state->owned[i]];
           buffer.command({"SETRANGE", key, last, std::string_view("\0", 1)});
-          created.push_back(key);
           return std::size_t{1};
         },
         [&](std::size_t, std::size_t, const redisReply& reply) {
-          connection.expect(reply, REDIS_REPLY_INTEGER, "SETRANGE (allocating partitions)");
+          router.expect(reply, REDIS_REPLY_INTEGER, "SETRANGE (allocating partitions)");
         });
     redis::Metadata metadata;
     metadata.params = params;
@@ -509,28 +544,40 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
     metadata.shards = shard.count;
     metadata.shard = shard.index;
     metadata.shard_set = shard.set_id;
+    metadata.tag_salts = salts;
     metadata.created_unix_ns =
         static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count());
-    CommandBuffer hset;
     const auto fields = redis::encode_metadata(metadata);
-    hset.begin(2 + 2 * fields.size());
-    hset.arg(std::string_view{"HSET"});
-    hset.arg(meta);
-    for (const auto& [field, value] : fields) {
-      hset.arg(field);
-      hset.arg(value);
-    }
-    connection.append(hset);
-    Reply done = connection.read("HSET");
-    connection.expect(*done, REDIS_REPLY_INTEGER, "HSET");
+    router.pipeline(
+        1, "HSET",
+        [&](std::size_t) {
+          return UnitRoute{slot_of(meta), 0, true, {}};
+        },
+        [&](std::size_t, CommandBuffer& hset) {
+          hset.begin(2 + 2 * fields.size());
+          hset.arg(std::string_view{"HSET"});
+          hset.arg(meta);
+          for (const auto& [field, value] : fields) {
+            hset.arg(field);
+            hset.arg(value);
+          }
+          return std::size_t{1};
+        },
+        [&](std::size_t, std::size_t, const redisReply& reply) {
+          router.expect(reply, REDIS_REPLY_INTEGER, "HSET");
+        });
     state->created_unix_ns = metadata.created_unix_ns;
   } catch (...) {
-    // Undo what this call made (never a key it found): best effort, the error is what matters.
+    // Undo what this call made (never a key it found: the EXISTS checks passed before any
+    // allocation): best effort, the error is what matters.
     try {
-      for (const std::string& key : created) connection.run({"UNLINK", key});
-      connection.run({"UNLINK", meta});
+      if (allocating) {
+        for (std::uint64_t p : state->owned)
+          router.run(state->slots[p], {"UNLINK", state->keys[p]});
+      }
+      router.run(slot_of(meta), {"UNLINK", meta});
     } catch (const Error&) {
     }
     throw;
@@ -540,20 +587,29 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
 
 void RedisStore::drop(const RedisEndpoint& endpoint, const std::string& name) {
   redis::validate_filter_name(name);
-  Connection connection(endpoint);
-  const auto metadata = read_metadata(connection, name);
-  if (!metadata) throw NotFound("no " + where(connection, name));
+  const auto router = redis::make_router(endpoint);
+  const auto metadata = read_metadata(*router, name);
+  if (!metadata) throw NotFound("no " + where(*router, name));
   const std::uint64_t partitions = metadata->params.partitions;
-  pipeline(
-      connection, partitions, "UNLINK",
+  std::vector<std::string> keys;
+  for (std::uint64_t p = 0; p < partitions; ++p) {
+    keys.push_back(
+        redis::partition_key(name, p, p < metadata->tag_salts.size() ? metadata->tag_salts[p] : 0));
+  }
+  router->pipeline(
+      partitions, "UNLINK",
+      [&](std::size_t p) {
+        return UnitRoute{slot_of(keys[p]), p, true, {}};
+      },
       [&](std::size_t p, CommandBuffer& buffer) {
-        buffer.command({"UNLINK", redis::partition_key(name, p)});
+        buffer.command({"UNLINK", keys[p]});
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {
-        connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
-      });
-  connection.run({"UNLINK", name});
+        router->expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+      },
+      OnLostNode::retry);
+  router->run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
 }
 
 void RedisStore::test_and_set(std::span<const std::string_view> items,
@@ -577,10 +633,15 @@ void RedisStore::test_and_set(std::span<const std::string_view> items,
     }
     commands.back().last_of_round = true;
   }
-  std::size_t committed = 0;
+  // Replies of different cluster nodes arrive in any order: a round is committed once all of
+  // its commands, and those of every earlier round, have answered.
+  std::vector<std::uint8_t> answered(commands.size(), 0);
   try {
-    pipeline(
-        s.connection, commands.size(), "BITFIELD",
+    s.router->pipeline(
+        commands.size(), "BITFIELD",
+        [&](std::size_t c) {
+          return UnitRoute{s.slots[commands[c].group.partition], c, true, {}};
+        },
         [&](std::size_t c, CommandBuffer& buffer) {
           const State::Group& g = commands[c].group;
           s.guard(buffer, g.partition);
@@ -599,9 +660,13 @@ void RedisStore::test_and_set(std::span<const std::string_view> items,
             }
             newly_added[s.order[i]] = fresh;
           }
-          if (commands[c].last_of_round) committed = commands[c].round_end;
+          answered[c] = 1;
         });
   } catch (const StorageError& e) {
+    std::size_t committed = 0;
+    for (std::size_t c = 0; c < commands.size() && answered[c] != 0; ++c) {
+      if (commands[c].last_of_round) committed = commands[c].round_end;
+    }
     // The count is committed(): callers that split batches (Filter) rebase it.
     throw IncompleteWrite(
         std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
@@ -634,8 +699,11 @@ void RedisStore::set(std::span<const std::string_view> items) {
       s.or_into(g.partition, delta.bytes());
       ++partitions_done;
     }
-    pipeline(
-        s.connection, per_item.size(), "BITFIELD",
+    s.router->pipeline(
+        per_item.size(), "BITFIELD",
+        [&](std::size_t c) {
+          return UnitRoute{s.slots[per_item[c].partition], c, true, {}};
+        },
         [&](std::size_t c, CommandBuffer& buffer) {
           s.guard(buffer, per_item[c].partition);
           s.bitfield(buffer, true, per_item[c].partition, per_item[c].begin, per_item[c].end);
@@ -644,7 +712,8 @@ void RedisStore::set(std::span<const std::string_view> items) {
         [&](std::size_t c, std::size_t r, const redisReply& reply) {
           if (r == 0) return s.check_guard(reply, per_item[c].partition);
           s.check_bitfield_reply(reply, per_item[c].end - per_item[c].begin, "BITFIELD");
-        });
+        },
+        OnLostNode::retry);
   } catch (const StorageError& e) {
     throw IncompleteWrite(std::string(e.what()) + "; " + std::to_string(partitions_done) +
                               " of the batch's " + std::to_string(groups.size()) +
@@ -690,8 +759,11 @@ void RedisStore::test(std::span<const std::string_view> items,
   }
   // Replies come one per command: the guard's, then one BITFIELD_RO (classic) or one GETRANGE
   // per item of the unit (blocked).
-  pipeline(
-      s.connection, units.size(), blocked ? "GETRANGE" : "BITFIELD_RO",
+  s.router->pipeline(
+      units.size(), blocked ? "GETRANGE" : "BITFIELD_RO",
+      [&](std::size_t u) {
+        return UnitRoute{s.slots[units[u].partition], u, false, {}};
+      },
       [&](std::size_t u, CommandBuffer& buffer) {
         const State::Group& g = units[u];
         s.guard(buffer, g.partition);
@@ -725,9 +797,9 @@ void RedisStore::test(std::span<const std::string_view> items,
           return;
         }
         const std::size_t item = s.order[g.begin + r - 1];
-        s.connection.expect(reply, REDIS_REPLY_STRING, "GETRANGE");
+        s.router->expect(reply, REDIS_REPLY_STRING, "GETRANGE");
         if (reply.len != kBlockBits / 8) {
-          throw FormatError(s.connection.message(
+          throw FormatError(s.router->message(
               "GETRANGE", "partition key '" + s.keys[g.partition] + "' is shorter than expected"));
         }
         const auto* block = reinterpret_cast<const std::uint8_t*>(reply.str);
@@ -736,38 +808,44 @@ void RedisStore::test(std::span<const std::string_view> items,
           all &= (block[bit / 8] & (0x80u >> (bit % 8))) != 0;
         });
         present[item] = all ? 1 : 0;
-      });
+      },
+      OnLostNode::retry);
 }
 
 std::uint64_t RedisStore::count_set_bits() const {
   State& s = *state_;
   std::uint64_t ones = 0;
-  pipeline(
-      s.connection, s.owned.size(), "BITCOUNT",
+  s.router->pipeline(
+      s.owned.size(), "BITCOUNT", s.route_owned(),
       [&](std::size_t i, CommandBuffer& buffer) {
         buffer.command({"BITCOUNT", s.keys[s.owned[i]]});
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {
-        s.connection.expect(reply, REDIS_REPLY_INTEGER, "BITCOUNT");
+        s.router->expect(reply, REDIS_REPLY_INTEGER, "BITCOUNT");
         ones += static_cast<std::uint64_t>(reply.integer);
-      });
+      },
+      OnLostNode::retry);
   return ones;
 }
 
 std::uint64_t RedisStore::storage_bytes() const {
   State& s = *state_;
   std::uint64_t total = 0;
-  pipeline(
-      s.connection, s.owned.size() + 1, "MEMORY USAGE",
+  s.router->pipeline(
+      s.owned.size() + 1, "MEMORY USAGE",
+      [&](std::size_t i) {
+        return UnitRoute{i < s.owned.size() ? s.slots[s.owned[i]] : slot_of(s.name), i, false, {}};
+      },
       [&](std::size_t i, CommandBuffer& buffer) {
         buffer.command({"MEMORY", "USAGE", i < s.owned.size() ? s.keys[s.owned[i]] : s.name});
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {
-        if (redis::is_error(reply)) s.connection.fail("MEMORY USAGE", redis::text_of(reply));
+        if (redis::is_error(reply)) s.router->fail("MEMORY USAGE", redis::text_of(reply));
         if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
-      });
+      },
+      OnLostNode::retry);
   return total;
 }
 
@@ -787,8 +865,11 @@ void RedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
   check_byte_range(s.params, partition, offset, bytes.size());
   require_held(partition);
   const std::size_t chunks = (bytes.size() + kTransferChunk - 1) / kTransferChunk;
-  pipeline(
-      s.connection, chunks, "SETRANGE",
+  s.router->pipeline(
+      chunks, "SETRANGE",
+      [&](std::size_t c) {
+        return UnitRoute{s.slots[partition], c, true, {}};
+      },
       [&](std::size_t c, CommandBuffer& buffer) {
         const auto piece = bytes.subspan(
             c * kTransferChunk, std::min(kTransferChunk, bytes.size() - c * kTransferChunk));
@@ -800,8 +881,9 @@ void RedisStore::write_bytes(std::uint64_t partition, std::uint64_t offset,
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {
-        s.connection.expect(reply, REDIS_REPLY_INTEGER, "SETRANGE");
-      });
+        s.router->expect(reply, REDIS_REPLY_INTEGER, "SETRANGE");
+      },
+      OnLostNode::retry);
 }
 
 }  // namespace redbloom

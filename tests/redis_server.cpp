@@ -54,25 +54,6 @@ std::string find_redis_server() {
       "redis-server package, or set REDBLOOM_REDIS_SERVER to its path)");
 }
 
-// A port nobody listens on right now: bind to port 0 and read back what the kernel chose.
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(fd);
-    throw std::runtime_error("cannot find a free loopback port: " + why);
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 // The last `bytes` of a file from offset `from` on (so a restart's messages are not mixed up
 // with those of the run before).
 std::string tail_of(const std::string& path, std::uintmax_t from = 0, std::size_t bytes = 2000) {
@@ -157,6 +138,24 @@ RedisReply convert(const redisReply& reply) {
 }
 
 }  // namespace
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port: " + why);
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {

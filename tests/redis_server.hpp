@@ -32,6 +32,9 @@ struct RedisReply {
   std::vector<RedisReply> elements;  // array replies
 };
 
+// A loopback port nobody listens on right now (bind to port 0, read back what the kernel chose).
+[[nodiscard]] int free_loopback_port();
+
 class RedisServer {
  public:
   // `extra_args` are appended to the command line (e.g. {"--appendonly", "yes"}); a

@@ -35,6 +35,7 @@
 #include "redbloom/redis_store.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
+#include "test_items.hpp"
 
 namespace redbloom {
 namespace {
@@ -68,8 +69,11 @@ int race_creators(int threads, int round, Create&& create, Open&& open) {
   return created.load();
 }
 
+using redbloom::testing::contains_text;
 using redbloom::testing::error_of;
+using redbloom::testing::make_items;
 using redbloom::testing::TempDir;
+using redbloom::testing::views_of;
 using test::RedisReply;
 using test::RedisServer;
 using Mode = KnownSet::Mode;
@@ -78,14 +82,6 @@ enum class Backend { file, redis };
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
   return info.param == Backend::file ? "File" : "Redis";
-}
-
-bool contains_text(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::vector<std::string_view> views_of(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
 }
 
 // The items that break line-based or C-string code, in every universe.

@@ -30,11 +30,15 @@
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
 #include "redis_server.hpp"
+#include "test_items.hpp"
 
 namespace redbloom {
 namespace {
 
+using redbloom::testing::contains_text;
 using redbloom::testing::error_of;
+using redbloom::testing::make_items;
+using redbloom::testing::views_of;
 
 using namespace std::chrono_literals;
 using test::RedisReply;
@@ -43,22 +47,6 @@ using test::RedisServer;
 // Small partitions give several partition keys even for small filters, so every path that
 // groups items by partition is exercised.
 constexpr std::uint64_t kSmallPartition = 64 * 1024;
-
-std::vector<std::string> make_items(std::size_t count, const std::string& prefix,
-                                    std::size_t first = 0) {
-  std::vector<std::string> items;
-  items.reserve(count);
-  for (std::size_t i = first; i < first + count; ++i) items.push_back(prefix + std::to_string(i));
-  return items;
-}
-
-std::vector<std::string_view> views_of(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
-
-bool contains_text(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 RedisStore& redis_store(Filter& filter) {
   return dynamic_cast<RedisStore&>(filter.store());
@@ -478,6 +466,8 @@ TEST_F(RedisStoreTest, DamagedMetadataIsAFormatErrorNamingTheKey) {
       {{"HSET", "f", "error_rate", "1%"}, "'error_rate' is not a number"},
       {{"HDEL", "f", "capacity"}, "'capacity' is missing"},
       {{"HDEL", "f", "format"}, "not a redbloom filter"},
+      {{"HSET", "f", "tag_salts", "1,x"}, "'tag_salts' is not a list of numbers"},
+      {{"HSET", "f", "tag_salts", "1,2,3"}, "'tag_salts' has 3 entries for 2 partitions"},
       // More partitions than there are keys: the first missing one is named.
       {{"HSET", "f", "partitions", "3"}, partition_key("f", 2) + "' is missing"},
   };

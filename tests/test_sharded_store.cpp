@@ -19,28 +19,17 @@
 #include "redbloom/sharded_store.hpp"
 #include "redbloom/sharding.hpp"
 #include "redis_server.hpp"
+#include "test_items.hpp"
 
 namespace redbloom {
 namespace {
 
 using namespace std::chrono_literals;
 using redbloom::test::RedisServer;
+using redbloom::testing::contains_text;
 using redbloom::testing::error_of;
-
-std::vector<std::string> make_items(std::size_t count, const std::string& prefix) {
-  std::vector<std::string> items;
-  items.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) items.push_back(prefix + std::to_string(i));
-  return items;
-}
-
-std::vector<std::string_view> views_of(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
-
-bool contains_text(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using redbloom::testing::make_items;
+using redbloom::testing::views_of;
 
 class ShardedStoreTest : public ::testing::TestWithParam<Layout> {
  protected:

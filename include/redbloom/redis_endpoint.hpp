@@ -2,6 +2,10 @@
 //
 //   redis://[[user]:password@]host[:port][/db][?timeout=S&connect_timeout=S]
 //   unix:///path/to/redis.sock[?db=N&timeout=S&connect_timeout=S]
+//   redis+cluster://[[user]:password@]host:port[,host:port...][?timeout=S&connect_timeout=S]
+//
+// A redis+cluster URI names a Redis Cluster by one or more of its nodes (seeds): the slot map
+// is discovered from them (cluster_router.hpp). Credentials and timeouts apply to every node.
 //
 // Host may be a bracketed IPv6 address. The user name and password are percent-decoded, so a
 // password holding '@' or ':' is written %40 / %3A. Timeouts are in seconds (fractions
@@ -11,6 +15,8 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace redbloom {
 
@@ -25,9 +31,14 @@ struct RedisEndpoint {
   // Applies to each read and write on the socket. Generous by default: one BITOP OR over a
   // 512 MiB partition takes the server a fraction of a second, a large upload longer.
   std::chrono::milliseconds command_timeout{60000};
+  // Seed nodes of a Redis Cluster (redis+cluster://); empty for one server. host and port are
+  // the first seed's.
+  std::vector<std::pair<std::string, int>> cluster_seeds;
+
+  [[nodiscard]] bool is_cluster() const noexcept { return !cluster_seeds.empty(); }
 
   // For messages (never shows the password): "127.0.0.1:6379", "unix:/run/redis.sock", with
-  // "/db" appended when db != 0.
+  // "/db" appended when db != 0; "cluster 127.0.0.1:7000,127.0.0.1:7001" for a cluster.
   [[nodiscard]] std::string describe() const;
   // The same server (host/port or socket path, and db), whatever the credentials.
   [[nodiscard]] bool same_server(const RedisEndpoint& other) const;

@@ -44,6 +44,14 @@ struct RedisShardSpec {
   std::string set_id;  // shared by the shards of one filter; empty when not sharded
 };
 
+// On a cluster, how often work was sent elsewhere: MOVED (a slot had moved), ASK (a slot was
+// being migrated), and waits (TRYAGAIN, CLUSTERDOWN, a lost master, a key not moved yet).
+struct RedisRedirectCounts {
+  std::uint64_t moved = 0;
+  std::uint64_t ask = 0;
+  std::uint64_t waits = 0;
+};
+
 class RedisStore final : public Store {
  public:
   using ShardSpec = RedisShardSpec;
@@ -103,6 +111,9 @@ class RedisStore final : public Store {
   // True if partition `partition` is held by this store (always, when not sharded).
   [[nodiscard]] bool holds(std::uint64_t partition) const noexcept;
   [[nodiscard]] const std::string& name() const noexcept;
+  [[nodiscard]] RedisRedirectCounts redirections() const noexcept;
+  // The Redis Cluster slot of a partition's key (its node on a cluster).
+  [[nodiscard]] std::uint64_t partition_slot(std::uint64_t partition) const;
   [[nodiscard]] const RedisEndpoint& endpoint() const noexcept;
 
  private:

@@ -1,0 +1,70 @@
+#include "redis_router.hpp"
+
+#include "cluster_router.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom::redis {
+namespace {
+
+// One server: every unit goes down the one connection, in order; slots mean nothing.
+class SingleRouter final : public Router {
+ public:
+  explicit SingleRouter(const RedisEndpoint& endpoint) : connection_(endpoint) {}
+
+  void pipeline(std::size_t units, std::string_view operation, const Route& /*route*/,
+                const Make& make, const OnReply& on_reply, OnLostNode /*lost*/) override {
+    redis::pipeline(connection_, units, operation, make, on_reply);
+  }
+  Reply call(std::uint16_t /*slot*/, std::initializer_list<std::string_view> args,
+             OnLostNode /*lost*/) override {
+    connection_.append(args);
+    return connection_.read(args.size() > 0 ? *args.begin() : std::string_view{"?"});
+  }
+  [[nodiscard]] std::size_t masters() const override { return 1; }
+  [[nodiscard]] std::size_t master_of(std::uint16_t /*slot*/) const override { return 0; }
+  [[nodiscard]] std::string keyspace_id() override {
+    Reply info = run(0, {"INFO", "server"});
+    const std::string_view text = text_of(*info);
+    const std::size_t at = text.find("run_id:");
+    if (at == std::string_view::npos) fail("INFO server", "no run_id in the reply");
+    const std::size_t end = text.find_first_of("\r\n", at);
+    return std::string(text.substr(at + 7, end - at - 7)) + "/" +
+           std::to_string(connection_.endpoint().db);
+  }
+  [[nodiscard]] bool is_cluster() const noexcept override { return false; }
+  [[nodiscard]] const RedisEndpoint& endpoint() const noexcept override {
+    return connection_.endpoint();
+  }
+  [[nodiscard]] std::string message(std::string_view operation,
+                                    std::string_view what) const override {
+    return connection_.message(operation, what);
+  }
+
+ private:
+  Connection connection_;
+};
+
+}  // namespace
+
+Reply Router::run(std::uint16_t slot, std::initializer_list<std::string_view> args,
+                  OnLostNode lost) {
+  Reply reply = call(slot, args, lost);
+  if (is_error(*reply)) fail(args.size() > 0 ? *args.begin() : "?", text_of(*reply));
+  return reply;
+}
+
+void Router::fail(std::string_view operation, std::string_view what) const {
+  throw StorageError(message(operation, what));
+}
+
+void Router::expect(const redisReply& reply, int type, std::string_view operation) const {
+  if (is_error(reply)) fail(operation, text_of(reply));
+  if (reply.type != type) fail(operation, "unexpected reply type " + std::to_string(reply.type));
+}
+
+std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint) {
+  if (endpoint.is_cluster()) return make_cluster_router(endpoint);
+  return std::make_unique<SingleRouter>(endpoint);
+}
+
+}  // namespace redbloom::redis
