@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "item_hash_inline.hpp"
@@ -192,20 +194,19 @@ struct RedisStore::State {
   // Groups items [first, last) by partition into `order` (appending) and returns the groups,
   // each in item order.
   std::vector<Group> group(std::size_t first, std::size_t last) {
+    // A counting sort (stable): a batch of 10^8 items over a few partitions is one pass.
+    std::vector<std::size_t> start(params.partitions + 1, 0);
+    for (std::size_t i = first; i < last; ++i) ++start[partition_of[i] + 1];
+    for (std::uint64_t p = 0; p < params.partitions; ++p) start[p + 1] += start[p];
     const std::size_t base = order.size();
-    for (std::size_t i = first; i < last; ++i) order.push_back(static_cast<std::uint32_t>(i));
-    auto begin = order.begin() + static_cast<std::ptrdiff_t>(base);
-    if (params.partitions > 1) {
-      std::stable_sort(begin, order.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return partition_of[a] < partition_of[b];
-      });
+    order.resize(base + (last - first));
+    std::vector<std::size_t> next(start.begin(), start.end() - 1);
+    for (std::size_t i = first; i < last; ++i) {
+      order[base + next[partition_of[i]]++] = static_cast<std::uint32_t>(i);
     }
     std::vector<Group> groups;
-    for (std::size_t i = base; i < order.size();) {
-      std::size_t j = i;
-      while (j < order.size() && partition_of[order[j]] == partition_of[order[i]]) ++j;
-      groups.push_back({partition_of[order[i]], i, j});
-      i = j;
+    for (std::uint64_t p = 0; p < params.partitions; ++p) {
+      if (start[p + 1] > start[p]) groups.push_back({p, base + start[p], base + start[p + 1]});
     }
     return groups;
   }
@@ -308,63 +309,99 @@ struct RedisStore::State {
         OnLostNode::retry);
   }
 
-  // ORs a delta (the partition's bits of some items) into a partition, through a temp key.
-  void or_into(std::uint64_t partition, std::span<const std::uint8_t> delta) {
-    const std::string temp = redis::temp_key(name, partition, salts[partition]);
-    std::vector<std::size_t> chunks;  // the non-zero ones: a sparse delta uploads less
-    for (std::size_t c = 0; c * kTransferChunk < delta.size(); ++c) {
-      const auto piece = delta.subspan(c * kTransferChunk,
-                                       std::min(kTransferChunk, delta.size() - c * kTransferChunk));
-      if (std::any_of(piece.begin(), piece.end(), [](std::uint8_t b) { return b != 0; })) {
-        chunks.push_back(c);
+  struct Delta {
+    std::uint64_t partition;
+    std::span<const std::uint8_t> bits;
+  };
+
+  // ORs deltas (the partition's bits of some items) into their partitions, each through a
+  // temp key in its partition's slot: SET PX, SETRANGE of each non-zero chunk, BITOP OR,
+  // UNLINK. Each delta's sequence is one group, so on a cluster the masters take theirs at
+  // the same time, and a moved slot runs its sequence again whole.
+  void or_into(std::span<const Delta> deltas) {
+    struct Unit {
+      std::size_t delta;
+      enum Kind { start, upload, merge, unlink } kind;
+      std::size_t chunk;
+      std::size_t group;
+    };
+    std::vector<Unit> units;
+    std::vector<std::string> temps;
+    for (std::size_t d = 0; d < deltas.size(); ++d) {
+      const auto bits = deltas[d].bits;
+      const std::size_t group = units.size();
+      units.push_back({d, Unit::start, 0, group});
+      for (std::size_t c = 0; c * kTransferChunk < bits.size(); ++c) {
+        const auto piece = bits.subspan(c * kTransferChunk,
+                                        std::min(kTransferChunk, bits.size() - c * kTransferChunk));
+        // Only the non-zero chunks: a sparse delta uploads less.
+        if (std::any_of(piece.begin(), piece.end(), [](std::uint8_t b) { return b != 0; })) {
+          units.push_back({d, Unit::upload, c, group});
+        }
       }
+      if (units.size() == group + 1) {
+        units.pop_back();  // nothing to OR
+        temps.emplace_back();
+        continue;
+      }
+      units.push_back({d, Unit::merge, 0, group});
+      units.push_back({d, Unit::unlink, 0, group});
+      const std::uint64_t p = deltas[d].partition;
+      temps.push_back(redis::temp_key(name, p, salts[p]));
     }
-    if (chunks.empty()) return;
-    // Units: the guard and the temp key with its TTL, one SETRANGE per chunk, BITOP, UNLINK.
-    const std::size_t units = chunks.size() + 3;
     const std::string ttl = std::to_string(kTempKeyTtl.count());
-    // One group: if the slot moves, the whole sequence runs again at its new node, once the
-    // partition key is there (the temp key alone may be sent there first: a new key).
     router->pipeline(
-        units, "bulk OR",
+        units.size(), "bulk OR",
         [&](std::size_t u) {
-          return UnitRoute{slots[partition], 0, u == chunks.size() + 1, keys[partition]};
+          const std::uint64_t p = deltas[units[u].delta].partition;
+          return UnitRoute{slots[p], units[u].group, units[u].kind == Unit::merge, keys[p]};
         },
         [&](std::size_t u, CommandBuffer& buffer) {
-          if (u == 0) {
-            guard(buffer, partition);
-            buffer.command({"SET", temp, "", "PX", ttl});
-            return std::size_t{2};
-          }
-          if (u <= chunks.size()) {
-            const std::size_t c = chunks[u - 1];
-            const auto piece = delta.subspan(
-                c * kTransferChunk, std::min(kTransferChunk, delta.size() - c * kTransferChunk));
-            buffer.begin(4);
-            buffer.arg(std::string_view{"SETRANGE"});
-            buffer.arg(temp);
-            buffer.arg(std::uint64_t{c * kTransferChunk});
-            buffer.arg(std::string_view(reinterpret_cast<const char*>(piece.data()), piece.size()));
-          } else if (u == chunks.size() + 1) {
-            buffer.command({"BITOP", "OR", keys[partition], keys[partition], temp});
-          } else {
-            buffer.command({"UNLINK", temp});
+          const Unit& unit = units[u];
+          const std::uint64_t p = deltas[unit.delta].partition;
+          const std::string& temp = temps[unit.delta];
+          switch (unit.kind) {
+            case Unit::start:
+              guard(buffer, p);
+              buffer.command({"SET", temp, "", "PX", ttl});
+              return std::size_t{2};
+            case Unit::upload: {
+              const auto bits = deltas[unit.delta].bits;
+              const std::size_t at = unit.chunk * kTransferChunk;
+              const auto piece = bits.subspan(at, std::min(kTransferChunk, bits.size() - at));
+              buffer.begin(4);
+              buffer.arg(std::string_view{"SETRANGE"});
+              buffer.arg(temp);
+              buffer.arg(std::uint64_t{at});
+              buffer.arg(
+                  std::string_view(reinterpret_cast<const char*>(piece.data()), piece.size()));
+              break;
+            }
+            case Unit::merge:
+              buffer.command({"BITOP", "OR", keys[p], keys[p], temp});
+              break;
+            case Unit::unlink:
+              buffer.command({"UNLINK", temp});
+              break;
           }
           return std::size_t{1};
         },
         [&](std::size_t u, std::size_t r, const redisReply& reply) {
-          if (u == 0 && r == 0) return check_guard(reply, partition);
+          const Unit& unit = units[u];
+          const std::uint64_t p = deltas[unit.delta].partition;
+          if (unit.kind == Unit::start && r == 0) return check_guard(reply, p);
           if (redis::is_error(reply)) router->fail("bulk OR", redis::text_of(reply));
-          if (u == chunks.size() + 1 &&
+          if (unit.kind == Unit::merge &&
               (reply.type != REDIS_REPLY_INTEGER ||
                static_cast<std::uint64_t>(reply.integer) != params.partition_bytes())) {
-            router->fail("BITOP", "partition key '" + keys[partition] +
-                                      "' has an unexpected length after the OR");
+            router->fail("BITOP",
+                         "partition key '" + keys[p] + "' has an unexpected length after the OR");
           }
           // UNLINK answers 0 if the temp key had expired: then the OR may have used nothing.
-          if (u == chunks.size() + 2 && (reply.type != REDIS_REPLY_INTEGER || reply.integer != 1)) {
-            router->fail("bulk OR",
-                         "temp key '" + temp + "' expired before it was applied; load again");
+          if (unit.kind == Unit::unlink &&
+              (reply.type != REDIS_REPLY_INTEGER || reply.integer != 1)) {
+            router->fail("bulk OR", "temp key '" + temps[unit.delta] +
+                                        "' expired before it was applied; load again");
           }
         },
         OnLostNode::retry);
@@ -683,21 +720,49 @@ void RedisStore::set(std::span<const std::string_view> items) {
   std::size_t partitions_done = 0;
   try {
     std::vector<State::Group> per_item;
+    std::vector<State::Group> bulk;
     for (const State::Group& g : groups) {
       const double n = static_cast<double>(g.end - g.begin);
-      if (!bulk_is_cheaper(s.mode, bytes, n * s.params.hashes * kSetBitBytes)) {
-        for (std::size_t b = g.begin; b < g.end; b += kCommandItems) {
-          per_item.push_back({g.partition, b, std::min(g.end, b + kCommandItems)});
-        }
+      if (bulk_is_cheaper(s.mode, bytes, n * s.params.hashes * kSetBitBytes)) {
+        bulk.push_back(g);
         continue;
       }
-      MemoryStore delta(single_partition(s.params));
-      std::vector<std::string_view> members;
-      members.reserve(g.end - g.begin);
-      for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
-      delta.set(members);
-      s.or_into(g.partition, delta.bytes());
-      ++partitions_done;
+      for (std::size_t b = g.begin; b < g.end; b += kCommandItems) {
+        per_item.push_back({g.partition, b, std::min(g.end, b + kCommandItems)});
+      }
+    }
+    // Deltas in waves of one per master: a cluster's masters take theirs at the same time,
+    // and the client holds at most `masters` partition-sized deltas.
+    const std::size_t wave = std::max<std::size_t>(1, s.router->masters());
+    for (std::size_t first = 0; first < bulk.size(); first += wave) {
+      const std::size_t count = std::min(wave, bulk.size() - first);
+      std::vector<std::unique_ptr<MemoryStore>> built(count);
+      std::vector<std::exception_ptr> failed(count);
+      auto build = [&](std::size_t j) {
+        try {
+          const State::Group& g = bulk[first + j];
+          built[j] = std::make_unique<MemoryStore>(single_partition(s.params));
+          std::vector<std::string_view> members;
+          members.reserve(g.end - g.begin);
+          for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
+          built[j]->set(members);
+        } catch (...) {
+          failed[j] = std::current_exception();
+        }
+      };
+      std::vector<std::thread> builders;
+      for (std::size_t j = 1; j < count; ++j) builders.emplace_back(build, j);
+      build(0);
+      for (std::thread& t : builders) t.join();
+      for (const auto& e : failed) {
+        if (e) std::rethrow_exception(e);
+      }
+      std::vector<State::Delta> deltas;
+      for (std::size_t j = 0; j < count; ++j) {
+        deltas.push_back({bulk[first + j].partition, built[j]->bytes()});
+      }
+      s.or_into(deltas);
+      partitions_done += count;
     }
     s.router->pipeline(
         per_item.size(), "BITFIELD",
