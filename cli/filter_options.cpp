@@ -90,6 +90,8 @@ std::vector<RedisEndpoint> FilterLocation::endpoints() const {
     const char* env = std::getenv("REDIS_URL");
     list = env != nullptr ? env : "";
   }
+  // A cluster URI lists its seed nodes with commas itself: the whole list is one cluster.
+  if (list.starts_with("redis+cluster://")) return {parse_redis_uri(list)};
   std::vector<RedisEndpoint> servers;
   std::size_t start = 0;
   while (true) {
@@ -127,7 +129,8 @@ void add_location_options(CLI::App& command, FilterLocation& location,
       command.add_option("--" + flag_prefix + "redis", location.redis_uri,
                          "Redis URI: redis://[user:password@]host[:port][/db] or unix:///path.sock "
                          "(default: $REDIS_URL, else redis://127.0.0.1:6379); several, "
-                         "comma-separated, shard the filter over those servers in that order");
+                         "comma-separated, shard the filter over those servers in that order; "
+                         "redis+cluster://host:port[,host:port...] is a Redis Cluster");
   CLI::Option* redis_file =
       command.add_option("--" + flag_prefix + "redis-file", location.redis_file,
                          "File listing the Redis URIs of a sharded filter, one per line, in order");

@@ -239,10 +239,23 @@ std::optional<unsigned> read_bucket_bits(Connection& connection, const std::stri
 
 }  // namespace
 
+namespace {
+
+// The companion's keys (meta, buckets) are not routed by slot yet.
+void refuse_cluster(const RedisEndpoint& endpoint) {
+  if (endpoint.is_cluster()) {
+    throw InvalidArgument("exact sets (--exact) are not supported on a Redis Cluster yet (" +
+                          endpoint.describe() + "): keep the exact set in a file or one server");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
                                                  const std::string& name,
                                                  std::uint64_t expected_items, bool overwrite) {
   redis::validate_filter_name(name);
+  refuse_cluster(endpoint);
   if (overwrite && redis_exact_set_exists(endpoint, name)) drop_redis_exact_set(endpoint, name);
   unsigned bits = 0;
   while (bits < kMaxBucketBits && (std::uint64_t{kTagsPerBucket} << bits) < expected_items) ++bits;
@@ -295,6 +308,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
 std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
                                                const std::string& name) {
   redis::validate_filter_name(name);
+  refuse_cluster(endpoint);
   Connection connection(endpoint);
   const auto bits = read_bucket_bits(connection, name);
   if (!bits) {
@@ -307,6 +321,7 @@ std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
 bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {
   // Only an exact set's metadata counts: a filter named NAME:exact, or another program's key,
   // is not filter NAME's companion (and must not stop NAME from being written or dropped).
+  if (endpoint.is_cluster()) return false;  // none can be made there (refuse_cluster)
   Connection connection(endpoint);
   const std::string meta = meta_key(name);
   if (redis::text_of(*connection.run({"TYPE", meta})) != "hash") return false;
@@ -315,6 +330,7 @@ bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& na
 }
 
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name) {
+  refuse_cluster(endpoint);
   Connection connection(endpoint);
   const auto bits = read_bucket_bits(connection, name);
   if (!bits)

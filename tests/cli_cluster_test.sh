@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# End-to-end checks of the redbloom CLI on a Redis Cluster of 3 masters that this script starts
+# (redis-server --cluster-enabled, put together with CLUSTER ADDSLOTSRANGE / MEET): every
+# command with --redis redis+cluster://..., partitions spread over the masters, export equal to
+# a local filter's bytes, drop everywhere, and clear errors for what a cluster cannot do.
+# Usage: cli_cluster_test.sh PATH/TO/redbloom
+source "$(dirname "$0")/cli_common.sh"
+source "$tests_dir/redis_shell.sh"
+
+# Bus ports below the 20000-60000 range start_redis picks client ports from.
+for m in 0 1 2; do
+  start_redis "n$m" --cluster-enabled yes --cluster-config-file nodes.conf \
+    --cluster-node-timeout 1000 --cluster-port $((10000 + RANDOM % 10000))
+done
+for m in 0 1 2; do
+  first=$((16384 * m / 3))
+  last=$((16384 * (m + 1) / 3 - 1))
+  redis-cli -p "${redis_port[n$m]}" cluster addslotsrange "$first" "$last" >/dev/null
+  redis-cli -p "${redis_port[n$m]}" cluster set-config-epoch $((m + 1)) >/dev/null
+done
+for m in 1 2; do
+  bus=$(redis-cli -p "${redis_port[n$m]}" config get cluster-port | tail -n 1)
+  redis-cli -p "${redis_port[n0]}" cluster meet 127.0.0.1 "${redis_port[n$m]}" "$bus" >/dev/null
+done
+for _ in $(seq 1 200); do
+  ok=0
+  for m in 0 1 2; do
+    redis-cli -p "${redis_port[n$m]}" cluster info | grep -q "cluster_state:ok" && ok=$((ok + 1))
+  done
+  [[ $ok -eq 3 ]] && break
+  sleep 0.05
+done
+check "cluster is up" 3 "$ok"
+C="redis+cluster://127.0.0.1:${redis_port[n0]},127.0.0.1:${redis_port[n1]},127.0.0.1:${redis_port[n2]}"
+dbsizes() {
+  local total=0 m
+  for m in 0 1 2; do total=$((total + $(redis-cli -p "${redis_port[n$m]}" dbsize))); done
+  echo "$total"
+}
+seq 1 20000 | sed 's/^/url-/' > a.txt
+seq 10001 30000 | sed 's/^/url-/' > b.txt
+
+# --- create, dedup, exists, info ---
+run create --redis "$C" --name urls -n 300000 -p 0.001 --partition-size 64KiB
+check "create" 0 "$rc"
+check_contains "create says where" "on redis cluster 127.0.0.1:${redis_port[n0]}" "$out"
+partitions=$(( $(dbsizes) - 1 ))
+for m in 0 1 2; do
+  keys=$(redis-cli -p "${redis_port[n$m]}" dbsize)
+  [[ $keys -ge $((partitions / 3)) ]] && spread=ok || spread="master $m holds $keys keys of $partitions"
+  check "partitions spread over master $m" ok "$spread"
+done
+run dedup --redis "$C" --name urls a.txt
+check "dedup a" 0 "$rc"
+check "dedup a lines" 20000 "$(wc -l <<< "$out")"
+run dedup --redis "$C" --name urls b.txt
+check "dedup b: only the new half" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
+run exists --redis "$C" --name urls -c a.txt
+check "exists: every added item" 20000 "$out"
+# Any single node finds the rest of the cluster.
+run exists --redis "redis+cluster://127.0.0.1:${redis_port[n2]}" --name urls -c b.txt
+check "exists through one seed" 20000 "$out"
+run info --redis "$C" --name urls --json
+check "info" 0 "$rc"
+check_contains "info location" "cluster 127.0.0.1" "$out"
+
+# --- load (bulk) and export: the same bytes as a local filter ---
+seq 1 200000 | sed 's/^/ev-/' > events.txt
+run create -f local.rbf -n 300000 -p 0.001 --partition-size 64KiB -q
+run load -f local.rbf events.txt
+run create --redis "$C" --name events -n 300000 -p 0.001 --partition-size 64KiB -q
+run load --redis "$C" --name events events.txt
+check "load" 0 "$rc"
+run export --redis "$C" --name events --to exported.rbf
+check "export" 0 "$rc"
+check "export equals the local filter's bits" "$(
+  "$redbloom" info -f local.rbf --json | grep -o '"set_bits": *[0-9]*')" "$(
+  "$redbloom" info -f exported.rbf --json | grep -o '"set_bits": *[0-9]*')"
+run diff --redis "$C" --name events --check events.txt
+check "diff: no item missing" 1 "$rc"
+
+# --- what a cluster refuses, clearly ---
+run create --redis "$C" --name withexact -n 1000 --exact
+check "--exact refused" 2 "$rc"
+check_contains "--exact message" "not supported on a Redis Cluster yet" "$err"
+run info --redis "$C" --name withexact
+check "--exact refused before creating anything" 2 "$rc"
+run create --redis "redis+cluster://127.0.0.1:${redis_port[n0]}/3" --name x -n 1000
+check "db in a cluster URI" 2 "$rc"
+check_contains "db message" "only database 0" "$err"
+start_redis plain
+run create --redis "redis+cluster://127.0.0.1:${redis_port[plain]}" --name x -n 1000
+check "a plain server as a cluster" 3 "$rc"
+check_contains "not a cluster message" "is it a Redis Cluster?" "$err"
+
+# --- drop removes every key from every master ---
+run drop --redis "$C" --name urls
+check "drop urls" 0 "$rc"
+run drop --redis "$C" --name events
+check "drop events" 0 "$rc"
+check "nothing left" 0 "$(dbsizes)"
+
+echo "$passes passed, $failures failed"
+[[ $failures -eq 0 ]]
