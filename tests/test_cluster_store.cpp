@@ -20,6 +20,7 @@
 #include "redbloom/sharding.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
+#include "same_as_local.hpp"
 #include "test_items.hpp"
 
 namespace redbloom {
@@ -30,23 +31,12 @@ using redbloom::test::RedisCluster;
 using redbloom::test::RedisServer;
 using redbloom::testing::contains_text;
 using redbloom::testing::error_of;
+using redbloom::testing::expect_same_bits;
 using redbloom::testing::make_items;
 using redbloom::testing::views_of;
 
 RedisStore& redis_store(Filter& filter) {
   return dynamic_cast<RedisStore&>(filter.store());
-}
-
-// Every partition of `remote` holds the bytes of `local`.
-void expect_same_bits(Filter& remote, Filter& local) {
-  const FilterParams& params = local.params();
-  std::vector<std::uint8_t> theirs(params.partition_bytes());
-  std::vector<std::uint8_t> mine(params.partition_bytes());
-  for (std::uint64_t p = 0; p < params.partitions; ++p) {
-    remote.store().read_bytes(p, 0, theirs);
-    local.store().read_bytes(p, 0, mine);
-    ASSERT_EQ(theirs, mine) << "partition " << p;
-  }
 }
 
 class ClusterStoreTest : public ::testing::TestWithParam<Layout> {
@@ -83,18 +73,7 @@ TEST_P(ClusterStoreTest, SameBitsAndAnswersAsALocalFilterSpreadEvenlyOverTheMast
   }
   for (int n : per_master) EXPECT_GE(n, static_cast<int>(params.partitions / 3));
   // Lookups, per item and bulk, answer as the local filter; zero false negatives.
-  const auto absent = make_items(50000, "absent-");
-  std::vector<std::string_view> queries = views_of(absent);
-  queries.insert(queries.end(), views.begin(), views.begin() + 50000);
-  std::vector<std::uint8_t> answers(queries.size());
-  std::vector<std::uint8_t> expected(queries.size());
-  local.contains_many(queries, expected);
-  for (const auto mode : {RedisStore::BulkMode::per_item, RedisStore::BulkMode::bulk}) {
-    store.set_bulk_mode(mode);
-    remote.contains_many(queries, answers);
-    EXPECT_EQ(answers, expected);
-    EXPECT_EQ(std::count(answers.begin() + 50000, answers.end(), 1), 50000);
-  }
+  testing::expect_same_lookups(remote, store, local, views);
   // A bulk load (temp keys in each partition's slot, BITOP OR) gives the same bytes.
   Filter loaded = Filter::create_redis(cluster_.endpoint(), "g", params);
   redis_store(loaded).set_bulk_mode(RedisStore::BulkMode::bulk);

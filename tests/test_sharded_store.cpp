@@ -19,6 +19,7 @@
 #include "redbloom/sharded_store.hpp"
 #include "redbloom/sharding.hpp"
 #include "redis_server.hpp"
+#include "same_as_local.hpp"
 #include "test_items.hpp"
 
 namespace redbloom {
@@ -74,25 +75,11 @@ TEST_P(ShardedStoreTest, SameBitsAndAnswersAsALocalFilter) {
   for (int n : per_server) EXPECT_GT(n, 0);
   EXPECT_EQ(sharded.info().set_bits, local.info().set_bits);
   // Lookups, per item and bulk, answer as the local filter.
-  const auto absent = make_items(50000, "absent-");
-  std::vector<std::string_view> queries = views_of(absent);
-  queries.insert(queries.end(), views.begin(), views.begin() + 50000);
-  std::vector<std::uint8_t> answers(queries.size());
-  std::vector<std::uint8_t> expected(queries.size());
-  local.contains_many(queries, expected);
-  for (const auto mode : {RedisStore::BulkMode::per_item, RedisStore::BulkMode::bulk}) {
-    store.set_bulk_mode(mode);
-    sharded.contains_many(queries, answers);
-    EXPECT_EQ(answers, expected);
-  }
+  testing::expect_same_lookups(sharded, store, local, views);
   // A bulk load into a second sharded filter gives the same bytes.
   Filter loaded = Filter::create_redis(servers(), "g", params);
   loaded.insert_many(views);
-  for (std::uint64_t p = 0; p < params.partitions; ++p) {
-    loaded.store().read_bytes(p, 0, remote);
-    local.store().read_bytes(p, 0, mine);
-    ASSERT_EQ(remote, mine) << "partition " << p;
-  }
+  testing::expect_same_bits(loaded, local);
 }
 
 TEST_F(ShardedStoreTest, AnyOtherListOfServersIsRefused) {
