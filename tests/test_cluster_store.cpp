@@ -265,23 +265,22 @@ TEST(ClusterFailover, AKilledMasterGivesACommittedPrefixAndTheReplicaServesTheRe
   Filter filter = Filter::create_redis(cluster.endpoint(), "big", params);
   const auto items = make_items(600'000, "k-");
   const auto views = views_of(items);
-  std::optional<testing::BackgroundAdd> loader;
-  loader.emplace(filter, views);
+  testing::BackgroundAdd loader(filter, views);
   // Kill master 0 once the load is under way (it has answered 30 BITFIELDs).
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!loader->finished() && std::chrono::steady_clock::now() < deadline &&
+  while (!loader.finished() && std::chrono::steady_clock::now() < deadline &&
          bitfield_calls(cluster.node(0)) < 30) {
     std::this_thread::sleep_for(2ms);
   }
-  const bool mid_load = !loader->finished();
+  const bool mid_load = !loader.finished();
   cluster.node(0).kill(SIGKILL);
-  loader->join();
+  loader.join();
   ASSERT_TRUE(mid_load) << "the load ended before the kill";
-  const auto& committed = loader->committed();
+  const auto& committed = loader.committed();
   const std::size_t done = committed.value_or(views.size());
   if (committed) {
-    EXPECT_TRUE(contains_text(loader->message(), std::to_string(cluster.node(0).port())))
-        << loader->message();
+    EXPECT_TRUE(contains_text(loader.message(), std::to_string(cluster.node(0).port())))
+        << loader.message();
   }
   // Reads wait out the failover; then every committed item is there (WAIT made the replica
   // hold what the master acknowledged).
