@@ -13,9 +13,17 @@ namespace redbloom::kernels {
 struct Bitmap {
   std::uint64_t* words;  // 64-byte aligned, total_bits / 64 words, Redis bit order
   FilterParams params;
+  std::uint64_t blocks_per_partition;  // blocked layout: partition_bits / kBlockBits
   // Blocked layout: for each start word s, all ones in the words the last probe round of an
   // item probes (layout.hpp). Per filter, so a one-item call does not rebuild it.
   alignas(32) std::uint64_t last_round_words[8][8];
+  // The same selection as a bit per word (bit w = word w), for AVX-512 mask registers.
+  std::uint8_t last_round_lanes[8];
+  // One item (`bitmap` is this Bitmap): true iff the item was new (test_and_set_one) / is
+  // present (test_one). Chosen at make_bitmap for the layout, k and CPU, so that a call is
+  // one indirect jump into straight-line code.
+  bool (*test_and_set_one)(const void* bitmap, std::string_view item);
+  bool (*test_one)(const void* bitmap, std::string_view item);
 };
 
 [[nodiscard]] Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params) noexcept;
@@ -23,13 +31,11 @@ struct Bitmap {
 void test_and_set(const Bitmap& bitmap, std::span<const std::string_view> items,
                   std::uint8_t* newly_added);
 void set(const Bitmap& bitmap, std::span<const std::string_view> items);
-// One item: true iff it was new (test_and_set_one) / is present (test_one).
-bool test_and_set_one(const Bitmap& bitmap, std::string_view item);
-bool test_one(const Bitmap& bitmap, std::string_view item);
 void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* present);
-// The blocked layout has an AVX2 path, chosen at run time when the CPU has AVX2; both paths
-// set identical bits. use_simd(false) forces the scalar path (tests compare the two) and
-// returns the previous setting.
+// The blocked layout has an AVX2 path (and for one-item calls with k <= 8 an AVX-512 one),
+// chosen at run time by what the CPU has; every path sets identical bits. use_simd(false)
+// forces the scalar path (tests compare them) for the batch calls and for the one-item paths
+// of bitmaps made after it; it returns the previous setting.
 bool simd_available() noexcept;
 bool use_simd(bool enabled) noexcept;
 

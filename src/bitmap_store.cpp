@@ -41,11 +41,19 @@ void BitmapStore::test(std::span<const std::string_view> items,
 }
 
 bool BitmapStore::test_and_set_one(std::string_view item) {
-  return kernels::test_and_set_one(*bitmap_, item);
+  return bitmap_->test_and_set_one(bitmap_.get(), item);
 }
 
 bool BitmapStore::test_one(std::string_view item) const {
-  return kernels::test_one(*bitmap_, item);
+  return bitmap_->test_one(bitmap_.get(), item);
+}
+
+Store::OneItemCall BitmapStore::direct_test_one() const {
+  return {bitmap_->test_one, bitmap_.get()};
+}
+
+Store::OneItemCall BitmapStore::direct_test_and_set_one() {
+  return {bitmap_->test_and_set_one, bitmap_.get()};
 }
 
 std::uint64_t BitmapStore::count_set_bits() const {

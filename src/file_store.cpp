@@ -187,6 +187,11 @@ bool FileStore::test_and_set_one(std::string_view item) {
   return BitmapStore::test_and_set_one(item);
 }
 
+Store::OneItemCall FileStore::direct_test_and_set_one() {
+  if (access_ != Access::exclusive_write) return {};
+  return BitmapStore::direct_test_and_set_one();
+}
+
 void FileStore::set(std::span<const std::string_view> items) {
   require_writable("add");
   WriteLock lock(*this);

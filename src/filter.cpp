@@ -58,6 +58,8 @@ std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
 
 Filter::Filter(std::unique_ptr<Store> store) : store_(std::move(store)) {
   if (!store_) throw InvalidArgument("Filter needs a store");
+  test_one_ = store_->direct_test_one();
+  test_and_set_one_ = store_->direct_test_and_set_one();
 }
 
 Filter Filter::in_memory(const FilterParams& params) {
@@ -93,11 +95,11 @@ Filter Filter::open_redis(const std::vector<RedisEndpoint>& servers, const std::
 }
 
 bool Filter::add(std::string_view item) {
-  return store_->test_and_set_one(item);
+  return test_and_set_one_ ? test_and_set_one_(item) : store_->test_and_set_one(item);
 }
 
 bool Filter::contains(std::string_view item) const {
-  return store_->test_one(item);
+  return test_one_ ? test_one_(item) : store_->test_one(item);
 }
 
 std::size_t Filter::add_many(std::span<const std::string_view> items,

@@ -16,4 +16,14 @@ inline ItemHash hash_inline(std::string_view item) noexcept {
   return {h.low64, h.high64};
 }
 
+// The same hash, inline only for items of up to 16 bytes (ids, integer keys), with longer ones
+// hashed out of line by hash_item. For the one-item kernels: XXH3's paths for long inputs need
+// many registers, and inlined they make every call save and restore them, short item or not.
+inline ItemHash hash_short_inline(std::string_view item) noexcept {
+  if (item.size() <= 16) [[likely]] {
+    return hash_inline(item);
+  }
+  return hash_item(item);
+}
+
 }  // namespace redbloom::detail

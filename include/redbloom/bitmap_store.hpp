@@ -22,6 +22,8 @@ class BitmapStore : public Store {
             std::span<std::uint8_t> present) const override;
   bool test_and_set_one(std::string_view item) override;
   [[nodiscard]] bool test_one(std::string_view item) const override;
+  [[nodiscard]] OneItemCall direct_test_one() const override;
+  [[nodiscard]] OneItemCall direct_test_and_set_one() override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
   void read_bytes(std::uint64_t partition, std::uint64_t offset,
                   std::span<std::uint8_t> out) const override;

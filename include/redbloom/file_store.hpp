@@ -48,6 +48,8 @@ class FileStore final : public BitmapStore {
                     std::span<std::uint8_t> newly_added) override;
   void set(std::span<const std::string_view> items) override;
   bool test_and_set_one(std::string_view item) override;
+  // Only a sole writer's adds skip the lock, and so the virtual path.
+  [[nodiscard]] OneItemCall direct_test_and_set_one() override;
   void write_bytes(std::uint64_t partition, std::uint64_t offset,
                    std::span<const std::uint8_t> bytes) override;
   void flush() override;

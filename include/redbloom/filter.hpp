@@ -78,6 +78,9 @@ class Filter {
 
  private:
   std::unique_ptr<Store> store_;
+  // The store's direct one-item paths, if it has them (store.hpp).
+  Store::OneItemCall test_one_;
+  Store::OneItemCall test_and_set_one_;
 };
 
 }  // namespace redbloom

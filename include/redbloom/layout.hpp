@@ -49,8 +49,11 @@ inline void classic_probes(const ItemHash& h, std::uint64_t partition_bits, std:
 // XXH3 output, so its fields are independent uniform bits; the products remix hi for later
 // rounds. A per-word field also means one vector shift computes all 8 words' bits at once.
 // sizing.hpp's blocked formula is derived for exactly this placement.
+inline std::uint64_t blocked_block_among(const ItemHash& h, std::uint64_t blocks) noexcept {
+  return fastrange64(h.lo, blocks);
+}
 inline std::uint64_t blocked_block_of(const ItemHash& h, std::uint64_t partition_bits) noexcept {
-  return fastrange64(h.lo, partition_bits / kBlockBits);
+  return blocked_block_among(h, partition_bits / kBlockBits);
 }
 
 inline constexpr std::uint64_t kGoldenMultiplier = 0x9E3779B97F4A7C15ull;
