@@ -1,5 +1,6 @@
 // Local filter speed: insert, positive and negative lookup in ns per item, bits per item and
-// the measured false-positive rate, for both layouts, one item per call and batched.
+// the measured false-positive rate, for both layouts: one item per call, batched, and batched
+// on two threads.
 //
 // Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i), made
 // 4096 at a time outside the timed region), then looks up min(n, 1e7) inserted keys and 1e7
@@ -105,7 +106,8 @@ Measured measure_single(Bloom& filter, std::uint64_t n) {
   return m;
 }
 
-// The same through add_many / contains_many, 4096 keys a call.
+// The same through add_many / contains_many, 4096 keys a call (on the threads the filter was
+// given: Filter::use_threads).
 Measured measure_batched(Filter& filter, std::uint64_t n) {
   Measured m;
   m.insert_ns = ns_per_key(0, n, [&](auto keys) { m.sink += filter.add_many(keys); });
@@ -130,12 +132,14 @@ void record(benchmark::State& state, const FilterParams& params, std::uint64_t n
   state.counters["k"] = params.hashes;
 }
 
-void BM_Filter(benchmark::State& state, Layout layout, bool batched) {
+// threads = 0: one call per item; otherwise batched calls on that many threads.
+void BM_Filter(benchmark::State& state, Layout layout, unsigned threads) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
   const FilterParams params = redbloom::size_filter(double(n), 0.01, layout);
   for (auto _ : state) {
     Filter filter = make_filter(params);
-    record(state, params, n, batched ? measure_batched(filter, n) : measure_single(filter, n));
+    if (threads > 1) filter.use_threads(threads);
+    record(state, params, n, threads > 0 ? measure_batched(filter, n) : measure_single(filter, n));
   }
 }
 
@@ -251,11 +255,13 @@ int main(int argc, char** argv) {
                       : g_store == StoreKind::file ? "file"
                                                    : "shared-file";
   for (Layout layout : {Layout::blocked, Layout::classic}) {
-    for (bool batched : {true, false}) {
+    for (unsigned threads : {1u, 2u, 0u}) {
       const std::string name = std::string(store) + "/" + std::string(redbloom::to_string(layout)) +
-                               (batched ? "/batched" : "/single");
+                               (threads == 0   ? "/single"
+                                : threads == 1 ? "/batched"
+                                               : "/batched-" + std::to_string(threads) + "threads");
       for (std::int64_t n : sizes) {
-        benchmark::RegisterBenchmark(name.c_str(), BM_Filter, layout, batched)
+        benchmark::RegisterBenchmark(name.c_str(), BM_Filter, layout, threads)
             ->Arg(n)
             ->Iterations(1)
             ->Unit(benchmark::kMillisecond);

@@ -249,8 +249,8 @@ __attribute__((target("avx512f"), flatten)) bool blocked_one_avx512(const void* 
                                            _mm512_setr_epi64(16, 22, 28, 34, 40, 46, 52, 58));
   // (field & 63) ^ 7 in one ternary-logic op (truth table 0x6A = (a & b) ^ c): the bit's
   // shift in Redis order, as in Avx2Block.
-  const __m512i shifts = _mm512_ternarylogic_epi64(fields, _mm512_set1_epi64(63),
-                                                   _mm512_set1_epi64(7), 0x6A);
+  const __m512i shifts =
+      _mm512_ternarylogic_epi64(fields, _mm512_set1_epi64(63), _mm512_set1_epi64(7), 0x6A);
   const __mmask8 words = bitmap.last_round_lanes[layout::blocked_start_word(h.hi)];
   const __m512i mask = _mm512_maskz_sllv_epi64(words, _mm512_set1_epi64(1), shifts);
   const __m512i old = _mm512_load_si512(line);
@@ -276,9 +276,9 @@ __attribute__((flatten)) bool blocked_one_scalar(const void* context, std::strin
 // The global bit offsets of an item's k probes, each line prefetched. Into L2 only
 // (PREFETCHT2), for reads and writes alike: with k lines an item, 8 items ahead is ~56 lines
 // in flight, more than L1's fill buffers track, and at n = 1e8 the L2 hint took 10-20% off
-// both lookups and inserts, side by side in one run (the blocked layout, one line an item,
-// gained nothing from it). A read prefetch is enough for a write: memory no other core holds
-// arrives exclusive.
+// lookups and inserts, side by side in one run (for the blocked layout, one line an item, the
+// same runs showed no clear gain). A read prefetch is enough for a write: memory no other
+// core holds arrives exclusive.
 template <Op op>
 inline void classic_bits(const Bitmap& bitmap, const ItemHash& h, std::uint64_t* bits) noexcept {
   const FilterParams& p = bitmap.params;

@@ -11,6 +11,7 @@ namespace redbloom {
 namespace kernels {
 struct Bitmap;
 }
+class ParallelRunner;
 
 class BitmapStore : public Store {
  public:
@@ -25,6 +26,14 @@ class BitmapStore : public Store {
   [[nodiscard]] OneItemCall direct_test_one() const override;
   [[nodiscard]] OneItemCall direct_test_and_set_one() override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
+  // Batches of 2048 items or more run on `threads` threads. A lookup batch is cut into equal
+  // parts. An add batch is split by partition: thread t takes, in order, the items of the
+  // partitions p with p mod threads == t, so no two threads write one word and the second of
+  // two equal items in a batch is still not new. So adds use at most `partitions` threads
+  // (a filter under 64 MiB has one partition and adds on one thread).
+  void use_threads(unsigned threads) override;
+  // 1024 items a call on one thread; 64Ki when split (a thread's share then stays large).
+  [[nodiscard]] std::size_t batch_items() const noexcept override;
   void read_bytes(std::uint64_t partition, std::uint64_t offset,
                   std::span<std::uint8_t> out) const override;
   void write_bytes(std::uint64_t partition, std::uint64_t offset,
@@ -41,7 +50,10 @@ class BitmapStore : public Store {
 
  private:
   FilterParams params_;
+  [[nodiscard]] bool splits(std::size_t items) const noexcept;
+
   std::unique_ptr<kernels::Bitmap> bitmap_;  // the words and per-filter kernel tables
+  std::unique_ptr<ParallelRunner> runner_;   // set by use_threads(n > 1)
 };
 
 }  // namespace redbloom

@@ -90,6 +90,11 @@ class Store {
   // redis_store.hpp).
   [[nodiscard]] virtual std::size_t bulk_batch_items() const noexcept { return batch_items(); }
 
+  // Lets batch calls use up to `threads` threads (1, the default: the calling thread only).
+  // Local stores split large batches over them (bitmap_store.hpp); remote stores already
+  // pipeline their batches and ignore it.
+  virtual void use_threads(unsigned threads) { (void)threads; }
+
   // Makes every completed write durable (msync for a file).
   virtual void flush() = 0;
 
