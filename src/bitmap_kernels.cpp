@@ -220,10 +220,10 @@ __attribute__((flatten)) void blocked_scalar(const Bitmap& bitmap,
 // One item, no pipeline (Filter::add and Filter::contains), reached through the Bitmap's
 // function pointers. Out of cache, back-to-back one-item calls overlap their misses only as
 // far as the reorder window (~500 instructions here) holds several calls, so every
-// instruction counts: at n = 1e8, a path of 147 instructions an item (a virtual call, three
-// forwarding frames, a layout and CPU dispatch, a loop over probe rounds) took 42 ns a lookup,
-// the same work in 91 took 30 ns. Hence one straight-line function per layout, k <= 8 and CPU,
-// chosen once per filter.
+// instruction counts: at n = 1e8 a path of 147 instructions a lookup (a virtual call, three
+// forwarding frames, a layout and CPU dispatch, a loop over probe rounds) took 90 ns where the
+// same work in 91 instructions took 64 ns, side by side in one run (instructions counted with
+// callgrind). Hence one straight-line function per layout, k <= 8 and CPU, chosen per filter.
 template <Op op, bool kOneRound>
 __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* context,
                                                                std::string_view item) {

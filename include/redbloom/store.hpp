@@ -54,8 +54,8 @@ class Store {
   // per-call set-up (no lock, no I/O); Filter::add / contains call it instead of the virtual
   // functions above. Why it matters: out of cache, one-item calls overlap their misses only as
   // far as the CPU's reorder window holds consecutive calls, so the cost of a lookup grows
-  // with its instruction count, and a virtual call plus three forwarding frames were a fifth
-  // of it (bitmap_kernels.cpp has the figures).
+  // with its instruction count, and a virtual call plus three forwarding frames were a
+  // quarter of them (bitmap_kernels.cpp has the figures).
   struct OneItemCall {
     bool (*function)(const void* context, std::string_view item) = nullptr;
     const void* context = nullptr;
