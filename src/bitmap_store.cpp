@@ -60,6 +60,10 @@ bool BitmapStore::splits(std::size_t items) const noexcept {
   return runner_ && items >= kSplitItems;
 }
 
+bool BitmapStore::splits_writes(std::size_t items) const noexcept {
+  return splits(items) && params_.partitions > 1;
+}
+
 void BitmapStore::attach(std::uint64_t* words) {
   bitmap_ = std::make_unique<kernels::Bitmap>(kernels::make_bitmap(words, params_));
 }
@@ -67,7 +71,7 @@ void BitmapStore::attach(std::uint64_t* words) {
 void BitmapStore::test_and_set(std::span<const std::string_view> items,
                                std::span<std::uint8_t> newly_added) {
   require_room(items.size(), newly_added.size(), "test_and_set");
-  if (!splits(items.size()) || params_.partitions < 2) {
+  if (!splits_writes(items.size())) {
     kernels::test_and_set(*bitmap_, items, newly_added.data());
     return;
   }
@@ -80,7 +84,7 @@ void BitmapStore::test_and_set(std::span<const std::string_view> items,
 }
 
 void BitmapStore::set(std::span<const std::string_view> items) {
-  if (!splits(items.size()) || params_.partitions < 2) {
+  if (!splits_writes(items.size())) {
     kernels::set(*bitmap_, items);
     return;
   }

@@ -30,7 +30,8 @@ class BitmapStore : public Store {
   // parts. An add batch is split by partition: thread t takes, in order, the items of the
   // partitions p with p mod threads == t, so no two threads write one word and the second of
   // two equal items in a batch is still not new. So adds use at most `partitions` threads
-  // (a filter under 64 MiB has one partition and adds on one thread).
+  // (a filter under 64 MiB has one partition and adds on one thread). Not to be called while
+  // another thread is inside a call on this store.
   void use_threads(unsigned threads) override;
   // 1024 items a call on one thread; 64Ki when split (a thread's share then stays large).
   [[nodiscard]] std::size_t batch_items() const noexcept override;
@@ -50,7 +51,9 @@ class BitmapStore : public Store {
 
  private:
   FilterParams params_;
+  // Whether a batch of `items` goes to the threads (lookups; adds need 2+ partitions too).
   [[nodiscard]] bool splits(std::size_t items) const noexcept;
+  [[nodiscard]] bool splits_writes(std::size_t items) const noexcept;
 
   std::unique_ptr<kernels::Bitmap> bitmap_;  // the words and per-filter kernel tables
   std::unique_ptr<ParallelRunner> runner_;   // set by use_threads(n > 1)
