@@ -49,6 +49,19 @@ inline void record(std::uint8_t* out, std::size_t i, bool all_set) noexcept {
   }
 }
 
+// Where a pipeline gets item i's hash: hashing the item, or from hashes computed before.
+struct HashItems {
+  std::span<const std::string_view> items;
+  std::size_t size() const noexcept { return items.size(); }
+  ItemHash operator()(std::size_t i) const noexcept { return detail::hash_inline(items[i]); }
+};
+struct OwnedHashes {
+  std::span<const ItemHash> hashes;
+  std::span<const std::uint32_t> owned;
+  std::size_t size() const noexcept { return owned.size(); }
+  ItemHash operator()(std::size_t j) const noexcept { return hashes[owned[j]]; }
+};
+
 // A one-item call answers "was new" for an add, "is present" for a lookup.
 template <Op op>
 inline bool one_item_answer(bool all_set) noexcept {
@@ -173,9 +186,8 @@ struct ScalarBlock {
   }
 };
 
-template <Op op, class Block>
-inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_view> items,
-                             std::uint8_t* out) {
+template <Op op, class Block, class Source>
+inline void blocked_pipeline(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   // 64 items ahead: ~10 ns of work an item covers the ~300 ns a miss can take on these VMs.
   constexpr std::size_t kAhead = 64;
   struct Slot {
@@ -183,11 +195,11 @@ inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_v
     std::uint64_t hi;
   };
   const BlockGeometry geometry(bitmap);
-  const std::size_t n = items.size();
+  const std::size_t n = hash_of.size();
   Slot ring[kAhead];
   std::size_t planned = 0;
   auto plan_next = [&] {
-    const ItemHash h = detail::hash_inline(items[planned]);
+    const ItemHash h = hash_of(planned);
     std::uint64_t* line = geometry.line(h);
     prefetch<op>(line);
     ring[planned % kAhead] = Slot{line, h.hi};
@@ -203,18 +215,16 @@ inline void blocked_pipeline(const Bitmap& bitmap, std::span<const std::string_v
 
 // flatten: inline the pipeline, the hash and the AVX2 block code into one function compiled
 // for AVX2 (an AVX2 function cannot be inlined into a plain one, only the other way round).
-template <Op op>
-__attribute__((target("avx2"), flatten)) void blocked_avx2(const Bitmap& bitmap,
-                                                           std::span<const std::string_view> items,
+template <Op op, class Source>
+__attribute__((target("avx2"), flatten)) void blocked_avx2(const Bitmap& bitmap, Source hash_of,
                                                            std::uint8_t* out) {
-  blocked_pipeline<op, Avx2Block>(bitmap, items, out);
+  blocked_pipeline<op, Avx2Block>(bitmap, hash_of, out);
 }
 
-template <Op op>
-__attribute__((flatten)) void blocked_scalar(const Bitmap& bitmap,
-                                             std::span<const std::string_view> items,
+template <Op op, class Source>
+__attribute__((flatten)) void blocked_scalar(const Bitmap& bitmap, Source hash_of,
                                              std::uint8_t* out) {
-  blocked_pipeline<op, ScalarBlock>(bitmap, items, out);
+  blocked_pipeline<op, ScalarBlock>(bitmap, hash_of, out);
 }
 
 // One item, no pipeline (Filter::add and Filter::contains), reached through the Bitmap's
@@ -309,20 +319,18 @@ inline bool apply_classic(const Bitmap& bitmap, const std::uint64_t* bits) noexc
   return missing == 0;
 }
 
-template <Op op>
-void classic(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
+template <Op op, class Source>
+void classic(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   constexpr std::size_t kAhead = 8;  // items, k lines each: ~56 lines requested ahead
   std::uint64_t ring[kAhead][kMaxHashes];
-  const std::size_t n = items.size();
+  const std::size_t n = hash_of.size();
   for (std::size_t i = 0; i < std::min(kAhead, n); ++i) {
-    classic_bits<op>(bitmap, detail::hash_inline(items[i]), ring[i]);
+    classic_bits<op>(bitmap, hash_of(i), ring[i]);
   }
   for (std::size_t i = 0; i < n; ++i) {
     record<op>(out, i, apply_classic<op>(bitmap, ring[i % kAhead]));
     // The slot is free now: plan the item kAhead further on into it.
-    if (i + kAhead < n) {
-      classic_bits<op>(bitmap, detail::hash_inline(items[i + kAhead]), ring[i % kAhead]);
-    }
+    if (i + kAhead < n) classic_bits<op>(bitmap, hash_of(i + kAhead), ring[i % kAhead]);
   }
 }
 
@@ -337,15 +345,23 @@ bool classic_one(const void* context, std::string_view item) {
 bool g_simd_enabled = __builtin_cpu_supports("avx2");
 const bool g_avx512 = __builtin_cpu_supports("avx512f");
 
-template <Op op>
-void run(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
+template <Op op, class Source>
+void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   if (bitmap.params.layout == Layout::classic) {
-    classic<op>(bitmap, items, out);
+    classic<op>(bitmap, hash_of, out);
   } else if (g_simd_enabled) {
-    blocked_avx2<op>(bitmap, items, out);
+    blocked_avx2<op>(bitmap, hash_of, out);
   } else {
-    blocked_scalar<op>(bitmap, items, out);
+    blocked_scalar<op>(bitmap, hash_of, out);
   }
+}
+
+// The unit a split add hands out whole (see take_share): an item's partition (classic: its k
+// probes span the partition) or its block (blocked), and how many there are.
+std::uint64_t owned_units(const Bitmap& bitmap) noexcept {
+  return bitmap.params.layout == Layout::classic
+             ? bitmap.params.partitions
+             : bitmap.params.partitions * bitmap.blocks_per_partition;
 }
 
 template <Op op>
@@ -386,15 +402,59 @@ bool use_simd(bool enabled) noexcept {
 
 void test_and_set(const Bitmap& bitmap, std::span<const std::string_view> items,
                   std::uint8_t* newly_added) {
-  run<Op::test_and_set>(bitmap, items, newly_added);
+  run<Op::test_and_set>(bitmap, HashItems{items}, newly_added);
 }
 
 void set(const Bitmap& bitmap, std::span<const std::string_view> items) {
-  run<Op::set>(bitmap, items, nullptr);
+  run<Op::set>(bitmap, HashItems{items}, nullptr);
 }
 
 void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* present) {
-  run<Op::test>(bitmap, items, present);
+  run<Op::test>(bitmap, HashItems{items}, present);
+}
+
+bool split_adds(const Bitmap& bitmap) noexcept {
+  return owned_units(bitmap) > 1;
+}
+
+// flatten: an out-of-line XXH3 call (its dispatch over lengths) took 13 ns an item here
+// against 4 inlined.
+__attribute__((flatten)) void hash_items(std::span<const std::string_view> items,
+                                         ItemHash* hashes) {
+  for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = detail::hash_inline(items[i]);
+}
+
+// The keep-or-not is a branch-free append: which thread owns an item is a coin flip, and a
+// mispredicted branch an item would cost more than the rest of this loop.
+void take_share(const Bitmap& bitmap, std::span<const ItemHash> hashes, unsigned t,
+                unsigned threads, std::vector<std::uint32_t>& owned) {
+  const std::uint64_t units = owned_units(bitmap);
+  const std::uint64_t first = units * t / threads;
+  const std::uint64_t count = units * (t + 1) / threads - first;
+  const std::uint64_t partitions = bitmap.params.partitions;
+  const std::uint64_t blocks = bitmap.blocks_per_partition;
+  const bool by_partition = bitmap.params.layout == Layout::classic;
+  owned.resize(hashes.size());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    const std::uint64_t partition = layout::partition_of(hashes[i], partitions);
+    const std::uint64_t unit =
+        by_partition ? partition
+                     : partition * blocks + layout::blocked_block_among(hashes[i], blocks);
+    owned[kept] = static_cast<std::uint32_t>(i);
+    kept += unit - first < count;
+  }
+  owned.resize(kept);
+}
+
+void test_and_set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
+                  std::span<const std::uint32_t> owned, std::uint8_t* newly_added) {
+  run<Op::test_and_set>(bitmap, OwnedHashes{hashes, owned}, newly_added);
+}
+
+void set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
+         std::span<const std::uint32_t> owned) {
+  run<Op::set>(bitmap, OwnedHashes{hashes, owned}, nullptr);
 }
 
 __attribute__((target_clones("popcnt", "default"))) std::uint64_t popcount(std::uint64_t* words,

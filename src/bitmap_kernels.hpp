@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
@@ -31,6 +32,23 @@ struct Bitmap {
 void test_and_set(const Bitmap& bitmap, std::span<const std::string_view> items,
                   std::uint8_t* newly_added);
 void set(const Bitmap& bitmap, std::span<const std::string_view> items);
+
+// Splitting one add batch over threads, in two steps. First the threads hash equal slices of
+// the batch (hash_items). Then thread t adds the items it owns (take_share): those whose
+// partition (classic) or block (blocked) lies in the t-th of T equal runs of the bitmap's
+// partitions or blocks. No two threads write one line, and each sees its lines change in
+// batch order, so the second of two equal items is still not new. (A classic filter with one
+// partition therefore has one owner: split_adds says whether splitting can pay.)
+[[nodiscard]] bool split_adds(const Bitmap& bitmap) noexcept;
+void hash_items(std::span<const std::string_view> items, ItemHash* hashes);
+// The positions, in batch order, of the items thread t of `threads` owns.
+void take_share(const Bitmap& bitmap, std::span<const ItemHash> hashes, unsigned t,
+                unsigned threads, std::vector<std::uint32_t>& owned);
+// The adds above for the items at `owned`, already hashed; newly_added[j] is for owned[j].
+void test_and_set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
+                  std::span<const std::uint32_t> owned, std::uint8_t* newly_added);
+void set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
+         std::span<const std::uint32_t> owned);
 void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* present);
 // The blocked layout has an AVX2 path (and for one-item calls with k <= 8 an AVX-512 one),
 // chosen at run time by what the CPU has; every path sets identical bits. use_simd(false)

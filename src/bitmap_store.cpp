@@ -1,12 +1,12 @@
 #include "redbloom/bitmap_store.hpp"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "bitmap_kernels.hpp"
 #include "parallel_runner.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/layout.hpp"
 
 namespace redbloom {
 namespace {
@@ -18,28 +18,24 @@ void require_room(std::size_t items, std::size_t out, const char* what) {
   }
 }
 
-// Below this, waking a helper (~10-50 us on these VMs) costs more than half the batch saves.
+// Thread t's equal part [begin, end) of `count` items.
+std::pair<std::size_t, std::size_t> slice(std::size_t count, unsigned t, unsigned threads) {
+  return {count * t / threads, count * (t + 1) / threads};
+}
+
+// Below this, a split's fixed costs (waking a sleeping helper takes 10-50 us on these VMs, and
+// the items and their hashes move between the cores' caches) outweigh half the batch's time.
 constexpr std::size_t kSplitItems = 2048;
 
-// Thread t's share of an add batch: the items of partitions p with p mod threads == t, in
-// batch order, and where each came from.
-struct WriteShare {
-  std::vector<std::string_view> items;
-  std::vector<std::uint32_t> from;
-};
-
-WriteShare write_share(const FilterParams& params, std::span<const std::string_view> items,
-                       unsigned t, unsigned threads) {
-  WriteShare share;
-  share.items.reserve(items.size() / threads + items.size() / 16);
-  share.from.reserve(share.items.capacity());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (layout::partition_of(hash_item(items[i]), params.partitions) % threads == t) {
-      share.items.push_back(items[i]);
-      share.from.push_back(static_cast<std::uint32_t>(i));
-    }
-  }
-  return share;
+// The items' hashes, each thread hashing an equal part.
+std::vector<ItemHash> hash_on_threads(ParallelRunner& runner,
+                                      std::span<const std::string_view> items) {
+  std::vector<ItemHash> hashes(items.size());
+  runner.run([&](unsigned t) {
+    const auto [begin, end] = slice(items.size(), t, runner.threads());
+    kernels::hash_items(items.subspan(begin, end - begin), hashes.data() + begin);
+  });
+  return hashes;
 }
 
 }  // namespace
@@ -61,7 +57,7 @@ bool BitmapStore::splits(std::size_t items) const noexcept {
 }
 
 bool BitmapStore::splits_writes(std::size_t items) const noexcept {
-  return splits(items) && params_.partitions > 1;
+  return splits(items) && kernels::split_adds(*bitmap_);
 }
 
 void BitmapStore::attach(std::uint64_t* words) {
@@ -75,12 +71,19 @@ void BitmapStore::test_and_set(std::span<const std::string_view> items,
     kernels::test_and_set(*bitmap_, items, newly_added.data());
     return;
   }
+  const std::vector<ItemHash> hashes = hash_on_threads(*runner_, items);
+  // Each thread flags its own items into its own row; they are copied into place after the
+  // run, as bytes written next to another thread's would bounce their line between the cores.
+  std::vector<std::vector<std::uint32_t>> owned(runner_->threads());
+  std::vector<std::vector<std::uint8_t>> flags(owned.size());
   runner_->run([&](unsigned t) {
-    const WriteShare share = write_share(params_, items, t, runner_->threads());
-    std::vector<std::uint8_t> flags(share.items.size());
-    kernels::test_and_set(*bitmap_, share.items, flags.data());
-    for (std::size_t j = 0; j < flags.size(); ++j) newly_added[share.from[j]] = flags[j];
+    kernels::take_share(*bitmap_, hashes, t, runner_->threads(), owned[t]);
+    flags[t].resize(owned[t].size());
+    kernels::test_and_set(*bitmap_, hashes, owned[t], flags[t].data());
   });
+  for (std::size_t t = 0; t < owned.size(); ++t) {
+    for (std::size_t j = 0; j < owned[t].size(); ++j) newly_added[owned[t][j]] = flags[t][j];
+  }
 }
 
 void BitmapStore::set(std::span<const std::string_view> items) {
@@ -88,8 +91,11 @@ void BitmapStore::set(std::span<const std::string_view> items) {
     kernels::set(*bitmap_, items);
     return;
   }
+  const std::vector<ItemHash> hashes = hash_on_threads(*runner_, items);
   runner_->run([&](unsigned t) {
-    kernels::set(*bitmap_, write_share(params_, items, t, runner_->threads()).items);
+    std::vector<std::uint32_t> owned;
+    kernels::take_share(*bitmap_, hashes, t, runner_->threads(), owned);
+    kernels::set(*bitmap_, hashes, owned);
   });
 }
 
@@ -101,9 +107,7 @@ void BitmapStore::test(std::span<const std::string_view> items,
     return;
   }
   runner_->run([&](unsigned t) {
-    const std::size_t threads = runner_->threads();
-    const std::size_t begin = items.size() * t / threads;
-    const std::size_t end = items.size() * (t + 1) / threads;
+    const auto [begin, end] = slice(items.size(), t, runner_->threads());
     kernels::test(*bitmap_, items.subspan(begin, end - begin), present.data() + begin);
   });
 }

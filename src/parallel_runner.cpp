@@ -1,6 +1,27 @@
 #include "parallel_runner.hpp"
 
+#include <chrono>
+
 namespace redbloom {
+namespace {
+
+// True once ready() is, false if it was not within the spin time.
+template <class Ready>
+bool spin_until(Ready ready) {
+  constexpr auto kSpin = std::chrono::microseconds(100);
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+}  // namespace
 
 ParallelRunner::ParallelRunner(unsigned threads) : threads_(threads < 1 ? 1 : threads) {
   helpers_.reserve(threads_ - 1);
@@ -19,23 +40,25 @@ ParallelRunner::~ParallelRunner() {
 void ParallelRunner::helper_loop(unsigned index) {
   std::uint64_t seen = 0;
   for (;;) {
-    const std::function<void(unsigned)>* task = nullptr;
-    {
+    const auto started = [&] { return stopping_.load() || generation_.load() != seen; };
+    if (!spin_until(started)) {
       std::unique_lock lock(mutex_);
-      start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      task = task_;
+      start_.wait(lock, started);
     }
-    std::exception_ptr error;
+    if (stopping_) return;
+    seen = generation_.load();
+    const std::function<void(unsigned)>* task = task_;
     try {
       (*task)(index);
     } catch (...) {
-      error = std::current_exception();
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
     }
-    std::lock_guard lock(mutex_);
-    if (error && !error_) error_ = error;
-    if (--pending_ == 0) done_.notify_one();
+    if (pending_.fetch_sub(1) == 1) {
+      // Under the mutex, so that a caller between checking pending_ and sleeping gets it.
+      std::lock_guard lock(mutex_);
+      done_.notify_one();
+    }
   }
 }
 
@@ -55,8 +78,12 @@ void ParallelRunner::run(const std::function<void(unsigned)>& task) {
   } catch (...) {
     error = std::current_exception();
   }
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  const auto finished = [&] { return pending_.load() == 0; };
+  if (!spin_until(finished)) {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, finished);
+  }
+  std::lock_guard lock(mutex_);
   if (!error) error = error_;
   task_ = nullptr;
   if (error) std::rethrow_exception(error);

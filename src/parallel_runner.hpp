@@ -7,6 +7,7 @@
 // cores halve it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -29,6 +30,11 @@ class ParallelRunner {
   // Runs task(t) for every t in [0, threads()): t = 0 on the calling thread, the others on
   // the helpers. Returns when all have returned, rethrowing the first exception one threw.
   // Calls from several threads take turns.
+  //
+  // Between tasks the helpers, and the caller waiting for them, spin for up to 100 us before
+  // they sleep: waking a sleeping thread took 10-50 us on these VMs, as long as a whole
+  // 4096-item add batch on two threads, while a batch that follows another finds the helper
+  // still spinning.
   void run(const std::function<void(unsigned)>& task);
 
  private:
@@ -36,13 +42,13 @@ class ParallelRunner {
 
   const unsigned threads_;
   std::mutex run_mutex_;  // one run at a time
-  std::mutex mutex_;      // guards everything below
+  std::mutex mutex_;      // guards everything below; the atomics change under it too
   std::condition_variable start_;
   std::condition_variable done_;
-  const std::function<void(unsigned)>* task_ = nullptr;
-  std::uint64_t generation_ = 0;
-  unsigned pending_ = 0;
-  bool stopping_ = false;
+  const std::function<void(unsigned)>* task_ = nullptr;  // published by generation_
+  std::atomic<std::uint64_t> generation_ = 0;
+  std::atomic<unsigned> pending_ = 0;
+  std::atomic<bool> stopping_ = false;
   std::exception_ptr error_;
   std::vector<std::thread> helpers_;
 };
