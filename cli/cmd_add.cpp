@@ -26,7 +26,9 @@ struct AddCommand {
 };
 
 int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
+  check_threads(cmd.stream, cmd.location);
   Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  filter.use_threads(cmd.stream.threads);
   const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Output out(1);

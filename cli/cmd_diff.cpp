@@ -24,7 +24,9 @@ struct DiffCommand {
 };
 
 int run_diff(const DiffCommand& cmd) {
+  check_threads(cmd.stream, cmd.known);
   Filter filter = open_for_reading(cmd.known);
+  filter.use_threads(cmd.stream.threads);
   const double rate = filter.info().estimated_error_rate;
   KnownSet known(std::move(filter),
                  cmd.exact ? open_exact(cmd.known, /*writable=*/false) : nullptr);

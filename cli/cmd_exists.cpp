@@ -19,7 +19,9 @@ struct ExistsCommand {
 };
 
 int run_exists(const ExistsCommand& cmd) {
-  const Filter filter = open_for_reading(cmd.location);
+  check_threads(cmd.stream, cmd.location);
+  Filter filter = open_for_reading(cmd.location);
+  filter.use_threads(cmd.stream.threads);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Output out(1);
   Progress progress("exists", reader.stats(), cmd.stream.quiet);

@@ -27,7 +27,9 @@ struct LoadCommand {
 };
 
 int run_load(const LoadCommand& cmd) {
+  check_threads(cmd.stream, cmd.location);
   Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  filter.use_threads(cmd.stream.threads);
   const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Progress progress("load", reader.stats(), cmd.stream.quiet);

@@ -15,6 +15,18 @@ void add_stream_options(CLI::App& command, StreamOptions& options) {
   command.add_flag("--skip-empty", options.input.skip_empty, "Ignore empty lines");
   command.add_flag("-q,--quiet", options.quiet, "No progress or summary on stderr");
   command.add_flag("--json", options.json, "The summary as one JSON object on stderr");
+  command
+      .add_option("--threads", options.threads,
+                  "Cores for a local filter's batches (default 1; large inputs gain most)")
+      ->check(CLI::Range(1u, 256u));
+}
+
+void check_threads(const StreamOptions& options, const FilterLocation& location) {
+  if (options.threads > 1 && location.in_redis()) {
+    throw InvalidArgument(
+        "--threads applies to local filters; a Redis filter's work is done "
+        "by its servers");
+  }
 }
 
 void Output::flush() {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filter_options.hpp"
 #include "input.hpp"
 #include "redbloom/filter.hpp"
 
@@ -16,10 +17,14 @@ struct StreamOptions {
   std::vector<std::string> inputs;
   InputOptions input;
   bool quiet = false;
-  bool json = false;  // the summary as one JSON object on stderr
+  bool json = false;     // the summary as one JSON object on stderr
+  unsigned threads = 1;  // for a local filter's batches (Filter::use_threads)
 };
 
 void add_stream_options(CLI::App& command, StreamOptions& options);
+// Refuses --threads above 1 for a Redis filter (its work happens on its servers), before the
+// filter is opened.
+void check_threads(const StreamOptions& options, const FilterLocation& location);
 
 // Items per batch handed to the filter: amortises locks and network round trips. A remote
 // store that prefers larger batches (several pipelined commands per round trip) gets them.

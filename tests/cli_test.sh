@@ -51,6 +51,30 @@ check "binary bytes verbatim" "$(printf 'bin\0ary\nplain\n' | od -An -tx1)" \
 run dedup -f f.rbf -q < in.txt
 check "dedup stdin quiet" "" "$err"
 
+# --- --threads: the same output as one thread, from batches big enough to split ---
+seq 1 30000 | sed 's/^/t-/' > t1.txt
+{ cat t1.txt; seq 1 40000 | sed 's/^/t-/'; } > threads.txt
+for layout in classic blocked; do
+  "$redbloom" dedup -f one-$layout.rbf -n 100000 --layout $layout --partition-size 32KiB -q \
+    < threads.txt > one.out
+  run dedup -f two-$layout.rbf -n 100000 --layout $layout --partition-size 32KiB --threads 2 \
+    threads.txt
+  check "dedup --threads 2 exit ($layout)" 0 "$rc"
+  check "dedup --threads 2 output ($layout)" "$(cat one.out)" "$out"
+  check_contains "dedup --threads 2 summary ($layout)" "read 70000," "$err"
+  # The bitmaps (after the 4096-byte header, which holds the creation time) are identical.
+  check "--threads 2 bits ($layout)" "$(tail -c +4097 one-$layout.rbf | md5sum)" \
+    "$(tail -c +4097 two-$layout.rbf | md5sum)"
+  run exists -f two-$layout.rbf --threads 2 --count threads.txt
+  check "exists --threads 2 ($layout)" "70000" "$out"
+done
+run dedup -f t0.rbf --threads 0 t1.txt
+check "--threads 0" 2 "$rc"
+check_contains "--threads 0 message" "threads" "$err"
+run exists --name x --redis redis://127.0.0.1:1 --threads 2 t1.txt
+check "--threads on redis" 2 "$rc"
+check_contains "--threads on redis message" "--threads applies to local filters" "$err"
+
 # --- exists: grep-like output and exit codes ---
 run exists -f f.rbf <<< $'a\nzz\nc'
 check "exists output" $'a\nc' "$out"
