@@ -2,12 +2,13 @@
 // the measured false-positive rate, for both layouts: one item per call, batched, and batched
 // on two threads.
 //
-// Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i), made
-// 4096 at a time outside the timed region), then looks up min(n, 1e7) inserted keys and 1e7
-// absent ones. Only the filter calls are timed (one clock pair per 4096 keys). Google Benchmark
-// repeats each case and reports medians; at the end a markdown table of the medians is printed.
+// Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i), or with
+// --keys=url the seeds' "s3://bucket/dir/file<i>.pdf", made 4096 at a time outside the timed
+// region), then looks up min(n, 1e7) inserted keys and 1e7 absent ones. Only the filter calls
+// are timed (one clock pair per 4096 keys). Google Benchmark repeats each case and reports
+// medians; at the end a markdown table of the medians is printed.
 //
-//   bench_local [--n=1e6,1e8] [--store=memory|file] [benchmark flags, e.g.
+//   bench_local [--n=1e6,1e8] [--store=memory|file] [--keys=u64|url] [benchmark flags, e.g.
 //   --benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 
@@ -40,13 +41,26 @@ constexpr std::uint64_t kAbsentBase = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxQueries = 10'000'000;
 constexpr std::size_t kBatch = 4096;
 
+bool g_url_keys = false;  // --keys=url
+
+// One batch of keys, written by the calling thread (as an application's would be) into one
+// buffer: 8-byte keys, or URLs of up to kUrlBytes.
 struct Keys {
+  static constexpr std::size_t kUrlBytes = 48;
   std::vector<std::uint64_t> raw = std::vector<std::uint64_t>(kBatch);
+  std::vector<char> urls = std::vector<char>(kBatch * kUrlBytes);
   std::vector<std::string_view> views = std::vector<std::string_view>(kBatch);
   std::span<const std::string_view> fill(std::uint64_t first, std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) {
-      raw[i] = splitmix64(first + i);
-      views[i] = {reinterpret_cast<const char*>(&raw[i]), sizeof(std::uint64_t)};
+      if (g_url_keys) {
+        char* url = urls.data() + i * kUrlBytes;
+        const int length = std::snprintf(url, kUrlBytes, "s3://bucket/dir/file%llu.pdf",
+                                         static_cast<unsigned long long>(first + i));
+        views[i] = {url, static_cast<std::size_t>(length)};
+      } else {
+        raw[i] = splitmix64(first + i);
+        views[i] = {reinterpret_cast<const char*>(&raw[i]), sizeof(std::uint64_t)};
+      }
     }
     return {views.data(), count};
   }
@@ -246,17 +260,20 @@ int main(int argc, char** argv) {
       g_store = StoreKind::file;
     } else if (arg == "--store=shared-file") {
       g_store = StoreKind::shared_file;
-    } else if (arg != "--store=memory") {
+    } else if (arg == "--keys=url") {
+      g_url_keys = true;
+    } else if (arg != "--store=memory" && arg != "--keys=u64") {
       rest.push_back(argv[i]);
     }
   }
   int rest_argc = static_cast<int>(rest.size());
-  const char* store = g_store == StoreKind::memory ? "memory"
-                      : g_store == StoreKind::file ? "file"
-                                                   : "shared-file";
+  const std::string store = std::string(g_store == StoreKind::memory ? "memory"
+                                        : g_store == StoreKind::file ? "file"
+                                                                     : "shared-file") +
+                            (g_url_keys ? "-url" : "");
   for (Layout layout : {Layout::blocked, Layout::classic}) {
     for (unsigned threads : {1u, 2u, 0u}) {
-      const std::string name = std::string(store) + "/" + std::string(redbloom::to_string(layout)) +
+      const std::string name = store + "/" + std::string(redbloom::to_string(layout)) +
                                (threads == 0   ? "/single"
                                 : threads == 1 ? "/batched"
                                                : "/batched-" + std::to_string(threads) + "threads");
@@ -269,7 +286,8 @@ int main(int argc, char** argv) {
     }
   }
   for (std::int64_t n : sizes) {
-    benchmark::RegisterBenchmark("textbook/classic/single", BM_Textbook)
+    benchmark::RegisterBenchmark(
+        (g_url_keys ? "textbook-url/classic/single" : "textbook/classic/single"), BM_Textbook)
         ->Arg(n)
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);

@@ -356,14 +356,6 @@ void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   }
 }
 
-// The unit a split add hands out whole (see take_share): an item's partition (classic: its k
-// probes span the partition) or its block (blocked), and how many there are.
-std::uint64_t owned_units(const Bitmap& bitmap) noexcept {
-  return bitmap.params.layout == Layout::classic
-             ? bitmap.params.partitions
-             : bitmap.params.partitions * bitmap.blocks_per_partition;
-}
-
 template <Op op>
 auto one_item_path(const FilterParams& params) noexcept -> bool (*)(const void*, std::string_view) {
   if (params.layout == Layout::classic) return classic_one<op>;
@@ -413,10 +405,6 @@ void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::ui
   run<Op::test>(bitmap, HashItems{items}, present);
 }
 
-bool split_adds(const Bitmap& bitmap) noexcept {
-  return owned_units(bitmap) > 1;
-}
-
 // flatten: an out-of-line XXH3 call (its dispatch over lengths) took 13 ns an item here
 // against 4 inlined.
 __attribute__((flatten)) void hash_items(std::span<const std::string_view> items,
@@ -428,21 +416,14 @@ __attribute__((flatten)) void hash_items(std::span<const std::string_view> items
 // mispredicted branch an item would cost more than the rest of this loop.
 void take_share(const Bitmap& bitmap, std::span<const ItemHash> hashes, unsigned t,
                 unsigned threads, std::vector<std::uint32_t>& owned) {
-  const std::uint64_t units = owned_units(bitmap);
-  const std::uint64_t first = units * t / threads;
-  const std::uint64_t count = units * (t + 1) / threads - first;
   const std::uint64_t partitions = bitmap.params.partitions;
-  const std::uint64_t blocks = bitmap.blocks_per_partition;
-  const bool by_partition = bitmap.params.layout == Layout::classic;
+  const std::uint64_t first = partitions * t / threads;
+  const std::uint64_t count = partitions * (t + 1) / threads - first;
   owned.resize(hashes.size());
   std::size_t kept = 0;
   for (std::size_t i = 0; i < hashes.size(); ++i) {
-    const std::uint64_t partition = layout::partition_of(hashes[i], partitions);
-    const std::uint64_t unit =
-        by_partition ? partition
-                     : partition * blocks + layout::blocked_block_among(hashes[i], blocks);
     owned[kept] = static_cast<std::uint32_t>(i);
-    kept += unit - first < count;
+    kept += layout::partition_of(hashes[i], partitions) - first < count;
   }
   owned.resize(kept);
 }

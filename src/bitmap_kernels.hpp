@@ -35,11 +35,9 @@ void set(const Bitmap& bitmap, std::span<const std::string_view> items);
 
 // Splitting one add batch over threads, in two steps. First the threads hash equal slices of
 // the batch (hash_items). Then thread t adds the items it owns (take_share): those whose
-// partition (classic) or block (blocked) lies in the t-th of T equal runs of the bitmap's
-// partitions or blocks. No two threads write one line, and each sees its lines change in
-// batch order, so the second of two equal items is still not new. (A classic filter with one
-// partition therefore has one owner: split_adds says whether splitting can pay.)
-[[nodiscard]] bool split_adds(const Bitmap& bitmap) noexcept;
+// partition lies in the t-th of T equal runs of the partitions. No two threads write one
+// line, and each sees its lines change in batch order, so the second of two equal items is
+// still not new. A filter with one partition has one owner.
 void hash_items(std::span<const std::string_view> items, ItemHash* hashes);
 // The positions, in batch order, of the items thread t of `threads` owns.
 void take_share(const Bitmap& bitmap, std::span<const ItemHash> hashes, unsigned t,

@@ -1,7 +1,7 @@
 // Filter::use_threads: a batch split over threads must give exactly what one thread gives (the
-// same flags, in order, and the same bits), for both layouts, with one partition (classic adds
-// then stay on one thread, blocked ones split by block) and with several (classic adds split
-// by partition). Giving an item to two threads, or to the wrong one, fails these checks.
+// same flags, in order, and the same bits), for both layouts, with one partition (adds then
+// stay on one thread) and with several (classic adds split by partition; blocked adds stay on
+// one thread, lookups split for both). Giving an item to two threads fails these checks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
