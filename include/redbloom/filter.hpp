@@ -70,8 +70,10 @@ class Filter {
                             std::span<std::uint8_t> present = {}) const;
 
   // Lets add_many / insert_many / contains_many use up to `threads` threads (default 1). On
-  // a local filter out of cache, each core keeps its own ~10-16 misses in flight, so two
-  // threads nearly halve a large batch's time (bitmap_store.hpp says how a batch is split).
+  // a local filter out of cache, each core keeps its own ~10-16 misses in flight: two threads
+  // took classic inserts at n = 1e8 from 50 to 36 ns and lookups from 46 to 31, blocked
+  // lookups from 11 to 7. Blocked adds stay on one thread (bitmap_store.hpp says how a batch
+  // is split, and why). No effect on Redis filters.
   void use_threads(unsigned threads) { store_->use_threads(threads); }
 
   [[nodiscard]] FilterInfo info() const;
