@@ -405,8 +405,8 @@ void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::ui
   run<Op::test>(bitmap, HashItems{items}, present);
 }
 
-// flatten: an out-of-line XXH3 call (its dispatch over lengths) took 13 ns an item here
-// against 4 inlined.
+// flatten: with an out-of-line XXH3 call (its dispatch over lengths) a hash-and-route loop
+// took 13 ns an item here, against 4 with the hash inlined.
 __attribute__((flatten)) void hash_items(std::span<const std::string_view> items,
                                          ItemHash* hashes) {
   for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = detail::hash_inline(items[i]);
