@@ -428,16 +428,29 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
       by_node[node].push_back(u);
       if (asked != ask_node.end()) asking[node].insert(group);
     }
-    std::vector<std::uint32_t> order;
-    for (const auto& entry : by_node) order.push_back(entry.first);
-    std::vector<PassResult> results(order.size());
+    // Every pass's inputs are settled here, before any thread starts: the passes only read
+    // them. (Looking them up from the threads with map::operator[] inserted into `asking`
+    // concurrently, which corrupted the map: an intermittent crash.)
+    struct Pass {
+      Node* node;
+      const std::vector<std::size_t>* units;
+      std::set<std::size_t> asking;
+    };
+    std::vector<Pass> passes;
+    for (auto& [node, units] : by_node) {
+      const auto asked = asking.find(node);
+      passes.push_back(
+          {nodes_[node].get(), &units,
+           asked != asking.end() ? std::move(asked->second) : std::set<std::size_t>{}});
+    }
+    std::vector<PassResult> results(passes.size());
     auto run = [&](std::size_t i) {
-      run_pass(*nodes_[order[i]], by_node[order[i]], routes, asking[order[i]], operation, make,
+      run_pass(*passes[i].node, *passes[i].units, routes, passes[i].asking, operation, make,
                on_reply, lost, results[i]);
     };
     std::vector<std::thread> threads;
-    for (std::size_t i = 1; i < order.size(); ++i) threads.emplace_back(run, i);
-    if (!order.empty()) run(0);
+    for (std::size_t i = 1; i < passes.size(); ++i) threads.emplace_back(run, i);
+    if (!passes.empty()) run(0);
     for (std::thread& t : threads) t.join();
 
     std::map<std::size_t, Redirect> redo = std::move(unserved);
