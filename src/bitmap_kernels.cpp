@@ -245,48 +245,65 @@ __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* conte
 
 // With AVX-512 (k <= 8): the 8 word masks in one register, the k-of-8 word selection as a
 // mask register and the line in one load, ~12 instructions fewer than the two AVX2 halves.
+// A word's bit is the rotation of 1 by (field ^ 7): a rotate takes its count mod 64, so the
+// 6-bit field needs no mask, and the constants are operands in memory rather than built in
+// registers on every call. kOnePartition: a filter of one partition (local filters up to
+// 512 MiB) skips the partition's multiply.
 // (GCC 12's avx512fintrin.h trips -W[maybe-]uninitialized on its own _mm512_undefined
 // placeholders.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-template <Op op>
-__attribute__((target("avx512f"), always_inline)) inline bool blocked_avx512_apply(
+alignas(64) constexpr std::uint64_t kFieldShifts[8] = {16, 22, 28, 34, 40, 46, 52, 58};
+alignas(64) constexpr std::uint64_t kRedisBitFlip[8] = {7, 7, 7, 7, 7, 7, 7, 7};
+alignas(64) constexpr std::uint64_t kOnes[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+
+template <Op op, bool kOnePartition>
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_apply(
     const Bitmap& bitmap, const ItemHash& h) {
-  const BlockGeometry geometry(bitmap);
-  std::uint64_t* line = geometry.line(h);
+  const std::uint64_t block =
+      kOnePartition
+          ? layout::blocked_block_among(h, bitmap.blocks_per_partition)
+          : layout::partition_of(h, bitmap.params.partitions) * bitmap.blocks_per_partition +
+                layout::blocked_block_among(h, bitmap.blocks_per_partition);
+  std::uint64_t* line = bitmap.words + block * kWordsPerBlock;
   const __m512i fields = _mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(h.hi)),
-                                           _mm512_setr_epi64(16, 22, 28, 34, 40, 46, 52, 58));
-  // (field & 63) ^ 7 in one ternary-logic op (truth table 0x6A = (a & b) ^ c): the bit's
-  // shift in Redis order, as in Avx2Block.
-  const __m512i shifts =
-      _mm512_ternarylogic_epi64(fields, _mm512_set1_epi64(63), _mm512_set1_epi64(7), 0x6A);
+                                           _mm512_load_si512(kFieldShifts));
+  const __m512i shifts = _mm512_xor_si512(fields, _mm512_load_si512(kRedisBitFlip));
   const __mmask8 words = bitmap.last_round_lanes[layout::blocked_start_word(h.hi)];
-  const __m512i mask = _mm512_maskz_sllv_epi64(words, _mm512_set1_epi64(1), shifts);
+  const __m512i mask = _mm512_maskz_rolv_epi64(words, _mm512_load_si512(kOnes), shifts);
   const __m512i old = _mm512_load_si512(line);
   const __m512i missing = _mm512_andnot_si512(old, mask);
-  const bool all_set = _mm512_test_epi64_mask(missing, missing) == 0;
+  const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
+  const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
   if constexpr (op != Op::test) {
     if (!all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
   }
   return one_item_answer<op>(all_set);
 }
 
-template <Op op>
-__attribute__((target("avx512f"), noinline)) bool blocked_one_avx512_long(const void* context,
-                                                                          std::string_view item) {
-  return blocked_avx512_apply<op>(*static_cast<const Bitmap*>(context), hash_item(item));
+template <Op op, bool kOnePartition>
+__attribute__((target("avx512f,avx512dq"), noinline)) bool blocked_one_avx512_long(
+    const void* context, std::string_view item) {
+  return blocked_avx512_apply<op, kOnePartition>(*static_cast<const Bitmap*>(context),
+                                                 hash_item(item));
 }
 
-// Items over 16 bytes leave by a tail jump to the function above, which hashes them out of
-// line. A call in this function itself made GCC realign the stack for the vector registers on
-// every call, short item or not (push, and, leave: ~7 of ~75 instructions).
-template <Op op>
-__attribute__((target("avx512f"), flatten)) bool blocked_one_avx512(const void* context,
-                                                                    std::string_view item) {
+// Items of 4 to 8 bytes (integer ids) come first, with the length range known to the compiler
+// so that XXH3's own dispatch by length folds away. Items over 16 bytes leave by a tail jump to
+// the function above, which hashes them out of line: a call in this function itself made GCC
+// realign the stack for the vector registers on every call, short item or not (push, and,
+// leave: ~7 of ~75 instructions).
+template <Op op, bool kOnePartition>
+__attribute__((target("avx512f,avx512dq"), flatten)) bool blocked_one_avx512(
+    const void* context, std::string_view item) {
+  const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
+  if (item.size() - 4 <= 4) [[likely]] {
+    return blocked_avx512_apply<op, kOnePartition>(bitmap, detail::hash_inline(item));
+  }
   if (item.size() > 16) [[unlikely]]
-    return blocked_one_avx512_long<op>(context, item);
-  return blocked_avx512_apply<op>(*static_cast<const Bitmap*>(context), detail::hash_inline(item));
+    return blocked_one_avx512_long<op, kOnePartition>(context, item);
+  return blocked_avx512_apply<op, kOnePartition>(bitmap, detail::hash_inline(item));
 }
 #pragma GCC diagnostic pop
 
@@ -360,7 +377,7 @@ bool classic_one(const void* context, std::string_view item) {
 }
 
 bool g_simd_enabled = __builtin_cpu_supports("avx2");
-const bool g_avx512 = __builtin_cpu_supports("avx512f");
+const bool g_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 
 template <Op op, class Source>
 void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
@@ -378,7 +395,8 @@ auto one_item_path(const FilterParams& params) noexcept -> bool (*)(const void*,
   if (params.layout == Layout::classic) return classic_one<op>;
   if (!g_simd_enabled) return blocked_one_scalar<op>;
   if (params.hashes > 8) return blocked_one_avx2<op, false>;
-  return g_avx512 ? blocked_one_avx512<op> : blocked_one_avx2<op, true>;
+  if (!g_avx512) return blocked_one_avx2<op, true>;
+  return params.partitions == 1 ? blocked_one_avx512<op, true> : blocked_one_avx512<op, false>;
 }
 
 }  // namespace

@@ -19,7 +19,12 @@ inline ItemHash hash_inline(std::string_view item) noexcept {
 // The same hash, inline only for items of up to 16 bytes (ids, integer keys), with longer ones
 // hashed out of line by hash_item. For the one-item kernels: XXH3's paths for long inputs need
 // many registers, and inlined they make every call save and restore them, short item or not.
+// Items of 4 to 8 bytes (integer ids) are tested first, with the length range known to the
+// compiler, so that XXH3's own dispatch by length folds away on that path.
 inline ItemHash hash_short_inline(std::string_view item) noexcept {
+  if (item.size() - 4 <= 4) [[likely]] {
+    return hash_inline(item);
+  }
   if (item.size() <= 16) [[likely]] {
     return hash_inline(item);
   }

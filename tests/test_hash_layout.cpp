@@ -107,38 +107,43 @@ TEST(BitOrder, BlockedKernelWritesRedisOffsets) {
 }
 
 // Filter::add / contains take a one-item path of their own; it must agree with the batch path
-// bit for bit, for both layouts and both blocked kernels.
+// bit for bit, for both layouts, both blocked kernels, one partition or several.
 TEST(Kernels, OneItemAndBatchPathsAgree) {
   std::vector<std::string> items;
-  // Repeats, and every third item over 16 bytes (the one-item paths hash those out of line).
+  // Repeats, and every length from 0 to 40 bytes: the one-item paths treat 4-8 bytes, up to
+  // 16 and longer items differently.
+  const std::string tail = "-with-a-longer-tail-0123456789abcdefghij";
   for (int i = 0; i < 5000; ++i) {
     const int id = i % 4000;
-    items.push_back("one-" + std::to_string(id) + (id % 3 == 0 ? "-with-a-longer-tail" : ""));
+    items.push_back(("one-" + std::to_string(id) + tail).substr(0, id % 41));
   }
   const std::vector<std::string_view> views(items.begin(), items.end());
   for (bool simd : {true, false}) {
     const bool previous = kernels::use_simd(simd);
     for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
-      for (std::uint32_t k : {3u, 7u, 13u}) {
-        const FilterParams params = explicit_filter(40000, k, layout_kind);
-        auto one_store = std::make_unique<MemoryStore>(params);
-        auto batch_store = std::make_unique<MemoryStore>(params);
-        const MemoryStore& one_bits = *one_store;
-        const MemoryStore& batch_bits = *batch_store;
-        Filter one(std::move(one_store));
-        Filter batch(std::move(batch_store));
-        std::vector<std::uint8_t> batch_new(views.size());
-        batch.add_many(views, batch_new);
-        for (std::size_t i = 0; i < views.size(); ++i) {
-          ASSERT_EQ(one.add(views[i]), batch_new[i] != 0) << i;
-        }
-        EXPECT_TRUE(std::equal(one_bits.bytes().begin(), one_bits.bytes().end(),
-                               batch_bits.bytes().begin()));
-        std::vector<std::uint8_t> present(views.size());
-        batch.contains_many(views, present);
-        for (std::size_t i = 0; i < views.size(); i += 7) {
-          EXPECT_EQ(one.contains(views[i]), present[i] != 0);
-          EXPECT_EQ(one.contains("absent-" + items[i]), batch.contains("absent-" + items[i]));
+      for (std::uint64_t partition_bytes : {std::uint64_t{5120}, std::uint64_t{1280}}) {
+        for (std::uint32_t k : {3u, 7u, 13u}) {
+          const FilterParams params = explicit_filter(40960, k, layout_kind, 0, partition_bytes);
+          ASSERT_EQ(params.partitions, 5120 / partition_bytes);
+          auto one_store = std::make_unique<MemoryStore>(params);
+          auto batch_store = std::make_unique<MemoryStore>(params);
+          const MemoryStore& one_bits = *one_store;
+          const MemoryStore& batch_bits = *batch_store;
+          Filter one(std::move(one_store));
+          Filter batch(std::move(batch_store));
+          std::vector<std::uint8_t> batch_new(views.size());
+          batch.add_many(views, batch_new);
+          for (std::size_t i = 0; i < views.size(); ++i) {
+            ASSERT_EQ(one.add(views[i]), batch_new[i] != 0) << i;
+          }
+          EXPECT_TRUE(std::equal(one_bits.bytes().begin(), one_bits.bytes().end(),
+                                 batch_bits.bytes().begin()));
+          std::vector<std::uint8_t> present(views.size());
+          batch.contains_many(views, present);
+          for (std::size_t i = 0; i < views.size(); i += 7) {
+            EXPECT_EQ(one.contains(views[i]), present[i] != 0);
+            EXPECT_EQ(one.contains("absent-" + items[i]), batch.contains("absent-" + items[i]));
+          }
         }
       }
     }
