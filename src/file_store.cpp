@@ -188,7 +188,8 @@ bool FileStore::test_and_set_one(std::string_view item) {
 }
 
 Store::OneItemCall FileStore::direct_test_and_set_one() {
-  if (access_ != Access::exclusive_write) return {};
+  // A shared writer takes the writers' lock per call: through the virtual test_and_set_one.
+  if (access_ != Access::exclusive_write) return Store::direct_test_and_set_one();
   return BitmapStore::direct_test_and_set_one();
 }
 

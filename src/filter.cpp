@@ -94,14 +94,6 @@ Filter Filter::open_redis(const std::vector<RedisEndpoint>& servers, const std::
   return Filter(ShardedRedisStore::open(servers, name));
 }
 
-bool Filter::add(std::string_view item) {
-  return test_and_set_one_ ? test_and_set_one_(item) : store_->test_and_set_one(item);
-}
-
-bool Filter::contains(std::string_view item) const {
-  return test_one_ ? test_one_(item) : store_->test_one(item);
-}
-
 std::size_t Filter::add_many(std::span<const std::string_view> items,
                              std::span<std::uint8_t> newly_added) {
   return for_each_flagged_chunk(items, newly_added, store_->batch_items(),

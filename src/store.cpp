@@ -15,4 +15,19 @@ void check_byte_range(const FilterParams& params, std::uint64_t partition, std::
   }
 }
 
+Store::OneItemCall Store::direct_test_one() const {
+  return {[](const void* store, std::string_view item) {
+            return static_cast<const Store*>(store)->test_one(item);
+          },
+          this};
+}
+
+Store::OneItemCall Store::direct_test_and_set_one() {
+  // The context is const only in the signature: it is this non-const store.
+  return {[](const void* store, std::string_view item) {
+            return const_cast<Store*>(static_cast<const Store*>(store))->test_and_set_one(item);
+          },
+          this};
+}
+
 }  // namespace redbloom

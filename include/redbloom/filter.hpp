@@ -55,7 +55,7 @@ class Filter {
                                          const std::string& name);
 
   // Adds the item; true iff it was not (by the filter's answer) present before.
-  bool add(std::string_view item);
+  bool add(std::string_view item) { return test_and_set_one_(item); }
   // Adds every item in order; newly_added, if not empty, receives one flag per item (its size
   // must then be >= items.size()). Returns the number of items newly added.
   std::size_t add_many(std::span<const std::string_view> items,
@@ -64,7 +64,7 @@ class Filter {
   void insert_many(std::span<const std::string_view> items);
 
   // False means certainly absent; true means present with false-positive probability ~ p.
-  [[nodiscard]] bool contains(std::string_view item) const;
+  [[nodiscard]] bool contains(std::string_view item) const { return test_one_(item); }
   // Batched, with prefetching; returns the number of items reported present.
   std::size_t contains_many(std::span<const std::string_view> items,
                             std::span<std::uint8_t> present = {}) const;
@@ -85,7 +85,7 @@ class Filter {
 
  private:
   std::unique_ptr<Store> store_;
-  // The store's direct one-item paths, if it has them (store.hpp).
+  // The store's one-item paths (store.hpp), called inline by add and contains.
   Store::OneItemCall test_one_;
   Store::OneItemCall test_and_set_one_;
 };

@@ -50,21 +50,20 @@ class Store {
     return present != 0;
   }
 
-  // A plain function for one-item calls, offered by stores whose one-item path needs no
-  // per-call set-up (no lock, no I/O); Filter::add / contains call it instead of the virtual
-  // functions above. Why it matters: out of cache, one-item calls overlap their misses only as
-  // far as the CPU's reorder window holds consecutive calls, so the cost of a lookup grows
-  // with its instruction count, and a virtual call plus three forwarding frames were a
-  // quarter of them (bitmap_kernels.cpp has the figures).
+  // A plain function for one-item calls, which Filter::add / contains call inline. Stores whose
+  // one-item path needs no per-call set-up (no lock, no I/O) offer their kernel itself; the
+  // defaults lead to the virtual functions above. Why it matters: out of cache, one-item calls
+  // overlap their misses only as far as the CPU's reorder window holds consecutive calls, so
+  // the cost of a lookup grows with its instruction count, and a virtual call plus three
+  // forwarding frames were a quarter of them (bitmap_kernels.cpp has the figures).
   struct OneItemCall {
-    bool (*function)(const void* context, std::string_view item) = nullptr;
-    const void* context = nullptr;
-    explicit operator bool() const noexcept { return function != nullptr; }
+    bool (*function)(const void* context, std::string_view item);
+    const void* context;
     bool operator()(std::string_view item) const { return function(context, item); }
   };
-  // Same answers as test_one / test_and_set_one; empty when the store has no direct path.
-  [[nodiscard]] virtual OneItemCall direct_test_one() const { return {}; }
-  [[nodiscard]] virtual OneItemCall direct_test_and_set_one() { return {}; }
+  // Same answers as test_one / test_and_set_one.
+  [[nodiscard]] virtual OneItemCall direct_test_one() const;
+  [[nodiscard]] virtual OneItemCall direct_test_and_set_one();
 
   // Number of 1 bits in the whole filter.
   [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;
