@@ -328,34 +328,27 @@ int main(int argc, char** argv) {
                                         : g_store == StoreKind::file ? "file"
                                                                      : "shared-file") +
                             (g_url_keys ? "-url" : "");
+  // One run per repetition: each builds a filter of n items.
+  const auto add_case = [&](const std::string& name, auto&& function, auto... args) {
+    for (std::int64_t n : sizes) {
+      benchmark::RegisterBenchmark(name.c_str(), function, args...)
+          ->Arg(n)
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+    }
+  };
   for (Layout layout : {Layout::blocked, Layout::classic}) {
     for (unsigned threads : {1u, 2u, 0u}) {
-      const std::string name = store + "/" + std::string(redbloom::to_string(layout)) +
-                               (threads == 0   ? "/single"
-                                : threads == 1 ? "/batched"
-                                               : "/batched-" + std::to_string(threads) + "threads");
-      for (std::int64_t n : sizes) {
-        benchmark::RegisterBenchmark(name.c_str(), BM_Filter, layout, threads)
-            ->Arg(n)
-            ->Iterations(1)
-            ->Unit(benchmark::kMillisecond);
-      }
+      add_case(store + "/" + std::string(redbloom::to_string(layout)) +
+                   (threads == 0   ? "/single"
+                    : threads == 1 ? "/batched"
+                                   : "/batched-" + std::to_string(threads) + "threads"),
+               BM_Filter, layout, threads);
     }
   }
-  for (std::int64_t n : sizes) {
-    benchmark::RegisterBenchmark(
-        (g_url_keys ? "textbook-url/classic/single" : "textbook/classic/single"), BM_Textbook)
-        ->Arg(n)
-        ->Iterations(1)
-        ->Unit(benchmark::kMillisecond);
-  }
-  for (std::int64_t n : sizes) {
-    benchmark::RegisterBenchmark(
-        (g_url_keys ? "floor-url/one-probe/single" : "floor/one-probe/single"), BM_Floor)
-        ->Arg(n)
-        ->Iterations(1)
-        ->Unit(benchmark::kMillisecond);
-  }
+  const std::string keys = g_url_keys ? "-url" : "";
+  add_case("textbook" + keys + "/classic/single", BM_Textbook);
+  add_case("floor" + keys + "/one-probe/single", BM_Floor);
   benchmark::Initialize(&rest_argc, rest.data());
   TableReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
