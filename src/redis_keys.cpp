@@ -72,7 +72,7 @@ std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata&
   const FilterParams& p = m.params;
   return {
       {"format", std::string(kFormatName)},
-      {"version", std::to_string(kFormatVersion)},
+      {"version", std::to_string(m.version)},
       {"state", m.ready ? "ready" : "creating"},
       {"layout", std::to_string(static_cast<std::uint32_t>(p.layout))},
       {"hashes", std::to_string(p.hashes)},
@@ -107,12 +107,13 @@ Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& 
     throw FormatError(what + " is a Redis hash but not a redbloom filter");
   }
   const auto version = parse_field<std::uint32_t>(fields, "version", what);
-  if (version != kFormatVersion) {
+  if (version < 1 || version > kFormatVersion) {
     throw FormatError(what + ": redbloom Redis format version " + std::to_string(version) +
-                      " is unknown to this redbloom (it reads version " +
+                      " is unknown to this redbloom (it reads versions 1 to " +
                       std::to_string(kFormatVersion) + ")");
   }
   Metadata m;
+  m.version = version;
   // Recorded from the claim on (older filters have none: every salt 0, the plain tags).
   if (const auto salts = fields.find("tag_salts"); salts != fields.end()) {
     std::string_view text = salts->second;

@@ -1,10 +1,11 @@
-// How a filter named NAME is laid out in Redis (format version 1):
+// How a filter named NAME is laid out in Redis (format version 2):
 //
 //   NAME                        a hash: the metadata (fields below)
 //   NAME:bits:{NAME:i}          partition i, a plain string of partition_bits / 8 bytes in
-//                               SETBIT order, for i in [0, partitions); on a cluster the tag
-//                               may be {NAME:i:salt}, the salt chosen so that the partitions
-//                               spread evenly over the masters (field tag_salts)
+//                               SETBIT order, then one zero byte (the seal), for i in
+//                               [0, partitions); on a cluster the tag may be {NAME:i:salt},
+//                               the salt chosen so that the partitions spread evenly over the
+//                               masters (field tag_salts)
 //   NAME:tmp:{NAME:i}:<random>  a short-lived delta for partition i during a bulk load,
 //                               created with a TTL so that a crash leaves nothing behind
 //
@@ -30,7 +31,18 @@
 namespace redbloom::redis {
 
 inline constexpr std::string_view kFormatName = "redbloom";
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;
+
+// The seal: every command a filter sends writes below bit partition_bits, yet Redis creates a
+// missing key for BITFIELD, SETRANGE and BITOP. So the writes that a client had pipelined behind
+// a guard that found its partition gone (evicted, deleted) recreate the key without the seal,
+// at most partition_bits / 8 bytes long, and every later guard, which expects the sealed
+// length, still reports the loss. Unsealed, a recreated key reached the full length (BITOP OR
+// of a whole delta did at once) and then passed as intact, its lost items silently absent.
+// Version 1 filters have no seal; they are read and written as they are.
+[[nodiscard]] constexpr std::uint64_t seal_bytes(std::uint32_t version) noexcept {
+  return version >= 2 ? 1 : 0;
+}
 
 // Throws InvalidArgument unless `name` can name a filter.
 void validate_filter_name(std::string_view name);
@@ -45,6 +57,7 @@ void validate_filter_name(std::string_view name);
 [[nodiscard]] std::string encode_salts(const std::vector<std::uint32_t>& salts);
 
 struct Metadata {
+  std::uint32_t version = kFormatVersion;
   FilterParams params;
   std::uint64_t created_unix_ns = 0;
   bool ready = false;

@@ -146,6 +146,7 @@ struct RedisStore::State {
   std::unique_ptr<Router> router;
   std::string name;
   FilterParams params;
+  std::uint32_t version = redis::kFormatVersion;  // of the Redis format (redis_keys.hpp)
   std::uint64_t created_unix_ns = 0;
   std::vector<std::string> keys;     // partition keys, indexed by partition
   std::vector<std::uint16_t> slots;  // their cluster slots
@@ -173,6 +174,11 @@ struct RedisStore::State {
       slots.push_back(slot_of(keys.back()));
       if (sharding::shard_of_partition(i, spec.count) == spec.index) owned.push_back(i);
     }
+  }
+
+  // A partition key's length: its bits, then the seal (redis_keys.hpp).
+  [[nodiscard]] std::uint64_t key_bytes() const noexcept {
+    return params.partition_bytes() + redis::seal_bytes(version);
   }
 
   void hash_items(std::span<const std::string_view> items) {
@@ -244,7 +250,9 @@ struct RedisStore::State {
 
   // Every command on a partition is preceded by `STRLEN key` in the same pipeline: a partition
   // that vanished after open (evicted under maxmemory, flushed, deleted) would otherwise be
-  // recreated short by BITFIELD, or read as zeros, and its items silently become absent.
+  // read as zeros, or recreated by the writes, and its items silently become absent. The
+  // writes behind a failed guard still run and recreate the key, but without the seal
+  // (redis_keys.hpp), so this guard keeps failing on it.
   void guard(CommandBuffer& out, std::uint64_t partition) const {
     out.begin(2);
     out.arg(std::string_view{"STRLEN"});
@@ -252,11 +260,11 @@ struct RedisStore::State {
   }
   void check_guard(const redisReply& reply, std::uint64_t partition) const {
     router->expect(reply, REDIS_REPLY_INTEGER, "STRLEN");
-    if (static_cast<std::uint64_t>(reply.integer) != params.partition_bytes()) {
+    if (static_cast<std::uint64_t>(reply.integer) != key_bytes()) {
       throw FormatError(router->message(
           "STRLEN", "partition key '" + keys[partition] + "' holds " +
                         std::to_string(reply.integer) + " bytes, expected " +
-                        std::to_string(params.partition_bytes()) +
+                        std::to_string(key_bytes()) +
                         ": it vanished or changed since the filter was opened (evicted under "
                         "maxmemory? flushed? deleted?) and the items in it are lost"));
     }
@@ -272,8 +280,9 @@ struct RedisStore::State {
     }
   }
 
-  // Pipelined GETRANGE of `size` bytes of a partition from `offset`; each chunk goes to
-  // sink(offset within the range, bytes) straight from the reply, with no staging copy.
+  // Pipelined GETRANGE of `size` bytes of a partition from `offset`, after its guard; each
+  // chunk goes to sink(offset within the range, bytes) straight from the reply, with no
+  // staging copy. (A length check of the replies alone would pass a recreated key.)
   template <class Sink>
   void download(std::uint64_t partition, std::uint64_t offset, std::uint64_t size, Sink&& sink) {
     const std::size_t chunks = (size + kTransferChunk - 1) / kTransferChunk;
@@ -287,14 +296,16 @@ struct RedisStore::State {
           const std::uint64_t from = offset + c * kTransferChunk;
           const std::uint64_t length =
               std::min<std::uint64_t>(kTransferChunk, size - c * kTransferChunk);
+          if (c == 0) guard(buffer, partition);
           buffer.begin(4);
           buffer.arg(std::string_view{"GETRANGE"});
           buffer.arg(key);
           buffer.arg(from);
           buffer.arg(from + length - 1);
-          return std::size_t{1};
+          return std::size_t{c == 0 ? 2u : 1u};
         },
-        [&](std::size_t c, std::size_t, const redisReply& reply) {
+        [&](std::size_t c, std::size_t r, const redisReply& reply) {
+          if (c == 0 && r == 0) return check_guard(reply, partition);
           router->expect(reply, REDIS_REPLY_STRING, "GETRANGE");
           const std::uint64_t length =
               std::min<std::uint64_t>(kTransferChunk, size - c * kTransferChunk);
@@ -393,7 +404,7 @@ struct RedisStore::State {
           if (redis::is_error(reply)) router->fail("bulk OR", redis::text_of(reply));
           if (unit.kind == Unit::merge &&
               (reply.type != REDIS_REPLY_INTEGER ||
-               static_cast<std::uint64_t>(reply.integer) != params.partition_bytes())) {
+               static_cast<std::uint64_t>(reply.integer) != key_bytes())) {
             router->fail("BITOP",
                          "partition key '" + keys[p] + "' has an unexpected length after the OR");
           }
@@ -490,10 +501,12 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
   }
   state->set_partitions(metadata->params, {metadata->shard, metadata->shards, metadata->shard_set},
                         metadata->tag_salts);
+  state->version = metadata->version;
   state->created_unix_ns = metadata->created_unix_ns;
-  // Every partition must be a string of the full length: a missing or short key (deleted,
-  // evicted under maxmemory, overwritten) would silently turn into false negatives.
-  const std::uint64_t expected_bytes = state->params.partition_bytes();
+  // Every partition must be a string of the full, sealed length: a missing, short or
+  // recreated key (deleted, evicted under maxmemory, overwritten) would silently turn into
+  // false negatives.
+  const std::uint64_t expected_bytes = state->key_bytes();
   router.pipeline(
       state->owned.size(), "STRLEN", state->route_owned(),
       [&](std::size_t i, CommandBuffer& buffer) {
@@ -561,9 +574,9 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
                                where(router, meta));
           }
         });
-    // SETRANGE at the last byte allocates the whole string, zeroed: the memory is taken now,
-    // and a full server fails here rather than in the middle of a load.
-    const std::string last = std::to_string(params.partition_bytes() - 1);
+    // SETRANGE at the seal allocates the whole string, zeroed: the memory is taken now, and a
+    // full server fails here rather than in the middle of a load.
+    const std::string last = std::to_string(state->key_bytes() - 1);
     allocating = true;
     router.pipeline(
         state->owned.size(), "SETRANGE", state->route_owned(true),

@@ -317,8 +317,10 @@ TEST_F(RedisStoreTest, CreateThenOpenGivesTheSameFilter) {
   EXPECT_EQ(server_.command({"TYPE", "urls"}).text, "hash");
   EXPECT_EQ(server_.command({"HGET", "urls", "format"}).text, "redbloom");
   EXPECT_EQ(server_.command({"HGET", "urls", "state"}).text, "ready");
+  // The partition's bytes, then the seal (redis_keys.hpp).
   EXPECT_EQ(server_.integer({"STRLEN", partition_key("urls", 0)}),
-            static_cast<long long>(params.partition_bytes()));
+            static_cast<long long>(params.partition_bytes() + 1));
+  EXPECT_EQ(server_.command({"HGET", "urls", "version"}).text, "2");
   EXPECT_EQ(dbsize(), 2);
   EXPECT_TRUE(RedisStore::exists(endpoint(), "urls"));
   EXPECT_FALSE(RedisStore::exists(endpoint(), "nope"));
@@ -387,7 +389,7 @@ TEST_F(RedisStoreTest, DamagedPartitionsAreReportedByKey) {
   const FilterParams params = size_filter(100000, 0.01, Layout::classic, kSmallPartition);
   ASSERT_GE(params.partitions, 2u);
   const std::string key = partition_key("f", 1);
-  const std::string len = std::to_string(params.partition_bytes());
+  const std::string sealed = std::to_string(params.partition_bytes() + 1);
   struct Damage {
     const char* what;
     std::vector<std::vector<std::string>> commands;
@@ -396,7 +398,11 @@ TEST_F(RedisStoreTest, DamagedPartitionsAreReportedByKey) {
   const std::vector<Damage> damages = {
       {"deleted", {{"DEL", key}}, "missing"},
       {"truncated", {{"SET", key, "short"}}, "holds 5 bytes"},
-      {"grown", {{"SETRANGE", key, len, "x"}}, "expected " + len},
+      {"grown", {{"SETRANGE", key, sealed, "x"}}, "expected " + sealed},
+      // Recreated by writes of the filter's own: the bits are all there, the seal is not.
+      {"unsealed",
+       {{"DEL", key}, {"SETRANGE", key, std::to_string(params.partition_bytes() - 1), "x"}},
+       "expected " + sealed},
       {"a list", {{"DEL", key}, {"RPUSH", key, "x"}}, "not a string"},
   };
   for (const Damage& damage : damages) {
@@ -416,10 +422,12 @@ TEST_F(RedisStoreTest, DamagedPartitionsAreReportedByKey) {
 }
 
 // A partition that vanishes while a filter is open (eviction, FLUSHALL, DEL) must not be read
-// as zeros or silently recreated: every path checks it first and fails, naming the key. (The
-// commands already pipelined behind the failed check may recreate the key, which is why each
-// check below deletes it again: the error is what tells the user the filter is damaged.)
-TEST_F(RedisStoreTest, APartitionThatVanishesWhileOpenIsAnErrorOnEveryPath) {
+// as zeros or silently recreated: every path checks it first and fails, naming the key. The
+// writes pipelined behind a failed check still run and recreate the key (a bulk load's BITOP OR
+// at the partition's full length), so the check must keep failing after them: the seal
+// (redis_keys.hpp). Unsealed, a reopened filter passed every check here and answered "absent"
+// for items added before the loss.
+TEST_F(RedisStoreTest, APartitionThatVanishesWhileOpenStaysAnErrorOnEveryPath) {
   for (const Layout layout : {Layout::classic, Layout::blocked}) {
     SCOPED_TRACE(std::string(to_string(layout)));
     const FilterParams params = size_filter(100000, 0.01, layout, kSmallPartition);
@@ -431,22 +439,54 @@ TEST_F(RedisStoreTest, APartitionThatVanishesWhileOpenIsAnErrorOnEveryPath) {
     const std::vector<std::string_view> items(owned.begin(), owned.end());
     filter.insert_many(items);
     std::vector<std::uint8_t> flags(items.size());
-    const auto vanish = [&] { (void)server_.command({"DEL", partition_key("f", 1)}); };
-    for (const auto mode : {RedisStore::BulkMode::per_item, RedisStore::BulkMode::bulk}) {
+    const std::string key = partition_key("f", 1);
+    (void)server_.command({"DEL", key});  // once: nothing below may make it whole again
+    for (const auto mode : {RedisStore::BulkMode::bulk, RedisStore::BulkMode::per_item}) {
       store.set_bulk_mode(mode);
-      vanish();
-      const std::string lookup = error_of([&] { filter.contains_many(items, flags); });
-      EXPECT_TRUE(contains_text(lookup, partition_key("f", 1))) << lookup;
-      vanish();
       const std::string load = error_of([&] { filter.insert_many(items); });
-      EXPECT_TRUE(contains_text(load, partition_key("f", 1))) << load;
+      EXPECT_TRUE(contains_text(load, key)) << load;
+      const std::string lookup = error_of([&] { filter.contains_many(items, flags); });
+      EXPECT_TRUE(contains_text(lookup, key)) << lookup;
     }
-    vanish();
     EXPECT_THROW(filter.add_many(items, flags), IncompleteWrite);
-    vanish();
     const std::string add = error_of([&] { filter.add_many(items, flags); });
     EXPECT_TRUE(contains_text(add, "vanished")) << add;
+    const std::string reopen = error_of([&] { (void)Filter::open_redis(endpoint(), "f"); });
+    EXPECT_TRUE(contains_text(reopen, key)) << reopen;
   }
+}
+
+// Filters of Redis format version 1 have no seal after their bits: they still open, answer
+// and take adds as they are.
+TEST_F(RedisStoreTest, FormatVersion1FiltersWithoutTheSealStillWork) {
+  const FilterParams params = size_filter(100000, 0.01, Layout::classic, kSmallPartition);
+  ASSERT_GE(params.partitions, 2u);
+  std::vector<std::string> owned;
+  for (int i = 0; i < 20000; ++i) owned.push_back("item-" + std::to_string(i));
+  const std::vector<std::string_view> items(owned.begin(), owned.end());
+  const auto first = std::span(items).first(10000);
+  const auto second = std::span(items).subspan(10000);
+  { Filter::create_redis(endpoint(), "old", params).insert_many(first); }
+  const std::string bytes = std::to_string(params.partition_bytes());
+  for (std::uint64_t p = 0; p < params.partitions; ++p) {
+    const std::string key = partition_key("old", p);
+    const std::string bits =
+        server_.command({"GETRANGE", key, "0", std::to_string(params.partition_bytes() - 1)}).text;
+    ASSERT_EQ(bits.size(), params.partition_bytes());
+    ASSERT_EQ(server_.command({"SET", key, bits}).text, "OK");
+  }
+  ASSERT_EQ(server_.integer({"HSET", "old", "version", "1"}), 0);
+
+  Filter filter = Filter::open_redis(endpoint(), "old");
+  EXPECT_EQ(filter.contains_many(first), first.size());
+  filter.add_many(second);
+  EXPECT_EQ(filter.contains_many(items), items.size());
+  EXPECT_EQ(server_.integer({"STRLEN", partition_key("old", 0)}), params.partition_bytes());
+  // Its keys are checked against the unsealed length.
+  ASSERT_EQ(server_.integer({"SETRANGE", partition_key("old", 1), bytes, std::string(1, '\0')}),
+            static_cast<long long>(params.partition_bytes() + 1));
+  const std::string message = error_of([&] { (void)Filter::open_redis(endpoint(), "old"); });
+  EXPECT_TRUE(contains_text(message, "expected " + bytes)) << message;
 }
 
 TEST_F(RedisStoreTest, DamagedMetadataIsAFormatErrorNamingTheKey) {
@@ -457,7 +497,8 @@ TEST_F(RedisStoreTest, DamagedMetadataIsAFormatErrorNamingTheKey) {
     std::string expected;
   };
   const std::vector<Damage> damages = {
-      {{"HSET", "f", "version", "2"}, "format version 2"},
+      {{"HSET", "f", "version", "3"}, "format version 3"},
+      {{"HSET", "f", "version", "0"}, "format version 0"},
       {{"HSET", "f", "layout", "9"}, "unknown layout id 9"},
       {{"HSET", "f", "hashes", "seven"}, "'hashes' is not a number"},
       {{"HSET", "f", "hashes", "0"}, "hash count 0"},
@@ -799,10 +840,10 @@ TEST_P(RedisLayoutTest, RawBytesCopyFiltersBetweenStores) {
   EXPECT_THROW(remote.store().read_bytes(params.partitions, 0, one), InvalidArgument);
   EXPECT_THROW(remote.store().read_bytes(0, params.partition_bytes(), one), InvalidArgument);
   EXPECT_THROW(remote.store().write_bytes(0, params.partition_bytes(), one), InvalidArgument);
-  // The partition keys kept their length.
+  // The partition keys kept their length, seal included.
   for (std::uint64_t p = 0; p < params.partitions; ++p) {
     EXPECT_EQ(server_.integer({"STRLEN", partition_key("copy", p)}),
-              static_cast<long long>(params.partition_bytes()));
+              static_cast<long long>(params.partition_bytes() + 1));
   }
 }
 
