@@ -1,10 +1,18 @@
 // The Redis companion: fingerprints split into 2^b buckets by their top b bits; each bucket a
 // string of 6-byte tags (the fingerprint's low 48 bits), appended to with APPEND. A lookup
 // GETs the item's bucket (~64 tags at the expected size) and scans it.
+//
+// Version 2 seals every bucket: `create` writes each one as a single zero byte, and tags are
+// appended after it. A bucket that vanished (evicted, deleted) then reads as missing rather
+// than empty, and one that an APPEND recreated afterwards has no seal (its length is a whole
+// number of tags); both are errors naming the key. Unsealed (version 1, still read), a lost
+// bucket answered "absent" for its items: in a diff, live items reported as orphans.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <optional>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -21,7 +29,9 @@ using redis::Connection;
 using redis::pipeline;
 
 constexpr std::string_view kFormat = "redbloom-exact";
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
+// How long open waits for a concurrent creator to finish sealing the buckets.
+constexpr std::chrono::seconds kCreationWait{30};
 constexpr std::size_t kTagBytes = 6;
 constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
 // About this many tags per bucket at the expected size: a GET of ~400 bytes per lookup, and
@@ -61,6 +71,35 @@ void unlink_buckets(Connection& connection, const std::string& name, std::uint64
       });
 }
 
+// Writes every bucket as its seal alone: at creation (SET NX: a key that already exists there
+// is an error, never overwritten) or when clearing (SET: emptied).
+void seal_buckets(Connection& connection, const std::string& name, std::uint64_t buckets,
+                  bool empty_existing) {
+  const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
+  const std::string_view seal("\0", 1);
+  pipeline(
+      connection, units, "SET",
+      [&](std::size_t u, CommandBuffer& buffer) {
+        const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
+        for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
+          if (empty_existing) {
+            buffer.command({"SET", bucket_key(name, b), seal});
+          } else {
+            buffer.command({"SET", bucket_key(name, b), seal, "NX"});
+          }
+        }
+        return static_cast<std::size_t>(end - u * kCommandsPerUnit);
+      },
+      [&](std::size_t u, std::size_t r, const redisReply& reply) {
+        if (redis::is_error(reply)) connection.fail("SET", redis::text_of(reply));
+        if (reply.type == REDIS_REPLY_NIL) {  // NX found a key: not ours to take over
+          connection.fail("SET", "key '" + bucket_key(name, u * kCommandsPerUnit + r) +
+                                     "' already exists; not overwriting it to create the "
+                                     "exact set");
+        }
+      });
+}
+
 struct Slot {
   std::uint64_t bucket;
   std::uint64_t tag;
@@ -68,8 +107,12 @@ struct Slot {
 
 class RedisExactSet final : public ExactSet {
  public:
-  RedisExactSet(const RedisEndpoint& endpoint, std::string name, unsigned bucket_bits)
-      : connection_(endpoint), name_(std::move(name)), bucket_bits_(bucket_bits) {}
+  RedisExactSet(const RedisEndpoint& endpoint, std::string name, unsigned bucket_bits,
+                std::uint32_t version)
+      : connection_(endpoint),
+        name_(std::move(name)),
+        bucket_bits_(bucket_bits),
+        seal_(version >= 2 ? 1 : 0) {}
 
   Connection& connection() { return connection_; }
 
@@ -134,15 +177,26 @@ class RedisExactSet final : public ExactSet {
           return end - u * kCommandsPerUnit;
         },
         [&](std::size_t u, std::size_t r, const redisReply& reply) {
-          if (reply.type == REDIS_REPLY_NIL) return;  // an empty bucket
+          const auto lost = [&](const std::string& what) {
+            connection_.fail("GET", "exact-set bucket '" +
+                                        bucket_key(name_, order[u * kCommandsPerUnit + r]->first) +
+                                        "' " + what +
+                                        ": the exact set lost the items in it (evicted under "
+                                        "maxmemory? deleted?); build it again");
+          };
+          if (reply.type == REDIS_REPLY_NIL) {
+            if (seal_ != 0) lost("is missing");
+            return;  // version 1: an empty bucket
+          }
           connection_.expect(reply, REDIS_REPLY_STRING, "GET");
-          if (reply.len % kTagBytes != 0) {
+          if (seal_ != 0 && reply.len % kTagBytes == 0) lost("has no seal (it was recreated)");
+          if (reply.len % kTagBytes != seal_) {
             connection_.fail("GET", "exact-set bucket of " + std::to_string(reply.len) +
                                         " bytes is not a whole number of tags (damaged?)");
           }
           const auto* bytes = reinterpret_cast<const std::uint8_t*>(reply.str);
           for (std::size_t i : order[u * kCommandsPerUnit + r]->second) {
-            for (std::size_t at = 0; at < reply.len && !present[i]; at += kTagBytes) {
+            for (std::size_t at = seal_; at < reply.len && !present[i]; at += kTagBytes) {
               std::uint64_t tag = 0;
               for (std::size_t b = kTagBytes; b-- > 0;) tag = (tag << 8) | bytes[at + b];
               present[i] = tag == tags[i] ? 1 : 0;
@@ -153,7 +207,11 @@ class RedisExactSet final : public ExactSet {
 
   void clear() override {
     const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
-    unlink_buckets(connection_, name_, buckets);
+    if (seal_ != 0) {
+      seal_buckets(connection_, name_, buckets, /*empty_existing=*/true);
+    } else {
+      unlink_buckets(connection_, name_, buckets);
+    }
     connection_.run({"HSET", meta_key(name_), "entries", "0"});
   }
 
@@ -204,16 +262,23 @@ class RedisExactSet final : public ExactSet {
   mutable Connection connection_;
   std::string name_;
   unsigned bucket_bits_;
+  std::size_t seal_;  // bytes before a bucket's tags: 1 from version 2 on
 };
 
 std::string describe_meta(const Connection& connection, const std::string& name) {
   return "key '" + meta_key(name) + "' on redis " + connection.endpoint().describe();
 }
 
-// bucket_bits from HGETALL of the metadata; nullopt if there is none. A key of another type,
-// or a hash that is not an exact set's (another program's, or the metadata of a filter named
+struct Stored {
+  unsigned bucket_bits;
+  std::uint32_t version;
+  bool ready;  // false while its creator seals the buckets, or if it died doing so
+};
+
+// What HGETALL of the metadata says; nullopt if there is none. A key of another type, or a
+// hash that is not an exact set's (another program's, or the metadata of a filter named
 // NAME:exact), is a FormatError naming it.
-std::optional<unsigned> read_bucket_bits(Connection& connection, const std::string& name) {
+std::optional<Stored> read_stored(Connection& connection, const std::string& name) {
   const std::string meta = meta_key(name);
   const std::string what = describe_meta(connection, name);
   const std::string type(redis::text_of(*connection.run({"TYPE", meta})));
@@ -226,15 +291,19 @@ std::optional<unsigned> read_bucket_bits(Connection& connection, const std::stri
     fields.emplace(redis::text_of(*reply->element[i]), redis::text_of(*reply->element[i + 1]));
   }
   if (fields["format"] != kFormat) throw FormatError(what + " is not a redbloom exact set");
-  if (fields["version"] != std::to_string(kVersion)) {
-    throw FormatError(what + ": exact-set version " + fields["version"] + " is unknown");
+  const std::string& version = fields["version"];
+  if (version != "1" && version != std::to_string(kVersion)) {
+    throw FormatError(what + ": exact-set version " + version + " is unknown");
   }
   const std::string& bits = fields["bucket_bits"];
   if (bits.empty() || bits.size() > 2 || !std::all_of(bits.begin(), bits.end(), ::isdigit) ||
       std::stoul(bits) > kMaxBucketBits) {
     throw FormatError(what + ": bad bucket_bits '" + bits + "'");
   }
-  return static_cast<unsigned>(std::stoul(bits));
+  // Version 1 has no state field: its buckets need no sealing.
+  const bool ready = version == "1" || fields["state"] == "ready";
+  return Stored{static_cast<unsigned>(std::stoul(bits)),
+                static_cast<std::uint32_t>(std::stoul(version)), ready};
 }
 
 }  // namespace
@@ -259,7 +328,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
   if (overwrite && redis_exact_set_exists(endpoint, name)) drop_redis_exact_set(endpoint, name);
   unsigned bits = 0;
   while (bits < kMaxBucketBits && (std::uint64_t{kTagsPerBucket} << bits) < expected_items) ++bits;
-  auto set = std::make_unique<RedisExactSet>(endpoint, name, bits);
+  auto set = std::make_unique<RedisExactSet>(endpoint, name, bits, kVersion);
   Connection& connection = set->connection();
   const std::string meta = meta_key(name);
   // A key that is not an exact set (another program's, or the metadata of a filter named
@@ -268,7 +337,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
     return FilterExists("exact set '" + meta + "' on redis " + endpoint.describe() +
                         " already exists (use --force to replace it)");
   };
-  if (read_bucket_bits(connection, name)) throw exists();
+  if (read_stored(connection, name)) throw exists();
   // The metadata is written whole, and only if no key of that name appeared meanwhile (WATCH
   // fails the EXEC otherwise): a creator that loses the race and opens the winner's never
   // finds it half written, and HSETNX's way of adding a field to a foreign hash is avoided.
@@ -279,7 +348,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
       CommandBuffer transaction;
       transaction.command({"MULTI"});
       transaction.command({"HSET", meta, "format", kFormat, "version", std::to_string(kVersion),
-                           "bucket_bits", std::to_string(bits), "tag_bytes",
+                           "state", "creating", "bucket_bits", std::to_string(bits), "tag_bytes",
                            std::to_string(kTagBytes), "entries", "0"});
       transaction.command({"EXEC"});
       connection.append(transaction);
@@ -299,9 +368,11 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
     throw;
   }
   if (!claimed) {
-    (void)read_bucket_bits(connection, name);  // throws if what appeared is not an exact set
+    (void)read_stored(connection, name);  // throws if what appeared is not an exact set
     throw exists();
   }
+  seal_buckets(connection, name, std::uint64_t{1} << bits, /*empty_existing=*/false);
+  connection.run({"HSET", meta, "state", "ready"});
   return set;
 }
 
@@ -310,12 +381,25 @@ std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
   redis::validate_filter_name(name);
   refuse_cluster(endpoint);
   Connection connection(endpoint);
-  const auto bits = read_bucket_bits(connection, name);
-  if (!bits) {
-    throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
-                   " has no exact set: build one with add or load --exact");
+  // A creator that won a race may still be sealing the buckets (~1 s per million): wait for
+  // it, boundedly, rather than fail the others.
+  const auto deadline = std::chrono::steady_clock::now() + kCreationWait;
+  while (true) {
+    const auto stored = read_stored(connection, name);
+    if (!stored) {
+      throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
+                     " has no exact set: build one with add or load --exact");
+    }
+    if (stored->ready) {
+      return std::make_unique<RedisExactSet>(endpoint, name, stored->bucket_bits, stored->version);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw IncompleteFilter(describe_meta(connection, name) +
+                             " is incomplete: its creation did not finish (drop it and build "
+                             "it again)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return std::make_unique<RedisExactSet>(endpoint, name, *bits);
 }
 
 bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {
@@ -332,10 +416,10 @@ bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& na
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name) {
   refuse_cluster(endpoint);
   Connection connection(endpoint);
-  const auto bits = read_bucket_bits(connection, name);
-  if (!bits)
+  const auto stored = read_stored(connection, name);
+  if (!stored)
     throw NotFound("no exact set '" + meta_key(name) + "' on redis " + endpoint.describe());
-  unlink_buckets(connection, name, std::uint64_t{1} << *bits);
+  unlink_buckets(connection, name, std::uint64_t{1} << stored->bucket_bits);
   connection.run({"UNLINK", meta_key(name)});
 }
 

@@ -722,7 +722,8 @@ TEST_F(RedisExactSetTest, KeyLayoutAndBucketCount) {
   const auto exact = create_redis_exact_set(endpoint(), "f", 1000);
   EXPECT_EQ(server_.command({"TYPE", "f:exact"}).text, "hash");
   EXPECT_EQ(server_.command({"HGET", "f:exact", "format"}).text, "redbloom-exact");
-  EXPECT_EQ(server_.command({"HGET", "f:exact", "version"}).text, "1");
+  EXPECT_EQ(server_.command({"HGET", "f:exact", "version"}).text, "2");
+  EXPECT_EQ(server_.command({"HGET", "f:exact", "state"}).text, "ready");
   EXPECT_EQ(server_.command({"HGET", "f:exact", "tag_bytes"}).text, "6");
   // About 64 tags per bucket at the expected size: 1000 items -> 16 buckets.
   EXPECT_EQ(server_.command({"HGET", "f:exact", "bucket_bits"}).text, "4");
@@ -730,14 +731,17 @@ TEST_F(RedisExactSetTest, KeyLayoutAndBucketCount) {
   for (int i = 0; i < 1000; ++i) items.push_back("item" + std::to_string(i));
   EXPECT_EQ(exact->add(views_of(items)), 1000u);
   EXPECT_EQ(server_.command({"HGET", "f:exact", "entries"}).text, "1000");
+  // Every bucket: its seal (one zero byte), then 6-byte tags.
   long long bytes = 0;
   for (std::uint64_t b = 0; b < 16; ++b) {
     const long long length = server_.integer({"STRLEN", bucket_key("f", b)});
-    EXPECT_EQ(length % 6, 0);
-    EXPECT_GT(length, 0) << "bucket " << b << " empty at 1000 items";
+    EXPECT_EQ(length % 6, 1);
+    EXPECT_GT(length, 1) << "bucket " << b << " empty at 1000 items";
+    EXPECT_EQ(server_.command({"GETRANGE", bucket_key("f", b), "0", "0"}).text,
+              std::string(1, '\0'));
     bytes += length;
   }
-  EXPECT_EQ(bytes, 6 * 1000);
+  EXPECT_EQ(bytes, 6 * 1000 + 16);
   EXPECT_EQ(keys().size(), 17u);
   EXPECT_GT(exact->storage_bytes(), 6000u);
   EXPECT_TRUE(contains_text(exact->location(), "f:exact")) << exact->location();
@@ -746,7 +750,7 @@ TEST_F(RedisExactSetTest, KeyLayoutAndBucketCount) {
   const auto tiny = create_redis_exact_set(endpoint(), "t", 0);
   EXPECT_EQ(server_.command({"HGET", "t:exact", "bucket_bits"}).text, "0");
   EXPECT_EQ(tiny->add(views_of(items)), 1000u);
-  EXPECT_EQ(server_.integer({"STRLEN", bucket_key("t", 0)}), 6000);
+  EXPECT_EQ(server_.integer({"STRLEN", bucket_key("t", 0)}), 6001);
 
   drop_redis_exact_set(endpoint(), "f");
   drop_redis_exact_set(endpoint(), "t");
@@ -824,7 +828,7 @@ TEST_F(RedisExactSetTest, DamagedBucketsAndMetadataAreErrors) {
     const auto exact = create_redis_exact_set(endpoint(), "f", 0);
     exact->add(views_of({"a", "b"}));
   }
-  ASSERT_EQ(server_.integer({"APPEND", bucket_key("f", 0), "xyz"}), 15);
+  ASSERT_EQ(server_.integer({"APPEND", bucket_key("f", 0), "xyz"}), 16);
   const auto exact = open_redis_exact_set(endpoint(), "f");
   std::vector<std::uint8_t> present(1);
   const std::string message = error_of([&] { exact->contains(views_of({"a"}), present); });
@@ -833,9 +837,75 @@ TEST_F(RedisExactSetTest, DamagedBucketsAndMetadataAreErrors) {
 
   ASSERT_EQ(server_.integer({"HSET", "f:exact", "bucket_bits", "99"}), 0);
   EXPECT_THROW((void)open_redis_exact_set(endpoint(), "f"), FormatError);
-  ASSERT_EQ(server_.integer({"HSET", "f:exact", "bucket_bits", "0", "version", "2"}), 0);
+  ASSERT_EQ(server_.integer({"HSET", "f:exact", "bucket_bits", "0", "version", "3"}), 0);
   EXPECT_THROW((void)open_redis_exact_set(endpoint(), "f"), FormatError);
   EXPECT_THROW((void)open_redis_exact_set(endpoint(), "bad{name}"), InvalidArgument);
+}
+
+// A bucket that vanishes (evicted, deleted) loses the items in it: the set must say so rather
+// than answer "absent", which in a diff would report live items as orphans. That holds after
+// an APPEND recreated the bucket, too (it has no seal then), and after a reopen.
+TEST_F(RedisExactSetTest, AVanishedBucketIsAnErrorNamingIt) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 1000; ++i) items.push_back("item" + std::to_string(i));
+  const auto exact = create_redis_exact_set(endpoint(), "f", 1000);
+  exact->add(views_of(items));
+  const std::string lost = bucket_key("f", 3);
+  ASSERT_EQ(server_.integer({"DEL", lost}), 1);
+  std::vector<std::uint8_t> present(items.size());
+  const std::string missing = error_of([&] { exact->contains(views_of(items), present); });
+  EXPECT_TRUE(contains_text(missing, "'" + lost + "' is missing")) << missing;
+  EXPECT_THROW(exact->contains(views_of(items), present), StorageError);
+  // What a writer that raced the loss appends recreates the bucket without its seal.
+  ASSERT_EQ(server_.integer({"APPEND", lost, "abcdef"}), 6);
+  const auto reopened = open_redis_exact_set(endpoint(), "f");
+  const std::string unsealed = error_of([&] { reopened->contains(views_of(items), present); });
+  EXPECT_TRUE(contains_text(unsealed, "'" + lost + "' has no seal")) << unsealed;
+  EXPECT_THROW(reopened->add(views_of(items)), StorageError);
+  // Clearing makes it whole again, empty.
+  reopened->clear();
+  EXPECT_EQ(server_.integer({"STRLEN", lost}), 1);
+  reopened->contains(views_of(items), present);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 0);
+}
+
+// Version 1 sets have no seal: a missing bucket is an empty one, and they still work.
+TEST_F(RedisExactSetTest, Version1SetsWithoutSealsStillWork) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 1000; ++i) items.push_back("item" + std::to_string(i));
+  const auto first = std::span<const std::string>(items).first(500);
+  { create_redis_exact_set(endpoint(), "f", 1000)->add(views_of({first.begin(), first.end()})); }
+  for (std::uint64_t b = 0; b < 16; ++b) {
+    const std::string key = bucket_key("f", b);
+    const std::string tags = server_.command({"GETRANGE", key, "1", "-1"}).text;
+    if (tags.empty()) {
+      ASSERT_EQ(server_.integer({"DEL", key}), 1);
+    } else {
+      ASSERT_EQ(server_.command({"SET", key, tags}).text, "OK");
+    }
+  }
+  ASSERT_EQ(server_.integer({"HSET", "f:exact", "version", "1"}), 0);
+  ASSERT_EQ(server_.integer({"HDEL", "f:exact", "state"}), 1);
+  const auto exact = open_redis_exact_set(endpoint(), "f");
+  std::vector<std::uint8_t> present(items.size());
+  exact->contains(views_of(items), present);
+  EXPECT_EQ(std::count(present.begin(), present.begin() + 500, 1), 500);
+  EXPECT_EQ(std::count(present.begin() + 500, present.end(), 1), 0);
+  EXPECT_EQ(exact->add(views_of(items)), 500u);
+  exact->contains(views_of(items), present);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 1000);
+}
+
+// A creation that died before its buckets were sealed is reported, not used.
+TEST_F(RedisExactSetTest, AnUnfinishedCreationIsReported) {
+  { (void)create_redis_exact_set(endpoint(), "f", 1000); }
+  ASSERT_EQ(server_.integer({"HSET", "f:exact", "state", "creating"}), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = error_of([&] { (void)open_redis_exact_set(endpoint(), "f"); });
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(29));
+  EXPECT_TRUE(contains_text(message, "creation did not finish")) << message;
+  drop_redis_exact_set(endpoint(), "f");
+  EXPECT_EQ(keys(), std::vector<std::string>{});
 }
 
 TEST_F(RedisExactSetTest, DropRemovesEveryCompanionKeyAndNothingElse) {
