@@ -55,18 +55,33 @@ std::string bucket_key(const std::string& name, std::uint64_t bucket) {
   return key;
 }
 
-void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+// One command per bucket, for all 2^bucket_bits of them, pipelined: command(bucket, key,
+// buffer) writes bucket's command, check(bucket, reply) sees its reply.
+template <class Command, class Check>
+void for_every_bucket(Connection& connection, const std::string& name, std::uint64_t buckets,
+                      std::string_view operation, Command&& command, Check&& check) {
   const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
   pipeline(
-      connection, units, "UNLINK",
+      connection, units, operation,
       [&](std::size_t u, CommandBuffer& buffer) {
         const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
         for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
-          buffer.command({"UNLINK", bucket_key(name, b)});
+          command(b, bucket_key(name, b), buffer);
         }
         return static_cast<std::size_t>(end - u * kCommandsPerUnit);
       },
-      [&](std::size_t, std::size_t, const redisReply& reply) {
+      [&](std::size_t u, std::size_t r, const redisReply& reply) {
+        check(u * kCommandsPerUnit + r, reply);
+      });
+}
+
+void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+  for_every_bucket(
+      connection, name, buckets, "UNLINK",
+      [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+        buffer.command({"UNLINK", key});
+      },
+      [&](std::uint64_t, const redisReply& reply) {
         connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
       });
 }
@@ -75,25 +90,20 @@ void unlink_buckets(Connection& connection, const std::string& name, std::uint64
 // is an error, never overwritten) or when clearing (SET: emptied).
 void seal_buckets(Connection& connection, const std::string& name, std::uint64_t buckets,
                   bool empty_existing) {
-  const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
   const std::string_view seal("\0", 1);
-  pipeline(
-      connection, units, "SET",
-      [&](std::size_t u, CommandBuffer& buffer) {
-        const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
-        for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
-          if (empty_existing) {
-            buffer.command({"SET", bucket_key(name, b), seal});
-          } else {
-            buffer.command({"SET", bucket_key(name, b), seal, "NX"});
-          }
+  for_every_bucket(
+      connection, name, buckets, "SET",
+      [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+        if (empty_existing) {
+          buffer.command({"SET", key, seal});
+        } else {
+          buffer.command({"SET", key, seal, "NX"});
         }
-        return static_cast<std::size_t>(end - u * kCommandsPerUnit);
       },
-      [&](std::size_t u, std::size_t r, const redisReply& reply) {
+      [&](std::uint64_t bucket, const redisReply& reply) {
         if (redis::is_error(reply)) connection.fail("SET", redis::text_of(reply));
         if (reply.type == REDIS_REPLY_NIL) {  // NX found a key: not ours to take over
-          connection.fail("SET", "key '" + bucket_key(name, u * kCommandsPerUnit + r) +
+          connection.fail("SET", "key '" + bucket_key(name, bucket) +
                                      "' already exists; not overwriting it to create the "
                                      "exact set");
         }
@@ -223,24 +233,17 @@ class RedisExactSet final : public ExactSet {
   [[nodiscard]] std::uint64_t storage_bytes() const override {
     const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
     std::uint64_t total = 0;
-    const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
-    pipeline(
-        connection_, units + 1, "MEMORY USAGE",
-        [&](std::size_t u, CommandBuffer& buffer) {
-          if (u == units) {
-            buffer.command({"MEMORY", "USAGE", meta_key(name_)});
-            return std::size_t{1};
-          }
-          const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
-          for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
-            buffer.command({"MEMORY", "USAGE", bucket_key(name_, b)});
-          }
-          return static_cast<std::size_t>(end - u * kCommandsPerUnit);
+    const auto add = [&](const redisReply& reply) {
+      if (redis::is_error(reply)) connection_.fail("MEMORY USAGE", redis::text_of(reply));
+      if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
+    };
+    for_every_bucket(
+        connection_, name_, buckets, "MEMORY USAGE",
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"MEMORY", "USAGE", key});
         },
-        [&](std::size_t, std::size_t, const redisReply& reply) {
-          if (redis::is_error(reply)) connection_.fail("MEMORY USAGE", redis::text_of(reply));
-          if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
-        });
+        [&](std::uint64_t, const redisReply& reply) { add(reply); });
+    add(*connection_.run({"MEMORY", "USAGE", meta_key(name_)}));
     return total;
   }
 
