@@ -86,28 +86,80 @@ void unlink_buckets(Connection& connection, const std::string& name, std::uint64
       });
 }
 
-// Writes every bucket as its seal alone: at creation (SET NX: a key that already exists there
-// is an error, never overwritten) or when clearing (SET: emptied).
-void seal_buckets(Connection& connection, const std::string& name, std::uint64_t buckets,
-                  bool empty_existing) {
+// Empties every bucket to its seal alone (clear).
+void reseal_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
   const std::string_view seal("\0", 1);
   for_every_bucket(
       connection, name, buckets, "SET",
       [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-        if (empty_existing) {
-          buffer.command({"SET", key, seal});
-        } else {
-          buffer.command({"SET", key, seal, "NX"});
-        }
+        buffer.command({"SET", key, seal});
+      },
+      [&](std::uint64_t, const redisReply& reply) {
+        connection.expect(reply, REDIS_REPLY_STATUS, "SET");
+      });
+}
+
+// Unlinks the buckets of a set whose creation did not finish, but only those that are still
+// a bare seal: a creator that died (or lost its connection) part way never checked the
+// buckets after that point, and a key of another program may sit at such a name.
+void unlink_unfinished_buckets(Connection& connection, const std::string& name,
+                               std::uint64_t buckets) {
+  static constexpr std::string_view kUnlinkIfSeal =
+      "if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == '\\0' "
+      "then return redis.call('UNLINK', KEYS[1]) end return 0";
+  for_every_bucket(
+      connection, name, buckets, "EVAL (unlinking a bucket)",
+      [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+        buffer.command({"EVAL", kUnlinkIfSeal, "1", key});
+      },
+      [&](std::uint64_t, const redisReply& reply) {
+        connection.expect(reply, REDIS_REPLY_INTEGER, "EVAL (unlinking a bucket)");
+      });
+}
+
+// Writes every bucket of a set being created as its seal alone, with SET NX: a key already at
+// a bucket's name is another program's and is never overwritten. If a bucket cannot be made
+// (such a key, or an error reply such as OOM), the buckets this call made and the claimed
+// metadata are unlinked again before the error is thrown, so nothing of the set stays behind
+// for a later `drop --force` to mistake the foreign key for a bucket. An I/O error leaves the
+// set in state "creating" (which commands ran is unknown), for drop to remove as above.
+void seal_new_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+  const std::string_view seal("\0", 1);
+  std::vector<std::uint64_t> made;
+  std::string problem;
+  for_every_bucket(
+      connection, name, buckets, "SET",
+      [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+        buffer.command({"SET", key, seal, "NX"});
       },
       [&](std::uint64_t bucket, const redisReply& reply) {
-        if (redis::is_error(reply)) connection.fail("SET", redis::text_of(reply));
-        if (reply.type == REDIS_REPLY_NIL) {  // NX found a key: not ours to take over
-          connection.fail("SET", "key '" + bucket_key(name, bucket) +
-                                     "' already exists; not overwriting it to create the "
-                                     "exact set");
+        if (reply.type == REDIS_REPLY_STATUS) {
+          made.push_back(bucket);
+        } else if (problem.empty()) {
+          problem =
+              redis::is_error(reply)
+                  ? "SET '" + bucket_key(name, bucket) + "': " + std::string(redis::text_of(reply))
+                  : "key '" + bucket_key(name, bucket) +
+                        "' already exists; not overwriting it to create the exact set";
         }
       });
+  if (problem.empty()) return;
+  std::string undone = "nothing of the exact set was kept";
+  try {
+    for_every_bucket(
+        connection, name, made.size(), "UNLINK",
+        [&](std::uint64_t i, const std::string&, CommandBuffer& buffer) {
+          buffer.command({"UNLINK", bucket_key(name, made[i])});
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+        });
+    connection.run({"UNLINK", meta_key(name)});
+  } catch (const Error& e) {
+    undone =
+        "removing what was made failed too (" + std::string(e.what()) + "): drop the exact set";
+  }
+  connection.fail("create", problem + "; " + undone);
 }
 
 struct Slot {
@@ -218,7 +270,7 @@ class RedisExactSet final : public ExactSet {
   void clear() override {
     const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
     if (seal_ != 0) {
-      seal_buckets(connection_, name_, buckets, /*empty_existing=*/true);
+      reseal_buckets(connection_, name_, buckets);
     } else {
       unlink_buckets(connection_, name_, buckets);
     }
@@ -374,7 +426,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
     (void)read_stored(connection, name);  // throws if what appeared is not an exact set
     throw exists();
   }
-  seal_buckets(connection, name, std::uint64_t{1} << bits, /*empty_existing=*/false);
+  seal_new_buckets(connection, name, std::uint64_t{1} << bits);
   connection.run({"HSET", meta, "state", "ready"});
   return set;
 }
@@ -422,7 +474,12 @@ void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name
   const auto stored = read_stored(connection, name);
   if (!stored)
     throw NotFound("no exact set '" + meta_key(name) + "' on redis " + endpoint.describe());
-  unlink_buckets(connection, name, std::uint64_t{1} << stored->bucket_bits);
+  const std::uint64_t buckets = std::uint64_t{1} << stored->bucket_bits;
+  if (stored->ready) {
+    unlink_buckets(connection, name, buckets);
+  } else {
+    unlink_unfinished_buckets(connection, name, buckets);
+  }
   connection.run({"UNLINK", meta_key(name)});
 }
 

@@ -636,6 +636,12 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
 }
 
 void RedisStore::drop(const RedisEndpoint& endpoint, const std::string& name) {
+  // A creation that did not finish may have died before it checked that no key of another
+  // program sits at a partition's name: of such a filter, only partitions that are still
+  // blank (all zero; nothing can be added before the creation finishes) are unlinked.
+  static constexpr std::string_view kUnlinkIfBlank =
+      "if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('BITCOUNT', KEYS[1]) == 0 "
+      "then return redis.call('UNLINK', KEYS[1]) end return 0";
   redis::validate_filter_name(name);
   const auto router = redis::make_router(endpoint);
   const auto metadata = read_metadata(*router, name);
@@ -652,7 +658,11 @@ void RedisStore::drop(const RedisEndpoint& endpoint, const std::string& name) {
         return UnitRoute{slot_of(keys[p]), p, true, {}};
       },
       [&](std::size_t p, CommandBuffer& buffer) {
-        buffer.command({"UNLINK", keys[p]});
+        if (metadata->ready) {
+          buffer.command({"UNLINK", keys[p]});
+        } else {
+          buffer.command({"EVAL", kUnlinkIfBlank, "1", keys[p]});
+        }
         return std::size_t{1};
       },
       [&](std::size_t, std::size_t, const redisReply& reply) {

@@ -908,6 +908,40 @@ TEST_F(RedisExactSetTest, AnUnfinishedCreationIsReported) {
   EXPECT_EQ(keys(), std::vector<std::string>{});
 }
 
+// A key of another program at a bucket's name stops the creation, is left as it was, and
+// nothing of the set stays behind (so no later drop can mistake that key for a bucket).
+TEST_F(RedisExactSetTest, AForeignKeyAtABucketNameStopsCreateAndIsKept) {
+  const std::string theirs = bucket_key("f", 5);  // 1000 items: 16 buckets
+  ASSERT_EQ(server_.command({"SET", theirs, "their value"}).text, "OK");
+  for (const bool overwrite : {false, true}) {
+    SCOPED_TRACE(overwrite);
+    const std::string message =
+        error_of([&] { (void)create_redis_exact_set(endpoint(), "f", 1000, overwrite); });
+    EXPECT_TRUE(contains_text(message, "'" + theirs + "' already exists")) << message;
+    EXPECT_TRUE(contains_text(message, "nothing of the exact set was kept")) << message;
+    EXPECT_THROW((void)create_redis_exact_set(endpoint(), "f", 1000, overwrite), StorageError);
+    EXPECT_EQ(keys(), std::vector<std::string>{theirs});
+    EXPECT_FALSE(redis_exact_set_exists(endpoint(), "f"));
+  }
+  EXPECT_THROW(drop_redis_exact_set(endpoint(), "f"), NotFound);
+  EXPECT_EQ(server_.command({"GET", theirs}).text, "their value");
+}
+
+// A creator that died part way never checked the buckets after that point: dropping its set
+// removes the bare seals it wrote, not a key of another program at a later bucket's name.
+TEST_F(RedisExactSetTest, DroppingAnUnfinishedCreationKeepsForeignKeys) {
+  { (void)create_redis_exact_set(endpoint(), "f", 1000); }
+  ASSERT_EQ(server_.integer({"HSET", "f:exact", "state", "creating"}), 0);
+  const std::string theirs = bucket_key("f", 9);
+  const std::string their_hash = bucket_key("f", 10);
+  ASSERT_EQ(server_.command({"SET", theirs, "their value"}).text, "OK");
+  ASSERT_EQ(server_.integer({"DEL", their_hash}), 1);
+  ASSERT_EQ(server_.integer({"HSET", their_hash, "field", "value"}), 1);
+  drop_redis_exact_set(endpoint(), "f");
+  EXPECT_EQ(keys(), (std::vector<std::string>{their_hash, theirs}));  // sorted
+  EXPECT_EQ(server_.command({"GET", theirs}).text, "their value");
+}
+
 TEST_F(RedisExactSetTest, DropRemovesEveryCompanionKeyAndNothingElse) {
   const FilterParams params = size_filter(5000, 0.01, Layout::classic);
   KnownSet known = KnownSet::create_redis(endpoint(), "u", params, /*exact=*/true);
