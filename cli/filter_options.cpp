@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -217,6 +218,13 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
   // unlinked by hand) describes other items: adopted, it would hide orphans.
   drop_exact_if_any(location);
+  if (location.in_redis()) {
+    for (const RedisEndpoint& server : location.endpoints()) {
+      for (const std::string& risk : RedisStore::eviction_risks(server)) {
+        std::fprintf(stderr, "redbloom: warning: %s\n", risk.c_str());
+      }
+    }
+  }
   return filter;
 }
 

@@ -42,6 +42,21 @@ run add --redis "$U" --name urls -n 5 a.txt
 check "other parameters" 2 "$rc"
 check_contains "other parameters message" "created with other parameters" "$err"
 
+# --- a server that may evict the filter's keys is named at create ---
+run create --redis "$U" --name calm -q
+check "no warning on a server without eviction" "0:" "$rc:$err"
+rcli main config set maxmemory 1gb > /dev/null
+rcli main config set maxmemory-policy allkeys-lru > /dev/null
+run create --redis "$U" --name evictable -q
+check "create on an evicting server" 0 "$rc"
+check_contains "eviction warning" "redbloom: warning: redis 127.0.0.1:${redis_port[main]} evicts keys when full (maxmemory 1073741824 bytes, maxmemory-policy allkeys-lru)" "$err"
+rcli main config set maxmemory-policy noeviction > /dev/null
+rcli main config set maxmemory 0 > /dev/null
+run drop --redis "$U" --name evictable
+check "drop evictable" 0 "$rc"
+run drop --redis "$U" --name calm
+check "drop calm" 0 "$rc"
+
 # --- what is not a filter, bad names and URIs ---
 rcli main set plain text > /dev/null
 run exists --redis "$U" --name plain a.txt

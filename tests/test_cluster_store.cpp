@@ -129,6 +129,21 @@ TEST_F(ClusterStoreTest, AnyNodeOpensItAndDropRemovesEveryKeyEverywhere) {
   EXPECT_THROW(RedisStore::drop(cluster_.endpoint(), "f"), NotFound);
 }
 
+// Each master is asked for its eviction policy: the one that may evict is named by a slot
+// it serves.
+TEST_F(ClusterStoreTest, AnEvictingMasterIsNamed) {
+  EXPECT_EQ(RedisStore::eviction_risks(cluster_.endpoint()), std::vector<std::string>{});
+  RedisServer& second = cluster_.node(1);
+  ASSERT_EQ(second.command({"CONFIG", "SET", "maxmemory", "1gb"}).text, "OK");
+  ASSERT_EQ(second.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"}).text, "OK");
+  const auto risks = RedisStore::eviction_risks(cluster_.endpoint());
+  ASSERT_EQ(risks.size(), 1u);
+  EXPECT_TRUE(contains_text(risks[0], "allkeys-lfu")) << risks[0];
+  const std::size_t at = risks[0].find("slot ");
+  ASSERT_NE(at, std::string::npos) << risks[0];
+  EXPECT_EQ(cluster_.owner_of(std::stoul(risks[0].substr(at + 5))), 1u) << risks[0];
+}
+
 TEST_F(ClusterStoreTest, ConcurrentAddersSeeEachItemNewExactlyOnce) {
   const FilterParams params = size_filter(200000, 0.001, Layout::classic, 16 << 10);
   { (void)Filter::create_redis(cluster_.endpoint(), "f", params); }

@@ -25,6 +25,7 @@
 #include "background_add.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/memory_store.hpp"
 #include "redbloom/redis_endpoint.hpp"
@@ -999,6 +1000,36 @@ TEST(RedisFaults, CreateOnAFullServerLeavesNothingBehind) {
   EXPECT_EQ(all_keys(server), std::vector<std::string>{"other"});
   // A filter that fits is still created.
   (void)Filter::create_redis(server.endpoint(), "small", size_filter(1000, 0.01, Layout::classic));
+}
+
+// A server that may evict a filter's keys when full is named; one that cannot is not.
+TEST(RedisFaults, EvictingServersAreNamed) {
+  RedisServer server({"--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"});
+  const auto risks = RedisStore::eviction_risks(server.endpoint());
+  ASSERT_EQ(risks.size(), 1u);
+  EXPECT_TRUE(contains_text(risks[0], "127.0.0.1:" + std::to_string(server.port()))) << risks[0];
+  EXPECT_TRUE(contains_text(risks[0], "maxmemory-policy allkeys-lru")) << risks[0];
+  EXPECT_TRUE(contains_text(risks[0], "maxmemory 67108864 bytes")) << risks[0];
+  for (const char* policy : {"volatile-lru", "volatile-ttl", "noeviction"}) {
+    ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", policy}).text, "OK");
+    EXPECT_EQ(RedisStore::eviction_risks(server.endpoint()), std::vector<std::string>{}) << policy;
+  }
+  ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-random"}).text, "OK");
+  EXPECT_EQ(RedisStore::eviction_risks(server.endpoint()).size(), 1u);
+  ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory", "0"}).text, "OK");  // no limit
+  EXPECT_EQ(RedisStore::eviction_risks(server.endpoint()), std::vector<std::string>{});
+}
+
+// An exact set that does not fit takes back the buckets it made and its metadata.
+TEST(RedisFaults, AnExactSetOnAFullServerLeavesNothingBehind) {
+  RedisServer server({"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"});
+  ASSERT_EQ(server.command({"SET", "other", "1"}).text, "OK");
+  // 2^17 buckets of ~60 bytes each: more than 4 MB.
+  const std::string message = error_of(
+      [&] { (void)create_redis_exact_set(server.endpoint(), "e", std::uint64_t{64} << 17); });
+  EXPECT_TRUE(contains_text(message, "OOM")) << message;
+  EXPECT_TRUE(contains_text(message, "nothing of the exact set was kept")) << message;
+  EXPECT_EQ(all_keys(server), std::vector<std::string>{"other"});
 }
 
 // Sends SIGCONT when the test leaves its scope, however it leaves: a server left stopped would

@@ -79,6 +79,10 @@ class RedisStore final : public Store {
   static void drop(const RedisEndpoint& endpoint, const std::string& name);
   // True if NAME exists on the server (whatever it holds).
   static bool exists(const RedisEndpoint& endpoint, const std::string& name);
+  // One sentence for each server (each master of a cluster) that may evict a filter's keys
+  // when full: a maxmemory limit with an allkeys-* policy (the volatile-* ones take only keys
+  // with a TTL, which a filter's never have). Empty if none, or where CONFIG is not allowed.
+  static std::vector<std::string> eviction_risks(const RedisEndpoint& endpoint);
   // The server's run_id and the endpoint's db ("<run_id>/<db>"): equal for two endpoints that
   // reach the same keyspace under different addresses (localhost, 127.0.0.1, an alias).
   static std::string keyspace_id(const RedisEndpoint& endpoint);
