@@ -256,7 +256,6 @@ __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* conte
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 alignas(64) constexpr std::uint64_t kFieldShifts[8] = {16, 22, 28, 34, 40, 46, 52, 58};
 alignas(64) constexpr std::uint64_t kRedisBitFlip[8] = {7, 7, 7, 7, 7, 7, 7, 7};
-alignas(64) constexpr std::uint64_t kOnes[8] = {1, 1, 1, 1, 1, 1, 1, 1};
 
 template <Op op, bool kOnePartition>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_apply(
@@ -270,8 +269,13 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_a
   const __m512i fields = _mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(h.hi)),
                                            _mm512_load_si512(kFieldShifts));
   const __m512i shifts = _mm512_xor_si512(fields, _mm512_load_si512(kRedisBitFlip));
-  const __mmask8 words = bitmap.last_round_lanes[layout::blocked_start_word(h.hi)];
-  const __m512i mask = _mm512_maskz_rolv_epi64(words, _mm512_load_si512(kOnes), shifts);
+  // Straight from memory into the mask register: GCC 12 compiles _load_mask8 as a byte load
+  // into a general register and a move from there (two instructions for one).
+  __mmask8 words;
+  asm("kmovb %1, %0"
+      : "=k"(words)
+      : "m"(bitmap.last_round_lanes[layout::blocked_start_word(h.hi)]));
+  const __m512i mask = _mm512_maskz_rolv_epi64(words, _mm512_load_si512(bitmap.ones), shifts);
   const __m512i old = _mm512_load_si512(line);
   const __m512i missing = _mm512_andnot_si512(old, mask);
   const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
@@ -298,6 +302,10 @@ template <Op op, bool kOnePartition>
 __attribute__((target("avx512f,avx512dq"), flatten)) bool blocked_one_avx512(
     const void* context, std::string_view item) {
   const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
+  if (item.size() == 8) [[likely]] {
+    return blocked_avx512_apply<op, kOnePartition>(
+        bitmap, detail::hash_inline(std::string_view(item.data(), 8)));
+  }
   if (item.size() - 4 <= 4) [[likely]] {
     return blocked_avx512_apply<op, kOnePartition>(bitmap, detail::hash_inline(item));
   }
@@ -402,7 +410,8 @@ auto one_item_path(const FilterParams& params) noexcept -> bool (*)(const void*,
 }  // namespace
 
 Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params) noexcept {
-  Bitmap bitmap{words, params, params.partition_bits / kBlockBits, {}, {}, nullptr, nullptr};
+  Bitmap bitmap{words, params, params.partition_bits / kBlockBits, {}, {}, {}, nullptr, nullptr};
+  std::fill(std::begin(bitmap.ones), std::end(bitmap.ones), 1);
   bitmap.test_and_set_one = one_item_path<Op::test_and_set>(params);
   bitmap.test_one = one_item_path<Op::test>(params);
   const std::uint32_t k = std::max<std::uint32_t>(params.hashes, 1);

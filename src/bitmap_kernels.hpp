@@ -20,6 +20,9 @@ struct Bitmap {
   alignas(32) std::uint64_t last_round_words[8][8];
   // The same selection as a bit per word (bit w = word w), for AVX-512 mask registers.
   std::uint8_t last_round_lanes[8];
+  // A 1 in every word: the AVX-512 one-item kernel rotates it into the probe bits. A load from
+  // here is one instruction; a constant the compiler can see it rebuilds with two.
+  alignas(64) std::uint64_t ones[8];
   // One item (`bitmap` is this Bitmap): true iff the item was new (test_and_set_one) / is
   // present (test_one). Chosen at make_bitmap for the layout, k and CPU, so that a call is
   // one indirect jump into straight-line code.
