@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "redbloom/hash.hpp"
 #include "redbloom/sizing.hpp"
@@ -29,13 +30,18 @@ inline std::uint64_t partition_of(const ItemHash& h, std::uint64_t partitions) n
 //   x_0 = lo, y_0 = hi;  x_{i+1} = x_i + y_i,  y_{i+1} = y_i + i,
 // each x_i reduced to [0, partition_bits). The cubic term of "enhanced" double hashing avoids
 // the short cycles plain double hashing falls into when y is a multiple of a large power of 2.
+// A visitor that returns bool stops the walk by returning false (a lookup that met a clear bit).
 template <class Visit>
 inline void classic_probes(const ItemHash& h, std::uint64_t partition_bits, std::uint32_t k,
                            Visit&& visit) {
   std::uint64_t x = h.lo;
   std::uint64_t y = h.hi;
   for (std::uint32_t i = 0; i < k; ++i) {
-    visit(fastrange64(x, partition_bits));
+    if constexpr (std::is_same_v<decltype(visit(std::uint64_t{0})), bool>) {
+      if (!visit(fastrange64(x, partition_bits))) return;
+    } else {
+      visit(fastrange64(x, partition_bits));
+    }
     x += y;
     y += i;
   }
