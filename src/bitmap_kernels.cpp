@@ -413,6 +413,28 @@ bool classic_one(const void* context, std::string_view item) {
   }
 }
 
+// One-item classic insert into private memory (make_bitmap): each probed word is loaded, ORed
+// and stored in one pass, whatever it held. At n = 1e8, filled to capacity one call at a time,
+// that took 175 ns an insert against 214 for classic_one's two passes (load all k, then store
+// them if a bit was missing), and 200 for one pass that stores only a word whose bit was clear
+// (its branch mispredicts as the filter fills), in one process, alternating, medians of 3
+// (bench_local's classic/single row shows the same against the textbook filter).
+bool classic_insert_rewriting(const void* context, std::string_view item) {
+  const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
+  const ItemHash h = detail::hash_short_inline(item);
+  const FilterParams& p = bitmap.params;
+  const std::uint64_t base = layout::partition_of(h, p.partitions) * p.partition_bits;
+  bool fresh = false;
+  layout::classic_probes(h, p.partition_bits, p.hashes, [&](std::uint64_t offset) {
+    const std::uint64_t bit = base + offset;
+    std::uint64_t& word = bitmap.words[word_index(bit)];
+    const std::uint64_t old = load(word);
+    fresh |= (old & word_mask(bit)) == 0;
+    store(word, old | word_mask(bit));
+  });
+  return fresh;
+}
+
 bool g_simd_enabled = __builtin_cpu_supports("avx2");
 const bool g_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 
@@ -428,8 +450,12 @@ void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
 }
 
 template <Op op>
-auto one_item_path(const FilterParams& params) noexcept -> bool (*)(const void*, std::string_view) {
-  if (params.layout == Layout::classic) return classic_one<op>;
+auto one_item_path(const FilterParams& params, bool private_memory) noexcept
+    -> bool (*)(const void*, std::string_view) {
+  if (params.layout == Layout::classic) {
+    if (op == Op::test_and_set && private_memory) return classic_insert_rewriting;
+    return classic_one<op>;
+  }
   if (!g_simd_enabled) return blocked_one_scalar<op>;
   if (params.hashes > 8) return blocked_one_avx2<op, false>;
   if (!g_avx512) return blocked_one_avx2<op, true>;
@@ -438,11 +464,11 @@ auto one_item_path(const FilterParams& params) noexcept -> bool (*)(const void*,
 
 }  // namespace
 
-Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params) noexcept {
+Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params, bool private_memory) noexcept {
   Bitmap bitmap{words, params, params.partition_bits / kBlockBits, {}, {}, {}, nullptr, nullptr};
   std::fill(std::begin(bitmap.ones), std::end(bitmap.ones), 1);
-  bitmap.test_and_set_one = one_item_path<Op::test_and_set>(params);
-  bitmap.test_one = one_item_path<Op::test>(params);
+  bitmap.test_and_set_one = one_item_path<Op::test_and_set>(params, private_memory);
+  bitmap.test_one = one_item_path<Op::test>(params, private_memory);
   const std::uint32_t k = std::max<std::uint32_t>(params.hashes, 1);
   const std::uint32_t last_count = k - (k - 1) / 8 * 8;  // probes in the last round, 1..8
   for (unsigned start = 0; start < 8; ++start) {

@@ -30,7 +30,12 @@ struct Bitmap {
   bool (*test_one)(const void* bitmap, std::string_view item);
 };
 
-[[nodiscard]] Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params) noexcept;
+// `private_memory`: the words are this process's anonymous memory, where writing a word back
+// unchanged costs nothing, so a one-item classic insert may store every word it probes. Else
+// (a file mapping, where a written page is dirty and msync writes it back) a word is written
+// only if a bit of it changes, so pages that only see duplicates stay clean.
+[[nodiscard]] Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params,
+                                 bool private_memory) noexcept;
 
 void test_and_set(const Bitmap& bitmap, std::span<const std::string_view> items,
                   std::uint8_t* newly_added);

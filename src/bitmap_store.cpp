@@ -65,8 +65,8 @@ bool BitmapStore::splits_writes(std::size_t items) const noexcept {
   return splits(items) && params_.layout == Layout::classic && params_.partitions > 1;
 }
 
-void BitmapStore::attach(std::uint64_t* words) {
-  bitmap_ = std::make_unique<kernels::Bitmap>(kernels::make_bitmap(words, params_));
+void BitmapStore::attach(std::uint64_t* words, bool private_memory) {
+  bitmap_ = std::make_unique<kernels::Bitmap>(kernels::make_bitmap(words, params_, private_memory));
 }
 
 void BitmapStore::test_and_set(std::span<const std::string_view> items,

@@ -122,8 +122,9 @@ FileStore::FileStore(std::string path, int fd, const FileHeader& header, Access 
       throw;
     }
   }
-  attach(reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(mapping_) +
-                                          header.bitmap_offset));
+  attach(
+      reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(mapping_) + header.bitmap_offset),
+      /*private_memory=*/false);
 }
 
 FileStore::~FileStore() {

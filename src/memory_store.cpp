@@ -18,7 +18,7 @@ MemoryStore::MemoryStore(const FilterParams& params) : BitmapStore(params) {
   }
   // 2 MiB pages halve the cost of a random miss on these VMs (nested page walks); a hint only.
   madvise(mapping_, mapping_bytes_, MADV_HUGEPAGE);
-  attach(static_cast<std::uint64_t*>(mapping_));
+  attach(static_cast<std::uint64_t*>(mapping_), /*private_memory=*/true);
 }
 
 MemoryStore::~MemoryStore() {

@@ -6,10 +6,12 @@
 
 #include "bitmap_kernels.hpp"
 #include "redbloom/bit_order.hpp"
+#include "redbloom/file_store.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
 #include "redbloom/layout.hpp"
 #include "redbloom/memory_store.hpp"
+#include "temp_dir.hpp"
 
 namespace redbloom {
 namespace {
@@ -118,40 +120,58 @@ TEST(Kernels, OneItemAndBatchPathsAgree) {
     items.push_back(("one-" + std::to_string(id) + tail).substr(0, id % 41));
   }
   const std::vector<std::string_view> views(items.begin(), items.end());
+  const testing::TempDir dir;
   for (bool simd : {true, false}) {
     const bool previous = kernels::use_simd(simd);
-    for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
-      for (std::uint64_t partition_bytes : {std::uint64_t{5120}, std::uint64_t{1280}}) {
-        for (std::uint32_t k : {3u, 7u, 13u}) {
-          const FilterParams params = explicit_filter(40960, k, layout_kind, 0, partition_bytes);
-          ASSERT_EQ(params.partitions, 5120 / partition_bytes);
-          auto one_store = std::make_unique<MemoryStore>(params);
-          auto batch_store = std::make_unique<MemoryStore>(params);
-          const MemoryStore& one_bits = *one_store;
-          const MemoryStore& batch_bits = *batch_store;
-          Filter one(std::move(one_store));
-          Filter batch(std::move(batch_store));
-          std::vector<std::uint8_t> batch_new(views.size());
-          batch.add_many(views, batch_new);
-          for (std::size_t i = 0; i < views.size(); ++i) {
-            ASSERT_EQ(one.add(views[i]), batch_new[i] != 0) << i;
-          }
-          EXPECT_TRUE(std::equal(one_bits.bytes().begin(), one_bits.bytes().end(),
-                                 batch_bits.bytes().begin()));
-          std::vector<std::uint8_t> present(views.size());
-          batch.contains_many(views, present);
-          // Absent items too (the filter is nearly full, so both answers occur): a one-item
-          // lookup may stop at the first clear bit, the batch path tests all k.
-          std::vector<std::string> absent;
-          for (std::size_t i = 0; i < views.size(); i += 7) absent.push_back("absent-" + items[i]);
-          const std::vector<std::string_view> absent_views(absent.begin(), absent.end());
-          std::vector<std::uint8_t> absent_present(absent.size());
-          const std::size_t false_positives = batch.contains_many(absent_views, absent_present);
-          EXPECT_GT(false_positives, 0u);
-          EXPECT_LT(false_positives, absent.size());
-          for (std::size_t i = 0; i < views.size(); i += 7) {
-            EXPECT_EQ(one.contains(views[i]), present[i] != 0);
-            EXPECT_EQ(one.contains(absent_views[i / 7]), absent_present[i / 7] != 0) << i;
+    for (bool in_file : {false, true}) {
+      for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
+        for (std::uint64_t partition_bytes : {std::uint64_t{5120}, std::uint64_t{1280}}) {
+          for (std::uint32_t k : {3u, 7u, 13u}) {
+            const FilterParams params = explicit_filter(40960, k, layout_kind, 0, partition_bytes);
+            ASSERT_EQ(params.partitions, 5120 / partition_bytes);
+            // One-item adds into private memory rewrite every probed word; into a file mapping
+            // only words whose bit changes (bitmap_kernels.hpp): both paths, against the batch.
+            SCOPED_TRACE(std::string(to_string(layout_kind)) + " k=" + std::to_string(k) +
+                         (in_file ? " file" : " memory"));
+            std::unique_ptr<Store> one_store;
+            const BitmapStore* one_bitmap = nullptr;
+            if (in_file) {
+              auto file = FileStore::create(dir.file("one.rbf"), params, /*overwrite=*/true);
+              one_bitmap = file.get();
+              one_store = std::move(file);
+            } else {
+              auto memory = std::make_unique<MemoryStore>(params);
+              one_bitmap = memory.get();
+              one_store = std::move(memory);
+            }
+            auto batch_store = std::make_unique<MemoryStore>(params);
+            const BitmapStore& one_bits = *one_bitmap;
+            const MemoryStore& batch_bits = *batch_store;
+            Filter one(std::move(one_store));
+            Filter batch(std::move(batch_store));
+            std::vector<std::uint8_t> batch_new(views.size());
+            batch.add_many(views, batch_new);
+            for (std::size_t i = 0; i < views.size(); ++i) {
+              ASSERT_EQ(one.add(views[i]), batch_new[i] != 0) << i;
+            }
+            EXPECT_TRUE(std::equal(one_bits.bytes().begin(), one_bits.bytes().end(),
+                                   batch_bits.bytes().begin()));
+            std::vector<std::uint8_t> present(views.size());
+            batch.contains_many(views, present);
+            // Absent items too (the filter is nearly full, so both answers occur): a one-item
+            // lookup may stop at the first clear bit, the batch path tests all k.
+            std::vector<std::string> absent;
+            for (std::size_t i = 0; i < views.size(); i += 7)
+              absent.push_back("absent-" + items[i]);
+            const std::vector<std::string_view> absent_views(absent.begin(), absent.end());
+            std::vector<std::uint8_t> absent_present(absent.size());
+            const std::size_t false_positives = batch.contains_many(absent_views, absent_present);
+            EXPECT_GT(false_positives, 0u);
+            EXPECT_LT(false_positives, absent.size());
+            for (std::size_t i = 0; i < views.size(); i += 7) {
+              EXPECT_EQ(one.contains(views[i]), present[i] != 0);
+              EXPECT_EQ(one.contains(absent_views[i / 7]), absent_present[i / 7] != 0) << i;
+            }
           }
         }
       }

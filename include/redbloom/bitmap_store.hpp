@@ -47,8 +47,9 @@ class BitmapStore : public Store {
  protected:
   explicit BitmapStore(const FilterParams& params);
   ~BitmapStore() override;
-  // `words` must be 64-byte aligned and hold params.total_bits() bits.
-  void attach(std::uint64_t* words);
+  // `words` must be 64-byte aligned and hold params.total_bits() bits. `private_memory`: they
+  // are this process's anonymous memory, not a file mapping (kernels::make_bitmap says why).
+  void attach(std::uint64_t* words, bool private_memory);
 
  private:
   FilterParams params_;
