@@ -248,7 +248,7 @@ __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* conte
 // A word's bit is the rotation of 1 by (field ^ 7): a rotate takes its count mod 64, so the
 // 6-bit field needs no mask, and the constants are operands in memory rather than built in
 // registers on every call. kOnePartition: a filter of one partition (local filters up to
-// 512 MiB) skips the partition's multiply.
+// 512 MiB) skips the partition's multiply. kRewrite: adds store the line unconditionally.
 // (GCC 12's avx512fintrin.h trips -W[maybe-]uninitialized on its own _mm512_undefined
 // placeholders.)
 #pragma GCC diagnostic push
@@ -257,7 +257,7 @@ __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* conte
 alignas(64) constexpr std::uint64_t kFieldShifts[8] = {16, 22, 28, 34, 40, 46, 52, 58};
 alignas(64) constexpr std::uint64_t kRedisBitFlip[8] = {7, 7, 7, 7, 7, 7, 7, 7};
 
-template <Op op, bool kOnePartition>
+template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_apply(
     const Bitmap& bitmap, const ItemHash& h) {
   const std::uint64_t block =
@@ -281,22 +281,26 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_a
   const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
   const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
   if constexpr (op != Op::test) {
-    if (!all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
+    // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held:
+    // adds measured ~10% faster so than storing only if a bit was missing (n = 1e8, one
+    // process, 9 alternating rounds of 1e7 adds, medians 35.9 against 39.9 ns, 46.6 against
+    // 51.2 in a slower run).
+    if (kRewrite || !all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
   }
   return one_item_answer<op>(all_set);
 }
 
-template <Op op, bool kOnePartition>
+template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_item(
     const Bitmap& bitmap, std::string_view item) {
-  return blocked_avx512_apply<op, kOnePartition>(bitmap, detail::hash_inline(item));
+  return blocked_avx512_apply<op, kOnePartition, kRewrite>(bitmap, detail::hash_inline(item));
 }
 
-template <Op op, bool kOnePartition>
+template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), noinline)) bool blocked_one_avx512_long(
     const void* context, std::string_view item) {
-  return blocked_avx512_apply<op, kOnePartition>(*static_cast<const Bitmap*>(context),
-                                                 hash_item(item));
+  return blocked_avx512_apply<op, kOnePartition, kRewrite>(*static_cast<const Bitmap*>(context),
+                                                           hash_item(item));
 }
 
 // 8-byte items (64-bit ids) come first, with the length a constant: XXH3's two 4-byte reads
@@ -307,20 +311,21 @@ __attribute__((target("avx512f,avx512dq"), noinline)) bool blocked_one_avx512_lo
 // folds away. Items over 16 bytes leave by a tail jump to the function above, which hashes
 // them out of line: a call in this function itself made GCC realign the stack for the vector
 // registers on every call, short item or not (push, and, leave: ~7 of ~75 instructions).
-template <Op op, bool kOnePartition>
+template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), flatten)) bool blocked_one_avx512(
     const void* context, std::string_view item) {
   const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
   if (item.size() == 8) [[likely]] {
-    return blocked_avx512_item<op, kOnePartition>(bitmap, std::string_view(item.data(), 8));
+    return blocked_avx512_item<op, kOnePartition, kRewrite>(bitmap,
+                                                            std::string_view(item.data(), 8));
   }
   if (item.size() - 4 <= 4) [[likely]] {
-    return blocked_avx512_item<op, kOnePartition>(bitmap, item);
+    return blocked_avx512_item<op, kOnePartition, kRewrite>(bitmap, item);
   }
   if (item.size() > 16) [[unlikely]] {
-    return blocked_one_avx512_long<op, kOnePartition>(context, item);
+    return blocked_one_avx512_long<op, kOnePartition, kRewrite>(context, item);
   }
-  return blocked_avx512_item<op, kOnePartition>(bitmap, item);
+  return blocked_avx512_item<op, kOnePartition, kRewrite>(bitmap, item);
 }
 #pragma GCC diagnostic pop
 
@@ -459,7 +464,12 @@ auto one_item_path(const FilterParams& params, bool private_memory) noexcept
   if (!g_simd_enabled) return blocked_one_scalar<op>;
   if (params.hashes > 8) return blocked_one_avx2<op, false>;
   if (!g_avx512) return blocked_one_avx2<op, true>;
-  return params.partitions == 1 ? blocked_one_avx512<op, true> : blocked_one_avx512<op, false>;
+  if (op == Op::test_and_set && private_memory) {
+    return params.partitions == 1 ? blocked_one_avx512<op, true, true>
+                                  : blocked_one_avx512<op, false, true>;
+  }
+  return params.partitions == 1 ? blocked_one_avx512<op, true, false>
+                                : blocked_one_avx512<op, false, false>;
 }
 
 }  // namespace
