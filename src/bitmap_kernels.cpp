@@ -281,10 +281,10 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_a
   const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
   const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
   if constexpr (op != Op::test) {
-    // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held:
-    // adds measured ~10% faster so than storing only if a bit was missing (n = 1e8, one
-    // process, 9 alternating rounds of 1e7 adds, medians 35.9 against 39.9 ns, 46.6 against
-    // 51.2 in a slower run).
+    // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held, so
+    // no branch waits on the missed load: adds into a half-full filter at n = 1e8 measured
+    // ~10% faster than when storing only if a bit was missing (one process, 9 alternating
+    // rounds of 1e7 adds, medians 35.9 against 39.9 ns, and 46.6 against 51.2 in a slower run).
     if (kRewrite || !all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
   }
   return one_item_answer<op>(all_set);
@@ -390,11 +390,14 @@ void classic(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   }
 }
 
-// One item: no prefetch (the loads follow at once, and a load that meets its own line's
-// prefetch still in flight waits for it), and a lookup stops at the first clear bit, as a
-// miss needs ~1 / (1 - fill) probes rather than k: out of cache, with the loads issued
-// speculatively past the loop's branch, at n = 1e8 the prefetch-all-k path took 160 ns a
-// miss against 99 for a textbook early-exit loop (README, f7c6e8d and later runs).
+// One item: no prefetch (its loads follow at once, so a prefetch only adds instructions), and
+// a lookup stops at the first clear bit, as a miss needs ~1 / (1 - fill) probes rather than k
+// (the loads past the loop's branch still issue speculatively). At n = 1e8 the path that
+// prefetched and tested all k took 168 / 160 ns a hit / miss against 119 / 99 for the
+// textbook's early-exit loop in the same bench_local run (REPETITIONS=3, at 1d264d6); this
+// one took 109-111 / 89-92 against 108-110 / 100-110 (runs alternating with the old binary).
+// Inserts into a file mapping (classic_insert_rewriting below is for private memory) load
+// all k words, then store them only if a bit was missing, so duplicates dirty no page.
 template <Op op>
 bool classic_one(const void* context, std::string_view item) {
   const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
