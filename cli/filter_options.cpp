@@ -218,10 +218,16 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
   // unlinked by hand) describes other items: adopted, it would hide orphans.
   drop_exact_if_any(location);
+  // The filter exists by now: a server that cannot be asked is a warning, not a failure.
   if (location.in_redis()) {
     for (const RedisEndpoint& server : location.endpoints()) {
-      for (const std::string& risk : RedisStore::eviction_risks(server)) {
-        std::fprintf(stderr, "redbloom: warning: %s\n", risk.c_str());
+      try {
+        for (const std::string& risk : RedisStore::eviction_risks(server)) {
+          std::fprintf(stderr, "redbloom: warning: %s\n", risk.c_str());
+        }
+      } catch (const Error& e) {
+        std::fprintf(stderr, "redbloom: warning: could not read the eviction policy: %s\n",
+                     e.what());
       }
     }
   }
