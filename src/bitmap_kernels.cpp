@@ -78,7 +78,9 @@ struct BlockGeometry {
         blocks_per_partition(bitmap.blocks_per_partition),
         hashes(bitmap.params.hashes),
         last_round((bitmap.params.hashes - 1) / 8),
-        last_round_words(bitmap.last_round_words) {}
+        last_round_words(bitmap.last_round_words),
+        last_round_lanes(bitmap.last_round_lanes),
+        ones(bitmap.ones) {}
   std::uint64_t* line(const ItemHash& h) const noexcept {
     const std::uint64_t block = layout::partition_of(h, partitions) * blocks_per_partition +
                                 layout::blocked_block_among(h, blocks_per_partition);
@@ -90,6 +92,8 @@ struct BlockGeometry {
   std::uint32_t hashes;
   std::uint32_t last_round;
   const std::uint64_t (*last_round_words)[8];
+  const std::uint8_t* last_round_lanes;
+  const std::uint64_t* ones;
 };
 
 // --- blocked layout -------------------------------------------------------------------------
@@ -257,6 +261,34 @@ __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* conte
 alignas(64) constexpr std::uint64_t kFieldShifts[8] = {16, 22, 28, 34, 40, 46, 52, 58};
 alignas(64) constexpr std::uint64_t kRedisBitFlip[8] = {7, 7, 7, 7, 7, 7, 7, 7};
 
+// An item's probes in its line, and the test (and set) of them: true iff all were set.
+// `lanes` is the Bitmap's last_round_lanes, `ones` its ones.
+template <Op op, bool kRewrite>
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline bool avx512_line_apply(
+    std::uint64_t* line, std::uint64_t hi, const std::uint8_t* lanes, const std::uint64_t* ones) {
+  const __m512i fields = _mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(hi)),
+                                           _mm512_load_si512(kFieldShifts));
+  const __m512i shifts = _mm512_xor_si512(fields, _mm512_load_si512(kRedisBitFlip));
+  // Straight from memory into the mask register: GCC 12 compiles _load_mask8 as a byte load
+  // into a general register and a move from there (two instructions for one).
+  __mmask8 words;
+  asm("kmovb %1, %0" : "=k"(words) : "m"(lanes[layout::blocked_start_word(hi)]));
+  const __m512i mask = _mm512_maskz_rolv_epi64(words, _mm512_load_si512(ones), shifts);
+  const __m512i old = _mm512_load_si512(line);
+  const __m512i missing = _mm512_andnot_si512(old, mask);
+  const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
+  const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
+  if constexpr (op != Op::test) {
+    // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held, so
+    // no branch waits on the missed load: one-item adds into a half-full filter at n = 1e8
+    // measured ~10% faster than when storing only if a bit was missing (one process, 9
+    // alternating rounds of 1e7 adds, medians 35.9 against 39.9 ns, and 46.6 against 51.2 in
+    // a slower run).
+    if (kRewrite || !all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
+  }
+  return all_set;
+}
+
 template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_apply(
     const Bitmap& bitmap, const ItemHash& h) {
@@ -265,29 +297,25 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_a
           ? layout::blocked_block_among(h, bitmap.blocks_per_partition)
           : layout::partition_of(h, bitmap.params.partitions) * bitmap.blocks_per_partition +
                 layout::blocked_block_among(h, bitmap.blocks_per_partition);
-  std::uint64_t* line = bitmap.words + block * kWordsPerBlock;
-  const __m512i fields = _mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(h.hi)),
-                                           _mm512_load_si512(kFieldShifts));
-  const __m512i shifts = _mm512_xor_si512(fields, _mm512_load_si512(kRedisBitFlip));
-  // Straight from memory into the mask register: GCC 12 compiles _load_mask8 as a byte load
-  // into a general register and a move from there (two instructions for one).
-  __mmask8 words;
-  asm("kmovb %1, %0"
-      : "=k"(words)
-      : "m"(bitmap.last_round_lanes[layout::blocked_start_word(h.hi)]));
-  const __m512i mask = _mm512_maskz_rolv_epi64(words, _mm512_load_si512(bitmap.ones), shifts);
-  const __m512i old = _mm512_load_si512(line);
-  const __m512i missing = _mm512_andnot_si512(old, mask);
-  const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
-  const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
-  if constexpr (op != Op::test) {
-    // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held, so
-    // no branch waits on the missed load: adds into a half-full filter at n = 1e8 measured
-    // ~10% faster than when storing only if a bit was missing (one process, 9 alternating
-    // rounds of 1e7 adds, medians 35.9 against 39.9 ns, and 46.6 against 51.2 in a slower run).
-    if (kRewrite || !all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
+  return one_item_answer<op>(avx512_line_apply<op, kRewrite>(
+      bitmap.words + block * kWordsPerBlock, h.hi, bitmap.last_round_lanes, bitmap.ones));
+}
+
+// The batch pipeline's block code for k <= 8 (blocked_pipeline): the batch paths serve file
+// mappings too, so a line is stored only if a bit was missing.
+struct Avx512Block {
+  template <Op op>
+  __attribute__((target("avx512f,avx512dq"))) static inline bool apply(
+      const BlockGeometry& geometry, std::uint64_t* line, std::uint64_t hi) noexcept {
+    return avx512_line_apply<op, false>(line, hi, geometry.last_round_lanes, geometry.ones);
   }
-  return one_item_answer<op>(all_set);
+};
+
+template <Op op, class Source>
+__attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512(const Bitmap& bitmap,
+                                                                         Source hash_of,
+                                                                         std::uint8_t* out) {
+  blocked_pipeline<op, Avx512Block>(bitmap, hash_of, out);
 }
 
 template <Op op, bool kOnePartition, bool kRewrite>
@@ -450,6 +478,8 @@ template <Op op, class Source>
 void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   if (bitmap.params.layout == Layout::classic) {
     classic<op>(bitmap, hash_of, out);
+  } else if (g_simd_enabled && g_avx512 && bitmap.params.hashes <= 8) {
+    blocked_avx512<op>(bitmap, hash_of, out);
   } else if (g_simd_enabled) {
     blocked_avx2<op>(bitmap, hash_of, out);
   } else {
