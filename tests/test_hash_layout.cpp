@@ -108,6 +108,51 @@ TEST(BitOrder, BlockedKernelWritesRedisOffsets) {
   expect_bits_in_redis_order(Layout::blocked);
 }
 
+// Every kernel (the batch and one-item paths, SIMD or scalar, each k range) must set exactly
+// the bits the pure layout names, in Redis bit order: checked against a bitmap built here from
+// layout.hpp alone, so a mistake shared by two kernels cannot pass by their agreeing.
+TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 3000; ++i) items.push_back("item-" + std::to_string(i * 7919));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
+    for (std::uint32_t k : {1u, 3u, 6u, 8u, 9u, 13u, 16u}) {
+      const FilterParams params = explicit_filter(1 << 18, k, layout_kind, 0, 8192);
+      std::vector<std::uint8_t> expected(params.total_bytes());
+      for (const std::string& item : items) {
+        const ItemHash h = hash_item(item);
+        const std::uint64_t base =
+            layout::partition_of(h, params.partitions) * params.partition_bits;
+        auto set = [&](std::uint64_t offset) {
+          expected[redis_byte_index(base + offset)] |= redis_byte_mask(base + offset);
+        };
+        if (layout_kind == Layout::classic) {
+          layout::classic_probes(h, params.partition_bits, k, set);
+        } else {
+          layout::blocked_probes(h, params.partition_bits, k, set);
+        }
+      }
+      for (bool simd : {true, false}) {
+        const bool previous = kernels::use_simd(simd);
+        for (bool one_at_a_time : {false, true}) {
+          SCOPED_TRACE(std::string(to_string(layout_kind)) + " k=" + std::to_string(k) +
+                       (simd ? " simd" : " scalar") + (one_at_a_time ? " add" : " add_many"));
+          auto store = std::make_unique<MemoryStore>(params);
+          const MemoryStore& bits = *store;
+          Filter filter(std::move(store));
+          if (one_at_a_time) {
+            for (std::string_view item : views) filter.add(item);
+          } else {
+            filter.add_many(views);
+          }
+          EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bits.bytes().begin()));
+        }
+        kernels::use_simd(previous);
+      }
+    }
+  }
+}
+
 // Filter::add / contains take a one-item path of their own; it must agree with the batch path
 // bit for bit, for both layouts, both blocked kernels, one partition or several.
 TEST(Kernels, OneItemAndBatchPathsAgree) {
