@@ -55,35 +55,52 @@ std::string bucket_key(const std::string& name, std::uint64_t bucket) {
   return key;
 }
 
-// One command per bucket, for all 2^bucket_bits of them, pipelined: command(bucket, key,
-// buffer) writes bucket's command, check(bucket, reply) sees its reply.
-template <class Command, class Check>
-void for_every_bucket(Connection& connection, const std::string& name, std::uint64_t buckets,
-                      std::string_view operation, Command&& command, Check&& check) {
-  const std::size_t units = (buckets + kCommandsPerUnit - 1) / kCommandsPerUnit;
+// One command per bucket, pipelined, for buckets bucket_of(0) .. bucket_of(count - 1):
+// command(bucket, key, buffer) writes bucket's command, check(bucket, reply) sees its reply.
+template <class BucketOf, class Command, class Check>
+void for_buckets(Connection& connection, const std::string& name, std::uint64_t count,
+                 BucketOf&& bucket_of, std::string_view operation, Command&& command,
+                 Check&& check) {
+  const std::size_t units = (count + kCommandsPerUnit - 1) / kCommandsPerUnit;
   pipeline(
       connection, units, operation,
       [&](std::size_t u, CommandBuffer& buffer) {
-        const std::uint64_t end = std::min<std::uint64_t>(buckets, (u + 1) * kCommandsPerUnit);
-        for (std::uint64_t b = u * kCommandsPerUnit; b < end; ++b) {
-          command(b, bucket_key(name, b), buffer);
+        const std::uint64_t end = std::min<std::uint64_t>(count, (u + 1) * kCommandsPerUnit);
+        for (std::uint64_t i = u * kCommandsPerUnit; i < end; ++i) {
+          const std::uint64_t bucket = bucket_of(i);
+          command(bucket, bucket_key(name, bucket), buffer);
         }
         return static_cast<std::size_t>(end - u * kCommandsPerUnit);
       },
       [&](std::size_t u, std::size_t r, const redisReply& reply) {
-        check(u * kCommandsPerUnit + r, reply);
+        check(bucket_of(u * kCommandsPerUnit + r), reply);
       });
 }
 
-void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
-  for_every_bucket(
-      connection, name, buckets, "UNLINK",
+// The same for all 2^bucket_bits buckets.
+template <class Command, class Check>
+void for_every_bucket(Connection& connection, const std::string& name, std::uint64_t buckets,
+                      std::string_view operation, Command&& command, Check&& check) {
+  for_buckets(
+      connection, name, buckets, [](std::uint64_t i) { return i; }, operation, command, check);
+}
+
+// Unlinks buckets bucket_of(0) .. bucket_of(count - 1).
+template <class BucketOf>
+void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t count,
+                    BucketOf&& bucket_of) {
+  for_buckets(
+      connection, name, count, bucket_of, "UNLINK",
       [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
         buffer.command({"UNLINK", key});
       },
       [&](std::uint64_t, const redisReply& reply) {
         connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
       });
+}
+
+void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+  unlink_buckets(connection, name, buckets, [](std::uint64_t i) { return i; });
 }
 
 // Empties every bucket to its seal alone (clear).
@@ -146,14 +163,7 @@ void seal_new_buckets(Connection& connection, const std::string& name, std::uint
   if (problem.empty()) return;
   std::string undone = "nothing of the exact set was kept";
   try {
-    for_every_bucket(
-        connection, name, made.size(), "UNLINK",
-        [&](std::uint64_t i, const std::string&, CommandBuffer& buffer) {
-          buffer.command({"UNLINK", bucket_key(name, made[i])});
-        },
-        [&](std::uint64_t, const redisReply& reply) {
-          connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
-        });
+    unlink_buckets(connection, name, made.size(), [&](std::uint64_t i) { return made[i]; });
     connection.run({"UNLINK", meta_key(name)});
   } catch (const Error& e) {
     undone =
