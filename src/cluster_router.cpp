@@ -28,6 +28,11 @@ constexpr std::chrono::milliseconds kMaxBackoff{500};
 // WAIT's own timeout: a replica that does not acknowledge within this is reported.
 constexpr std::chrono::milliseconds kMaxReplicaWait{10000};
 constexpr std::uint32_t kNoNode = UINT32_MAX;
+// Units in flight on one node: kPipelineWindow, and more while the ones in flight hold fewer
+// than this many bytes of commands. Units of one small command each (an exact-set bucket's GET)
+// would otherwise cost a round trip per 8 commands and leave the node idle most of the time.
+constexpr std::size_t kSmallUnitsBytes = std::size_t{32} << 10;
+constexpr std::size_t kMaxUnitsInFlight = 1024;
 
 // What a redirection or a busy reply asks for.
 struct Redirect {
@@ -86,8 +91,8 @@ class ClusterRouter final : public Router {
 
   void pipeline(std::size_t units, std::string_view operation, const Route& route, const Make& make,
                 const OnReply& on_reply, OnLostNode lost) override;
-  Reply call(std::uint16_t slot, std::initializer_list<std::string_view> args,
-             OnLostNode lost) override;
+  using Router::call;
+  Reply call(std::uint16_t slot, std::span<const std::string_view> args, OnLostNode lost) override;
 
   [[nodiscard]] std::size_t masters() const override { return masters_.size(); }
   [[nodiscard]] std::size_t master_of(std::uint16_t slot) const override {
@@ -290,8 +295,19 @@ void ClusterRouter::run_pass(Node& node, const std::vector<std::size_t>& list,
     CommandBuffer buffer;
     std::size_t sent = 0;
     std::size_t writes_since_wait = 0;
-    for (; done < list.size(); ++done) {
-      while (sent < list.size() && sent - done < kPipelineWindow) {
+    std::size_t bytes_since_wait = 0;
+    std::vector<std::size_t> unit_bytes(list.size());
+    std::size_t bytes_in_flight = 0;
+    // Small units are refilled once half the bytes in flight came back, in one write: one
+    // system call per unit was most of the client's time.
+    const auto room = [&](std::size_t bytes) {
+      const std::size_t units = sent - done;
+      return units < kPipelineWindow || (units < kMaxUnitsInFlight && bytes_in_flight < bytes);
+    };
+    for (; done < list.size(); bytes_in_flight -= unit_bytes[done], ++done) {
+      const bool refill = room(kSmallUnitsBytes / 2);
+      bool appended = false;
+      while (refill && sent < list.size() && room(kSmallUnitsBytes)) {
         const std::size_t u = list[sent];
         scratch.clear();
         buffer.clear();
@@ -320,18 +336,27 @@ void ClusterRouter::run_pass(Node& node, const std::vector<std::size_t>& list,
           buffer.append_raw(scratch.text());
           role.assign(commands, caller);
         }
-        if (routes[u].writes && replicated &&
-            (++writes_since_wait == kPipelineWindow || sent + 1 == list.size())) {
-          buffer.command({"WAIT", "1", wait_ms});
-          role.push_back(wait);
-          writes_since_wait = 0;
+        // One WAIT per window's worth of writes, as counted above.
+        if (routes[u].writes && replicated) {
+          ++writes_since_wait;
+          bytes_since_wait += buffer.text().size();
+          if ((writes_since_wait >= kPipelineWindow && bytes_since_wait >= kSmallUnitsBytes) ||
+              writes_since_wait == kMaxUnitsInFlight || sent + 1 == list.size()) {
+            buffer.command({"WAIT", "1", wait_ms});
+            role.push_back(wait);
+            writes_since_wait = 0;
+            bytes_since_wait = 0;
+          }
         }
+        unit_bytes[sent] = buffer.text().size();
+        bytes_in_flight += unit_bytes[sent];
         if (!buffer.empty()) {
           connection.append(buffer);
-          connection.send(operation);
+          appended = true;
         }
         ++sent;
       }
+      if (appended) connection.send(operation);
       const std::size_t u = list[done];
       std::vector<Reply> replies;
       for (std::size_t r = 0; r < roles[done].size(); ++r) {
@@ -487,9 +512,9 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
   }
 }
 
-Reply ClusterRouter::call(std::uint16_t slot, std::initializer_list<std::string_view> args,
+Reply ClusterRouter::call(std::uint16_t slot, std::span<const std::string_view> args,
                           OnLostNode lost) {
-  const std::string_view operation = args.size() > 0 ? *args.begin() : std::string_view{"?"};
+  const std::string_view operation = args.empty() ? std::string_view{"?"} : args.front();
   const auto deadline = Clock::now() + kRetryBudget;
   std::uint32_t ask = kNoNode;
   for (int attempt = 0;; ++attempt) {

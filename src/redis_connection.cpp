@@ -148,7 +148,7 @@ void Connection::append(const CommandBuffer& commands) {
   unsent_ = true;
 }
 
-void Connection::append(std::initializer_list<std::string_view> args) {
+void Connection::append(std::span<const std::string_view> args) {
   CommandBuffer buffer;
   buffer.command(args);
   append(buffer);

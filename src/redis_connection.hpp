@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,9 +52,12 @@ class CommandBuffer {
     text_.append(digits, n);
     text_ += "\r\n";
   }
-  void command(std::initializer_list<std::string_view> args) {
+  void command(std::span<const std::string_view> args) {
     begin(args.size());
     for (std::string_view a : args) arg(a);
+  }
+  void command(std::initializer_list<std::string_view> args) {
+    command(std::span<const std::string_view>(args.begin(), args.size()));
   }
   // Whole commands already encoded (by another CommandBuffer).
   void append_raw(std::string_view commands) { text_.append(commands); }
@@ -90,7 +94,10 @@ class Connection {
 
   // Queues commands (sent when the first reply is read). `commands` holds whole RESP commands.
   void append(const CommandBuffer& commands);
-  void append(std::initializer_list<std::string_view> args);
+  void append(std::span<const std::string_view> args);
+  void append(std::initializer_list<std::string_view> args) {
+    append(std::span<const std::string_view>(args.begin(), args.size()));
+  }
   // Writes the queued commands to the socket now, so the server starts on them while the
   // caller prepares the next ones (hiredis alone writes only when a reply is read).
   void send(std::string_view operation);

@@ -1,7 +1,10 @@
 #include "redis_router.hpp"
 
+#include <vector>
+
 #include "cluster_router.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/sharding.hpp"
 
 namespace redbloom::redis {
 namespace {
@@ -15,10 +18,11 @@ class SingleRouter final : public Router {
                 const Make& make, const OnReply& on_reply, OnLostNode /*lost*/) override {
     redis::pipeline(connection_, units, operation, make, on_reply);
   }
-  Reply call(std::uint16_t /*slot*/, std::initializer_list<std::string_view> args,
+  using Router::call;
+  Reply call(std::uint16_t /*slot*/, std::span<const std::string_view> args,
              OnLostNode /*lost*/) override {
     connection_.append(args);
-    return connection_.read(args.size() > 0 ? *args.begin() : std::string_view{"?"});
+    return connection_.read(args.empty() ? std::string_view{"?"} : args.front());
   }
   [[nodiscard]] std::size_t masters() const override { return 1; }
   [[nodiscard]] std::size_t master_of(std::uint16_t /*slot*/) const override { return 0; }
@@ -60,6 +64,22 @@ void Router::fail(std::string_view operation, std::string_view what) const {
 void Router::expect(const redisReply& reply, int type, std::string_view operation) const {
   if (is_error(reply)) fail(operation, text_of(reply));
   if (reply.type != type) fail(operation, "unexpected reply type " + std::to_string(reply.type));
+}
+
+std::uint16_t slot_of(std::string_view key) {
+  return static_cast<std::uint16_t>(sharding::cluster_slot(key));
+}
+
+bool claim_hash(Router& router, std::string_view key,
+                std::initializer_list<std::string_view> fields) {
+  static constexpr std::string_view kClaim =
+      "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
+      "redis.call('HSET', KEYS[1], unpack(ARGV)) return 1";
+  std::vector<std::string_view> args{"EVAL", kClaim, "1", key};
+  args.insert(args.end(), fields.begin(), fields.end());
+  Reply reply = router.call(slot_of(key), args);
+  router.expect(*reply, REDIS_REPLY_INTEGER, "EVAL (claiming the name)");
+  return reply->integer == 1;
 }
 
 std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint) {

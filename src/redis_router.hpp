@@ -23,6 +23,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -67,8 +68,12 @@ class Router {
   // One command on the node serving `slot`, following redirections; error replies are
   // returned, not thrown. With OnLostNode::retry (idempotent commands only) a lost node is
   // waited out like a busy one.
-  virtual Reply call(std::uint16_t slot, std::initializer_list<std::string_view> args,
+  virtual Reply call(std::uint16_t slot, std::span<const std::string_view> args,
                      OnLostNode lost = OnLostNode::fail) = 0;
+  Reply call(std::uint16_t slot, std::initializer_list<std::string_view> args,
+             OnLostNode lost = OnLostNode::fail) {
+    return call(slot, std::span<const std::string_view>(args.begin(), args.size()), lost);
+  }
   // call(), and an error reply throws StorageError.
   Reply run(std::uint16_t slot, std::initializer_list<std::string_view> args,
             OnLostNode lost = OnLostNode::fail);
@@ -91,6 +96,17 @@ class Router {
   // Throws StorageError if the reply is an error reply or not of `type`.
   void expect(const redisReply& reply, int type, std::string_view operation) const;
 };
+
+// The cluster slot of a key: the CRC16 of its hash tag, or of the whole key if it has none.
+[[nodiscard]] std::uint16_t slot_of(std::string_view key);
+
+// Creates hash `key` with `fields` (field, value, field, value, ...) if and only if no key of
+// that name exists, in one script: of two concurrent creators exactly one gets the name (on a
+// cluster too: one command on the key's node). HSETNX on one field would not do: it adds that
+// field to a foreign hash that lacks it. The hash is written whole, so a creator that dies
+// after the claim leaves a complete record for drop() to find. False if the name is taken.
+[[nodiscard]] bool claim_hash(Router& router, std::string_view key,
+                              std::initializer_list<std::string_view> fields);
 
 // A cluster router for a redis+cluster endpoint, else one server.
 [[nodiscard]] std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint);

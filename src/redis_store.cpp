@@ -23,6 +23,7 @@ using redis::CommandBuffer;
 using redis::OnLostNode;
 using redis::Reply;
 using redis::Router;
+using redis::slot_of;
 using redis::UnitRoute;
 
 // Items per pipelined round of test_and_set. Rounds are the unit of "committed": when a
@@ -44,10 +45,6 @@ constexpr double kGetBitBytes = 36;
 constexpr double kRangeBytes = 116;
 // A delta's temp key outlives any sane load step, and vanishes if the client dies.
 constexpr std::chrono::milliseconds kTempKeyTtl{10 * 60 * 1000};
-
-std::uint16_t slot_of(std::string_view key) {
-  return static_cast<std::uint16_t>(sharding::cluster_slot(key));
-}
 
 std::string where(const Router& router, std::string_view name) {
   return "filter '" + std::string(name) + "' on redis " + router.endpoint().describe();
@@ -76,25 +73,17 @@ std::optional<redis::Metadata> read_metadata(Router& router, const std::string& 
                                "key '" + name + "' on redis " + router.endpoint().describe());
 }
 
-// Claims NAME for a filter being created: writes the "creating" metadata if and only if no key
-// of that name exists, in one script, so of two concurrent creators exactly one gets the name
-// (and on a cluster it is one command on the metadata key's node). HSETNX on the format field
-// would not do: it adds the field to a foreign hash that has none. The metadata is written
-// whole, so a creator that dies after the claim leaves a filter that drop() can remove.
-// False if the name is taken (by anything).
+// Claims NAME for a filter being created (redis::claim_hash): the "creating" metadata, with
+// the salts, so that drop() finds the partitions of a creation that died. False if the name
+// is taken (by anything).
 bool claim_name(Router& router, const std::string& name, std::uint64_t partitions,
                 const std::vector<std::uint32_t>& salts) {
-  static constexpr std::string_view kClaim =
-      "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
-      "redis.call('HSET', KEYS[1], unpack(ARGV)) return 1";
   const std::string version = std::to_string(redis::kFormatVersion);
   const std::string count = std::to_string(partitions);
   const std::string salt_list = redis::encode_salts(salts);
-  Reply reply = router.run(
-      slot_of(name), {"EVAL", kClaim, "1", name, "format", redis::kFormatName, "version", version,
-                      "state", "creating", "partitions", count, "tag_salts", salt_list});
-  router.expect(*reply, REDIS_REPLY_INTEGER, "EVAL (claiming the name)");
-  return reply->integer == 1;
+  return redis::claim_hash(router, name,
+                           {"format", redis::kFormatName, "version", version, "state", "creating",
+                            "partitions", count, "tag_salts", salt_list});
 }
 
 // Hash-tag salts that put partition p on master p mod M of a cluster's M masters, so a
