@@ -28,6 +28,9 @@
 // Every case runs --reps times, the cases of one repetition in a random order; the table shows
 // medians (each figure on its own; counts: the worst repetition).
 //
+// With a redis+cluster:// URI that lists every master, cases 3 and 4 run on the cluster (keys
+// found and measured on each master) and the seed's one-server algorithm is left out.
+//
 //   bench_diff [--uri=redis://127.0.0.1:6379] [--dir=$TMPDIR] [--n=2e6] [--p=0.01] [--reps=3]
 //              [--only=SUBSTRING] [--shuffle-seed=N]
 // Exits 1 if a check fails (an exact case missed an orphan, a known item reported as orphan,
@@ -85,7 +88,7 @@ constexpr std::size_t kCliStreamBatch = 4096;
 const std::string kRedisName = "bench:diff:rb";
 const std::string kSeedPrefix = "bench:diff:seed";
 
-// Every key matching `pattern` (SCAN; the server holds only this benchmark's keys).
+// Every key matching `pattern` on one server (SCAN; it holds only this benchmark's keys).
 std::vector<std::string> scan_keys(RawConnection& raw, const std::string& pattern) {
   std::vector<std::string> keys;
   std::string cursor = "0";
@@ -102,9 +105,38 @@ std::vector<std::string> scan_keys(RawConnection& raw, const std::string& patter
   return keys;
 }
 
-std::uint64_t dbsize(RawConnection& raw) {
-  return static_cast<std::uint64_t>(raw.run({"DBSIZE"})->integer);
-}
+// The servers that hold the benchmark's keys: the one server, or every node of a cluster
+// URI's seed list (scripts/bench-diff.sh --cluster lists every master).
+struct Servers {
+  std::vector<std::unique_ptr<RawConnection>> nodes;
+
+  explicit Servers(const RedisEndpoint& endpoint) {
+    if (!endpoint.is_cluster()) {
+      nodes.push_back(std::make_unique<RawConnection>(endpoint));
+      return;
+    }
+    for (const auto& [host, port] : endpoint.cluster_seeds) {
+      RedisEndpoint node = endpoint;
+      node.cluster_seeds.clear();
+      node.host = host;
+      node.port = port;
+      nodes.push_back(std::make_unique<RawConnection>(node));
+    }
+  }
+  [[nodiscard]] RawConnection& first() { return *nodes.front(); }
+  [[nodiscard]] std::uint64_t dbsize() {
+    std::uint64_t keys = 0;
+    for (auto& node : nodes) keys += static_cast<std::uint64_t>(node->run({"DBSIZE"})->integer);
+    return keys;
+  }
+  // fn(node, key) for every key matching `pattern`, on the node that holds it.
+  template <class Fn>
+  void for_each_key(const std::string& pattern, Fn&& fn) {
+    for (auto& node : nodes) {
+      for (const std::string& key : scan_keys(*node, pattern)) fn(*node, key);
+    }
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // Cases and results.
@@ -172,9 +204,9 @@ void count_answers(const Workload& w, std::span<const std::uint8_t> missing, Res
 // ---------------------------------------------------------------------------------------------
 // Cases 1-4: redbloom's KnownSet.
 
-// `raw` is null when no case needs Redis.
+// `servers` is null when no case needs Redis.
 Result run_redbloom(Case c, const Workload& w, const FilterParams& params,
-                    const RedisEndpoint& endpoint, RawConnection* raw, const std::string& dir) {
+                    const RedisEndpoint& endpoint, Servers* servers, const std::string& dir) {
   const bool redis = c == Case::redis_bloom || c == Case::redis_exact;
   const bool exact = c == Case::file_exact || c == Case::redis_exact;
   const auto mode = exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
@@ -221,14 +253,14 @@ Result run_redbloom(Case c, const Workload& w, const FilterParams& params,
 
   // Memory, measured here and compared with what the library reports.
   if (redis) {
-    for (const std::string& key : scan_keys(*raw, kRedisName + "*")) {
-      const std::uint64_t bytes = memory_usage(*raw, key);
+    servers->for_each_key(kRedisName + "*", [&](RawConnection& node, const std::string& key) {
+      const std::uint64_t bytes = memory_usage(node, key);
       const bool companion = key.starts_with(kRedisName + ":exact");
       (companion ? r.exact_bytes : r.bloom_bytes) += bytes;
       if (key.starts_with(kRedisName + ":tmp:")) {
         r.notes.push_back("temp key " + key + " left behind after the build");
       }
-    }
+    });
   } else {
     r.bloom_bytes = std::filesystem::file_size(path);
     if (exact) r.exact_bytes = std::filesystem::file_size(exact_path);
@@ -439,16 +471,18 @@ int main(int argc, char** argv) {
     const FilterParams params = redbloom::size_filter(double(w.n), w.p, Layout::classic);
     std::vector<Case> cases = {Case::file_bloom, Case::file_exact, Case::redis_bloom,
                                Case::redis_exact, Case::seed};
+    // The seed keeps its filter in one key and its set in another: a one-server algorithm.
+    if (endpoint.is_cluster()) std::erase(cases, Case::seed);
     std::erase_if(cases,
                   [&](Case c) { return case_name(c).find(options.only) == std::string::npos; });
-    if (cases.empty()) return usage("--only matches no case");
+    if (cases.empty()) return usage("--only matches no case (on a cluster: no seed case)");
     const bool uses_redis = std::any_of(cases.begin(), cases.end(), [](Case c) {
       return c == Case::redis_bloom || c == Case::redis_exact || c == Case::seed;
     });
     // Only the Redis cases need a server.
-    std::unique_ptr<RawConnection> raw;
-    if (uses_redis) raw = std::make_unique<RawConnection>(endpoint);
-    if (uses_redis && dbsize(*raw) != 0) {
+    std::unique_ptr<Servers> servers;
+    if (uses_redis) servers = std::make_unique<Servers>(endpoint);
+    if (uses_redis && servers->dbsize() != 0) {
       std::fprintf(stderr,
                    "bench_diff: the server at %s holds keys already: give the benchmark an "
                    "empty db (scripts/bench-diff.sh starts its own server)\n",
@@ -463,8 +497,8 @@ int main(int argc, char** argv) {
     w.checked = std::make_unique<Items>(Items::range(w.first_checked, w.n));
 
     std::string version = "(not used)";
-    if (raw) {
-      version = redbloom_bench::server_version(*raw);
+    if (servers) {
+      version = redbloom_bench::server_version(servers->first());
     }
     std::string command;
     for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
@@ -489,8 +523,8 @@ int main(int argc, char** argv) {
     redbloom_bench::run_shuffled(
         cases.size(), options.reps, options.shuffle_seed, [&](int rep, std::size_t c) {
           const Result r = cases[c] == Case::seed
-                               ? run_seed(w, params, endpoint, *raw)
-                               : run_redbloom(cases[c], w, params, endpoint, raw.get(), dir);
+                               ? run_seed(w, params, endpoint, servers->first())
+                               : run_redbloom(cases[c], w, params, endpoint, servers.get(), dir);
           std::fprintf(stderr,
                        "rep %d/%d  %-40s build %7.2f s  check %7.2f s  found %llu  missed %llu  "
                        "wrong %llu\n",
@@ -596,8 +630,8 @@ int main(int argc, char** argv) {
     std::printf(
         "Checks: exact cases miss no orphan; no case reports a known URL as an orphan; every "
         "case's Bloom filter holds the same bits (XXH3 of the bitmaps).\n");
-    if (uses_redis && dbsize(*raw) != 0) {
-      notes.push_back("WARNING: " + std::to_string(dbsize(*raw)) +
+    if (uses_redis && servers->dbsize() != 0) {
+      notes.push_back("WARNING: " + std::to_string(servers->dbsize()) +
                       " keys left on the server after every case cleaned up");
     }
     for (const std::string& note : notes) std::printf("%s\n", note.c_str());

@@ -25,7 +25,6 @@ void register_create(CLI::App& app, int& exit_code) {
   sub->add_flag("--exact", cmd->exact, "Also create the exact set that diff --exact uses");
   sub->add_flag("-q,--quiet", cmd->quiet, "Print nothing");
   sub->callback([cmd, &exit_code] {
-    if (cmd->exact) require_exact_support(cmd->location);
     // create_filter also drops an exact set left from a former filter of that name.
     const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
     if (cmd->exact) (void)exact_for_writing(cmd->location, filter, /*create=*/true);

@@ -4,13 +4,6 @@
 
 namespace redbloom::cli {
 
-void require_exact_support(const FilterLocation& location) {
-  if (location.in_redis() && location.endpoint().is_cluster()) {
-    throw InvalidArgument("exact sets (--exact) are not supported on a Redis Cluster yet (" +
-                          location.describe() + "): keep the exact set in a file or one server");
-  }
-}
-
 bool exact_exists(const FilterLocation& location) {
   return location.in_redis() ? redis_exact_set_exists(location.endpoint(), location.name)
                              : file_exact_set_exists(location.path);

@@ -9,9 +9,6 @@
 namespace redbloom::cli {
 
 [[nodiscard]] bool exact_exists(const FilterLocation& location);
-// Throws InvalidArgument where no exact set can be kept (a Redis Cluster), before anything
-// is created.
-void require_exact_support(const FilterLocation& location);
 // Throws NotFound when the filter has none. `writable` = false for lookups only.
 [[nodiscard]] std::unique_ptr<ExactSet> open_exact(const FilterLocation& location,
                                                    bool writable = true);

@@ -14,4 +14,4 @@ source scripts/lib/private-redis.sh
 private_redis_setup bench-redis bench_redis
 
 private_redis_describe
-private_redis_run "$build/bench/bench_redis" --uri="redis://127.0.0.1:$port" "$@"
+private_redis_run "$build/bench/bench_redis" --uri="$uri" "$@"

@@ -7,6 +7,10 @@
 // than empty, and one that an APPEND recreated afterwards has no seal (its length is a whole
 // number of tags); both are errors naming the key. Unsealed (version 1, still read), a lost
 // bucket answered "absent" for its items: in a diff, live items reported as orphans.
+//
+// Every command goes through a Router (redis_router.hpp), so the set lives on one server or in
+// a Redis Cluster alike: each bucket key has its own hash tag, so the buckets spread over the
+// cluster's slots and masters, and the metadata key sits in the slot of its own name.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,15 +22,18 @@
 
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
-#include "redis_connection.hpp"
 #include "redis_keys.hpp"
+#include "redis_router.hpp"
 
 namespace redbloom {
 namespace {
 
 using redis::CommandBuffer;
-using redis::Connection;
-using redis::pipeline;
+using redis::OnLostNode;
+using redis::Reply;
+using redis::Router;
+using redis::slot_of;
+using redis::UnitRoute;
 
 constexpr std::string_view kFormat = "redbloom-exact";
 constexpr std::uint32_t kVersion = 2;
@@ -38,8 +45,11 @@ constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
 // per-key overhead spread over enough items to stay near 1 byte each.
 constexpr std::uint64_t kTagsPerBucket = 64;
 constexpr unsigned kMaxBucketBits = 24;
-// Bucket commands per pipeline unit.
-constexpr std::size_t kCommandsPerUnit = 64;
+// Bucket commands per pipeline unit on one server.
+constexpr std::uint64_t kCommandsPerUnit = 64;
+// Buckets per Router::pipeline call: a cluster keeps routing state per unit, which for all
+// 2^24 buckets of the largest set at once would take about a gigabyte.
+constexpr std::uint64_t kBucketsPerPipeline = std::uint64_t{1} << 16;
 
 std::string meta_key(const std::string& name) {
   return name + ":exact";
@@ -55,82 +65,99 @@ std::string bucket_key(const std::string& name, std::uint64_t bucket) {
   return key;
 }
 
-// One command per bucket, pipelined, for buckets bucket_of(0) .. bucket_of(count - 1):
-// command(bucket, key, buffer) writes bucket's command, check(bucket, reply) sees its reply.
+// What a bucket command may do when a cluster node is lost in the middle of a pipeline: reads
+// and writes that can run twice wait for the failover and run again; the others (APPEND,
+// SET NX) fail, since whether they ran is unknown.
+enum class Work { read, idempotent_write, write };
+
+// One command per bucket, for buckets bucket_of(0) .. bucket_of(count - 1), pipelined:
+// command(i, key, buffer) writes bucket_of(i)'s command, check(i, reply) sees its reply (never
+// concurrently, but on a cluster in any order). On one server 64 commands share a unit. On a
+// cluster every command is a unit of its own, sent to the node serving its bucket's slot: a
+// slot migration makes the cluster run a redirected unit again whole at the new node, and a
+// unit of several bucket keys would then also run for keys that have not moved there yet (a
+// GET finding the bucket missing, an APPEND starting a second copy of it).
 template <class BucketOf, class Command, class Check>
-void for_buckets(Connection& connection, const std::string& name, std::uint64_t count,
-                 BucketOf&& bucket_of, std::string_view operation, Command&& command,
-                 Check&& check) {
-  const std::size_t units = (count + kCommandsPerUnit - 1) / kCommandsPerUnit;
-  pipeline(
-      connection, units, operation,
-      [&](std::size_t u, CommandBuffer& buffer) {
-        const std::uint64_t end = std::min<std::uint64_t>(count, (u + 1) * kCommandsPerUnit);
-        for (std::uint64_t i = u * kCommandsPerUnit; i < end; ++i) {
-          const std::uint64_t bucket = bucket_of(i);
-          command(bucket, bucket_key(name, bucket), buffer);
-        }
-        return static_cast<std::size_t>(end - u * kCommandsPerUnit);
-      },
-      [&](std::size_t u, std::size_t r, const redisReply& reply) {
-        check(bucket_of(u * kCommandsPerUnit + r), reply);
-      });
+void for_buckets(Router& router, const std::string& name, std::uint64_t count, BucketOf&& bucket_of,
+                 std::string_view operation, Work work, Command&& command, Check&& check) {
+  const std::uint64_t per_unit = router.is_cluster() ? 1 : kCommandsPerUnit;
+  const bool writes = work != Work::read;
+  const OnLostNode lost = work == Work::write ? OnLostNode::fail : OnLostNode::retry;
+  std::vector<std::string> keys;
+  for (std::uint64_t from = 0; from < count; from += kBucketsPerPipeline) {
+    const std::uint64_t n = std::min(count - from, kBucketsPerPipeline);
+    keys.clear();
+    for (std::uint64_t i = 0; i < n; ++i) keys.push_back(bucket_key(name, bucket_of(from + i)));
+    router.pipeline(
+        static_cast<std::size_t>((n + per_unit - 1) / per_unit), operation,
+        [&](std::size_t u) {
+          return UnitRoute{slot_of(keys[u * per_unit]), u, writes, {}};
+        },
+        [&](std::size_t u, CommandBuffer& buffer) {
+          const std::uint64_t end = std::min(n, (u + 1) * per_unit);
+          for (std::uint64_t i = u * per_unit; i < end; ++i) command(from + i, keys[i], buffer);
+          return static_cast<std::size_t>(end - u * per_unit);
+        },
+        [&](std::size_t u, std::size_t r, const redisReply& reply) {
+          check(from + u * per_unit + r, reply);
+        },
+        lost);
+  }
 }
 
-// The same for all 2^bucket_bits buckets.
+// The same for all 2^bucket_bits buckets (i is the bucket).
 template <class Command, class Check>
-void for_every_bucket(Connection& connection, const std::string& name, std::uint64_t buckets,
-                      std::string_view operation, Command&& command, Check&& check) {
+void for_every_bucket(Router& router, const std::string& name, std::uint64_t buckets,
+                      std::string_view operation, Work work, Command&& command, Check&& check) {
   for_buckets(
-      connection, name, buckets, [](std::uint64_t i) { return i; }, operation, command, check);
+      router, name, buckets, [](std::uint64_t i) { return i; }, operation, work, command, check);
 }
 
 // Unlinks buckets bucket_of(0) .. bucket_of(count - 1).
 template <class BucketOf>
-void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t count,
+void unlink_buckets(Router& router, const std::string& name, std::uint64_t count,
                     BucketOf&& bucket_of) {
   for_buckets(
-      connection, name, count, bucket_of, "UNLINK",
+      router, name, count, bucket_of, "UNLINK", Work::idempotent_write,
       [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
         buffer.command({"UNLINK", key});
       },
       [&](std::uint64_t, const redisReply& reply) {
-        connection.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+        router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
       });
 }
 
-void unlink_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
-  unlink_buckets(connection, name, buckets, [](std::uint64_t i) { return i; });
+void unlink_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
+  unlink_buckets(router, name, buckets, [](std::uint64_t i) { return i; });
 }
 
 // Empties every bucket to its seal alone (clear).
-void reseal_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+void reseal_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
   const std::string_view seal("\0", 1);
   for_every_bucket(
-      connection, name, buckets, "SET",
+      router, name, buckets, "SET", Work::idempotent_write,
       [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
         buffer.command({"SET", key, seal});
       },
       [&](std::uint64_t, const redisReply& reply) {
-        connection.expect(reply, REDIS_REPLY_STATUS, "SET");
+        router.expect(reply, REDIS_REPLY_STATUS, "SET");
       });
 }
 
 // Unlinks the buckets of a set whose creation did not finish, but only those that are still
 // a bare seal: a creator that died (or lost its connection) part way never checked the
 // buckets after that point, and a key of another program may sit at such a name.
-void unlink_unfinished_buckets(Connection& connection, const std::string& name,
-                               std::uint64_t buckets) {
+void unlink_unfinished_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
   static constexpr std::string_view kUnlinkIfSeal =
       "if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == '\\0' "
       "then return redis.call('UNLINK', KEYS[1]) end return 0";
   for_every_bucket(
-      connection, name, buckets, "EVAL (unlinking a bucket)",
+      router, name, buckets, "EVAL (unlinking a bucket)", Work::idempotent_write,
       [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
         buffer.command({"EVAL", kUnlinkIfSeal, "1", key});
       },
       [&](std::uint64_t, const redisReply& reply) {
-        connection.expect(reply, REDIS_REPLY_INTEGER, "EVAL (unlinking a bucket)");
+        router.expect(reply, REDIS_REPLY_INTEGER, "EVAL (unlinking a bucket)");
       });
 }
 
@@ -140,12 +167,12 @@ void unlink_unfinished_buckets(Connection& connection, const std::string& name,
 // metadata are unlinked again before the error is thrown, so nothing of the set stays behind
 // for a later `drop --force` to mistake the foreign key for a bucket. An I/O error leaves the
 // set in state "creating" (which commands ran is unknown), for drop to remove as above.
-void seal_new_buckets(Connection& connection, const std::string& name, std::uint64_t buckets) {
+void seal_new_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
   const std::string_view seal("\0", 1);
   std::vector<std::uint64_t> made;
   std::string problem;
   for_every_bucket(
-      connection, name, buckets, "SET",
+      router, name, buckets, "SET", Work::write,
       [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
         buffer.command({"SET", key, seal, "NX"});
       },
@@ -163,30 +190,29 @@ void seal_new_buckets(Connection& connection, const std::string& name, std::uint
   if (problem.empty()) return;
   std::string undone = "nothing of the exact set was kept";
   try {
-    unlink_buckets(connection, name, made.size(), [&](std::uint64_t i) { return made[i]; });
-    connection.run({"UNLINK", meta_key(name)});
+    unlink_buckets(router, name, made.size(), [&](std::uint64_t i) { return made[i]; });
+    router.run(slot_of(meta_key(name)), {"UNLINK", meta_key(name)});
   } catch (const Error& e) {
     undone =
         "removing what was made failed too (" + std::string(e.what()) + "): drop the exact set";
   }
-  connection.fail("create", problem + "; " + undone);
+  router.fail("create", problem + "; " + undone);
 }
 
-struct Slot {
+// Where a fingerprint is kept: its bucket, and the tag stored there.
+struct Place {
   std::uint64_t bucket;
   std::uint64_t tag;
 };
 
 class RedisExactSet final : public ExactSet {
  public:
-  RedisExactSet(const RedisEndpoint& endpoint, std::string name, unsigned bucket_bits,
+  RedisExactSet(std::unique_ptr<Router> router, std::string name, unsigned bucket_bits,
                 std::uint32_t version)
-      : connection_(endpoint),
+      : router_(std::move(router)),
         name_(std::move(name)),
         bucket_bits_(bucket_bits),
         seal_(version >= 2 ? 1 : 0) {}
-
-  Connection& connection() { return connection_; }
 
   std::size_t add(std::span<const std::string_view> items) override {
     std::vector<std::uint8_t> present(items.size());
@@ -198,31 +224,25 @@ class RedisExactSet final : public ExactSet {
     for (std::size_t i = 0; i < items.size(); ++i) {
       const std::uint64_t f = exact_fingerprint(items[i]);
       if (present[i] || !seen.insert(f).second) continue;
-      const Slot slot = slot_of(f);
-      std::string& tags = appends[slot.bucket];
-      for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(slot.tag >> (8 * b));
+      const Place place = place_of(f);
+      std::string& tags = appends[place.bucket];
+      for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(place.tag >> (8 * b));
       ++added;
     }
     if (added == 0) return 0;
     std::vector<const std::pair<const std::uint64_t, std::string>*> order;
     for (const auto& entry : appends) order.push_back(&entry);
-    const std::size_t units = (order.size() + kCommandsPerUnit - 1) / kCommandsPerUnit;
-    pipeline(
-        connection_, units + 1, "APPEND",
-        [&](std::size_t u, CommandBuffer& buffer) {
-          if (u == units) {
-            buffer.command({"HINCRBY", meta_key(name_), "entries", std::to_string(added)});
-            return std::size_t{1};
-          }
-          const std::size_t end = std::min(order.size(), (u + 1) * kCommandsPerUnit);
-          for (std::size_t c = u * kCommandsPerUnit; c < end; ++c) {
-            buffer.command({"APPEND", bucket_key(name_, order[c]->first), order[c]->second});
-          }
-          return end - u * kCommandsPerUnit;
+    for_buckets(
+        *router_, name_, order.size(), [&](std::uint64_t i) { return order[i]->first; }, "APPEND",
+        Work::write,
+        [&](std::uint64_t i, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"APPEND", key, order[i]->second});
         },
-        [&](std::size_t, std::size_t, const redisReply& reply) {
-          connection_.expect(reply, REDIS_REPLY_INTEGER, "APPEND");
+        [&](std::uint64_t, const redisReply& reply) {
+          router_->expect(reply, REDIS_REPLY_INTEGER, "APPEND");
         });
+    const std::string meta = meta_key(name_);
+    router_->run(slot_of(meta), {"HINCRBY", meta, "entries", std::to_string(added)});
     return added;
   }
 
@@ -231,47 +251,42 @@ class RedisExactSet final : public ExactSet {
     std::map<std::uint64_t, std::vector<std::size_t>> by_bucket;
     std::vector<std::uint64_t> tags(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-      const Slot slot = slot_of(exact_fingerprint(items[i]));
-      tags[i] = slot.tag;
-      by_bucket[slot.bucket].push_back(i);
+      const Place place = place_of(exact_fingerprint(items[i]));
+      tags[i] = place.tag;
+      by_bucket[place.bucket].push_back(i);
       present[i] = 0;
     }
     std::vector<const std::pair<const std::uint64_t, std::vector<std::size_t>>*> order;
     for (const auto& entry : by_bucket) order.push_back(&entry);
-    const std::size_t units = (order.size() + kCommandsPerUnit - 1) / kCommandsPerUnit;
-    pipeline(
-        connection_, units, "GET",
-        [&](std::size_t u, CommandBuffer& buffer) {
-          const std::size_t end = std::min(order.size(), (u + 1) * kCommandsPerUnit);
-          for (std::size_t c = u * kCommandsPerUnit; c < end; ++c) {
-            buffer.command({"GET", bucket_key(name_, order[c]->first)});
-          }
-          return end - u * kCommandsPerUnit;
+    for_buckets(
+        *router_, name_, order.size(), [&](std::uint64_t i) { return order[i]->first; }, "GET",
+        Work::read,
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"GET", key});
         },
-        [&](std::size_t u, std::size_t r, const redisReply& reply) {
+        [&](std::uint64_t i, const redisReply& reply) {
           const auto lost = [&](const std::string& what) {
-            connection_.fail("GET", "exact-set bucket '" +
-                                        bucket_key(name_, order[u * kCommandsPerUnit + r]->first) +
-                                        "' " + what +
-                                        ": the exact set lost the items in it (evicted under "
-                                        "maxmemory? deleted?); build it again");
+            router_->fail("GET", "exact-set bucket '" + bucket_key(name_, order[i]->first) + "' " +
+                                     what +
+                                     ": the exact set lost the items in it (evicted under "
+                                     "maxmemory? deleted?); build it again");
           };
           if (reply.type == REDIS_REPLY_NIL) {
             if (seal_ != 0) lost("is missing");
             return;  // version 1: an empty bucket
           }
-          connection_.expect(reply, REDIS_REPLY_STRING, "GET");
+          router_->expect(reply, REDIS_REPLY_STRING, "GET");
           if (seal_ != 0 && reply.len % kTagBytes == 0) lost("has no seal (it was recreated)");
           if (reply.len % kTagBytes != seal_) {
-            connection_.fail("GET", "exact-set bucket of " + std::to_string(reply.len) +
-                                        " bytes is not a whole number of tags (damaged?)");
+            router_->fail("GET", "exact-set bucket of " + std::to_string(reply.len) +
+                                     " bytes is not a whole number of tags (damaged?)");
           }
           const auto* bytes = reinterpret_cast<const std::uint8_t*>(reply.str);
-          for (std::size_t i : order[u * kCommandsPerUnit + r]->second) {
-            for (std::size_t at = seal_; at < reply.len && !present[i]; at += kTagBytes) {
+          for (std::size_t item : order[i]->second) {
+            for (std::size_t at = seal_; at < reply.len && !present[item]; at += kTagBytes) {
               std::uint64_t tag = 0;
               for (std::size_t b = kTagBytes; b-- > 0;) tag = (tag << 8) | bytes[at + b];
-              present[i] = tag == tags[i] ? 1 : 0;
+              present[item] = tag == tags[item] ? 1 : 0;
             }
           }
         });
@@ -280,15 +295,17 @@ class RedisExactSet final : public ExactSet {
   void clear() override {
     const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
     if (seal_ != 0) {
-      reseal_buckets(connection_, name_, buckets);
+      reseal_buckets(*router_, name_, buckets);
     } else {
-      unlink_buckets(connection_, name_, buckets);
+      unlink_buckets(*router_, name_, buckets);
     }
-    connection_.run({"HSET", meta_key(name_), "entries", "0"});
+    const std::string meta = meta_key(name_);
+    router_->run(slot_of(meta), {"HSET", meta, "entries", "0"});
   }
 
   [[nodiscard]] std::uint64_t entries() const override {
-    auto reply = connection_.run({"HGET", meta_key(name_), "entries"});
+    const std::string meta = meta_key(name_);
+    auto reply = router_->run(slot_of(meta), {"HGET", meta, "entries"}, OnLostNode::retry);
     return reply->type == REDIS_REPLY_STRING ? std::stoull(std::string(redis::text_of(*reply))) : 0;
   }
 
@@ -296,16 +313,17 @@ class RedisExactSet final : public ExactSet {
     const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
     std::uint64_t total = 0;
     const auto add = [&](const redisReply& reply) {
-      if (redis::is_error(reply)) connection_.fail("MEMORY USAGE", redis::text_of(reply));
+      if (redis::is_error(reply)) router_->fail("MEMORY USAGE", redis::text_of(reply));
       if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
     };
     for_every_bucket(
-        connection_, name_, buckets, "MEMORY USAGE",
+        *router_, name_, buckets, "MEMORY USAGE", Work::read,
         [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
           buffer.command({"MEMORY", "USAGE", key});
         },
         [&](std::uint64_t, const redisReply& reply) { add(reply); });
-    add(*connection_.run({"MEMORY", "USAGE", meta_key(name_)}));
+    const std::string meta = meta_key(name_);
+    add(*router_->call(slot_of(meta), {"MEMORY", "USAGE", meta}, OnLostNode::retry));
     return total;
   }
 
@@ -316,22 +334,22 @@ class RedisExactSet final : public ExactSet {
   }
 
   [[nodiscard]] std::string location() const override {
-    return "redis " + connection_.endpoint().describe() + " exact set " + meta_key(name_);
+    return "redis " + router_->endpoint().describe() + " exact set " + meta_key(name_);
   }
 
  private:
-  [[nodiscard]] Slot slot_of(std::uint64_t f) const {
+  [[nodiscard]] Place place_of(std::uint64_t f) const {
     return {bucket_bits_ == 0 ? 0 : f >> (64 - bucket_bits_), f & kTagMask};
   }
 
-  mutable Connection connection_;
+  std::unique_ptr<Router> router_;
   std::string name_;
   unsigned bucket_bits_;
   std::size_t seal_;  // bytes before a bucket's tags: 1 from version 2 on
 };
 
-std::string describe_meta(const Connection& connection, const std::string& name) {
-  return "key '" + meta_key(name) + "' on redis " + connection.endpoint().describe();
+std::string describe_meta(const Router& router, const std::string& name) {
+  return "key '" + meta_key(name) + "' on redis " + router.endpoint().describe();
 }
 
 struct Stored {
@@ -343,13 +361,14 @@ struct Stored {
 // What HGETALL of the metadata says; nullopt if there is none. A key of another type, or a
 // hash that is not an exact set's (another program's, or the metadata of a filter named
 // NAME:exact), is a FormatError naming it.
-std::optional<Stored> read_stored(Connection& connection, const std::string& name) {
+std::optional<Stored> read_stored(Router& router, const std::string& name) {
   const std::string meta = meta_key(name);
-  const std::string what = describe_meta(connection, name);
-  const std::string type(redis::text_of(*connection.run({"TYPE", meta})));
+  const std::uint16_t slot = slot_of(meta);
+  const std::string what = describe_meta(router, name);
+  const std::string type(redis::text_of(*router.run(slot, {"TYPE", meta}, OnLostNode::retry)));
   if (type == "none") return std::nullopt;
   if (type != "hash") throw FormatError(what + " holds a " + type + ", not a redbloom exact set");
-  auto reply = connection.run({"HGETALL", meta});
+  auto reply = router.run(slot, {"HGETALL", meta}, OnLostNode::retry);
   if (reply->elements == 0) return std::nullopt;
   std::map<std::string, std::string> fields;
   for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
@@ -373,28 +392,14 @@ std::optional<Stored> read_stored(Connection& connection, const std::string& nam
 
 }  // namespace
 
-namespace {
-
-// The companion's keys (meta, buckets) are not routed by slot yet.
-void refuse_cluster(const RedisEndpoint& endpoint) {
-  if (endpoint.is_cluster()) {
-    throw InvalidArgument("exact sets (--exact) are not supported on a Redis Cluster yet (" +
-                          endpoint.describe() + "): keep the exact set in a file or one server");
-  }
-}
-
-}  // namespace
-
 std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
                                                  const std::string& name,
                                                  std::uint64_t expected_items, bool overwrite) {
   redis::validate_filter_name(name);
-  refuse_cluster(endpoint);
   if (overwrite && redis_exact_set_exists(endpoint, name)) drop_redis_exact_set(endpoint, name);
   unsigned bits = 0;
   while (bits < kMaxBucketBits && (std::uint64_t{kTagsPerBucket} << bits) < expected_items) ++bits;
-  auto set = std::make_unique<RedisExactSet>(endpoint, name, bits, kVersion);
-  Connection& connection = set->connection();
+  auto router = redis::make_router(endpoint);
   const std::string meta = meta_key(name);
   // A key that is not an exact set (another program's, or the metadata of a filter named
   // NAME:exact) is reported as such, and never written to.
@@ -402,64 +407,40 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
     return FilterExists("exact set '" + meta + "' on redis " + endpoint.describe() +
                         " already exists (use --force to replace it)");
   };
-  if (read_stored(connection, name)) throw exists();
-  // The metadata is written whole, and only if no key of that name appeared meanwhile (WATCH
-  // fails the EXEC otherwise): a creator that loses the race and opens the winner's never
-  // finds it half written, and HSETNX's way of adding a field to a foreign hash is avoided.
-  bool claimed = false;
-  try {
-    connection.run({"WATCH", meta});
-    if (connection.run({"EXISTS", meta})->integer == 0) {
-      CommandBuffer transaction;
-      transaction.command({"MULTI"});
-      transaction.command({"HSET", meta, "format", kFormat, "version", std::to_string(kVersion),
-                           "state", "creating", "bucket_bits", std::to_string(bits), "tag_bytes",
-                           std::to_string(kTagBytes), "entries", "0"});
-      transaction.command({"EXEC"});
-      connection.append(transaction);
-      for (const char* step : {"MULTI", "HSET"}) {
-        redis::Reply reply = connection.read(step);
-        if (redis::is_error(*reply)) connection.fail(step, redis::text_of(*reply));
-      }
-      redis::Reply exec = connection.read("EXEC");
-      if (redis::is_error(*exec)) connection.fail("EXEC", redis::text_of(*exec));
-      claimed = exec->type == REDIS_REPLY_ARRAY;  // nil: the key appeared, nothing ran
-    } else {
-      connection.run({"UNWATCH"});
-    }
-  } catch (...) {
-    // Replies of the transaction may still be pending, and the WATCH must not outlive it.
-    connection.reset();
-    throw;
-  }
-  if (!claimed) {
-    (void)read_stored(connection, name);  // throws if what appeared is not an exact set
+  if (read_stored(*router, name)) throw exists();
+  // Claimed whole: a creator that loses the race and opens the winner's never finds the
+  // metadata half written.
+  if (!redis::claim_hash(*router, meta,
+                         {"format", kFormat, "version", std::to_string(kVersion), "state",
+                          "creating", "bucket_bits", std::to_string(bits), "tag_bytes",
+                          std::to_string(kTagBytes), "entries", "0"})) {
+    (void)read_stored(*router, name);  // throws if what appeared is not an exact set
     throw exists();
   }
-  seal_new_buckets(connection, name, std::uint64_t{1} << bits);
-  connection.run({"HSET", meta, "state", "ready"});
-  return set;
+  seal_new_buckets(*router, name, std::uint64_t{1} << bits);
+  router->run(slot_of(meta), {"HSET", meta, "state", "ready"});
+  return std::make_unique<RedisExactSet>(std::move(router), name, bits, kVersion);
 }
 
 std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
                                                const std::string& name) {
   redis::validate_filter_name(name);
-  refuse_cluster(endpoint);
-  Connection connection(endpoint);
+  auto router = redis::make_router(endpoint);
   // A creator that won a race may still be sealing the buckets (~1 s per million): wait for
   // it, boundedly, rather than fail the others.
   const auto deadline = std::chrono::steady_clock::now() + kCreationWait;
   while (true) {
-    const auto stored = read_stored(connection, name);
+    const auto stored = read_stored(*router, name);
     if (!stored) {
       throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
                      " has no exact set: build one with add or load --exact");
     }
     if (stored->ready) {
-      return std::make_unique<RedisExactSet>(endpoint, name, stored->bucket_bits, stored->version);
+      return std::make_unique<RedisExactSet>(std::move(router), name, stored->bucket_bits,
+                                             stored->version);
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      throw IncompleteFilter(describe_meta(connection, name) +
+      throw IncompleteFilter(describe_meta(*router, name) +
                              " is incomplete: its creation did not finish (drop it and build "
                              "it again)");
     }
@@ -470,27 +451,29 @@ std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
 bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {
   // Only an exact set's metadata counts: a filter named NAME:exact, or another program's key,
   // is not filter NAME's companion (and must not stop NAME from being written or dropped).
-  if (endpoint.is_cluster()) return false;  // none can be made there (refuse_cluster)
-  Connection connection(endpoint);
+  auto router = redis::make_router(endpoint);
   const std::string meta = meta_key(name);
-  if (redis::text_of(*connection.run({"TYPE", meta})) != "hash") return false;
-  const auto format = connection.run({"HGET", meta, "format"});
+  const std::uint16_t slot = slot_of(meta);
+  if (redis::text_of(*router->run(slot, {"TYPE", meta}, OnLostNode::retry)) != "hash") {
+    return false;
+  }
+  const auto format = router->run(slot, {"HGET", meta, "format"}, OnLostNode::retry);
   return format->type == REDIS_REPLY_STRING && redis::text_of(*format) == kFormat;
 }
 
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name) {
-  refuse_cluster(endpoint);
-  Connection connection(endpoint);
-  const auto stored = read_stored(connection, name);
+  auto router = redis::make_router(endpoint);
+  const auto stored = read_stored(*router, name);
   if (!stored)
     throw NotFound("no exact set '" + meta_key(name) + "' on redis " + endpoint.describe());
   const std::uint64_t buckets = std::uint64_t{1} << stored->bucket_bits;
   if (stored->ready) {
-    unlink_buckets(connection, name, buckets);
+    unlink_buckets(*router, name, buckets);
   } else {
-    unlink_unfinished_buckets(connection, name, buckets);
+    unlink_unfinished_buckets(*router, name, buckets);
   }
-  connection.run({"UNLINK", meta_key(name)});
+  const std::string meta = meta_key(name);
+  router->run(slot_of(meta), {"UNLINK", meta}, OnLostNode::retry);
 }
 
 }  // namespace redbloom

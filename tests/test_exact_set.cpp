@@ -1,5 +1,6 @@
-// The exact companion (exact_set.hpp) and KnownSet (known_set.hpp), on files and on a private
-// redis-server (tests/redis_server.hpp): random known and checked sets give exactly the set
+// The exact companion (exact_set.hpp) and KnownSet (known_set.hpp), on files, on a private
+// redis-server (tests/redis_server.hpp) and on a private cluster (tests/redis_cluster.hpp),
+// with slots migrating under a load: random known and checked sets give exactly the set
 // difference in exact mode and never call a known item missing in Bloom-only mode; add counts,
 // clear, catch-up between objects on one file, damaged and foreign companions, the false-match
 // probability, and the ranges KnownSet::add accepts.
@@ -33,6 +34,8 @@
 #include "redbloom/known_set.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_store.hpp"
+#include "redbloom/sharding.hpp"
+#include "redis_cluster.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 #include "test_items.hpp"
@@ -74,14 +77,23 @@ using redbloom::testing::error_of;
 using redbloom::testing::make_items;
 using redbloom::testing::TempDir;
 using redbloom::testing::views_of;
+using test::RedisCluster;
 using test::RedisReply;
 using test::RedisServer;
 using Mode = KnownSet::Mode;
 
-enum class Backend { file, redis };
+enum class Backend { file, redis, cluster };
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param == Backend::file ? "File" : "Redis";
+  switch (info.param) {
+    case Backend::file:
+      return "File";
+    case Backend::redis:
+      return "Redis";
+    case Backend::cluster:
+      return "Cluster";
+  }
+  return "?";
 }
 
 // The items that break line-based or C-string code, in every universe.
@@ -168,15 +180,19 @@ Scenario make_scenario(std::uint64_t seed) {
   return s;
 }
 
-// The filter and companion of one test, on a file or on a private server.
+// The filter and companion of one test, on a file, on a private server or on a private
+// 3-master cluster.
 class ExactBackendTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     if (GetParam() == Backend::redis) server_.emplace();
+    if (GetParam() == Backend::cluster) cluster_.emplace(3, 0);
   }
 
-  [[nodiscard]] bool in_redis() const { return GetParam() == Backend::redis; }
-  [[nodiscard]] RedisEndpoint endpoint() const { return server_->endpoint(); }
+  [[nodiscard]] bool in_redis() const { return GetParam() != Backend::file; }
+  [[nodiscard]] RedisEndpoint endpoint() const {
+    return cluster_ ? cluster_->endpoint() : server_->endpoint();
+  }
   [[nodiscard]] std::string path(const std::string& name) const { return dir_.file(name); }
 
   std::unique_ptr<ExactSet> create_exact(const std::string& name, std::uint64_t expected,
@@ -203,6 +219,7 @@ class ExactBackendTest : public ::testing::TestWithParam<Backend> {
 
   TempDir dir_;
   std::optional<RedisServer> server_;
+  std::optional<RedisCluster> cluster_;
 };
 
 constexpr std::uint64_t kSeeds[] = {1, 2, 3, 4};
@@ -488,7 +505,8 @@ TEST_P(ExactBackendTest, KnownSetCreateReplacesOrRefusesACompanion) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExactBackendTest,
-                         ::testing::Values(Backend::file, Backend::redis), backend_name);
+                         ::testing::Values(Backend::file, Backend::redis, Backend::cluster),
+                         backend_name);
 
 // ---------------------------------------------------------------------------------------------
 // The file companion.
@@ -956,6 +974,86 @@ TEST_F(RedisExactSetTest, DropRemovesEveryCompanionKeyAndNothingElse) {
   }
   EXPECT_EQ(keys(), (std::vector<std::string>{"u", "u:bits:{u:0}", "u:exactly-mine"}));
   EXPECT_GT(before.size(), 3u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Redis companion in a cluster.
+
+long long command_calls(const RedisServer& node, const std::string& command) {
+  const std::string text = node.command({"INFO", "commandstats"}).text;
+  const std::string field = "cmdstat_" + command + ":calls=";
+  const std::size_t at = text.find(field);
+  return at == std::string::npos ? 0 : std::stoll(text.substr(at + field.size()));
+}
+
+// Bucket slots move to the next master one at a time while items are added and looked up.
+// Each bucket command is its own unit, re-sent alone where its key went: no item is lost or
+// counted twice, and no bucket gets a second copy (an APPEND run at a node its key had not
+// reached yet would start one, and the bytes below would show it).
+TEST(ClusterExactSet, SlotsMigratingUnderALoadLoseNothingAndCountExactly) {
+  RedisCluster cluster(3, 0);
+  constexpr std::uint64_t kBuckets = 512;  // 30000 expected items: 2^9 buckets
+  const auto exact = create_redis_exact_set(cluster.endpoint(), "mx", 30000);
+  const auto slot_of_bucket = [](std::uint64_t b) {
+    return static_cast<unsigned>(sharding::cluster_slot(bucket_key("mx", b)));
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<int> moved{0};
+  std::string error;
+  std::thread resharder([&] {
+    try {
+      for (std::uint64_t b = 0; b < kBuckets && !stop; ++b) {
+        const unsigned slot = slot_of_bucket(b);
+        cluster.migrate_slot(slot, (cluster.owner_of(slot) + 1) % 3);
+        ++moved;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  const auto items = make_items(30000, "ex-");
+  const auto views = views_of(items);
+  std::size_t added = 0;
+  std::vector<std::uint8_t> present;
+  // Rounds over the same items (only the first adds any) until 40 slots moved under the load.
+  for (int round = 0; round < 100 && (round == 0 || moved < 40); ++round) {
+    for (std::size_t first = 0; first < views.size(); first += 1000) {
+      const auto batch = std::span(views).subspan(first, 1000);
+      added += exact->add(batch);
+      present.assign(batch.size(), 0);
+      exact->contains(batch, present);
+      ASSERT_EQ(std::count(present.begin(), present.end(), 1), 1000)
+          << "round " << round << ", batch at " << first;
+    }
+  }
+  stop = true;
+  resharder.join();
+  ASSERT_EQ(error, "");
+  EXPECT_GE(moved, 40);
+  EXPECT_EQ(added, views.size());
+  EXPECT_EQ(exact->entries(), views.size());
+  cluster.wait_until_stable();
+  long long asking = 0;
+  for (std::size_t m = 0; m < 3; ++m) asking += command_calls(cluster.node(m), "asking");
+  std::printf("[ moves    ] %d bucket slots moved under the load; it met %lld ASK redirections\n",
+              moved.load(), asking);
+  EXPECT_GT(asking, 0) << "no command met a slot half moved";
+  long long bytes = 0;
+  for (std::uint64_t b = 0; b < kBuckets; ++b) {
+    bytes +=
+        cluster.node(cluster.owner_of(slot_of_bucket(b))).integer({"STRLEN", bucket_key("mx", b)});
+  }
+  EXPECT_EQ(bytes, static_cast<long long>(kBuckets + 6 * views.size()))
+      << "every bucket once: its seal and one tag per item";
+
+  const auto reopened = open_redis_exact_set(cluster.endpoint(), "mx");
+  present.assign(views.size(), 0);
+  reopened->contains(views, present);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 30000);
+  const auto absent = make_items(30000, "absent-");
+  present.assign(absent.size(), 0);
+  reopened->contains(views_of(absent), present);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 0);
 }
 
 }  // namespace

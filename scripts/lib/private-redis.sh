@@ -1,22 +1,27 @@
 # shellcheck shell=bash
-# Sourced by scripts/bench-redis.sh and scripts/bench-diff.sh, from the repository root, under
-# `set -euo pipefail`: builds a benchmark in Release and runs it against a private redis-server
-# (no persistence) on a free loopback port in a temp dir, killed by pid on exit, whatever
-# happens.
-#   private_redis_setup NAME TARGET   install the test dependencies, find the server, build
-#                                     TARGET, make the temp dir, start the server. NAME (as
-#                                     bench-diff) prefixes messages and names the temp dir.
-#   private_redis_describe            print the machine and the server
-#   private_redis_run COMMAND...      run the benchmark, in the background, and wait for it
-# After setup: $build (the build dir), $dir (the temp dir), $port (the server's), $pid.
+# Sourced by the Redis benchmark scripts (bench-redis.sh, bench-diff.sh, bench-cluster.sh),
+# from the repository root, under `set -euo pipefail`: builds a benchmark in Release and runs it
+# against private redis-servers (no persistence) on free loopback ports in a temp dir: one
+# server, or a Redis Cluster of several masters (no replicas, created with
+# `redis-cli --cluster create`). Every server is killed by pid on exit, whatever happens.
+#   private_redis_setup NAME TARGET [MASTERS]
+#                               install the test dependencies, find the server, build TARGET,
+#                               make the temp dir, start one server (MASTERS 0 or absent) or a
+#                               cluster of MASTERS masters. NAME (as bench-diff) prefixes
+#                               messages and names the temp dir.
+#   private_redis_describe      print the machine and the servers
+#   private_redis_run COMMAND...  run the benchmark, in the background, and wait for it
+# After setup: $build (the build dir), $dir (the temp dir), $uri (redis://127.0.0.1:PORT, or
+# redis+cluster:// with every master), $ports and $pids (arrays, one entry per server).
 # The server binary is $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH; the build dir
 # is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench.
 
 server_bin=""
 build=""
 dir=""
-pid=""
-port=""
+uri=""
+ports=()
+pids=()
 bench=""
 
 private_redis_cleanup() {
@@ -24,20 +29,64 @@ private_redis_cleanup() {
     kill "$bench" 2>/dev/null || true
     wait "$bench" 2>/dev/null || true
   fi
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [[ -n "$dir" ]]; then rm -rf "$dir"; fi
 }
 
+private_redis_port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Starts one server on a free port (and, for a cluster node, a free bus port 10000 above it)
+# in its own directory under $dir; appends to $ports and $pids. If another process takes the
+# port before the server binds, the server exits and the next port is tried.
+private_redis_start_server() {
+  local name=$1 cluster=$2 attempt port pid node_dir
+  local extra=()
+  for ((attempt = 0; attempt < 8; attempt++)); do
+    port=$((20000 + RANDOM % 30000))
+    private_redis_port_in_use "$port" && continue
+    extra=()
+    if [[ $cluster == yes ]]; then
+      private_redis_port_in_use $((port + 10000)) && continue
+      extra=(--cluster-enabled yes --cluster-config-file nodes.conf
+        --cluster-port $((port + 10000)))
+    fi
+    node_dir="$dir/$port"
+    mkdir -p "$node_dir"
+    "$server_bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$node_dir" \
+      --logfile "$node_dir/redis.log" --daemonize no "${extra[@]}" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+      grep -q "Ready to accept connections" "$node_dir/redis.log" 2>/dev/null && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null && grep -q "Ready to accept connections" "$node_dir/redis.log"
+    then
+      ports+=("$port")
+      pids+=("$pid")
+      return 0
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  echo "$name: could not start $server_bin on a loopback port; its last log:" >&2
+  tail -n 20 "$node_dir/redis.log" >&2 2>/dev/null || true
+  exit 1
+}
+
 private_redis_setup() {
-  local name=$1 target=$2
+  local name=$1 target=$2 masters=${3:-0}
   scripts/install-deps.sh --test
   server_bin=${REDBLOOM_REDIS_SERVER:-$(command -v redis-server || true)}
   if [[ -z "$server_bin" || ! -x "$server_bin" ]]; then
     echo "$name: redis-server not found (install it: scripts/install-deps.sh --test," \
       "or set REDBLOOM_REDIS_SERVER to its path)" >&2
+    exit 1
+  fi
+  if ((masters > 0)) && ! command -v redis-cli >/dev/null; then
+    echo "$name: redis-cli is needed to create a cluster (scripts/install-deps.sh --test)" >&2
     exit 1
   fi
 
@@ -50,44 +99,40 @@ private_redis_setup() {
   trap 'exit 130' INT
   trap 'exit 143' TERM
 
-  # Free port: one nobody listens on; if another process takes it before the server binds, the
-  # server exits and the next port is tried.
-  local attempt
-  for ((attempt = 0; attempt < 8; attempt++)); do
-    port=$((20000 + RANDOM % 40000))
-    private_redis_port_in_use "$port" && continue
-    "$server_bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
-      --logfile "$dir/redis.log" --daemonize no >/dev/null 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do
-      grep -q "Ready to accept connections" "$dir/redis.log" 2>/dev/null && break
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null && grep -q "Ready to accept connections" "$dir/redis.log"; then
-      break
-    fi
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    pid=""
-  done
-  if [[ -z "$pid" ]]; then
-    echo "$name: could not start $server_bin on a loopback port; its last log:" >&2
-    tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
-    exit 1
+  if ((masters == 0)); then
+    private_redis_start_server "$name" no
+    uri="redis://127.0.0.1:${ports[0]}"
+    return
   fi
+  local m nodes=()
+  for ((m = 0; m < masters; m++)); do private_redis_start_server "$name" yes; done
+  for m in "${ports[@]}"; do nodes+=("127.0.0.1:$m"); done
+  redis-cli --cluster create "${nodes[@]}" --cluster-yes >"$dir/create.log" 2>&1 || {
+    cat "$dir/create.log" >&2
+    exit 1
+  }
+  for _ in $(seq 100); do
+    redis-cli -p "${ports[0]}" cluster info | grep -q "cluster_state:ok" && break
+    sleep 0.1
+  done
+  uri="redis+cluster://$(IFS=,; echo "${nodes[*]}")"
 }
 
-private_redis_port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 private_redis_describe() {
-  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-  echo "server: $("$server_bin" --version | head -n1), pid $pid, port $port, no persistence"
+  echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB," \
+    "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  if ((${#ports[@]} == 1)); then
+    echo "server: $("$server_bin" --version | head -n1), pid ${pids[0]}, port ${ports[0]}," \
+      "no persistence"
+  else
+    echo "servers: $("$server_bin" --version | head -n1), a cluster of ${#ports[@]} masters on" \
+      "ports ${ports[*]}, no persistence"
+  fi
 }
 
 private_redis_run() {
   # In the background, so that a signal to the script runs the trap at once (bash runs traps
-  # only between foreground commands); the trap then stops the benchmark and the server.
+  # only between foreground commands); the trap then stops the benchmark and the servers.
   "$@" &
   bench=$!
   wait "$bench"
