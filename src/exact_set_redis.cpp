@@ -1,6 +1,8 @@
 // The Redis companion: fingerprints split into 2^b buckets by their top b bits; each bucket a
-// string of 6-byte tags (the fingerprint's low 48 bits), appended to with APPEND. A lookup
-// GETs the item's bucket (~64 tags at the expected size) and scans it.
+// string of 6-byte tags (the fingerprint's low 48 bits). A lookup GETs the item's bucket (~64
+// tags at the expected size) and scans it. An add sends each bucket its new tags in one script
+// (kAddNewTags) that appends those the bucket lacks, so concurrent writers store and count
+// each item once.
 //
 // Version 2 seals every bucket: `create` writes each one as a single zero byte, and tags are
 // appended after it. A bucket that vanished (evicted, deleted) then reads as missing rather
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -45,11 +48,52 @@ constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
 // per-key overhead spread over enough items to stay near 1 byte each.
 constexpr std::uint64_t kTagsPerBucket = 64;
 constexpr unsigned kMaxBucketBits = 24;
-// Bucket commands per pipeline unit on one server.
-constexpr std::uint64_t kCommandsPerUnit = 64;
+// Buckets per pipeline unit on one server.
+constexpr std::uint64_t kBucketsPerUnit = 64;
 // Buckets per Router::pipeline call: a cluster keeps routing state per unit, which for all
 // 2^24 buckets of the largest set at once would take about a gigabyte.
 constexpr std::uint64_t kBucketsPerPipeline = std::uint64_t{1} << 16;
+
+// Appends to each bucket KEYS[k] the tags of ARGV[k + 1] (6 bytes each) that it does not
+// hold yet, and returns how many it appended in all. One script, so that of concurrent adders
+// of an item exactly one stores it and counts it new (a GET, then an APPEND, let two of them
+// both do so). ARGV[1] is the seal's length (1, or 0 for version 1 sets): a tag is held only
+// at an offset that is a whole number of tags past the seal. Every bucket is checked before
+// any is written: a missing, unsealed or damaged one is an error naming its k, as a lookup's
+// checks report it, and nothing is appended.
+constexpr std::string_view kAddNewTags = R"lua(
+local seal = tonumber(ARGV[1])
+local buckets = {}
+for k = 1, #KEYS do
+  local bucket = redis.call('GET', KEYS[k])
+  if not bucket then
+    if seal == 1 then return redis.error_reply('REDBLOOM missing ' .. k) end
+    bucket = ''
+  end
+  if seal == 1 and #bucket % 6 == 0 then return redis.error_reply('REDBLOOM unsealed ' .. k) end
+  if #bucket % 6 ~= seal then return redis.error_reply('REDBLOOM damaged ' .. k) end
+  buckets[k] = bucket
+end
+local added = 0
+for k = 1, #KEYS do
+  local bucket, tags, new = buckets[k], ARGV[k + 1], {}
+  for i = 1, #tags, 6 do
+    local tag, from, held = string.sub(tags, i, i + 5), seal + 1, false
+    while true do
+      local at = string.find(bucket, tag, from, true)
+      if not at then break end
+      if (at - 1 - seal) % 6 == 0 then held = true break end
+      from = at + 1
+    end
+    if not held then new[#new + 1] = tag end
+  end
+  if #new > 0 then
+    redis.call('APPEND', KEYS[k], table.concat(new))
+    added = added + #new
+  end
+end
+return added
+)lua";
 
 std::string meta_key(const std::string& name) {
   return name + ":exact";
@@ -70,17 +114,20 @@ std::string bucket_key(const std::string& name, std::uint64_t bucket) {
 // SET NX) fail, since whether they ran is unknown.
 enum class Work { read, idempotent_write, write };
 
-// One command per bucket, for buckets bucket_of(0) .. bucket_of(count - 1), pipelined:
-// command(i, key, buffer) writes bucket_of(i)'s command, check(i, reply) sees its reply (never
-// concurrently, but on a cluster in any order). On one server 64 commands share a unit. On a
-// cluster every command is a unit of its own, sent to the node serving its bucket's slot: a
-// slot migration makes the cluster run a redirected unit again whole at the new node, and a
-// unit of several bucket keys would then also run for keys that have not moved there yet (a
-// GET finding the bucket missing, an APPEND starting a second copy of it).
-template <class BucketOf, class Command, class Check>
-void for_buckets(Router& router, const std::string& name, std::uint64_t count, BucketOf&& bucket_of,
-                 std::string_view operation, Work work, Command&& command, Check&& check) {
-  const std::uint64_t per_unit = router.is_cluster() ? 1 : kCommandsPerUnit;
+// Buckets bucket_of(0) .. bucket_of(count - 1) in pipeline units: up to 64 buckets a unit on
+// one server; on a cluster one bucket a unit, sent to the node serving its slot. A slot
+// migration makes the cluster run a redirected unit again whole at the new node, and a unit
+// of several bucket keys would then also run for keys that have not moved there yet (a GET
+// finding the bucket missing, an APPEND starting a second copy of it).
+// write(first, keys, buffer) writes the commands of the unit of buckets bucket_of(first) ..
+// bucket_of(first + keys.size() - 1), whose keys are `keys`, and returns how many it wrote;
+// check(first, size, r, reply) sees the r-th reply of that unit of `size` buckets (never
+// concurrently, but on a cluster in any order).
+template <class BucketOf, class Write, class Check>
+void for_bucket_units(Router& router, const std::string& name, std::uint64_t count,
+                      BucketOf&& bucket_of, std::string_view operation, Work work, Write&& write,
+                      Check&& check) {
+  const std::uint64_t per_unit = router.is_cluster() ? 1 : kBucketsPerUnit;
   const bool writes = work != Work::read;
   const OnLostNode lost = work == Work::write ? OnLostNode::fail : OnLostNode::retry;
   std::vector<std::string> keys;
@@ -94,15 +141,33 @@ void for_buckets(Router& router, const std::string& name, std::uint64_t count, B
           return UnitRoute{slot_of(keys[u * per_unit]), u, writes, {}};
         },
         [&](std::size_t u, CommandBuffer& buffer) {
-          const std::uint64_t end = std::min(n, (u + 1) * per_unit);
-          for (std::uint64_t i = u * per_unit; i < end; ++i) command(from + i, keys[i], buffer);
-          return static_cast<std::size_t>(end - u * per_unit);
+          const std::uint64_t first = u * per_unit;
+          const std::uint64_t size = std::min(n, first + per_unit) - first;
+          return write(from + first, std::span<const std::string>(keys).subspan(first, size),
+                       buffer);
         },
         [&](std::size_t u, std::size_t r, const redisReply& reply) {
-          check(from + u * per_unit + r, reply);
+          const std::uint64_t first = u * per_unit;
+          check(from + first, std::min(n, first + per_unit) - first, r, reply);
         },
         lost);
   }
+}
+
+// One command per bucket: command(i, key, buffer) writes bucket_of(i)'s, check(i, reply) sees
+// its reply.
+template <class BucketOf, class Command, class Check>
+void for_buckets(Router& router, const std::string& name, std::uint64_t count, BucketOf&& bucket_of,
+                 std::string_view operation, Work work, Command&& command, Check&& check) {
+  for_bucket_units(
+      router, name, count, bucket_of, operation, work,
+      [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
+        for (std::size_t k = 0; k < keys.size(); ++k) command(first + k, keys[k], buffer);
+        return keys.size();
+      },
+      [&](std::uint64_t first, std::size_t, std::size_t r, const redisReply& reply) {
+        check(first + r, reply);
+      });
 }
 
 // The same for all 2^bucket_bits buckets (i is the bucket).
@@ -215,32 +280,56 @@ class RedisExactSet final : public ExactSet {
         seal_(version >= 2 ? 1 : 0) {}
 
   std::size_t add(std::span<const std::string_view> items) override {
-    std::vector<std::uint8_t> present(items.size());
-    contains(items, present);
-    // New items, each once: by fingerprint, as stored.
-    std::map<std::uint64_t, std::string> appends;  // bucket -> tags to append
+    // Each fingerprint once, as stored: tags by bucket.
+    std::map<std::uint64_t, std::string> tags_of;
     std::unordered_set<std::uint64_t> seen;
-    std::size_t added = 0;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      const std::uint64_t f = exact_fingerprint(items[i]);
-      if (present[i] || !seen.insert(f).second) continue;
+    for (const std::string_view item : items) {
+      const std::uint64_t f = exact_fingerprint(item);
+      if (!seen.insert(f).second) continue;
       const Place place = place_of(f);
-      std::string& tags = appends[place.bucket];
+      std::string& tags = tags_of[place.bucket];
       for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(place.tag >> (8 * b));
-      ++added;
+    }
+    std::vector<const std::pair<const std::uint64_t, std::string>*> order;
+    for (const auto& entry : tags_of) order.push_back(&entry);
+    const std::string_view seal = seal_ != 0 ? "1" : "0";
+    const std::string& sha = add_script_sha();
+    std::size_t added = 0;
+    // EVALSHA; then EVAL, which also caches the script there, for the units whose node did not
+    // know it yet (NOSCRIPT: it did not run).
+    std::vector<std::size_t> todo(order.size());
+    std::iota(todo.begin(), todo.end(), std::size_t{0});
+    for (const bool by_sha : {true, false}) {
+      std::vector<std::size_t> unknown;
+      const auto bucket_of = [&](std::uint64_t i) { return order[todo[i]]->first; };
+      for_bucket_units(
+          *router_, name_, todo.size(), bucket_of, "EVALSHA (adding to buckets)", Work::write,
+          [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
+            buffer.begin(4 + 2 * keys.size());
+            buffer.arg(by_sha ? "EVALSHA" : "EVAL");
+            buffer.arg(by_sha ? std::string_view(sha) : kAddNewTags);
+            buffer.arg(std::uint64_t{keys.size()});
+            for (const std::string& key : keys) buffer.arg(key);
+            buffer.arg(seal);
+            for (std::size_t k = 0; k < keys.size(); ++k)
+              buffer.arg(order[todo[first + k]]->second);
+            return std::size_t{1};
+          },
+          [&](std::uint64_t first, std::size_t size, std::size_t, const redisReply& reply) {
+            if (by_sha && redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
+              for (std::uint64_t i = first; i < first + size; ++i) unknown.push_back(todo[i]);
+              return;
+            }
+            if (redis::is_error(reply)) {
+              check_script_error(reply, [&](std::uint64_t k) { return bucket_of(first + k - 1); });
+            }
+            router_->expect(reply, REDIS_REPLY_INTEGER, "EVALSHA (adding to buckets)");
+            added += static_cast<std::size_t>(reply.integer);
+          });
+      todo = std::move(unknown);
+      if (todo.empty()) break;
     }
     if (added == 0) return 0;
-    std::vector<const std::pair<const std::uint64_t, std::string>*> order;
-    for (const auto& entry : appends) order.push_back(&entry);
-    for_buckets(
-        *router_, name_, order.size(), [&](std::uint64_t i) { return order[i]->first; }, "APPEND",
-        Work::write,
-        [&](std::uint64_t i, const std::string& key, CommandBuffer& buffer) {
-          buffer.command({"APPEND", key, order[i]->second});
-        },
-        [&](std::uint64_t, const redisReply& reply) {
-          router_->expect(reply, REDIS_REPLY_INTEGER, "APPEND");
-        });
     const std::string meta = meta_key(name_);
     router_->run(slot_of(meta), {"HINCRBY", meta, "entries", std::to_string(added)});
     return added;
@@ -265,21 +354,15 @@ class RedisExactSet final : public ExactSet {
           buffer.command({"GET", key});
         },
         [&](std::uint64_t i, const redisReply& reply) {
-          const auto lost = [&](const std::string& what) {
-            router_->fail("GET", "exact-set bucket '" + bucket_key(name_, order[i]->first) + "' " +
-                                     what +
-                                     ": the exact set lost the items in it (evicted under "
-                                     "maxmemory? deleted?); build it again");
-          };
+          const std::uint64_t bucket = order[i]->first;
           if (reply.type == REDIS_REPLY_NIL) {
-            if (seal_ != 0) lost("is missing");
+            if (seal_ != 0) lost(bucket, "is missing", "GET");
             return;  // version 1: an empty bucket
           }
           router_->expect(reply, REDIS_REPLY_STRING, "GET");
-          if (seal_ != 0 && reply.len % kTagBytes == 0) lost("has no seal (it was recreated)");
+          if (seal_ != 0 && reply.len % kTagBytes == 0) lost(bucket, kUnsealed, "GET");
           if (reply.len % kTagBytes != seal_) {
-            router_->fail("GET", "exact-set bucket of " + std::to_string(reply.len) +
-                                     " bytes is not a whole number of tags (damaged?)");
+            damaged(bucket, "of " + std::to_string(reply.len) + " bytes", "GET");
           }
           const auto* bytes = reinterpret_cast<const std::uint8_t*>(reply.str);
           for (std::size_t item : order[i]->second) {
@@ -338,6 +421,49 @@ class RedisExactSet final : public ExactSet {
   }
 
  private:
+  static constexpr std::string_view kUnsealed = "has no seal (it was recreated)";
+
+  [[noreturn]] void lost(std::uint64_t bucket, std::string_view what,
+                         std::string_view operation) const {
+    router_->fail(operation, "exact-set bucket '" + bucket_key(name_, bucket) + "' " +
+                                 std::string(what) +
+                                 ": the exact set lost the items in it (evicted under maxmemory? "
+                                 "deleted?); build it again");
+  }
+  [[noreturn]] void damaged(std::uint64_t bucket, std::string_view what,
+                            std::string_view operation) const {
+    const std::string size = what.empty() ? "" : std::string(what) + " ";
+    router_->fail(operation, "exact-set bucket '" + bucket_key(name_, bucket) + "' " + size +
+                                 "is not a whole number of tags (damaged?)");
+  }
+  // Throws what kAddNewTags's error reply says about the k-th bucket of its unit
+  // (bucket_of_key(k)), as a lookup's checks would; returns for other error replies.
+  template <class BucketOfKey>
+  void check_script_error(const redisReply& reply, BucketOfKey&& bucket_of_key) const {
+    static constexpr std::string_view kOperation = "EVALSHA (adding to buckets)";
+    const std::string_view text = redis::text_of(reply);
+    for (const std::string_view kind : {"missing", "unsealed", "damaged"}) {
+      const std::string prefix = "REDBLOOM " + std::string(kind) + " ";
+      if (!text.starts_with(prefix)) continue;
+      const std::uint64_t bucket =
+          bucket_of_key(std::stoull(std::string(text.substr(prefix.size()))));
+      if (kind == "missing") lost(bucket, "is missing", kOperation);
+      if (kind == "unsealed") lost(bucket, kUnsealed, kOperation);
+      damaged(bucket, "", kOperation);
+    }
+  }
+
+  // The SHA1 of kAddNewTags, from SCRIPT LOAD on the metadata's node (once per object).
+  const std::string& add_script_sha() {
+    if (add_script_sha_.empty()) {
+      const std::string meta = meta_key(name_);
+      const Reply reply = router_->run(slot_of(meta), {"SCRIPT", "LOAD", kAddNewTags});
+      router_->expect(*reply, REDIS_REPLY_STRING, "SCRIPT LOAD");
+      add_script_sha_ = redis::text_of(*reply);
+    }
+    return add_script_sha_;
+  }
+
   [[nodiscard]] Place place_of(std::uint64_t f) const {
     return {bucket_bits_ == 0 ? 0 : f >> (64 - bucket_bits_), f & kTagMask};
   }
@@ -346,6 +472,7 @@ class RedisExactSet final : public ExactSet {
   std::string name_;
   unsigned bucket_bits_;
   std::size_t seal_;  // bytes before a bucket's tags: 1 from version 2 on
+  std::string add_script_sha_;
 };
 
 std::string describe_meta(const Router& router, const std::string& name) {

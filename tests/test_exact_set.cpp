@@ -180,6 +180,11 @@ Scenario make_scenario(std::uint64_t seed) {
   return s;
 }
 
+// The layout documented in exact_set.hpp, spelled out: a change must fail here.
+std::string bucket_key(const std::string& name, std::uint64_t bucket) {
+  return name + ":exact:{" + name + ":x" + std::to_string(bucket) + "}";
+}
+
 // The filter and companion of one test, on a file, on a private server or on a private
 // 3-master cluster.
 class ExactBackendTest : public ::testing::TestWithParam<Backend> {
@@ -215,6 +220,18 @@ class ExactBackendTest : public ::testing::TestWithParam<Backend> {
   KnownSet open_known(const std::string& name, bool exact) {
     return in_redis() ? KnownSet::open_redis(endpoint(), name, exact)
                       : KnownSet::open_file(path(name), exact);
+  }
+
+  // Bytes in all `buckets` buckets of Redis exact set `name`, on whichever node holds each.
+  long long bucket_bytes(const std::string& name, std::uint64_t buckets) {
+    long long bytes = 0;
+    for (std::uint64_t b = 0; b < buckets; ++b) {
+      const std::string key = bucket_key(name, b);
+      const RedisServer& node =
+          cluster_ ? cluster_->node(cluster_->owner_of(sharding::cluster_slot(key))) : *server_;
+      bytes += node.integer({"STRLEN", key});
+    }
+    return bytes;
   }
 
   TempDir dir_;
@@ -367,6 +384,49 @@ TEST_P(ExactBackendTest, AddCountsNewDistinctItems) {
   EXPECT_EQ(exact->entries(), 5u);
   exact->flush();
   EXPECT_EQ(open_exact("f")->entries(), 5u);
+}
+
+// Four writers, each with its own object, add the same batches at the same time: each item is
+// counted new by exactly one of them, and stored once (a lookup, then an append, let two
+// writers both take an item for new and both store it).
+TEST_P(ExactBackendTest, ConcurrentWritersCountEachItemOnce) {
+  (void)create_exact("w", 20000);
+  const auto items = make_items(20000, "w-");
+  std::vector<std::unique_ptr<ExactSet>> writers;
+  for (int t = 0; t < 4; ++t) writers.push_back(open_exact("w"));
+  std::vector<std::size_t> added(writers.size());
+  std::latch start(static_cast<std::ptrdiff_t>(writers.size()));
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(writers.size());
+  for (std::size_t t = 0; t < writers.size(); ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      try {
+        const auto views = views_of(items);
+        for (std::size_t first = 0; first < views.size(); first += 500) {
+          added[t] += writers[t]->add(std::span(views).subspan(first, 500));
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& error : errors) EXPECT_EQ(error, "");
+  EXPECT_EQ(added[0] + added[1] + added[2] + added[3], items.size())
+      << added[0] << " + " << added[1] << " + " << added[2] << " + " << added[3];
+  const auto reopened = open_exact("w");
+  EXPECT_EQ(reopened->entries(), items.size());
+  if (in_redis()) {
+    // 20000 expected items: 2^9 buckets, each its seal and then its tags.
+    EXPECT_EQ(bucket_bytes("w", 512), static_cast<long long>(512 + 6 * items.size()))
+        << "each tag once";
+  } else {
+    EXPECT_EQ(reopened->storage_bytes(), 16u + 8u * items.size()) << "each fingerprint once";
+  }
+  std::vector<std::uint8_t> present(items.size());
+  reopened->contains(views_of(items), present);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), 20000);
 }
 
 TEST_P(ExactBackendTest, CreateOpenAndExistence) {
@@ -731,11 +791,6 @@ class RedisExactSetTest : public ::testing::Test {
   RedisServer server_;
 };
 
-// The layout documented in exact_set.hpp, spelled out: a change must fail here.
-std::string bucket_key(const std::string& name, std::uint64_t bucket) {
-  return name + ":exact:{" + name + ":x" + std::to_string(bucket) + "}";
-}
-
 TEST_F(RedisExactSetTest, KeyLayoutAndBucketCount) {
   const auto exact = create_redis_exact_set(endpoint(), "f", 1000);
   EXPECT_EQ(server_.command({"TYPE", "f:exact"}).text, "hash");
@@ -841,6 +896,26 @@ TEST_F(RedisExactSetTest, RacingCreatorsNeverSeeHalfWrittenMetadata) {
   }
 }
 
+// Adds send EVALSHA; a server that lost its script cache (SCRIPT FLUSH, a restart, a promoted
+// replica) answers NOSCRIPT, and those buckets go again as EVAL.
+TEST_F(RedisExactSetTest, AServerWithoutTheScriptGetsItAgain) {
+  const auto exact = create_redis_exact_set(endpoint(), "f", 1000);
+  const auto calls = [&](const std::string& command) {
+    const std::string text = server_.command({"INFO", "commandstats"}).text;
+    const std::size_t at = text.find("cmdstat_" + command + ":calls=");
+    return at == std::string::npos ? 0 : std::stoll(text.substr(at + command.size() + 15));
+  };
+  const long long evals = calls("eval");  // create's claim of the name is one
+  EXPECT_EQ(exact->add(views_of({"a", "b", "c"})), 3u);
+  EXPECT_EQ(calls("eval"), evals);
+  EXPECT_GT(calls("evalsha"), 0);
+  ASSERT_EQ(server_.command({"SCRIPT", "FLUSH"}).text, "OK");
+  EXPECT_EQ(exact->add(views_of({"c", "d", "e"})), 2u);
+  EXPECT_GT(calls("eval"), evals) << "the NOSCRIPT buckets went again as EVAL";
+  EXPECT_EQ(exact->add(views_of({"e", "f"})), 1u);
+  EXPECT_EQ(exact->entries(), 6u);
+}
+
 TEST_F(RedisExactSetTest, DamagedBucketsAndMetadataAreErrors) {
   {
     const auto exact = create_redis_exact_set(endpoint(), "f", 0);
@@ -852,6 +927,10 @@ TEST_F(RedisExactSetTest, DamagedBucketsAndMetadataAreErrors) {
   const std::string message = error_of([&] { exact->contains(views_of({"a"}), present); });
   EXPECT_TRUE(contains_text(message, "not a whole number of tags")) << message;
   EXPECT_THROW(exact->contains(views_of({"a"}), present), StorageError);
+  const std::string add_message = error_of([&] { exact->add(views_of({"c"})); });
+  EXPECT_TRUE(contains_text(add_message, "'" + bucket_key("f", 0) + "' is not a whole number"))
+      << add_message;
+  EXPECT_EQ(server_.integer({"STRLEN", bucket_key("f", 0)}), 16) << "nothing appended";
 
   ASSERT_EQ(server_.integer({"HSET", "f:exact", "bucket_bits", "99"}), 0);
   EXPECT_THROW((void)open_redis_exact_set(endpoint(), "f"), FormatError);
@@ -874,11 +953,25 @@ TEST_F(RedisExactSetTest, AVanishedBucketIsAnErrorNamingIt) {
   const std::string missing = error_of([&] { exact->contains(views_of(items), present); });
   EXPECT_TRUE(contains_text(missing, "'" + lost + "' is missing")) << missing;
   EXPECT_THROW(exact->contains(views_of(items), present), StorageError);
+  // An add checks every bucket of its script before it writes any: none grows.
+  const auto total_bytes = [&] {
+    long long bytes = 0;
+    for (std::uint64_t b = 0; b < 16; ++b) bytes += server_.integer({"STRLEN", bucket_key("f", b)});
+    return bytes;
+  };
+  const long long before = total_bytes();
+  std::vector<std::string> fresh;
+  for (int i = 0; i < 1000; ++i) fresh.push_back("fresh" + std::to_string(i));
+  const std::string add_missing = error_of([&] { exact->add(views_of(fresh)); });
+  EXPECT_TRUE(contains_text(add_missing, "'" + lost + "' is missing")) << add_missing;
+  EXPECT_EQ(total_bytes(), before);
   // What a writer that raced the loss appends recreates the bucket without its seal.
   ASSERT_EQ(server_.integer({"APPEND", lost, "abcdef"}), 6);
   const auto reopened = open_redis_exact_set(endpoint(), "f");
   const std::string unsealed = error_of([&] { reopened->contains(views_of(items), present); });
   EXPECT_TRUE(contains_text(unsealed, "'" + lost + "' has no seal")) << unsealed;
+  const std::string add_unsealed = error_of([&] { reopened->add(views_of(fresh)); });
+  EXPECT_TRUE(contains_text(add_unsealed, "'" + lost + "' has no seal")) << add_unsealed;
   EXPECT_THROW(reopened->add(views_of(items)), StorageError);
   // Clearing makes it whole again, empty.
   reopened->clear();
