@@ -388,6 +388,13 @@ std::vector<RedisReply> RedisServer::commands(
   return replies;
 }
 
+long long RedisServer::calls(const std::string& command) const {
+  const std::string text = this->command({"INFO", "commandstats"}).text;
+  const std::string field = "cmdstat_" + command + ":calls=";
+  const std::size_t at = text.find(field);
+  return at == std::string::npos ? 0 : std::stoll(text.substr(at + field.size()));
+}
+
 long long RedisServer::integer(const std::vector<std::string>& args) const {
   const RedisReply reply = command(args);
   if (reply.kind != RedisReply::Kind::integer) {

@@ -74,6 +74,9 @@ class RedisServer {
       const std::vector<std::vector<std::string>>& batch) const;
   // command() for an integer reply (throws std::runtime_error for any other kind).
   [[nodiscard]] long long integer(const std::vector<std::string>& args) const;
+  // How many times `command` (lower case, as "bitfield") ran here since the start or the last
+  // CONFIG RESETSTAT (INFO commandstats): which path a store took shows in what the server ran.
+  [[nodiscard]] long long calls(const std::string& command) const;
 
  private:
   // Starts the server on port_ and waits for it to answer; false if the port was taken. Throws

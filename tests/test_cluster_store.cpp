@@ -268,12 +268,6 @@ TEST_F(ClusterStoreTest, SlotsMigratingUnderALoadLoseNothingAndAnswerExactly) {
   expect_same_bits(reopened, local);
 }
 
-long long bitfield_calls(const RedisServer& node) {
-  const std::string text = node.command({"INFO", "commandstats"}).text;
-  const std::size_t at = text.find("cmdstat_bitfield:calls=");
-  return at == std::string::npos ? 0 : std::stoll(text.substr(at + 23));
-}
-
 TEST(ClusterFailover, AKilledMasterGivesACommittedPrefixAndTheReplicaServesTheRest) {
   RedisCluster cluster(3, 1);
   const FilterParams params = size_filter(2'000'000, 0.01, Layout::classic, 256 << 10);
@@ -284,7 +278,7 @@ TEST(ClusterFailover, AKilledMasterGivesACommittedPrefixAndTheReplicaServesTheRe
   // Kill master 0 once the load is under way (it has answered 30 BITFIELDs).
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!loader.finished() && std::chrono::steady_clock::now() < deadline &&
-         bitfield_calls(cluster.node(0)) < 30) {
+         cluster.node(0).calls("bitfield") < 30) {
     std::this_thread::sleep_for(2ms);
   }
   const bool mid_load = !loader.finished();

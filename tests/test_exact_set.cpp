@@ -901,18 +901,13 @@ TEST_F(RedisExactSetTest, RacingCreatorsNeverSeeHalfWrittenMetadata) {
 // replica) answers NOSCRIPT, and those buckets go again as EVAL.
 TEST_F(RedisExactSetTest, AServerWithoutTheScriptGetsItAgain) {
   const auto exact = create_redis_exact_set(endpoint(), "f", 1000);
-  const auto calls = [&](const std::string& command) {
-    const std::string text = server_.command({"INFO", "commandstats"}).text;
-    const std::size_t at = text.find("cmdstat_" + command + ":calls=");
-    return at == std::string::npos ? 0 : std::stoll(text.substr(at + command.size() + 15));
-  };
-  const long long evals = calls("eval");  // create's claim of the name is one
+  const long long evals = server_.calls("eval");  // create's claim of the name is one
   EXPECT_EQ(exact->add(views_of({"a", "b", "c"})), 3u);
-  EXPECT_EQ(calls("eval"), evals);
-  EXPECT_GT(calls("evalsha"), 0);
+  EXPECT_EQ(server_.calls("eval"), evals);
+  EXPECT_GT(server_.calls("evalsha"), 0);
   ASSERT_EQ(server_.command({"SCRIPT", "FLUSH"}).text, "OK");
   EXPECT_EQ(exact->add(views_of({"c", "d", "e"})), 2u);
-  EXPECT_GT(calls("eval"), evals) << "the NOSCRIPT buckets went again as EVAL";
+  EXPECT_GT(server_.calls("eval"), evals) << "the NOSCRIPT buckets went again as EVAL";
   EXPECT_EQ(exact->add(views_of({"e", "f"})), 1u);
   EXPECT_EQ(exact->entries(), 6u);
 }
@@ -1073,13 +1068,6 @@ TEST_F(RedisExactSetTest, DropRemovesEveryCompanionKeyAndNothingElse) {
 // ---------------------------------------------------------------------------------------------
 // The Redis companion in a cluster.
 
-long long command_calls(const RedisServer& node, const std::string& command) {
-  const std::string text = node.command({"INFO", "commandstats"}).text;
-  const std::string field = "cmdstat_" + command + ":calls=";
-  const std::size_t at = text.find(field);
-  return at == std::string::npos ? 0 : std::stoll(text.substr(at + field.size()));
-}
-
 // Bucket slots move to the next master one at a time while items are added and looked up.
 // Each bucket command is its own unit, re-sent alone where its key went: no item is lost or
 // counted twice, and no bucket gets a second copy (an APPEND run at a node its key had not
@@ -1128,7 +1116,7 @@ TEST(ClusterExactSet, SlotsMigratingUnderALoadLoseNothingAndCountExactly) {
   EXPECT_EQ(exact->entries(), views.size());
   cluster.wait_until_stable();
   long long asking = 0;
-  for (std::size_t m = 0; m < 3; ++m) asking += command_calls(cluster.node(m), "asking");
+  for (std::size_t m = 0; m < 3; ++m) asking += cluster.node(m).calls("asking");
   std::printf("[ moves    ] %d bucket slots moved under the load; it met %lld ASK redirections\n",
               moved.load(), asking);
   EXPECT_GT(asking, 0) << "no command met a slot half moved";
@@ -1162,7 +1150,7 @@ TEST(ClusterExactSet, AKilledMasterFailsTheAddInFlightAndLosesNoCompletedOne) {
   std::atomic<bool> killed{false};
   std::thread killer([&] {
     // Once the load is under way on master 0 (3000 scripts answered: ~7 adds), within 30 s.
-    for (int i = 0; i < 6000 && command_calls(cluster.node(0), "evalsha") < 3000; ++i) {
+    for (int i = 0; i < 6000 && cluster.node(0).calls("evalsha") < 3000; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     cluster.node(0).kill(SIGKILL);

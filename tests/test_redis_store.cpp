@@ -109,15 +109,6 @@ void expect_getbit_matches(const RedisServer& server, const std::string& name, c
   }
 }
 
-// Calls of one command since the last CONFIG RESETSTAT, from INFO commandstats: which path a
-// store took is visible in the commands the server ran.
-long long calls_of(const RedisServer& server, const std::string& command) {
-  const std::string info = server.command({"INFO", "commandstats"}).text;
-  const std::string field = "cmdstat_" + command + ":calls=";
-  const std::size_t at = info.find(field);
-  return at == std::string::npos ? 0 : std::atoll(info.c_str() + at + field.size());
-}
-
 std::vector<std::string> all_keys(const RedisServer& server) {
   std::vector<std::string> keys;
   for (const RedisReply& key : server.command({"KEYS", "*"}).elements) keys.push_back(key.text);
@@ -720,8 +711,8 @@ TEST_P(RedisLayoutTest, PerItemAndBulkPathsGiveIdenticalResults) {
     }
     ASSERT_EQ(offset, items.size());
     // The mode decides which commands ran.
-    const long long bitfields = calls_of(server_, "bitfield");
-    const long long bitops = calls_of(server_, "bitop");
+    const long long bitfields = server_.calls("bitfield");
+    const long long bitops = server_.calls("bitop");
     EXPECT_EQ(bitfields > 0, mode != Mode::bulk) << bitfields;
     EXPECT_EQ(bitops > 0, mode != Mode::per_item) << bitops;
     expect_same_bytes(remote.store(), local.store(), std::string("insert_many ") + name);
@@ -752,8 +743,8 @@ TEST_P(RedisLayoutTest, PerItemAndBulkPathsGiveIdenticalResults) {
     EXPECT_TRUE(answers == expected);
     // Per-item lookups are BITFIELD_RO (classic) or one GETRANGE per item (blocked); bulk ones
     // a few GETRANGEs per partition.
-    const long long reads = calls_of(server_, "bitfield_ro");
-    const long long ranges = calls_of(server_, "getrange");
+    const long long reads = server_.calls("bitfield_ro");
+    const long long ranges = server_.calls("getrange");
     if (GetParam() == Layout::classic) {
       EXPECT_EQ(reads > 0, mode != Mode::bulk) << reads;
       EXPECT_EQ(ranges > 0, mode != Mode::per_item) << ranges;
