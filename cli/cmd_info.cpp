@@ -1,10 +1,12 @@
-// info: a filter's parameters and what its fill says about it now.
+// info: a filter's parameters, what its fill says about it now, and its exact set if any.
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
+#include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "summary.hpp"
@@ -21,7 +23,8 @@ std::string iso_time(std::uint64_t unix_ns) {
   return buf;
 }
 
-void print_text(const std::string& where, const FilterInfo& info) {
+void print_text(const std::string& where, const FilterInfo& info,
+                const std::optional<ExactSetSummary>& exact) {
   const FilterParams& p = info.params;
   std::printf("filter            %s\n", where.c_str());
   std::printf("stored in         %s (%s)\n", info.location.c_str(),
@@ -45,9 +48,30 @@ void print_text(const std::string& where, const FilterInfo& info) {
               static_cast<unsigned long long>(info.set_bits), 100 * info.fill_ratio);
   std::printf("estimated items   %.0f\n", info.estimated_items);
   std::printf("estimated rate    %.4g (now)\n", info.estimated_error_rate);
+  if (!exact) {
+    std::printf("exact set         none (diff --exact needs one: add or load --exact)\n");
+    return;
+  }
+  std::printf("exact set         %s (%s)\n", exact->location.c_str(),
+              format_bytes(double(exact->storage_bytes)).c_str());
+  std::printf("exact entries     %llu", static_cast<unsigned long long>(exact->entries));
+  if (exact->entries > 0) {
+    std::printf(" (%.2f bytes each)", double(exact->storage_bytes) / double(exact->entries));
+  }
+  std::printf("\nfalse match       %.2g per query for an absent item\n",
+              exact->false_match_probability);
 }
 
-void print_json(const std::string& where, const FilterInfo& info) {
+void print_json(const std::string& where, const FilterInfo& info,
+                const std::optional<ExactSetSummary>& exact) {
+  std::string exact_json = "null";
+  if (exact) {
+    exact_json = "{\"location\": " + json_string(exact->location) +
+                 ", \"entries\": " + std::to_string(exact->entries) +
+                 ", \"storage_bytes\": " + std::to_string(exact->storage_bytes) +
+                 ", \"false_match_probability\": " + json_number(exact->false_match_probability) +
+                 "}";
+  }
   const FilterParams& p = info.params;
   std::printf(
       "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, \"layout\": \"%s\", "
@@ -55,7 +79,7 @@ void print_json(const std::string& where, const FilterInfo& info) {
       "\"bits\": %llu, \"bytes\": %llu, \"hashes\": %u, \"partitions\": %llu, "
       "\"partition_bytes\": %llu, \"capacity\": %llu, \"error_rate\": %s, "
       "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
-      "\"estimated_items\": %s, \"estimated_error_rate\": %s}\n",
+      "\"estimated_items\": %s, \"estimated_error_rate\": %s, \"exact\": %s}\n",
       json_string(where).c_str(), json_string(info.location).c_str(),
       static_cast<unsigned long long>(info.storage_bytes), std::string(to_string(p.layout)).c_str(),
       p.hash_scheme, static_cast<unsigned long long>(p.total_bits()),
@@ -65,7 +89,8 @@ void print_json(const std::string& where, const FilterInfo& info) {
       static_cast<unsigned long long>(p.capacity), json_number(p.error_rate).c_str(),
       static_cast<unsigned long long>(info.created_unix_ns),
       static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
-      json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str());
+      json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str(),
+      exact_json.c_str());
 }
 
 }  // namespace
@@ -82,7 +107,8 @@ void register_info(CLI::App& app, int& exit_code) {
   sub->callback([cmd, &exit_code] {
     const Filter filter = open_for_reading(cmd->location);
     const FilterInfo info = filter.info();
-    (cmd->json ? print_json : print_text)(cmd->location.describe(), info);
+    (cmd->json ? print_json : print_text)(cmd->location.describe(), info,
+                                          exact_summary(cmd->location));
     exit_code = kExitOk;
   });
 }

@@ -14,6 +14,12 @@ std::unique_ptr<ExactSet> open_exact(const FilterLocation& location, bool writab
                              : open_file_exact_set(location.path, writable);
 }
 
+std::optional<ExactSetSummary> exact_summary(const FilterLocation& location) {
+  if (!exact_exists(location)) return std::nullopt;
+  return location.in_redis() ? summarize(*open_redis_exact_set(location.endpoint(), location.name))
+                             : summarize_file_exact_set(location.path);
+}
+
 std::unique_ptr<ExactSet> exact_for_writing(const FilterLocation& location, const Filter& filter,
                                             bool create) {
   if (exact_exists(location)) return open_exact(location);

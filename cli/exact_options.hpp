@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "filter_options.hpp"
 #include "redbloom/exact_set.hpp"
@@ -12,6 +13,8 @@ namespace redbloom::cli {
 // Throws NotFound when the filter has none. `writable` = false for lookups only.
 [[nodiscard]] std::unique_ptr<ExactSet> open_exact(const FilterLocation& location,
                                                    bool writable = true);
+// What info shows of the filter's companion; nullopt if it has none.
+[[nodiscard]] std::optional<ExactSetSummary> exact_summary(const FilterLocation& location);
 // The companion a writer must keep up to date: the existing one whether or not --exact was
 // given (skipping it would leave it missing items, and exact answers wrong), or with `create`
 // a new one. A new one is refused for a filter that already holds items: they could never be

@@ -238,9 +238,12 @@ std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path, 
   return std::make_unique<FileExactSet>(path, fd);
 }
 
-std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path, bool writable) {
+namespace {
+
+// Opens the companion of `filter_path`: NotFound if there is none.
+Fd open_companion(const std::string& filter_path, int flags) {
   const std::string path = companion_path(filter_path);
-  Fd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), flags | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       throw NotFound("filter " + filter_path + " has no exact set (" + path +
@@ -248,7 +251,25 @@ std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path, bo
     }
     throw StorageError(errno_message("cannot open " + path));
   }
+  return fd;
+}
+
+}  // namespace
+
+std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path, bool writable) {
+  const std::string path = companion_path(filter_path);
+  Fd fd = open_companion(filter_path, writable ? O_RDWR : O_RDONLY);
   return std::make_unique<FileExactSet>(path, fd.release());
+}
+
+ExactSetSummary summarize_file_exact_set(const std::string& filter_path) {
+  const std::string path = companion_path(filter_path);
+  const Fd fd = open_companion(filter_path, O_RDONLY);
+  check_header(fd.get(), path);
+  const std::uint64_t bytes = file_size(fd.get(), path);
+  // Writers append whole records under their lock; a record being written is not counted.
+  const std::uint64_t entries = (bytes - kHeaderBytes) / 8;
+  return {"file " + path, entries, bytes, static_cast<double>(entries) / kTwoTo64};
 }
 
 bool file_exact_set_exists(const std::string& filter_path) {
@@ -260,12 +281,7 @@ void remove_file_exact_set(const std::string& filter_path) {
   const std::string path = companion_path(filter_path);
   {
     // Never delete a file that is not one (its header says; the records need not be read).
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) {
-      if (errno == ENOENT)
-        throw NotFound("filter " + filter_path + " has no exact set (" + path + ")");
-      throw StorageError(errno_message("cannot open " + path));
-    }
+    const Fd fd = open_companion(filter_path, O_RDONLY);
     check_header(fd.get(), path);
   }
   if (::unlink(path.c_str()) != 0) throw StorageError(errno_message("cannot delete " + path));

@@ -20,6 +20,8 @@ class Fd {
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&&) = delete;
   [[nodiscard]] int get() const noexcept { return fd_; }
   int release() noexcept { return std::exchange(fd_, -1); }
 

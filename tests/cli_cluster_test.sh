@@ -87,6 +87,8 @@ check "create --exact" 0 "$rc"
 run add --redis "$C" --name known --exact a.txt
 check "add --exact" 0 "$rc"
 check_contains "add --exact counts the exact set" "20000" "$err"
+run info --redis "$C" --name known
+check_contains "info shows the exact set" "exact entries     20000" "$out"
 for m in 0 1 2; do
   buckets=$(redis-cli -p "${redis_port[n$m]}" --scan --pattern 'known:exact:*' | wc -l)
   [[ $buckets -ge 100 ]] && spread=ok || spread="master $m holds $buckets of 512 buckets"

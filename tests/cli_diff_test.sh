@@ -70,6 +70,11 @@ suite() {
   check "$t load --exact" 0 "$rc"
   check_contains "$t load summary" "exact set entries 20000" "$err"
   check "$t companion made" yes "$(companion "$(cname k)")"
+  run info $k
+  check_contains "$t info shows the exact set" "exact entries     20000" "$out"
+  check_contains "$t info: false-match probability" "false match       " "$out"
+  run info $k --json
+  check_contains "$t info --json exact entries" '"entries": 20000' "$out"
   run diff $(known k) --check b.txt --exact
   check "$t diff --exact exit" 0 "$rc"
   same_as "$t diff --exact = B \\ A in input order" expected.txt "$out"
@@ -164,6 +169,8 @@ suite() {
   check "$t ... prints nothing" "" "$out"
   run diff $(known plain) --check b.txt
   check "$t Bloom-only works without one" 0 "$rc"
+  run info $(loc plain) --json
+  check_contains "$t info --json without one" '"exact": null' "$out"
   run add --exact $(loc plain) c.txt
   check "$t add --exact to a filter holding items: exit 2" 2 "$rc"
   check_contains "$t ... refused" "already holds items but has no exact set" "$err"

@@ -777,6 +777,24 @@ TEST(FileExactSet, FalseMatchProbabilityIsEntriesOver2To64) {
   EXPECT_LT(exact->false_match_probability(), 1e-16);
 }
 
+// info's summary of a file companion, from its header and size, equals the open set's.
+TEST(FileExactSet, SummaryWithoutOpeningEqualsTheOpenSets) {
+  TempDir dir;
+  const std::string filter = dir.file("f.rbf");
+  EXPECT_THROW((void)summarize_file_exact_set(filter), NotFound);
+  const auto exact = create_file_exact_set(filter);
+  exact->add(views_of(make_items(1234, "s-")));
+  const ExactSetSummary read = summarize_file_exact_set(filter);
+  const ExactSetSummary opened = summarize(*open_file_exact_set(filter, false));
+  EXPECT_EQ(read.entries, 1234u);
+  EXPECT_EQ(read.entries, opened.entries);
+  EXPECT_EQ(read.storage_bytes, opened.storage_bytes);
+  EXPECT_EQ(read.false_match_probability, opened.false_match_probability);
+  EXPECT_EQ(read.location, opened.location);
+  write_file(filter + ".exact", "not an exact set at all");
+  EXPECT_THROW((void)summarize_file_exact_set(filter), FormatError);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The Redis companion.
 

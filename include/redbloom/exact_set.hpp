@@ -50,6 +50,17 @@ class ExactSet {
   [[nodiscard]] virtual std::string location() const = 0;
 };
 
+// What `redbloom info` shows of a companion.
+struct ExactSetSummary {
+  std::string location;
+  std::uint64_t entries = 0;
+  std::uint64_t storage_bytes = 0;
+  double false_match_probability = 0;
+};
+[[nodiscard]] inline ExactSetSummary summarize(const ExactSet& set) {
+  return {set.location(), set.entries(), set.storage_bytes(), set.false_match_probability()};
+}
+
 // The companion of the filter file `filter_path`: `filter_path + ".exact"`. create() refuses an
 // existing one unless `overwrite`; open() reads every fingerprint into memory (8 bytes each).
 // Writers append under an exclusive lock; every object catches up with what others appended
@@ -61,6 +72,9 @@ class ExactSet {
 [[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path,
                                                             bool writable = true);
 [[nodiscard]] bool file_exact_set_exists(const std::string& filter_path);
+// summarize() of the file companion from its header and size alone (open() reads every
+// fingerprint, 8 bytes each, into memory).
+[[nodiscard]] ExactSetSummary summarize_file_exact_set(const std::string& filter_path);
 void remove_file_exact_set(const std::string& filter_path);
 
 // The companion of Redis filter NAME: metadata hash `NAME:exact` and bucket strings
