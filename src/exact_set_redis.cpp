@@ -110,8 +110,8 @@ std::string bucket_key(const std::string& name, std::uint64_t bucket) {
 }
 
 // What a bucket command may do when a cluster node is lost in the middle of a pipeline: reads
-// and writes that can run twice wait for the failover and run again; the others (APPEND,
-// SET NX) fail, since whether they ran is unknown.
+// and writes that can run twice wait for the failover and run again; the others (the add
+// script, SET NX) fail, since whether they ran is unknown.
 enum class Work { read, idempotent_write, write };
 
 // Buckets bucket_of(0) .. bucket_of(count - 1) in pipeline units: up to 64 buckets a unit on
