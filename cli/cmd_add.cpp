@@ -48,7 +48,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   while (reader.next_batch(batch, batch_items)) {
     try {
       // The companion first: the filter must never hold an item the companion lacks.
-      if (exact) exact->add(batch);
+      if (exact) add_to_exact(*exact, batch);
       added += filter.add_many(batch, newly);
     } catch (const IncompleteWrite& e) {
       // Print what is known committed, then say exactly where the input stops being certain.

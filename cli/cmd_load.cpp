@@ -38,7 +38,7 @@ int run_load(const LoadCommand& cmd) {
   while (reader.next_batch(batch, kLoadBatch, /*fill_up=*/true)) {
     try {
       // The companion first: the filter must never hold an item the companion lacks.
-      if (exact) exact->add(batch);
+      if (exact) add_to_exact(*exact, batch);
       filter.insert_many(batch);
     } catch (const IncompleteWrite& e) {
       throw StorageError(std::string(e.what()) + "\nload: committed the first " +

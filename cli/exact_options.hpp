@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <optional>
+#include <span>
+#include <string_view>
 
 #include "filter_options.hpp"
 #include "redbloom/exact_set.hpp"
@@ -21,6 +23,10 @@ namespace redbloom::cli {
 // verified.
 [[nodiscard]] std::unique_ptr<ExactSet> exact_for_writing(const FilterLocation& location,
                                                           const Filter& filter, bool create);
+// exact.add(items) for a command that adds `items` to the companion first, then to the filter:
+// a storage error becomes an IncompleteWrite that committed none of `items` (the filter holds
+// none of them yet, the companion may hold some), so that the command says what it committed.
+void add_to_exact(ExactSet& exact, std::span<const std::string_view> items);
 // Removes the companion if there is one (with the filter, or when the filter is replaced).
 void drop_exact_if_any(const FilterLocation& location);
 

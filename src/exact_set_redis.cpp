@@ -54,17 +54,24 @@ constexpr std::uint64_t kBucketsPerUnit = 64;
 // 2^24 buckets of the largest set at once would take about a gigabyte.
 constexpr std::uint64_t kBucketsPerPipeline = std::uint64_t{1} << 16;
 
-// Appends to each bucket KEYS[k] the tags of ARGV[k + 1] (6 bytes each) that it does not
+// Appends to each bucket KEYS[k] the tags of ARGV[k + 2] (6 bytes each) that it does not
 // hold yet, and returns how many it appended in all. One script, so that of concurrent adders
 // of an item exactly one stores it and counts it new (a GET, then an APPEND, let two of them
 // both do so). ARGV[1] is the seal's length (1, or 0 for version 1 sets): a tag is held only
 // at an offset that is a whole number of tags past the seal. Every bucket is checked before
 // any is written: a missing, unsealed or damaged one is an error naming its k, as a lookup's
-// checks report it, and nothing is appended.
+// checks report it, and nothing is appended. ARGV[2] = "1" (one server): the last key is the
+// metadata hash, whose `entries` the script raises by what it appended, so the count moves with
+// the tags even when a later unit of the same add fails. On a cluster the metadata is in
+// another slot, out of a script's reach, and the caller counts (ARGV[2] = "0"). Once a script
+// has written, Redis no longer refuses its writes for maxmemory, so it never stops half way.
 constexpr std::string_view kAddNewTags = R"lua(
 local seal = tonumber(ARGV[1])
+local counted = ARGV[2] == '1'
+local nbuckets = #KEYS
+if counted then nbuckets = nbuckets - 1 end
 local buckets = {}
-for k = 1, #KEYS do
+for k = 1, nbuckets do
   local bucket = redis.call('GET', KEYS[k])
   if not bucket then
     if seal == 1 then return redis.error_reply('REDBLOOM missing ' .. k) end
@@ -75,8 +82,8 @@ for k = 1, #KEYS do
   buckets[k] = bucket
 end
 local added = 0
-for k = 1, #KEYS do
-  local bucket, tags, new = buckets[k], ARGV[k + 1], {}
+for k = 1, nbuckets do
+  local bucket, tags, new = buckets[k], ARGV[k + 2], {}
   for i = 1, #tags, 6 do
     local tag, from, held = string.sub(tags, i, i + 5), seal + 1, false
     while true do
@@ -92,6 +99,7 @@ for k = 1, #KEYS do
     added = added + #new
   end
 end
+if counted and added > 0 then redis.call('HINCRBY', KEYS[#KEYS], 'entries', added) end
 return added
 )lua";
 
@@ -294,6 +302,10 @@ class RedisExactSet final : public ExactSet {
     for (const auto& entry : tags_of) order.push_back(&entry);
     const std::string_view seal = seal_ != 0 ? "1" : "0";
     const std::string& sha = add_script_sha();
+    const std::string meta = meta_key(name_);
+    // On one server each script counts what it stores (kAddNewTags), so a failed add leaves
+    // `entries` equal to the tags stored; on a cluster this call counts the scripts' replies.
+    const bool counted_by_script = !router_->is_cluster();
     std::size_t added = 0;
     // EVALSHA; then EVAL, which also caches the script there, for the units whose node did not
     // know it yet (NOSCRIPT: it did not run).
@@ -305,12 +317,14 @@ class RedisExactSet final : public ExactSet {
       for_bucket_units(
           *router_, name_, todo.size(), bucket_of, "EVALSHA (adding to buckets)", Work::write,
           [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
-            buffer.begin(4 + 2 * keys.size());
+            buffer.begin(5 + 2 * keys.size() + (counted_by_script ? 1 : 0));
             buffer.arg(by_sha ? "EVALSHA" : "EVAL");
             buffer.arg(by_sha ? std::string_view(sha) : kAddNewTags);
-            buffer.arg(std::uint64_t{keys.size()});
+            buffer.arg(std::uint64_t{keys.size() + (counted_by_script ? 1 : 0)});
             for (const std::string& key : keys) buffer.arg(key);
+            if (counted_by_script) buffer.arg(meta);
             buffer.arg(seal);
+            buffer.arg(counted_by_script ? "1" : "0");
             for (std::size_t k = 0; k < keys.size(); ++k)
               buffer.arg(order[todo[first + k]]->second);
             return std::size_t{1};
@@ -329,9 +343,9 @@ class RedisExactSet final : public ExactSet {
       todo = std::move(unknown);
       if (todo.empty()) break;
     }
-    if (added == 0) return 0;
-    const std::string meta = meta_key(name_);
-    router_->run(slot_of(meta), {"HINCRBY", meta, "entries", std::to_string(added)});
+    if (added != 0 && !counted_by_script) {
+      router_->run(slot_of(meta), {"HINCRBY", meta, "entries", std::to_string(added)});
+    }
     return added;
   }
 

@@ -30,7 +30,9 @@ class ExactSet {
   ExactSet& operator=(const ExactSet&) = delete;
 
   // Adds the items that are not in the set yet (each at most once, even if repeated in the
-  // batch). Returns how many were added.
+  // batch). Returns how many were added. If it throws, some of the items may be stored (in
+  // Redis, the buckets whose script ran); adding them again is safe and does not count them
+  // twice.
   virtual std::size_t add(std::span<const std::string_view> items) = 0;
   // present[i] = 1 iff item i was added (up to the false-match probability).
   virtual void contains(std::span<const std::string_view> items,
