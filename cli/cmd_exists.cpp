@@ -7,6 +7,7 @@
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "stream.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -48,6 +49,14 @@ int run_exists(const ExistsCommand& cmd) {
   out.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
+  const std::uint64_t present_items = cmd.invert ? items - selected : selected;
+  Summary("exists")
+      .count("read", "read", items)
+      .count("present", "present", present_items)
+      .count("absent", "absent", items - present_items)
+      .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
+      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s")
+      .print(cmd.stream.json, cmd.stream.quiet);
   return selected > 0 ? kExitOk : kExitNoMatch;
 }
 

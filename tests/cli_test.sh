@@ -86,6 +86,12 @@ check "exists --count" "0" "$out"
 check "exists nothing matched" 1 "$rc"
 run exists -f f.rbf -c <<< $'a\nb\nzz'
 check "exists -c" "2" "$out"
+check_contains "exists summary" "redbloom exists: read 3, present 2, absent 1, " "$err"
+run exists -f f.rbf -v --json <<< $'a\nb\nzz'
+check "exists -v --json: the absent item" "zz" "$out"
+check_contains "exists --json summary" '"read": 3, "present": 2, "absent": 1' "$err"
+run exists -f f.rbf -q <<< $'a\nb\nzz'
+check "exists -q: no summary" "" "$err"
 
 # --- create, add, info, drop ---
 run create -f c.rbf -n 1000 -p 0.001 --layout blocked
