@@ -70,6 +70,16 @@ std::uint16_t slot_of(std::string_view key) {
   return static_cast<std::uint16_t>(sharding::cluster_slot(key));
 }
 
+void for_each_master(const Router& router, const std::function<void(std::uint16_t)>& visit) {
+  std::vector<bool> visited(router.masters(), false);
+  for (std::uint32_t slot = 0; slot < sharding::kClusterSlots; ++slot) {
+    const std::size_t master = router.master_of(static_cast<std::uint16_t>(slot));
+    if (master >= visited.size() || visited[master]) continue;
+    visited[master] = true;
+    visit(static_cast<std::uint16_t>(slot));
+  }
+}
+
 bool claim_hash(Router& router, std::string_view key,
                 std::initializer_list<std::string_view> fields) {
   static constexpr std::string_view kClaim =

@@ -108,6 +108,10 @@ class Router {
 [[nodiscard]] bool claim_hash(Router& router, std::string_view key,
                               std::initializer_list<std::string_view> fields);
 
+// Calls visit(slot) once for each master (one call on one server), with a slot it serves:
+// commands run at that slot (Router::call) reach that master.
+void for_each_master(const Router& router, const std::function<void(std::uint16_t)>& visit);
+
 // A cluster router for a redis+cluster endpoint, else one server.
 [[nodiscard]] std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint);
 

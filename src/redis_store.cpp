@@ -627,15 +627,10 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
 std::vector<std::string> RedisStore::eviction_risks(const RedisEndpoint& endpoint) {
   const auto router = redis::make_router(endpoint);
   std::vector<std::string> risks;
-  std::vector<bool> asked(router->masters(), false);
-  for (std::uint32_t slot = 0; slot < sharding::kClusterSlots; ++slot) {
-    const std::size_t master = router->master_of(static_cast<std::uint16_t>(slot));
-    if (master >= asked.size() || asked[master]) continue;
-    asked[master] = true;
+  redis::for_each_master(*router, [&](std::uint16_t slot) {
     // "maxmemory*": one pattern, as servers before Redis 7 take only one.
-    const Reply reply = router->call(static_cast<std::uint16_t>(slot),
-                                     {"CONFIG", "GET", "maxmemory*"}, OnLostNode::retry);
-    if (reply->type != REDIS_REPLY_ARRAY) continue;  // CONFIG renamed away, or not allowed
+    const Reply reply = router->call(slot, {"CONFIG", "GET", "maxmemory*"}, OnLostNode::retry);
+    if (reply->type != REDIS_REPLY_ARRAY) return;  // CONFIG renamed away, or not allowed
     std::string limit = "0";
     std::string policy;
     for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
@@ -643,14 +638,14 @@ std::vector<std::string> RedisStore::eviction_risks(const RedisEndpoint& endpoin
       if (field == "maxmemory") limit = redis::text_of(*reply->element[i + 1]);
       if (field == "maxmemory-policy") policy = redis::text_of(*reply->element[i + 1]);
     }
-    if (limit == "0" || !policy.starts_with("allkeys-")) continue;
+    if (limit == "0" || !policy.starts_with("allkeys-")) return;
     const std::string where =
         router->is_cluster() ? "the master serving slot " + std::to_string(slot) + " of " : "";
     risks.push_back("redis " + where + endpoint.describe() + " evicts keys when full (maxmemory " +
                     limit + " bytes, maxmemory-policy " + policy +
                     "): an evicted partition loses every item in it (redbloom reports the loss "
                     "as an error); use maxmemory-policy noeviction for filters");
-  }
+  });
   return risks;
 }
 

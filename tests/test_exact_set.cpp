@@ -1119,6 +1119,25 @@ TEST_F(RedisExactSetTest, DropRemovesEveryCompanionKeyAndNothingElse) {
 // ---------------------------------------------------------------------------------------------
 // The Redis companion in a cluster.
 
+// The add script is loaded on every master before the first add: none of its calls comes back
+// NOSCRIPT to go again as EVAL (loaded on the metadata's master alone, the calls to the
+// others in the first add all did).
+TEST(ClusterExactSet, TheAddScriptIsLoadedOnEveryMaster) {
+  RedisCluster cluster(3, 0);
+  const auto exact = create_redis_exact_set(cluster.endpoint(), "sl", 20000);
+  const auto total = [&](const std::string& command) {
+    long long calls = 0;
+    for (std::size_t m = 0; m < 3; ++m) calls += cluster.node(m).calls(command);
+    return calls;
+  };
+  const long long evals = total("eval");  // create's claim of the name
+  std::vector<std::string> items;
+  for (int i = 0; i < 20000; ++i) items.push_back("sl" + std::to_string(i));
+  EXPECT_EQ(exact->add(views_of(items)), 20000u);
+  EXPECT_EQ(total("eval"), evals);
+  for (std::size_t m = 0; m < 3; ++m) EXPECT_GT(cluster.node(m).calls("evalsha"), 0) << m;
+}
+
 // Bucket slots move to the next master one at a time while items are added and looked up.
 // Each bucket command is its own unit, re-sent alone where its key went: no item is lost or
 // counted twice, and no bucket gets a second copy (an APPEND run at a node its key had not
