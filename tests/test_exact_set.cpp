@@ -995,9 +995,9 @@ TEST_F(RedisExactSetTest, AVanishedBucketIsAnErrorNamingIt) {
 }
 
 // An add's scripts on one server each count what they store, so an add that fails part way
-// (here: one unit's bucket is gone; the other units' scripts ran) leaves `entries` equal to
-// the tags the buckets hold. Counted once after all the scripts, the stored ones went
-// uncounted, and adding them again never counted them either.
+// (here: one unit's bucket is gone; the other units' scripts ran) raises `entries` by exactly
+// the tags it stored. Counted once after all the scripts, the stored ones went uncounted, and
+// adding them again never counted them either.
 TEST_F(RedisExactSetTest, AnAddThatFailsPartWayCountsWhatItStored) {
   const auto exact = create_redis_exact_set(endpoint(), "f", 100000);
   ASSERT_EQ(server_.command({"HGET", "f:exact", "bucket_bits"}).text, "11");
