@@ -1,14 +1,18 @@
 // add: put items into a filter. dedup: the same, printing each item the first time it is seen.
-// Both commit a batch to the filter before printing any of it, so an item is never printed
-// as new unless the filter holds it.
+// Both commit a batch to the filter, then write and flush its output, before reading the next:
+// an item is never printed as new unless the filter holds it, and at most one batch is ever
+// committed and not yet printed (stream.hpp has the rest of the contract).
 #include <cstdio>
 
+#include "capacity.hpp"
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "redbloom/error.hpp"
+#include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
 
@@ -21,17 +25,27 @@ struct AddCommand {
   FilterLocation location;
   SizingOptions sizing;
   StreamOptions stream;
+  OnFull on_full = OnFull::warn;
   bool print_duplicates = false;
   bool exact = false;
 };
 
+// "committed the first N input items (their output is printed)": where a failed command stops
+// being certain, for its message.
+std::string committed_note(const char* verb, std::uint64_t items, Emit emit) {
+  return std::string(verb) + ": committed the first " + std::to_string(items) + " input items" +
+         (emit == Emit::nothing ? "" : " (their output is printed)");
+}
+
 int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   check_threads(cmd.stream, cmd.location);
-  Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  const StopSignals stop_signals;
+  auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
+  CapacityWatch capacity(filter, cmd.on_full, created, verb, emit != Emit::nothing);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
-  Output out(1);
+  BatchOutput out(1, reader.delimiter());
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   const std::size_t batch_items = stream_batch(filter);
@@ -42,30 +56,42 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   auto print = [&](std::size_t count) {
     if (emit == Emit::nothing) return;
     for (std::size_t i = 0; i < count; ++i) {
-      if (newly[i] == wanted) out.write_item(batch[i], reader.delimiter());
+      if (newly[i] == wanted) out.line(batch[i]);
     }
+    out.write();
   };
-  while (reader.next_batch(batch, batch_items)) {
-    try {
-      // The companion first: the filter must never hold an item the companion lacks.
-      if (exact) add_to_exact(*exact, batch);
-      added += filter.add_many(batch, newly);
-    } catch (const IncompleteWrite& e) {
-      // Print what is known committed, then say exactly where the input stops being certain.
-      print(e.committed());
-      out.flush();
-      throw StorageError(std::string(e.what()) + "\n" + verb + ": committed the first " +
-                         std::to_string(items + e.committed()) + " input items" +
-                         (emit == Emit::nothing ? "" : " (their output is printed)") + "; items " +
-                         std::to_string(items + e.committed() + 1) + " to " +
-                         std::to_string(items + batch.size()) +
-                         " may be partly written: added again, some may count as duplicates");
+  try {
+    for (;;) {
+      try {
+        if (!reader.next_batch(batch, batch_items)) break;
+      } catch (const InputError& e) {
+        throw InputError(std::string(e.what()) + "; " + committed_note(verb, items, emit) +
+                         "; nothing after them was added");
+      }
+      std::size_t batch_added = 0;
+      try {
+        // The companion first: the filter must never hold an item the companion lacks.
+        if (exact) add_to_exact(*exact, batch);
+        batch_added = filter.add_many(batch, newly);
+      } catch (const IncompleteWrite& e) {
+        // Print what is known committed, then say exactly where the input stops being certain.
+        print(e.committed());
+        throw StorageError(std::string(e.what()) + "\n" +
+                           committed_note(verb, items + e.committed(), emit) + "; items " +
+                           std::to_string(items + e.committed() + 1) + " to " +
+                           std::to_string(items + batch.size()) +
+                           " may be partly written: added again, some may count as duplicates");
+      }
+      added += batch_added;
+      items += batch.size();
+      print(batch.size());
+      progress.update(items);
+      capacity.added(batch_added, items);
     }
-    items += batch.size();
-    print(batch.size());
-    progress.update(items);
+  } catch (const OutputError& e) {
+    filter.flush();
+    return report_output_failure(e, verb, /*committed=*/true, cmd.stream);
   }
-  out.flush();
   // Exit status 0 then means durable: the filter's pages are on disk, not only in the cache.
   if (exact) exact->flush();
   filter.flush();
@@ -78,8 +104,9 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
       .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
+  add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
-  return kExitOk;
+  return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;
 }
 
 void register_adding(CLI::App& app, int& exit_code, const char* name, const char* help,
@@ -89,11 +116,15 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_stream_options(*sub, cmd->stream);
+  add_on_full_option(*sub, cmd->on_full);
   sub->add_flag("--exact", cmd->exact,
                 "Also keep the exact set that diff --exact verifies against (created if missing)");
   if (dedup) {
     sub->add_flag("--dups", cmd->print_duplicates,
                   "Print the duplicates instead of the first occurrences");
+    sub->add_option("--unprinted", cmd->stream.unprinted_path,
+                    "Where to save committed items whose lines could not be written (output "
+                    "closed or full); default: a new file in the working directory");
   }
   sub->callback([cmd, &exit_code, dedup, name] {
     const Emit emit = !dedup                  ? Emit::nothing

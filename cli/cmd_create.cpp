@@ -6,6 +6,7 @@
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 
@@ -15,6 +16,7 @@ void register_create(CLI::App& app, int& exit_code) {
     SizingOptions sizing;
     bool force = false;
     bool quiet = false;
+    bool json = false;
     bool exact = false;
   };
   auto cmd = std::make_shared<CreateCommand>();
@@ -24,11 +26,19 @@ void register_create(CLI::App& app, int& exit_code) {
   sub->add_flag("--force", cmd->force, "Replace an existing filter (and its exact set)");
   sub->add_flag("--exact", cmd->exact, "Also create the exact set that diff --exact uses");
   sub->add_flag("-q,--quiet", cmd->quiet, "Print nothing");
+  sub->add_flag("--json", cmd->json,
+                "What was created as one JSON object on stdout (warnings as JSON on stderr)");
   sub->callback([cmd, &exit_code] {
     // create_filter also drops an exact set left from a former filter of that name.
     const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
     if (cmd->exact) (void)exact_for_writing(cmd->location, filter, /*create=*/true);
-    if (!cmd->quiet) {
+    if (cmd->quiet) {
+    } else if (cmd->json) {
+      std::printf("{\"created\": %s, \"location\": %s, %s, \"exact\": %s}\n",
+                  json_string(cmd->location.describe()).c_str(),
+                  json_string(filter.store().location()).c_str(),
+                  params_json_members(filter.params()).c_str(), cmd->exact ? "true" : "false");
+    } else {
       std::printf("created %s: %s\n", cmd->location.describe().c_str(),
                   describe(filter.params()).c_str());
     }

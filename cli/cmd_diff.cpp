@@ -11,6 +11,7 @@
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "redbloom/known_set.hpp"
+#include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
 
@@ -25,6 +26,7 @@ struct DiffCommand {
 
 int run_diff(const DiffCommand& cmd) {
   check_threads(cmd.stream, cmd.known);
+  const StopSignals stop_signals;
   Filter filter = open_for_reading(cmd.known);
   filter.use_threads(cmd.stream.threads);
   const double rate = filter.info().estimated_error_rate;
@@ -32,23 +34,26 @@ int run_diff(const DiffCommand& cmd) {
                  cmd.exact ? open_exact(cmd.known, /*writable=*/false) : nullptr);
   const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
-  Output out(1);
+  BatchOutput out(1, reader.delimiter());
   Progress progress("diff", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   std::vector<std::uint8_t> missing;
   const std::size_t batch_items = stream_batch(known.filter());
-  const bool fill_up = reader.stats().total_bytes > 0;
   std::uint64_t items = 0;
-  while (reader.next_batch(batch, batch_items, fill_up)) {
-    missing.resize(batch.size());
-    known.missing_batch(batch, missing, mode);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (missing[i]) out.write_item(batch[i], reader.delimiter());
+  try {
+    while (reader.next_batch(batch, batch_items)) {
+      missing.resize(batch.size());
+      known.missing_batch(batch, missing, mode);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (missing[i]) out.line(batch[i]);
+      }
+      out.write();
+      items += batch.size();
+      progress.update(items);
     }
-    items += batch.size();
-    progress.update(items);
+  } catch (const OutputError& e) {
+    return report_output_failure(e, "diff", /*committed=*/false, cmd.stream);
   }
-  out.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
   const KnownSet::Stats stats = known.stats(/*measure_storage=*/false);
@@ -71,7 +76,9 @@ int run_diff(const DiffCommand& cmd) {
         .note("Bloom-only: each orphan is missed with probability " + std::to_string(rate) +
               "; use --exact to verify");
   }
+  add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
+  if (reader.stopped_by() != 0) return exit_status_for_signal(reader.stopped_by());
   return stats.missing > 0 ? kExitOk : kExitNoMatch;
 }
 

@@ -5,18 +5,29 @@
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 
 void register_drop(CLI::App& app, int& exit_code) {
-  auto location = std::make_shared<FilterLocation>();
+  struct DropCommand {
+    FilterLocation location;
+    bool json = false;
+  };
+  auto cmd = std::make_shared<DropCommand>();
   CLI::App* sub = app.add_subcommand("drop", "Delete a filter (a file, or every key in Redis)");
-  add_location_options(*sub, *location);
-  sub->callback([location, &exit_code] {
+  add_location_options(*sub, cmd->location);
+  sub->add_flag("--json", cmd->json, "What was dropped as one JSON object on stdout");
+  sub->callback([cmd, &exit_code] {
     // The filter first: drop_filter refuses anything that is not a filter, and then its exact
     // set is left alone too. (A set left behind is dropped when a filter is created anew.)
-    drop_filter(*location);
-    drop_exact_if_any(*location);
+    drop_filter(cmd->location);
+    const bool had_exact = exact_exists(cmd->location);
+    drop_exact_if_any(cmd->location);
+    if (cmd->json) {
+      std::printf("{\"dropped\": %s, \"exact\": %s}\n",
+                  json_string(cmd->location.describe()).c_str(), had_exact ? "true" : "false");
+    }
     exit_code = kExitOk;
   });
 }

@@ -6,6 +6,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
 
@@ -21,10 +22,11 @@ struct ExistsCommand {
 
 int run_exists(const ExistsCommand& cmd) {
   check_threads(cmd.stream, cmd.location);
+  const StopSignals stop_signals;
   Filter filter = open_for_reading(cmd.location);
   filter.use_threads(cmd.stream.threads);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
-  Output out(1);
+  BatchOutput out(1, reader.delimiter());
   Progress progress("exists", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   const std::size_t batch_items = stream_batch(filter);
@@ -32,31 +34,38 @@ int run_exists(const ExistsCommand& cmd) {
   std::uint64_t items = 0;
   std::uint64_t selected = 0;
   const std::uint8_t wanted = cmd.invert ? 0 : 1;
-  // From regular files, fill whole batches: a large batch lets a Redis store read a partition
-  // once instead of item by item. From a pipe, answer what has arrived (no added latency).
-  const bool fill_up = reader.stats().total_bytes > 0;
-  while (reader.next_batch(batch, batch_items, fill_up)) {
-    filter.contains_many(batch, present);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (present[i] != wanted) continue;
-      ++selected;
-      if (!cmd.count) out.write_item(batch[i], reader.delimiter());
+  try {
+    while (reader.next_batch(batch, batch_items)) {
+      filter.contains_many(batch, present);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (present[i] != wanted) continue;
+        ++selected;
+        if (!cmd.count) out.line(batch[i]);
+      }
+      out.write();
+      items += batch.size();
+      progress.update(items);
     }
-    items += batch.size();
-    progress.update(items);
+    if (cmd.count) {
+      BatchOutput count_out(1, '\n');
+      count_out.line(std::to_string(selected));
+      count_out.write();
+    }
+  } catch (const OutputError& e) {
+    return report_output_failure(e, "exists", /*committed=*/false, cmd.stream);
   }
-  if (cmd.count) out.write_text(std::to_string(selected) + "\n");
-  out.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
   const std::uint64_t present_items = cmd.invert ? items - selected : selected;
-  Summary("exists")
-      .count("read", "read", items)
+  Summary summary("exists");
+  summary.count("read", "read", items)
       .count("present", "present", present_items)
       .count("absent", "absent", items - present_items)
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
-      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s")
-      .print(cmd.stream.json, cmd.stream.quiet);
+      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
+  add_input_fields(summary, reader);
+  summary.print(cmd.stream.json, cmd.stream.quiet);
+  if (reader.stopped_by() != 0) return exit_status_for_signal(reader.stopped_by());
   return selected > 0 ? kExitOk : kExitNoMatch;
 }
 

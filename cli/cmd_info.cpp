@@ -23,6 +23,12 @@ std::string iso_time(std::uint64_t unix_ns) {
   return buf;
 }
 
+// Past the item count it was sized for (unknown for a filter made from explicit bits).
+bool over_capacity(const FilterInfo& info) {
+  return info.params.capacity > 0 &&
+         info.estimated_items > static_cast<double>(info.params.capacity);
+}
+
 void print_text(const std::string& where, const FilterInfo& info,
                 const std::optional<ExactSetSummary>& exact) {
   const FilterParams& p = info.params;
@@ -48,6 +54,14 @@ void print_text(const std::string& where, const FilterInfo& info,
               static_cast<unsigned long long>(info.set_bits), 100 * info.fill_ratio);
   std::printf("estimated items   %.0f\n", info.estimated_items);
   std::printf("estimated rate    %.4g (now)\n", info.estimated_error_rate);
+  if (over_capacity(info)) {
+    std::printf(
+        "OVER CAPACITY     about %.0f items in a filter sized for %llu: its rate is now "
+        "%.3g, not %.3g; new items are ever more often taken for ones already seen "
+        "(make a larger filter: redbloom plan)\n",
+        info.estimated_items, static_cast<unsigned long long>(p.capacity),
+        info.estimated_error_rate, p.error_rate);
+  }
   if (!exact) {
     std::printf("exact set         none (diff --exact needs one: add or load --exact)\n");
     return;
@@ -72,25 +86,17 @@ void print_json(const std::string& where, const FilterInfo& info,
                  ", \"false_match_probability\": " + json_number(exact->false_match_probability) +
                  "}";
   }
-  const FilterParams& p = info.params;
   std::printf(
-      "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, \"layout\": \"%s\", "
-      "\"hash_scheme\": %u, "
-      "\"bits\": %llu, \"bytes\": %llu, \"hashes\": %u, \"partitions\": %llu, "
-      "\"partition_bytes\": %llu, \"capacity\": %llu, \"error_rate\": %s, "
+      "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, %s, "
       "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
-      "\"estimated_items\": %s, \"estimated_error_rate\": %s, \"exact\": %s}\n",
+      "\"estimated_items\": %s, \"estimated_error_rate\": %s, \"over_capacity\": %s, "
+      "\"exact\": %s}\n",
       json_string(where).c_str(), json_string(info.location).c_str(),
-      static_cast<unsigned long long>(info.storage_bytes), std::string(to_string(p.layout)).c_str(),
-      p.hash_scheme, static_cast<unsigned long long>(p.total_bits()),
-      static_cast<unsigned long long>(p.total_bytes()), p.hashes,
-      static_cast<unsigned long long>(p.partitions),
-      static_cast<unsigned long long>(p.partition_bytes()),
-      static_cast<unsigned long long>(p.capacity), json_number(p.error_rate).c_str(),
+      static_cast<unsigned long long>(info.storage_bytes), params_json_members(info.params).c_str(),
       static_cast<unsigned long long>(info.created_unix_ns),
       static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
       json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str(),
-      exact_json.c_str());
+      over_capacity(info) ? "true" : "false", exact_json.c_str());
 }
 
 }  // namespace

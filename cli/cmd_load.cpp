@@ -3,12 +3,14 @@
 // file it is add without the counts.
 #include <cstdio>
 
+#include "capacity.hpp"
 #include "commands.hpp"
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "redbloom/error.hpp"
+#include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
 
@@ -23,19 +25,28 @@ struct LoadCommand {
   FilterLocation location;
   SizingOptions sizing;
   StreamOptions stream;
+  OnFull on_full = OnFull::warn;
   bool exact = false;
 };
 
 int run_load(const LoadCommand& cmd) {
   check_threads(cmd.stream, cmd.location);
-  Filter filter = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  const StopSignals stop_signals;
+  auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
+  CapacityWatch capacity(filter, cmd.on_full, created, "load", /*printed=*/false);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Progress progress("load", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   std::uint64_t items = 0;
-  while (reader.next_batch(batch, kLoadBatch, /*fill_up=*/true)) {
+  for (;;) {
+    try {
+      if (!reader.next_batch(batch, kLoadBatch)) break;
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + "; load: committed the first " +
+                       std::to_string(items) + " input items; nothing after them was added");
+    }
     try {
       // The companion first: the filter must never hold an item the companion lacks.
       if (exact) add_to_exact(*exact, batch);
@@ -49,6 +60,7 @@ int run_load(const LoadCommand& cmd) {
     }
     items += batch.size();
     progress.update(items);
+    capacity.remeasure(items);
   }
   if (exact) exact->flush();
   filter.flush();
@@ -59,8 +71,9 @@ int run_load(const LoadCommand& cmd) {
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
       .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
+  add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
-  return kExitOk;
+  return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;
 }
 
 }  // namespace
@@ -71,7 +84,11 @@ void register_load(CLI::App& app, int& exit_code) {
       "load", "Add items in bulk, without per-item answers (fastest into Redis)");
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
+  // A load has no output to hold back, and each bulk batch costs a pass over the partitions
+  // it touches: it waits longer for a batch to fill than the commands that print.
+  cmd->stream.input.flush_interval_ms = 1000;
   add_stream_options(*sub, cmd->stream);
+  add_on_full_option(*sub, cmd->on_full);
   sub->add_flag("--exact", cmd->exact,
                 "Also keep the exact set that diff --exact verifies against (created if missing)");
   sub->callback([cmd, &exit_code] { exit_code = run_load(*cmd); });

@@ -2,6 +2,7 @@
 // recomputes the sizing tables printed in seeds 001 and 002.
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
@@ -9,6 +10,7 @@
 #include "filter_options.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
+#include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -19,6 +21,7 @@ struct PlanCommand {
   std::string layout = "classic";
   std::string partition_size = "64MiB";
   bool table = false;
+  bool json = false;
   CLI::Option* capacity_option = nullptr;
 };
 
@@ -31,6 +34,29 @@ void print_plan(const PlanCommand& cmd) {
   const FilterParams at_redis_limit =
       size_filter(cmd.capacity, cmd.error_rate, *layout, kRedisMaxStringBits / 8);
   const double n = static_cast<double>(p.capacity);
+  const Layout other = p.layout == Layout::classic ? Layout::blocked : Layout::classic;
+  std::optional<FilterParams> alt;
+  std::string alt_error;
+  try {
+    alt = size_filter(cmd.capacity, cmd.error_rate, other, partition_bytes);
+  } catch (const InvalidArgument& e) {
+    alt_error = e.what();
+  }
+  if (cmd.json) {
+    std::string alt_json = "null";
+    if (alt) alt_json = "{" + params_json_members(*alt) + "}";
+    std::printf(
+        "{\"items\": %s, \"target_rate\": %s, %s, \"formula_bits\": %s, "
+        "\"bits_per_item\": %s, \"partitions_at_redis_limit\": %llu, "
+        "\"other_layout\": %s}\n",
+        json_number(n).c_str(), json_number(cmd.error_rate).c_str(), params_json_members(p).c_str(),
+        p.layout == Layout::classic
+            ? std::to_string(classic_bits_for(cmd.capacity, cmd.error_rate)).c_str()
+            : "null",
+        json_number(double(p.total_bits()) / n).c_str(),
+        static_cast<unsigned long long>(at_redis_limit.partitions), alt_json.c_str());
+    return;
+  }
   std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
   std::printf("items (n)         %.0f\n", n);
   std::printf("target rate (p)   %g\n", cmd.error_rate);
@@ -51,18 +77,15 @@ void print_plan(const PlanCommand& cmd) {
               static_cast<unsigned long long>(p.partitions),
               format_bytes(double(p.partition_bytes())).c_str(), cmd.partition_size.c_str(),
               static_cast<unsigned long long>(at_redis_limit.partitions));
-  const Layout other = p.layout == Layout::classic ? Layout::blocked : Layout::classic;
-  try {
-    const FilterParams alt = size_filter(cmd.capacity, cmd.error_rate, other, partition_bytes);
-    std::printf("%-17s %s, k=%u, %.2f bits per item (%s)\n",
-                (std::string(to_string(other)) + " instead").c_str(),
-                format_bytes(double(alt.total_bytes())).c_str(), alt.hashes,
-                double(alt.total_bits()) / n,
+  const std::string other_label = std::string(to_string(other)) + " instead";
+  if (alt) {
+    std::printf("%-17s %s, k=%u, %.2f bits per item (%s)\n", other_label.c_str(),
+                format_bytes(double(alt->total_bytes())).c_str(), alt->hashes,
+                double(alt->total_bits()) / n,
                 other == Layout::blocked ? "one cache line per item: faster, a little larger"
                                          : "textbook layout: smallest");
-  } catch (const InvalidArgument& e) {
-    std::printf("%-17s not possible: %s\n", (std::string(to_string(other)) + " instead").c_str(),
-                e.what());
+  } else {
+    std::printf("%-17s not possible: %s\n", other_label.c_str(), alt_error.c_str());
   }
 }
 
@@ -114,6 +137,7 @@ void register_plan(CLI::App& app, int& exit_code) {
   sub->add_option("--layout", cmd->layout, "classic (default) or blocked");
   sub->add_option("--partition-size", cmd->partition_size, "Largest partition (default 64MiB)");
   auto* table = sub->add_flag("--table", cmd->table, "Recompute the seeds' sizing tables");
+  sub->add_flag("--json", cmd->json, "The plan as one JSON object on stdout");
   cmd->capacity_option->needs(rate);
   rate->needs(cmd->capacity_option);
   table->excludes(cmd->capacity_option);

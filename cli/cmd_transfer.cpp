@@ -6,12 +6,15 @@
 #include <set>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/redis_store.hpp"
 #include "redbloom/transfer.hpp"
+#include "stop_signals.hpp"
+#include "stream.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
@@ -25,27 +28,43 @@ struct TransferCommand {
   bool json = false;
 };
 
+// A stop signal seen between two chunks of a copy.
+struct Stopped {
+  int signal;
+};
+
+// A half-copied filter would open fine and answer with false negatives: remove it. Returns
+// what became of it, for the message.
+std::string drop_incomplete_copy(const FilterLocation& to) {
+  try {
+    drop_filter(to);
+    return "the incomplete copy was dropped";
+  } catch (const Error& drop_error) {
+    return "dropping the incomplete copy failed too (" + std::string(drop_error.what()) +
+           "): drop " + to.describe() + " before using it";
+  }
+}
+
 int run_transfer(const TransferCommand& cmd, const char* verb) {
+  const StopSignals stop_signals;
   const Filter source = open_for_reading(cmd.from);
   Filter target = create_filter(cmd.to, source.params(), cmd.force);
   InputStats bytes;  // the progress line's ETA comes from bytes done of the total
   Progress progress(verb, bytes, cmd.quiet, "bytes");
   try {
     copy_bits(source.store(), target.store(), [&](std::uint64_t done, std::uint64_t total) {
+      if (const int signal = stop_signal(); signal != 0) throw Stopped{signal};
       bytes.bytes = done;
       bytes.total_bytes = total;
       progress.update(done);
     });
+  } catch (const Stopped& stopped) {
+    progress.finish();
+    report_error(std::string(verb) + " stopped by " + signal_name(stopped.signal) + "; " +
+                 drop_incomplete_copy(cmd.to));
+    return exit_status_for_signal(stopped.signal);
   } catch (const Error& e) {
-    // A half-copied filter would open fine and answer with false negatives: remove it.
-    std::string outcome = "the incomplete copy was dropped";
-    try {
-      drop_filter(cmd.to);
-    } catch (const Error& drop_error) {
-      outcome = "dropping the incomplete copy failed too (" + std::string(drop_error.what()) +
-                "): drop " + cmd.to.describe() + " before using it";
-    }
-    throw StorageError(std::string(e.what()) + "; " + outcome);
+    throw StorageError(std::string(e.what()) + "; " + drop_incomplete_copy(cmd.to));
   }
   progress.finish();
   const double seconds = progress.elapsed_seconds();

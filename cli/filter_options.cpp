@@ -10,13 +10,21 @@
 #include <fstream>
 #include <thread>
 
+#include "diagnostics.hpp"
 #include "exact_options.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/redis_store.hpp"
 #include "redbloom/sharded_store.hpp"
+#include "redbloom/sizing.hpp"
 
 namespace redbloom::cli {
 namespace {
+
+std::string shown(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
 
 bool given(const CLI::Option* option) {
   return option != nullptr && option->count() > 0;
@@ -70,6 +78,27 @@ Filter checked_against(Filter filter, const FilterParams& requested, const Sizin
 
 }  // namespace
 
+namespace {
+
+// The servers of a --redis list (one cluster URI, or comma-separated server URIs).
+std::vector<RedisEndpoint> parse_server_list(const std::string& list) {
+  // A cluster URI lists its seed nodes with commas itself: the whole list is one cluster.
+  if (list.starts_with("redis+cluster://")) return {parse_redis_uri(list)};
+  std::vector<RedisEndpoint> servers;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    const std::string uri = list.substr(start, comma - start);
+    if (uri.empty() && !list.empty()) throw InvalidArgument("empty URI in the --redis list");
+    servers.push_back(redis_endpoint_or_default(uri));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return servers;
+}
+
+}  // namespace
+
 std::vector<RedisEndpoint> FilterLocation::endpoints() const {
   std::string list = redis_uri;
   if (!redis_file.empty()) {
@@ -87,23 +116,19 @@ std::vector<RedisEndpoint> FilterLocation::endpoints() const {
     }
     if (list.empty()) throw InvalidArgument("--redis-file " + redis_file + " lists no server");
   }
+  bool from_environment = false;
   if (list.empty()) {
     const char* env = std::getenv("REDIS_URL");
     list = env != nullptr ? env : "";
+    from_environment = !list.empty();
   }
-  // A cluster URI lists its seed nodes with commas itself: the whole list is one cluster.
-  if (list.starts_with("redis+cluster://")) return {parse_redis_uri(list)};
-  std::vector<RedisEndpoint> servers;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = list.find(',', start);
-    const std::string uri = list.substr(start, comma - start);
-    if (uri.empty() && !list.empty()) throw InvalidArgument("empty URI in the --redis list");
-    servers.push_back(redis_endpoint_or_default(uri));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  try {
+    return parse_server_list(list);
+  } catch (const InvalidArgument& e) {
+    if (!from_environment) throw;
+    throw InvalidArgument(std::string("$REDIS_URL (used because --redis was not given): ") +
+                          e.what() + "; fix or unset REDIS_URL, or pass --redis URI");
   }
-  return servers;
 }
 
 std::string FilterLocation::describe() const {
@@ -199,8 +224,12 @@ FilterParams requested_params(const SizingOptions& o) {
   if (!layout) throw InvalidArgument("unknown layout '" + o.layout + "' (use classic or blocked)");
   const std::uint64_t partition_bytes = parse_size(o.partition_size);
   if (given(o.bits_option)) {
-    if (!(o.bits >= 1) || o.bits > 1.8e19 || o.bits != std::floor(o.bits)) {
-      throw InvalidArgument("--bits must be a positive whole number");
+    if (!(o.bits >= 1) || o.bits != std::floor(o.bits)) {
+      throw InvalidArgument("--bits must be a positive whole number (got " + shown(o.bits) + ")");
+    }
+    if (o.bits > static_cast<double>(kMaxFilterBits)) {
+      throw InvalidArgument("--bits " + shown(o.bits) +
+                            " is too large: a filter holds at most 2^63 bits (1 EiB)");
     }
     const auto capacity =
         given(o.capacity_option) ? static_cast<std::uint64_t>(std::ceil(o.capacity)) : 0;
@@ -223,11 +252,10 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
     for (const RedisEndpoint& server : location.endpoints()) {
       try {
         for (const std::string& risk : RedisStore::eviction_risks(server)) {
-          std::fprintf(stderr, "redbloom: warning: %s\n", risk.c_str());
+          report_warning(risk);
         }
       } catch (const Error& e) {
-        std::fprintf(stderr, "redbloom: warning: could not read the eviction policy: %s\n",
-                     e.what());
+        report_warning(std::string("could not read the eviction policy: ") + e.what());
       }
     }
   }
@@ -248,19 +276,28 @@ void drop_filter(const FilterLocation& location) {
   }
 }
 
-Filter open_for_writing(const FilterLocation& location, const SizingOptions& options,
-                        bool create_if_missing) {
+WritableFilter open_for_writing(const FilterLocation& location, const SizingOptions& options,
+                                bool create_if_missing) {
   // Validate the options even when the filter exists: a typo must not pass silently.
   const FilterParams requested = requested_params(options);
   if (create_if_missing && !filter_exists(location)) {
     try {
-      return create_filter(location, requested, /*overwrite=*/false);
+      WritableFilter made{create_filter(location, requested, /*overwrite=*/false), true};
+      std::string note = "created filter " + location.describe() + ": " + describe(requested);
+      if (!any_sizing_given(options)) {
+        note +=
+            " (the default size, -n 1e6 -p 0.01); past its capacity new items are ever more "
+            "often taken for ones already seen: for another size, drop it and pass "
+            "-n ITEMS -p RATE (redbloom plan -n ITEMS -p RATE shows the cost)";
+      }
+      report_note(note);
+      return made;
     } catch (const FilterExists&) {
       // Another process created it first; use theirs (checked below), once it is complete.
-      return checked_against(open_when_created(location), requested, options);
+      return {checked_against(open_when_created(location), requested, options), false};
     }
   }
-  return checked_against(open_existing(location, /*writable=*/true), requested, options);
+  return {checked_against(open_existing(location, /*writable=*/true), requested, options), false};
 }
 
 Filter open_for_reading(const FilterLocation& location) {

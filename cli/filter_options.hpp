@@ -59,10 +59,14 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 [[nodiscard]] FilterParams requested_params(const SizingOptions& options);
 
 // Opens the filter for writing. A missing filter is created from the options when
-// `create_if_missing`; an existing one must match any sizing option the user gave
-// (FilterExists otherwise: "created with other parameters").
-[[nodiscard]] Filter open_for_writing(const FilterLocation& location, const SizingOptions& options,
-                                      bool create_if_missing);
+// `create_if_missing` (and a note on stderr says so, with its size); an existing one must match
+// any sizing option the user gave (FilterExists otherwise: "created with other parameters").
+struct WritableFilter {
+  Filter filter;
+  bool created = false;  // made by this call
+};
+[[nodiscard]] WritableFilter open_for_writing(const FilterLocation& location,
+                                              const SizingOptions& options, bool create_if_missing);
 [[nodiscard]] Filter open_for_reading(const FilterLocation& location);
 [[nodiscard]] Filter create_filter(const FilterLocation& location, const FilterParams& params,
                                    bool overwrite);

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "redbloom/error.hpp"
+#include "stop_signals.hpp"
 
 namespace redbloom::cli {
 namespace {
@@ -31,10 +33,10 @@ ItemReader::ItemReader(std::vector<std::string> paths, InputOptions options)
     struct stat st {};
     const int rc = is_stdin(path) ? ::fstat(0, &st) : ::stat(path.c_str(), &st);
     if (rc != 0) {
-      if (is_stdin(path)) throw InvalidArgument(errno_message("cannot read standard input"));
-      throw InvalidArgument(errno_message("cannot open input " + path));
+      if (is_stdin(path)) throw InputError(errno_message("cannot read standard input"));
+      throw InputError(errno_message("cannot open input " + path));
     }
-    if (S_ISDIR(st.st_mode)) throw InvalidArgument("input " + path + " is a directory");
+    if (S_ISDIR(st.st_mode)) throw InputError("input " + path + " is a directory");
     if (S_ISREG(st.st_mode)) {
       total += static_cast<std::uint64_t>(st.st_size);
     } else {
@@ -58,7 +60,7 @@ bool ItemReader::open_next_source() {
     current_name_ = "standard input";
   } else {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InvalidArgument(errno_message("cannot open input " + path));
+    if (fd_ < 0) throw InputError(errno_message("cannot open input " + path));
     current_name_ = path;
     ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   }
@@ -93,7 +95,7 @@ bool ItemReader::fill(std::vector<std::string_view>& batch) {
   for (;;) {
     const ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw InvalidArgument(errno_message("cannot read " + current_name_));
+    if (n < 0) throw InputError(errno_message("cannot read " + current_name_));
     if (n == 0) return false;
     end_ += static_cast<std::size_t>(n);
     return true;
@@ -119,25 +121,40 @@ void ItemReader::take(std::string_view record, std::vector<std::string_view>& ba
   batch.push_back(record);
 }
 
-bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t max_items,
-                            bool fill_up) {
+bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t max_items) {
+  using Clock = std::chrono::steady_clock;
   batch.clear();
   batch_start_ = begin_;
   const char delimiter = this->delimiter();
-  // Unless `fill_up`, a batch ends where the buffered bytes end (the next call compacts and
-  // refills). With it, the buffer grows under the batch and fill() moves the views along.
-  while (batch.size() < max_items) {
+  Clock::time_point deadline{};
+  while (batch.size() < max_items && stopped_by_ == 0) {
     if (source_done_ && !open_next_source()) break;
     const char* start = buffer_.data() + begin_;
     const char* stop = buffer_.data() + end_;
     const void* found = std::memchr(start, delimiter, static_cast<std::size_t>(stop - start));
     if (found != nullptr) {
       const char* at = static_cast<const char*>(found);
+      const bool first = batch.empty();
       take(std::string_view(start, static_cast<std::size_t>(at - start)), batch);
+      if (first && !batch.empty()) {
+        deadline = Clock::now() + std::chrono::milliseconds(options_.flush_interval_ms);
+      }
       begin_ += static_cast<std::size_t>(at - start) + 1;
       continue;
     }
-    if (!batch.empty() && !fill_up) break;
+    // Out of buffered records: wait for more bytes, but not past the batch's deadline.
+    int timeout_ms = -1;
+    if (!batch.empty()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      timeout_ms = static_cast<int>(left.count());
+    }
+    const WaitResult waited = wait_readable(fd_, timeout_ms);
+    if (waited == WaitResult::timed_out) break;
+    if (waited == WaitResult::stop_requested) {
+      stopped_by_ = stop_signal();
+      break;
+    }
     if (!fill(batch)) {
       // End of this source: an unterminated last record is still a record.
       if (end_ > begin_) {

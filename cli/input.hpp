@@ -1,5 +1,6 @@
 // Reads items from files or stdin: one item per line (LF, a trailing CR stripped) or per
 // NUL-terminated record (-0). Bytes, not text: any byte but the delimiter may be in an item.
+// Batches are bounded by count and by time, so a slow stream's items are not held back.
 #pragma once
 
 #include <cstdint>
@@ -7,11 +8,20 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/error.hpp"
+
 namespace redbloom::cli {
 
 struct InputOptions {
-  bool nul_delimited = false;  // -0
-  bool skip_empty = false;     // --skip-empty
+  bool nul_delimited = false;        // -0
+  bool skip_empty = false;           // --skip-empty
+  unsigned flush_interval_ms = 100;  // --flush-interval: longest wait for more input
+};
+
+// An input that could not be opened or read (a usage error: exit 2).
+class InputError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
 };
 
 struct InputStats {
@@ -24,19 +34,22 @@ struct InputStats {
 
 class ItemReader {
  public:
-  // `paths` empty or "-" means standard input. Throws InvalidArgument for an input that
-  // cannot be opened.
+  // `paths` empty or "-" means standard input. Throws InputError for an input that cannot be
+  // opened.
   ItemReader(std::vector<std::string> paths, InputOptions options);
   ~ItemReader();
   ItemReader(const ItemReader&) = delete;
   ItemReader& operator=(const ItemReader&) = delete;
 
   // Replaces `batch` with up to `max_items` next items. The views stay valid until the next
-  // call. Returns false once the input is exhausted (and the batch is empty). A batch ends
-  // where the read buffer ends (about 1 MiB of input) unless `fill_up`: then the buffer grows
-  // until the batch has `max_items` items or a source ends (for bulk loads).
-  bool next_batch(std::vector<std::string_view>& batch, std::size_t max_items,
-                  bool fill_up = false);
+  // call. Returns false once the input is exhausted or a stop signal came (stop_signals.hpp),
+  // and the batch is empty. A batch ends early where a source ends, when a stop signal
+  // arrives, or when input stalls: no item waits more than the flush interval (counted from
+  // when the batch's first item was read) for the batch to fill. Throws InputError when a
+  // source cannot be opened or read; the items of the batch being built are then dropped.
+  bool next_batch(std::vector<std::string_view>& batch, std::size_t max_items);
+  // SIGINT, SIGTERM or SIGHUP if one ended the input, else 0.
+  [[nodiscard]] int stopped_by() const noexcept { return stopped_by_; }
 
   [[nodiscard]] const InputStats& stats() const noexcept { return stats_; }
   // "input.txt line 17": where the first record holding a NUL byte was (LF mode; messages).
@@ -63,6 +76,7 @@ class ItemReader {
   bool source_done_ = true;
   InputStats stats_;
   std::string first_nul_location_;
+  int stopped_by_ = 0;
 };
 
 }  // namespace redbloom::cli

@@ -1,12 +1,51 @@
 // redbloom: Bloom filters for deduplication and membership tests, from the command line.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "exit_codes.hpp"
 #include "redbloom/error.hpp"
+
+namespace {
+
+// Levenshtein distance, for "did you mean" on a mistyped command.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command a mistyped name most likely meant, or "" if none is close.
+std::string closest(std::string_view typed, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_distance = 3;  // more than two edits away is no suggestion
+  for (const std::string& name : names) {
+    const std::size_t d = edit_distance(typed, name);
+    if (d < best_distance || (!best.empty() && d == best_distance && name.starts_with(typed))) {
+      best = name;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace redbloom::cli;
@@ -24,19 +63,49 @@ int main(int argc, char** argv) {
   register_load(app, exit_code);
   register_diff(app, exit_code);
   register_transfers(app, exit_code);
+
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+  // The command and the flags that shape messages, known before parsing so that even a
+  // parse error comes out as JSON when --json was given.
+  std::string command;
+  bool json = false;
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json") json = true;
+    if (arg == "-q" || arg == "--quiet") quiet = true;
+    if (command.empty() && !arg.starts_with("-")) command = arg;
+  }
+  set_diagnostics(command, json, quiet);
+  if (!command.empty() && std::find(commands.begin(), commands.end(), command) == commands.end()) {
+    std::string list;
+    for (const std::string& name : commands) list += (list.empty() ? "" : ", ") + name;
+    const std::string guess = closest(command, commands);
+    report_error("unknown command '" + command + "'" +
+                 (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; the commands are " +
+                 list + "; redbloom COMMAND --help describes one");
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (json) {
+      report_error(std::string(e.what()) + "; redbloom " + command + " --help lists the options");
+      return kExitUsage;
+    }
+    app.exit(e);
+    return kExitUsage;
   } catch (const redbloom::InvalidArgument& e) {
-    std::fprintf(stderr, "redbloom: %s\n", e.what());
+    report_error(e.what());
     return kExitUsage;
   } catch (const redbloom::Error& e) {
-    std::fprintf(stderr, "redbloom: %s\n", e.what());
+    report_error(e.what());
     return kExitStorage;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "redbloom: out of memory\n");
+    report_error("out of memory");
     return kExitStorage;
   }
   return exit_code;

@@ -4,13 +4,17 @@
 
 #include <cstdio>
 
+#include "diagnostics.hpp"
+#include "stop_signals.hpp"
+#include "summary.hpp"
+
 namespace redbloom::cli {
 
 Progress::Progress(std::string verb, const InputStats& stats, bool quiet, std::string unit)
     : verb_(std::move(verb)),
       unit_(std::move(unit)),
       stats_(stats),
-      enabled_(!quiet && ::isatty(2) == 1),
+      enabled_(!quiet && !json_diagnostics() && ::isatty(2) == 1),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
@@ -46,19 +50,26 @@ void Progress::finish() {
 }
 
 void warn_about_input(const ItemReader& reader, bool skip_empty, bool quiet) {
+  (void)quiet;  // report_note honours --quiet
   const InputStats& stats = reader.stats();
   if (stats.with_nul > 0) {
     // Always shown: binary data in line mode is usually a mistake worth knowing about.
-    std::fprintf(stderr,
-                 "redbloom: warning: %llu line(s) contain NUL bytes (first: %s); they were taken "
-                 "as raw bytes; use -0 for NUL-delimited input\n",
-                 static_cast<unsigned long long>(stats.with_nul),
-                 reader.first_nul_location().c_str());
+    report_warning(std::to_string(stats.with_nul) +
+                   " line(s) contain NUL bytes (first: " + reader.first_nul_location() +
+                   "); they were taken as raw bytes; use -0 for NUL-delimited input");
   }
-  if (stats.empty > 0 && !quiet) {
-    std::fprintf(stderr, "redbloom: note: %llu empty line(s) %s\n",
-                 static_cast<unsigned long long>(stats.empty),
-                 skip_empty ? "skipped" : "counted as items (use --skip-empty to ignore them)");
+  if (stats.empty > 0) {
+    report_note(std::to_string(stats.empty) + " empty line(s) " +
+                (skip_empty ? "skipped" : "counted as items (use --skip-empty to ignore them)"));
+  }
+}
+
+void add_input_fields(Summary& summary, const ItemReader& reader) {
+  const InputStats& stats = reader.stats();
+  summary.count_if_any("empty lines", "empty", stats.empty)
+      .count_if_any("lines with NUL", "with_nul", stats.with_nul);
+  if (reader.stopped_by() != 0) {
+    summary.text("stopped by", "stopped_by", signal_name(reader.stopped_by()));
   }
 }
 

@@ -35,4 +35,9 @@ class Progress {
 // Prints the warnings a finished read deserves (NUL bytes in line mode, empty items).
 void warn_about_input(const ItemReader& reader, bool skip_empty, bool quiet);
 
+class Summary;
+// The summary fields every streaming command has: empty lines, lines with NUL bytes, and the
+// signal that stopped the input, if one did.
+void add_input_fields(Summary& summary, const ItemReader& reader);
+
 }  // namespace redbloom::cli

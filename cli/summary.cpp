@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "diagnostics.hpp"
+
 namespace redbloom::cli {
 
 std::string json_string(std::string_view text) {
@@ -29,9 +31,27 @@ std::string json_number(double value) {
   return buf;
 }
 
+std::string params_json_members(const FilterParams& p) {
+  return "\"layout\": " + json_string(to_string(p.layout)) +
+         ", \"hash_scheme\": " + std::to_string(p.hash_scheme) +
+         ", \"bits\": " + std::to_string(p.total_bits()) +
+         ", \"bytes\": " + std::to_string(p.total_bytes()) +
+         ", \"hashes\": " + std::to_string(p.hashes) +
+         ", \"partitions\": " + std::to_string(p.partitions) +
+         ", \"partition_bytes\": " + std::to_string(p.partition_bytes()) +
+         ", \"capacity\": " + std::to_string(p.capacity) +
+         ", \"error_rate\": " + json_number(p.error_rate);
+}
+
 Summary& Summary::count(std::string label, std::string key, unsigned long long value) {
   const std::string digits = std::to_string(value);
   fields_.push_back({label.empty() ? digits : label + " " + digits, std::move(key), digits});
+  return *this;
+}
+
+Summary& Summary::count_if_any(std::string label, std::string key, unsigned long long value) {
+  count(std::move(label), std::move(key), value);
+  if (value == 0) fields_.back().text.clear();
   return *this;
 }
 
@@ -60,15 +80,20 @@ void Summary::print(bool json, bool quiet) const {
   if (quiet) return;
   std::string line;
   if (json) {
-    line = "{\"command\": " + json_string(command_);
+    line = "{\"type\": \"summary\", \"command\": " + json_string(command_);
     for (const Field& f : fields_) line += ", " + json_string(f.key) + ": " + f.json;
     line += "}";
   } else {
     line = "redbloom " + command_ + ":";
-    for (std::size_t i = 0; i < fields_.size(); ++i) line += (i ? ", " : " ") + fields_[i].text;
+    bool first = true;
+    for (const Field& f : fields_) {
+      if (f.text.empty()) continue;
+      line += (first ? " " : ", ") + f.text;
+      first = false;
+    }
     for (const std::string& n : notes_) line += "; " + n;
   }
-  std::fprintf(stderr, "%s\n", line.c_str());
+  report_line(line);
 }
 
 }  // namespace redbloom::cli

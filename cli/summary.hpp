@@ -7,17 +7,24 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/params.hpp"
+
 namespace redbloom::cli {
 
 // JSON text of a string / number (non-finite numbers are null).
 [[nodiscard]] std::string json_string(std::string_view text);
 [[nodiscard]] std::string json_number(double value);
+// A filter's parameters as JSON members (no braces): layout, hash_scheme, bits, bytes, hashes,
+// partitions, partition_bytes, capacity, error_rate.
+[[nodiscard]] std::string params_json_members(const FilterParams& params);
 
 class Summary {
  public:
   explicit Summary(std::string command) : command_(std::move(command)) {}
   // Text "label value" (or "value unit" when the label is empty); JSON "key": value.
   Summary& count(std::string label, std::string key, unsigned long long value);
+  // The same, but in the text line only when it is not zero (JSON always has it).
+  Summary& count_if_any(std::string label, std::string key, unsigned long long value);
   Summary& number(std::string label, std::string key, double value, const char* format,
                   std::string unit = "");
   Summary& text(std::string label, std::string key, std::string value);
@@ -27,7 +34,7 @@ class Summary {
 
  private:
   struct Field {
-    std::string text;  // as shown in the text line
+    std::string text;  // as shown in the text line; empty: JSON only
     std::string key;
     std::string json;  // the JSON value
   };

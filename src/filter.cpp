@@ -1,7 +1,9 @@
 #include "redbloom/filter.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "redbloom/error.hpp"
@@ -51,6 +53,25 @@ std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
         apply(chunk, out);
         ones += static_cast<std::size_t>(std::count(out.begin(), out.end(), std::uint8_t{1}));
       });
+  return ones;
+}
+
+double estimated_items_from(const FilterParams& params, double ones) {
+  const double m = static_cast<double>(params.total_bits());
+  const double k = params.hashes;
+  return params.layout == Layout::blocked ? blocked_estimated_items(m, k, ones)
+                                          : classic_estimated_items(m, k, ones);
+}
+
+std::uint64_t count_ones(std::span<const std::uint8_t> bytes) {
+  std::uint64_t ones = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    ones += static_cast<std::uint64_t>(std::popcount(word));
+  }
+  for (; i < bytes.size(); ++i) ones += static_cast<std::uint64_t>(std::popcount(bytes[i]));
   return ones;
 }
 
@@ -122,13 +143,39 @@ FilterInfo Filter::info() const {
   const double k = info.params.hashes;
   const double ones = static_cast<double>(info.set_bits);
   info.fill_ratio = ones / m;
-  info.estimated_items = info.params.layout == Layout::blocked
-                             ? blocked_estimated_items(m, k, ones)
-                             : classic_estimated_items(m, k, ones);
+  info.estimated_items = estimated_items_from(info.params, ones);
   info.estimated_error_rate = info.params.layout == Layout::blocked
                                   ? blocked_false_positive_rate(m, k, info.estimated_items)
                                   : std::pow(info.fill_ratio, k);
   return info;
+}
+
+double Filter::estimate_items(std::uint64_t sample_bytes) const {
+  const FilterParams& p = params();
+  if (sample_bytes >= p.total_bytes()) {
+    return estimated_items_from(p, static_cast<double>(store_->count_set_bits()));
+  }
+  // Up to 16 partitions, evenly spaced; in each, one run of whole 64-byte blocks at a spread
+  // offset (the hash spreads items evenly, so any run is as good as another).
+  const std::uint64_t sampled = std::min<std::uint64_t>(p.partitions, 16);
+  const std::uint64_t block_bytes = kBlockBits / 8;
+  const std::uint64_t run =
+      std::max(block_bytes, sample_bytes / sampled / block_bytes * block_bytes);
+  const std::uint64_t runs_per_partition = p.partition_bytes() / run;
+  std::vector<std::uint8_t> buffer(run);
+  std::uint64_t ones = 0;
+  std::uint64_t bits = 0;
+  for (std::uint64_t i = 0; i < sampled; ++i) {
+    const std::uint64_t partition = i * p.partitions / sampled;
+    const std::uint64_t offset = runs_per_partition > 1 ? (i * 7919 % runs_per_partition) * run : 0;
+    const std::uint64_t size = std::min(run, p.partition_bytes() - offset);
+    std::span<std::uint8_t> out(buffer.data(), size);
+    store_->read_bytes(partition, offset, out);
+    ones += count_ones(out);
+    bits += size * 8;
+  }
+  const double fill = static_cast<double>(ones) / static_cast<double>(bits);
+  return estimated_items_from(p, fill * static_cast<double>(p.total_bits()));
 }
 
 }  // namespace redbloom

@@ -28,6 +28,13 @@ FilterParams split_into_partitions(std::uint64_t bits, std::uint64_t max_partiti
   const std::uint64_t max_bits = max_partition_bytes * 8;
   FilterParams params;
   params.partitions = (std::max<std::uint64_t>(bits, 1) + max_bits - 1) / max_bits;
+  if (params.partitions > kMaxPartitions) {
+    throw InvalidArgument(std::to_string(bits) + " bits in partitions of at most " +
+                          format_bytes(double(max_partition_bytes)) + " need " +
+                          std::to_string(params.partitions) +
+                          " partitions, more than the 2^32 a filter can have; use a larger "
+                          "partition size (up to 512 MiB)");
+  }
   params.partition_bits = round_up((bits + params.partitions - 1) / params.partitions, kBlockBits);
   return params;
 }
@@ -93,6 +100,11 @@ FilterParams explicit_filter(std::uint64_t bits, std::uint32_t hashes, Layout la
   params.hash_scheme = kCurrentHashScheme;
   params.error_rate =
       capacity > 0 ? expected_false_positive_rate(params, static_cast<double>(capacity)) : 0.0;
+  if (!(params.error_rate < 1.0)) {
+    throw InvalidArgument(describe(params) +
+                          ": that many items fill the filter (expected rate 1 at capacity: "
+                          "every item would look present); give more bits or a smaller capacity");
+  }
   validate(params);
   return params;
 }
@@ -123,7 +135,9 @@ void validate(const FilterParams& params, bool from_storage) {
          "); the filter was made by a newer or foreign version");
   }
   if (!(params.error_rate >= 0.0 && params.error_rate < 1.0)) {
-    fail("error rate " + std::to_string(params.error_rate) + " is not in [0, 1)");
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", params.error_rate);
+    fail(std::string("error rate ") + rate + " is not in [0, 1)");
   }
 }
 

@@ -41,7 +41,14 @@ class SingleRouter final : public Router {
   }
   [[nodiscard]] std::string message(std::string_view operation,
                                     std::string_view what) const override {
-    return connection_.message(operation, what);
+    std::string text = connection_.message(operation, what);
+    // A redirect means the server is a cluster node that does not hold the key's slot.
+    if (what.starts_with("MOVED ") || what.starts_with("ASK ") || what.starts_with("CLUSTERDOWN")) {
+      const RedisEndpoint& server = connection_.endpoint();
+      text += " (this server is a Redis Cluster node: give the cluster as redis+cluster://" +
+              server.host + ":" + std::to_string(server.port) + ")";
+    }
+    return text;
   }
 
  private:

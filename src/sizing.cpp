@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numbers>
 #include <string>
@@ -14,14 +15,37 @@ namespace {
 
 constexpr double kLn2 = std::numbers::ln2;
 
+std::string shown(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
 void check_items_and_rate(double n, double p) {
   if (!(n >= 1.0) || !std::isfinite(n)) {
-    throw InvalidArgument("capacity must be at least 1 item (got " + std::to_string(n) + ")");
-  }
-  if (!(p > 0.0 && p < 1.0)) {
-    throw InvalidArgument("error rate must be strictly between 0 and 1 (got " + std::to_string(p) +
+    throw InvalidArgument("capacity must be a finite number of items, at least 1 (got " + shown(n) +
                           ")");
   }
+  if (!(p > 0.0 && p < 1.0)) {
+    throw InvalidArgument("error rate must be above 0 and below 1 (got " + shown(p) +
+                          "); 0.01 is common");
+  }
+  if (p > kMaxErrorRate) {
+    throw InvalidArgument("error rate " + shown(p) +
+                          " is too high: above 0.5 a filter answers 'present' for most items it "
+                          "never saw; use a rate above 0 and at most 0.5 (0.01 is common)");
+  }
+}
+
+// The bits a sizing formula asked for, refused when no filter can hold them.
+std::uint64_t checked_bits(double bits, double n, double p) {
+  if (!(bits <= static_cast<double>(kMaxFilterBits))) {
+    throw InvalidArgument("a filter for " + shown(n) + " items at error rate " + shown(p) +
+                          " needs " + shown(bits) +
+                          " bits; a filter holds at most 2^63 bits (1 "
+                          "EiB): spread the items over several filters, or allow a higher rate");
+  }
+  return static_cast<std::uint64_t>(std::ceil(bits));
 }
 
 // Poisson(lambda) probabilities over the range of j that carries all but ~1e-30 of the mass.
@@ -76,7 +100,7 @@ std::pair<std::uint32_t, double> best_blocked(double lambda) {
 
 std::uint64_t classic_bits_for(double n, double p) {
   check_items_and_rate(n, p);
-  return static_cast<std::uint64_t>(std::ceil(-n * std::log(p) / (kLn2 * kLn2)));
+  return checked_bits(-n * std::log(p) / (kLn2 * kLn2), n, p);
 }
 
 std::uint32_t classic_hashes_for(double bits_per_item) {
@@ -101,15 +125,15 @@ BitsAndHashes blocked_bits_for(double n, double p) {
   // The rate falls monotonically as bits per item grow; bisect on bits per item.
   double lo = 0.5;
   double hi = 4096.0;
-  if (best_blocked(kBlockBits / hi).second > p) {
-    throw InvalidArgument("error rate " + std::to_string(p) +
-                          " is below what a blocked filter can reach; use the classic layout");
+  if (const double floor = best_blocked(kBlockBits / hi).second; floor > p) {
+    throw InvalidArgument("error rate " + shown(p) + " is below what a blocked filter can reach (" +
+                          shown(floor) + " at 4096 bits per item); use --layout classic for it");
   }
   for (int i = 0; i < 100 && hi - lo > 1e-6; ++i) {
     const double mid = 0.5 * (lo + hi);
     (best_blocked(kBlockBits / mid).second <= p ? hi : lo) = mid;
   }
-  const auto bits = static_cast<std::uint64_t>(std::ceil(hi * n));
+  const std::uint64_t bits = checked_bits(hi * n, n, p);
   return {bits, blocked_best_hashes(static_cast<double>(bits), n)};
 }
 

@@ -110,6 +110,18 @@ run create --redis "redis+cluster://127.0.0.1:${redis_port[plain]}" --name x -n 
 check "a plain server as a cluster" 3 "$rc"
 check_contains "not a cluster message" "is it a Redis Cluster?" "$err"
 
+# A cluster node given as one server: the redirect is explained, not printed raw.
+run create --redis "redis://127.0.0.1:${redis_port[n0]}" --name single -n 1e6 --partition-size 64KiB
+check "a cluster node as one server" 3 "$rc"
+check_contains "a cluster node as one server: why" "this server is a Redis Cluster node" "$err"
+check_contains "a cluster node as one server: what to do" \
+  "redis+cluster://127.0.0.1:${redis_port[n0]}" "$err"
+for m in 0 1 2; do
+  redis-cli -p "${redis_port[n$m]}" --scan --pattern 'single*' | while read -r key; do
+    redis-cli -c -p "${redis_port[n$m]}" unlink "$key" >/dev/null
+  done
+done
+
 # --- drop removes every key from every master ---
 run drop --redis "$C" --name urls
 check "drop urls" 0 "$rc"

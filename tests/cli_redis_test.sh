@@ -219,5 +219,25 @@ check "the printed items are the committed prefix" "$emitted" "$committed"
 run load --redis "$F" --name events events.txt
 check "re-run after the failure" 0 "$rc"
 
+# --- a stop signal during export: the incomplete copy is dropped, the status says why ---
+run create --redis "$U" --name stopme -n 2e8 -p 0.01 --partition-size 512MiB -q
+check "create a large filter" 0 "$rc"
+"$redbloom" export --redis "$U" --name stopme --to stopme.rbf 2> export.err &
+pid=$!
+for _ in $(seq 1 3000); do  # until the export blocks SIGTERM (its stop handling is in place)
+  mask=$(awk '/^SigBlk/ {print $2}' "/proc/$pid/status" 2>/dev/null) || break
+  [[ -n "$mask" ]] && (((16#$mask & 0x4000) != 0)) && break
+  sleep 0.01
+done
+kill -TERM "$pid"
+wait "$pid"
+check "export stopped: exit status" 143 "$?"
+check_contains "export stopped: why" "export stopped by SIGTERM" "$(cat export.err)"
+check_contains "export stopped: the copy was dropped" "the incomplete copy was dropped" \
+  "$(cat export.err)"
+check "export stopped: no file left" "" "$(ls stopme.rbf 2>/dev/null)"
+run drop --redis "$U" --name stopme
+check "drop the large filter" 0 "$rc"
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

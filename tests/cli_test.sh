@@ -15,9 +15,39 @@ check_contains "table 001" "30000000000    30   8   9.01e-06" "$out"
 check_contains "table 002 row" "  22   15.2  2.67e-05" "$out"
 run plan -n 0 -p 0.01
 check "plan bad n" 2 "$rc"
-check_contains "plan bad n message" "capacity must be at least 1" "$err"
+check_contains "plan bad n message" "capacity must be a finite number of items, at least 1" "$err"
 run plan -n 100 -p 1.5
 check "plan bad p" 2 "$rc"
+# Every bad size says what is wrong with the value given, and what to do.
+run plan -n 1e20 -p 0.01
+check "plan huge n" 2 "$rc"
+check_contains "plan huge n message" "a filter for 1e+20 items at error rate 0.01 needs" "$err"
+check_contains "plan huge n advice" "spread the items over several filters" "$err"
+run plan -n 1.8e19 -p 0.01
+check_contains "plan n near 2^64" "at most 2^63 bits" "$err"
+run plan -n inf -p 0.01
+check_contains "plan infinite n" "finite number of items, at least 1 (got inf)" "$err"
+run plan -n 1e6 -p 0.9999
+check_contains "plan p near 1" "error rate 0.9999 is too high" "$err"
+check_contains "plan p near 1 advice" "at most 0.5 (0.01 is common)" "$err"
+run plan -n 1e6 -p 1e-30 --layout blocked
+check_contains "plan blocked tiny p" "error rate 1e-30 is below what a blocked filter can reach" \
+  "$err"
+check_contains "plan blocked tiny p advice" "use --layout classic" "$err"
+run plan -n 3e18 -p 0.5
+check_contains "plan too many partitions" "use a larger partition size" "$err"
+run create -f big.rbf --bits 1e30 --hashes 7
+check "create huge bits" 2 "$rc"
+check_contains "create huge bits message" "--bits 1e+30 is too large" "$err"
+run create -f tiny.rbf --bits 512 --hashes 1 -n 1e6
+check_contains "create bits too few for n" "give more bits or a smaller capacity" "$err"
+run dedupe -f x.rbf
+check "mistyped command" 2 "$rc"
+check_contains "mistyped command message" "unknown command 'dedupe' (did you mean 'dedup'?)" "$err"
+check_contains "mistyped command lists the commands" "the commands are plan, create" "$err"
+REDIS_URL=http://localhost:6379 run info --name urls
+check "bad REDIS_URL" 2 "$rc"
+check_contains "bad REDIS_URL is named" '$REDIS_URL (used because --redis was not given)' "$err"
 run plan -n 100 -p 0.01 --layout fancy
 check "plan bad layout" 2 "$rc"
 check_contains "plan bad layout message" "unknown layout 'fancy'" "$err"

@@ -77,6 +77,11 @@ class Filter {
   void use_threads(unsigned threads) { store_->use_threads(threads); }
 
   [[nodiscard]] FilterInfo info() const;
+  // The estimated item count from the fill of at most `sample_bytes` of the bits, spread over
+  // the partitions (all of them when the filter is that small): a cheap check against the
+  // capacity where info() would read every bit. Items spread uniformly over partitions and
+  // blocks, so a 1 MiB sample is within about 0.1% of the whole filter's fill.
+  [[nodiscard]] double estimate_items(std::uint64_t sample_bytes = std::uint64_t{1} << 20) const;
   void flush() { store_->flush(); }
 
   [[nodiscard]] const FilterParams& params() const noexcept { return store_->params(); }

@@ -33,8 +33,12 @@ inline constexpr std::uint64_t kBlockBits = 512;
 inline constexpr std::uint32_t kMaxHashes = 64;
 // Redis strings are at most 512 MiB, so SETBIT offsets stop at 2^32 - 1.
 inline constexpr std::uint64_t kRedisMaxStringBits = std::uint64_t{1} << 32;
+// The largest filter sizing makes: bit offsets and byte counts stay clear of 64-bit overflow.
+inline constexpr std::uint64_t kMaxFilterBits = std::uint64_t{1} << 63;
+// Above 0.5 a filter answers "present" for most absent items: sizing refuses such rates.
+inline constexpr double kMaxErrorRate = 0.5;
 
-// m = ceil(-n ln p / (ln 2)^2). Throws InvalidArgument unless n >= 1 and 0 < p < 1.
+// m = ceil(-n ln p / (ln 2)^2). Throws InvalidArgument unless n >= 1, 0 < p <= 0.5 and m fits.
 std::uint64_t classic_bits_for(double n, double p);
 
 // k = round((m/n) ln 2), clamped to 1..64.
