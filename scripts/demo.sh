@@ -5,12 +5,18 @@
 # every event was already seen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== dependencies (apt-get installs what is missing)"
 scripts/install-deps.sh
 build=${REDBLOOM_BUILD_DIR:-build-release}
+echo "== building redbloom (Release) in $build: a few minutes the first time, seconds after"
+started=$SECONDS
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
   -DREDBLOOM_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" >/dev/null
+# One line per finished target, so a slow build shows that it is moving.
+cmake --build "$build" -j "$(nproc)" | grep --line-buffered -E '^\[ *[0-9]+%\] Built target' |
+  sed -u 's/^/   /'
 redbloom="$build/redbloom"
+echo "   built $redbloom in $((SECONDS - started)) s"
 
 work=${REDBLOOM_DEMO_DIR:-demo-output}
 mkdir -p "$work"

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # The test command: installs the test dependencies, builds everything with -Werror and runs
-# the whole suite with ctest. CI runs exactly this (.ci/run).
+# the whole suite with ctest; then builds again as users and packagers do (Release, tests on)
+# and runs the CLI checks on that build. CI runs exactly this (.ci/run).
+#   REDBLOOM_BUILD_DIR   build directory (default: build; the Release build goes to DIR-rel)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 build=${REDBLOOM_BUILD_DIR:-build}
+jobs=$(nproc)
+
+echo "== RelWithDebInfo build and the whole suite ($build)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDBLOOM_WERROR=ON >/dev/null
-cmake --build "$build" -j "$(nproc)"
-cd "$build"
-ctest --output-on-failure -j "$(nproc)"
+cmake --build "$build" -j "$jobs"
+(cd "$build" && ctest --output-on-failure -j "$jobs")
+
+echo "== Release build ($build-rel) and the CLI checks on it"
+cmake -S . -B "$build-rel" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_WERROR=ON >/dev/null
+cmake --build "$build-rel" -j "$jobs"
+(cd "$build-rel" && ctest --output-on-failure -j "$jobs" -R '^cli\.(commands|stream)$')

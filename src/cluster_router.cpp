@@ -148,7 +148,8 @@ class ClusterRouter final : public Router {
                 OnLostNode lost, PassResult& result);
   [[noreturn]] void give_up(std::string_view operation, const std::string& why) const {
     throw StorageError("redis " + endpoint_.describe() + ": " + std::string(operation) +
-                       ": gave up after " + std::to_string(kRetryBudget.count()) + " s: " + why);
+                       ": gave up after " + std::to_string(kRetryBudget.count()) +
+                       " s without progress: " + why);
   }
   static void backoff(int attempt) {
     const auto wait = std::min<std::chrono::milliseconds>(
@@ -432,7 +433,9 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
   std::vector<std::size_t> todo(units);
   for (std::size_t u = 0; u < units; ++u) todo[u] = u;
   std::map<std::size_t, std::uint32_t> ask_node;  // group → the node an ASK sent it to
-  const auto deadline = Clock::now() + kRetryBudget;
+  // The budget is for time without progress: a long pipeline through a cluster that keeps
+  // moving slots goes on as long as each round completes some of its units.
+  auto deadline = Clock::now() + kRetryBudget;
   for (int attempt = 0; !todo.empty(); ++attempt) {
     if (stale_) refresh();
     // Each unit to its node; groups whose slot no node serves wait for the cluster.
@@ -501,14 +504,16 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
         ++counts_.waits;
       }
     }
-    if (Clock::now() > deadline) give_up(operation, why);
-    if (wait) backoff(attempt);
+    const std::size_t before = todo.size();
     todo.clear();
     for (const auto& entry : redo) {
       for (std::size_t u = entry.first; u < units && routes[u].group == entry.first; ++u) {
         todo.push_back(u);
       }
     }
+    if (todo.size() < before) deadline = Clock::now() + kRetryBudget;
+    if (Clock::now() > deadline) give_up(operation, why);
+    if (wait) backoff(attempt);
   }
 }
 

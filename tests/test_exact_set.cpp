@@ -670,7 +670,7 @@ TEST(FileExactSet, SeesAClearByAnotherObject) {
 TEST(FileExactSet, RacingCreatorsNeverSeeAHalfWrittenFile) {
   TempDir dir;
   for (int round = 0; round < 200; ++round) {
-    const std::string filter = dir.file("f" + std::to_string(round));
+    const std::string filter = dir.file(testing::numbered("f", round));
     EXPECT_EQ(race_creators(
                   4, round, [&] { (void)create_file_exact_set(filter); },
                   [&] { (void)open_file_exact_set(filter); }),
@@ -907,7 +907,7 @@ TEST_F(RedisExactSetTest, AFilterNamedLikeACompanionIsNeitherTakenNorDeleted) {
 TEST_F(RedisExactSetTest, RacingCreatorsNeverSeeHalfWrittenMetadata) {
   const RedisEndpoint e = endpoint();
   for (int round = 0; round < 100; ++round) {
-    const std::string name = "r" + std::to_string(round);
+    const std::string name = testing::numbered("r", round);
     EXPECT_EQ(race_creators(
                   4, round, [&] { (void)create_redis_exact_set(e, name, 1000); },
                   [&] { (void)open_redis_exact_set(e, name); }),
@@ -1104,7 +1104,7 @@ TEST_F(RedisExactSetTest, DropRemovesEveryCompanionKeyAndNothingElse) {
   const FilterParams params = size_filter(5000, 0.01, Layout::classic);
   KnownSet known = KnownSet::create_redis(endpoint(), "u", params, /*exact=*/true);
   std::vector<std::string> items;
-  for (int i = 0; i < 5000; ++i) items.push_back("u" + std::to_string(i));
+  for (int i = 0; i < 5000; ++i) items.push_back(testing::numbered("u", i));
   known.add(items);
   ASSERT_EQ(server_.command({"SET", "u:exactly-mine", "x"}).text, "OK");
   const auto before = keys();
