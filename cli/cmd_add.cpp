@@ -42,7 +42,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   const StopSignals stop_signals;
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
-  const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
+  const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
   CapacityWatch capacity(filter, cmd.on_full, created, verb, emit != Emit::nothing);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   BatchOutput out(1, reader.delimiter());

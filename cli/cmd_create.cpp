@@ -31,7 +31,7 @@ void register_create(CLI::App& app, int& exit_code) {
   sub->callback([cmd, &exit_code] {
     // create_filter also drops an exact set left from a former filter of that name.
     const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
-    if (cmd->exact) (void)exact_for_writing(cmd->location, filter, /*create=*/true);
+    if (cmd->exact) (void)exact_set_for_writing(cmd->location.resolve(), filter, /*create=*/true);
     if (cmd->quiet) {
     } else if (cmd->json) {
       std::printf("{\"created\": %s, \"location\": %s, %s, \"exact\": %s}\n",

@@ -31,7 +31,7 @@ int run_diff(const DiffCommand& cmd) {
   filter.use_threads(cmd.stream.threads);
   const double rate = filter.info().estimated_error_rate;
   KnownSet known(std::move(filter),
-                 cmd.exact ? open_exact(cmd.known, /*writable=*/false) : nullptr);
+                 cmd.exact ? open_exact_set(cmd.known.resolve(), /*writable=*/false) : nullptr);
   const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   BatchOutput out(1, reader.delimiter());

@@ -19,11 +19,9 @@ void register_drop(CLI::App& app, int& exit_code) {
   add_location_options(*sub, cmd->location);
   sub->add_flag("--json", cmd->json, "What was dropped as one JSON object on stdout");
   sub->callback([cmd, &exit_code] {
-    // The filter first: drop_filter refuses anything that is not a filter, and then its exact
-    // set is left alone too. (A set left behind is dropped when a filter is created anew.)
-    drop_filter(cmd->location);
-    const bool had_exact = exact_exists(cmd->location);
-    drop_exact_if_any(cmd->location);
+    const Location where = cmd->location.resolve();
+    const bool had_exact = exact_set_exists(where);
+    Filter::drop(where);
     if (cmd->json) {
       std::printf("{\"dropped\": %s, \"exact\": %s}\n",
                   json_string(cmd->location.describe()).c_str(), had_exact ? "true" : "false");

@@ -114,7 +114,7 @@ void register_info(CLI::App& app, int& exit_code) {
     const Filter filter = open_for_reading(cmd->location);
     const FilterInfo info = filter.info();
     (cmd->json ? print_json : print_text)(cmd->location.describe(), info,
-                                          exact_summary(cmd->location));
+                                          exact_set_summary(cmd->location.resolve()));
     exit_code = kExitOk;
   });
 }

@@ -34,7 +34,7 @@ int run_load(const LoadCommand& cmd) {
   const StopSignals stop_signals;
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
-  const auto exact = exact_for_writing(cmd.location, filter, cmd.exact);
+  const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
   CapacityWatch capacity(filter, cmd.on_full, created, "load", /*printed=*/false);
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Progress progress("load", reader.stats(), cmd.stream.quiet);

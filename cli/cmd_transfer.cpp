@@ -37,7 +37,7 @@ struct Stopped {
 // what became of it, for the message.
 std::string drop_incomplete_copy(const FilterLocation& to) {
   try {
-    drop_filter(to);
+    Filter::drop(to.resolve());
     return "the incomplete copy was dropped";
   } catch (const Error& drop_error) {
     return "dropping the incomplete copy failed too (" + std::string(drop_error.what()) +
@@ -83,8 +83,10 @@ int run_transfer(const TransferCommand& cmd, const char* verb) {
 // localhost and 127.0.0.1 are one server).
 bool share_a_server(const FilterLocation& a, const FilterLocation& b) {
   std::set<std::string> seen;
-  for (const RedisEndpoint& server : a.endpoints()) seen.insert(RedisStore::keyspace_id(server));
-  for (const RedisEndpoint& server : b.endpoints()) {
+  for (const RedisEndpoint& server : a.resolve().servers) {
+    seen.insert(RedisStore::keyspace_id(server));
+  }
+  for (const RedisEndpoint& server : b.resolve().servers) {
     if (seen.count(RedisStore::keyspace_id(server)) != 0) return true;
   }
   return false;

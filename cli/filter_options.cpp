@@ -1,20 +1,12 @@
 #include "filter_options.hpp"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <thread>
 
 #include "diagnostics.hpp"
-#include "exact_options.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/redis_store.hpp"
-#include "redbloom/sharded_store.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/sizing.hpp"
 
 namespace redbloom::cli {
@@ -35,71 +27,13 @@ bool any_sizing_given(const SizingOptions& o) {
          given(o.bits_option) || given(o.hashes_option) || given(o.partition_option);
 }
 
-bool file_exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-bool filter_exists(const FilterLocation& location) {
-  location.check();
-  return location.in_redis() ? ShardedRedisStore::exists(location.endpoints(), location.name)
-                             : file_exists(location.path);
-}
-
-Filter open_existing(const FilterLocation& location, bool writable) {
-  location.check();
-  if (location.in_redis()) return Filter::open_redis(location.endpoints(), location.name);
-  return Filter::open_file(location.path,
-                           writable ? FileStore::Access::read_write : FileStore::Access::read_only);
-}
-
-Filter open_when_created(const FilterLocation& location) {
-  // A Redis filter is visible while its creator is still allocating partitions (milliseconds
-  // per 64 MiB); wait for it, boundedly, rather than fail a worker that lost the race.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (true) {
-    try {
-      return open_existing(location, /*writable=*/true);
-    } catch (const IncompleteFilter&) {
-      if (std::chrono::steady_clock::now() > deadline) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-}
-
-Filter checked_against(Filter filter, const FilterParams& requested, const SizingOptions& options) {
-  if (any_sizing_given(options) && !(filter.params() == requested)) {
-    throw FilterExists("filter " + filter.store().location() +
-                       " was created with other parameters: it is " + describe(filter.params()) +
-                       "; the options ask for " + describe(requested));
-  }
-  return filter;
-}
-
 }  // namespace
 
-namespace {
-
-// The servers of a --redis list (one cluster URI, or comma-separated server URIs).
-std::vector<RedisEndpoint> parse_server_list(const std::string& list) {
-  // A cluster URI lists its seed nodes with commas itself: the whole list is one cluster.
-  if (list.starts_with("redis+cluster://")) return {parse_redis_uri(list)};
-  std::vector<RedisEndpoint> servers;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = list.find(',', start);
-    const std::string uri = list.substr(start, comma - start);
-    if (uri.empty() && !list.empty()) throw InvalidArgument("empty URI in the --redis list");
-    servers.push_back(redis_endpoint_or_default(uri));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+Location FilterLocation::resolve() const {
+  if (path.empty() && name.empty()) {
+    throw InvalidArgument("no filter given: use --filter PATH, or --name NAME for Redis");
   }
-  return servers;
-}
-
-}  // namespace
-
-std::vector<RedisEndpoint> FilterLocation::endpoints() const {
+  if (!in_redis()) return Location::file(path);
   std::string list = redis_uri;
   if (!redis_file.empty()) {
     std::ifstream in(redis_file);
@@ -116,28 +50,9 @@ std::vector<RedisEndpoint> FilterLocation::endpoints() const {
     }
     if (list.empty()) throw InvalidArgument("--redis-file " + redis_file + " lists no server");
   }
-  bool from_environment = false;
-  if (list.empty()) {
-    const char* env = std::getenv("REDIS_URL");
-    list = env != nullptr ? env : "";
-    from_environment = !list.empty();
-  }
-  try {
-    return parse_server_list(list);
-  } catch (const InvalidArgument& e) {
-    if (!from_environment) throw;
-    throw InvalidArgument(std::string("$REDIS_URL (used because --redis was not given): ") +
-                          e.what() + "; fix or unset REDIS_URL, or pass --redis URI");
-  }
-}
-
-std::string FilterLocation::describe() const {
-  if (!in_redis()) return path;
-  std::string where;
-  for (const RedisEndpoint& server : endpoints()) {
-    where += (where.empty() ? "" : ", ") + server.describe();
-  }
-  return name + " on redis " + where;
+  // No list: $REDIS_URL or the local default (Location::parse).
+  if (list.empty()) return Location::parse("", name);
+  return Location::redis(parse_redis_servers(list), name);
 }
 
 void add_location_options(CLI::App& command, FilterLocation& location,
@@ -166,12 +81,6 @@ void add_location_options(CLI::App& command, FilterLocation& location,
   redis->excludes(redis_file);
   redis->needs(name);
   redis_file->needs(name);
-}
-
-void FilterLocation::check() const {
-  if (path.empty() && name.empty()) {
-    throw InvalidArgument("no filter given: use --filter PATH, or --name NAME for Redis");
-  }
 }
 
 void add_sizing_options(CLI::App& command, SizingOptions& o) {
@@ -240,68 +149,41 @@ FilterParams requested_params(const SizingOptions& o) {
 }
 
 Filter create_filter(const FilterLocation& location, const FilterParams& params, bool overwrite) {
-  location.check();
-  Filter filter = location.in_redis()
-                      ? Filter::create_redis(location.endpoints(), location.name, params, overwrite)
-                      : Filter::create_file(location.path, params, overwrite);
+  const Location where = location.resolve();
+  OpenReport report;
+  Filter filter = Filter::create(where, params, overwrite, &report);
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
   // unlinked by hand) describes other items: adopted, it would hide orphans.
-  drop_exact_if_any(location);
-  // The filter exists by now: a server that cannot be asked is a warning, not a failure.
-  if (location.in_redis()) {
-    for (const RedisEndpoint& server : location.endpoints()) {
-      try {
-        for (const std::string& risk : RedisStore::eviction_risks(server)) {
-          report_warning(risk);
-        }
-      } catch (const Error& e) {
-        report_warning(std::string("could not read the eviction policy: ") + e.what());
-      }
-    }
-  }
+  if (exact_set_exists(where)) drop_exact_set(where);
+  for (const std::string& warning : report.warnings) report_warning(warning);
   return filter;
-}
-
-void drop_filter(const FilterLocation& location) {
-  location.check();
-  if (location.in_redis()) {
-    const auto servers = location.endpoints();
-    if (servers.size() == 1) {
-      RedisStore::drop(servers[0], location.name);
-    } else {
-      ShardedRedisStore::drop(servers, location.name);
-    }
-  } else {
-    FileStore::remove(location.path);
-  }
 }
 
 WritableFilter open_for_writing(const FilterLocation& location, const SizingOptions& options,
                                 bool create_if_missing) {
   // Validate the options even when the filter exists: a typo must not pass silently.
   const FilterParams requested = requested_params(options);
-  if (create_if_missing && !filter_exists(location)) {
-    try {
-      WritableFilter made{create_filter(location, requested, /*overwrite=*/false), true};
-      std::string note = "created filter " + location.describe() + ": " + describe(requested);
-      if (!any_sizing_given(options)) {
-        note +=
-            " (the default size, -n 1e6 -p 0.01); past its capacity new items are ever more "
-            "often taken for ones already seen: for another size, drop it and pass "
-            "-n ITEMS -p RATE (redbloom plan -n ITEMS -p RATE shows the cost)";
-      }
-      report_note(note);
-      return made;
-    } catch (const FilterExists&) {
-      // Another process created it first; use theirs (checked below), once it is complete.
-      return {checked_against(open_when_created(location), requested, options), false};
+  const Location where = location.resolve();
+  OpenReport report;
+  OpenOptions open_options = OpenOptions::create_missing(requested, any_sizing_given(options));
+  open_options.create_if_missing = create_if_missing;
+  Filter filter = Filter::open(where, open_options, &report);
+  for (const std::string& warning : report.warnings) report_warning(warning);
+  if (report.created) {
+    std::string note = "created filter " + where.describe() + ": " + describe(requested);
+    if (!any_sizing_given(options)) {
+      note +=
+          " (the default size, -n 1e6 -p 0.01); past its capacity new items are ever more "
+          "often taken for ones already seen: for another size, drop it and pass "
+          "-n ITEMS -p RATE (redbloom plan -n ITEMS -p RATE shows the cost)";
     }
+    report_note(note);
   }
-  return {checked_against(open_existing(location, /*writable=*/true), requested, options), false};
+  return {std::move(filter), report.created};
 }
 
 Filter open_for_reading(const FilterLocation& location) {
-  return open_existing(location, /*writable=*/false);
+  return Filter::open(location.resolve(), OpenOptions::read_only());
 }
 
 }  // namespace redbloom::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "redbloom/filter.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
 
@@ -28,9 +29,9 @@ struct SizingOptions {
   CLI::Option* partition_option = nullptr;
 };
 
-// Where a filter lives: a local file (--filter PATH) or Redis (--name NAME, on --redis URI or
-// $REDIS_URL or redis://127.0.0.1:6379). Several comma-separated URIs (or a --redis-file with
-// one per line) spread the filter over that many servers (sharded_store.hpp).
+// Where a filter lives, as the options give it: a local file (--filter PATH) or Redis (--name
+// NAME, on --redis URI or $REDIS_URL or redis://127.0.0.1:6379). Several comma-separated URIs
+// (or a --redis-file with one per line) spread the filter over that many servers.
 struct FilterLocation {
   std::string path;
   std::string redis_uri;
@@ -38,14 +39,11 @@ struct FilterLocation {
   std::string name;
 
   [[nodiscard]] bool in_redis() const noexcept { return !name.empty(); }
-  // Throws InvalidArgument when neither a path nor a name was given.
-  void check() const;
-  // The servers, in order (one unless sharded). Throws InvalidArgument for a bad URI or file.
-  [[nodiscard]] std::vector<RedisEndpoint> endpoints() const;
-  // The first server: where a sharded filter's exact set lives.
-  [[nodiscard]] RedisEndpoint endpoint() const { return endpoints().front(); }
+  // The library's Location (location.hpp). Throws InvalidArgument when neither a path nor a
+  // name was given, or for a bad URI or --redis-file.
+  [[nodiscard]] Location resolve() const;
   // "urls.rbf" or "urls on redis 127.0.0.1:6379".
-  [[nodiscard]] std::string describe() const;
+  [[nodiscard]] std::string describe() const { return resolve().describe(); }
 };
 
 // --filter, --redis, --name; `flag_prefix` ("" or "to-") names the options of a second filter
@@ -58,9 +56,9 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 // The parameters the options ask for. Throws InvalidArgument for bad values.
 [[nodiscard]] FilterParams requested_params(const SizingOptions& options);
 
-// Opens the filter for writing. A missing filter is created from the options when
-// `create_if_missing` (and a note on stderr says so, with its size); an existing one must match
-// any sizing option the user gave (FilterExists otherwise: "created with other parameters").
+// Opens the filter for writing (Filter::open). A missing filter is created from the options
+// when `create_if_missing` (and a note on stderr says so, with its size); an existing one must
+// match any sizing option the user gave (FilterExists otherwise).
 struct WritableFilter {
   Filter filter;
   bool created = false;  // made by this call
@@ -68,9 +66,9 @@ struct WritableFilter {
 [[nodiscard]] WritableFilter open_for_writing(const FilterLocation& location,
                                               const SizingOptions& options, bool create_if_missing);
 [[nodiscard]] Filter open_for_reading(const FilterLocation& location);
+// Filter::create, its warnings (a server that may evict the filter) on stderr.
 [[nodiscard]] Filter create_filter(const FilterLocation& location, const FilterParams& params,
                                    bool overwrite);
-void drop_filter(const FilterLocation& location);
 
 // "64MiB", "512M", "1GiB", "4096" -> bytes. Throws InvalidArgument.
 [[nodiscard]] std::uint64_t parse_size(const std::string& text);

@@ -142,12 +142,13 @@ bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t ma
       begin_ += static_cast<std::size_t>(at - start) + 1;
       continue;
     }
-    // Out of buffered records: wait for more bytes, but not past the batch's deadline.
+    // Out of buffered records: wait for more bytes, but not past the batch's deadline. Past
+    // it, bytes already there are still taken (input that keeps coming fills the batch; the
+    // deadline bounds how long a stalled stream's items wait).
     int timeout_ms = -1;
     if (!batch.empty()) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) break;
-      timeout_ms = static_cast<int>(left.count());
+      timeout_ms = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
     }
     const WaitResult waited = wait_readable(fd_, timeout_ms);
     if (waited == WaitResult::timed_out) break;

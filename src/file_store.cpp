@@ -157,6 +157,11 @@ std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access acces
   return std::unique_ptr<FileStore>(new FileStore(path, fd.release(), header, access));
 }
 
+bool FileStore::exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 void FileStore::remove(const std::string& path) {
   {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

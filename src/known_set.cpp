@@ -3,28 +3,27 @@
 #include <algorithm>
 
 #include "redbloom/error.hpp"
-#include "redbloom/file_store.hpp"
-#include "redbloom/redis_store.hpp"
 
 namespace redbloom {
 
 KnownSet::KnownSet(Filter filter, std::unique_ptr<ExactSet> exact)
     : filter_(std::move(filter)), exact_(std::move(exact)) {}
 
-KnownSet KnownSet::create_file(const std::string& path, const FilterParams& params, bool exact,
-                               bool overwrite) {
+KnownSet KnownSet::create(const Location& location, const FilterParams& params, bool exact,
+                          bool overwrite) {
   // A replaced filter's companion describes other items: it goes too (before anything is
   // replaced, so that a companion that cannot be removed leaves the old pair as it was).
-  if (overwrite && !exact && file_exact_set_exists(path)) remove_file_exact_set(path);
-  Filter filter = Filter::create_file(path, params, overwrite);
+  if (overwrite && exact_set_exists(location)) drop_exact_set(location);
+  Filter filter = Filter::create(location, params, overwrite);
   if (!exact) return {std::move(filter), nullptr};
   std::unique_ptr<ExactSet> companion;
   try {
-    companion = create_file_exact_set(path, overwrite);
+    companion = create_exact_set(location,
+                                 params.capacity > 0 ? params.capacity : params.total_bits() / 10);
   } catch (...) {
     // No filter without the companion asked for (a leftover companion refused, say).
     try {
-      FileStore::remove(path);
+      Filter::drop(location);
     } catch (const Error&) {  // the companion's error says more
     }
     throw;
@@ -32,35 +31,27 @@ KnownSet KnownSet::create_file(const std::string& path, const FilterParams& para
   return {std::move(filter), std::move(companion)};
 }
 
+KnownSet KnownSet::open(const Location& location, bool exact) {
+  Filter filter = Filter::open(location);
+  return {std::move(filter), exact ? open_exact_set(location) : nullptr};
+}
+
+KnownSet KnownSet::create_file(const std::string& path, const FilterParams& params, bool exact,
+                               bool overwrite) {
+  return create(Location::file(path), params, exact, overwrite);
+}
+
 KnownSet KnownSet::open_file(const std::string& path, bool exact) {
-  Filter filter = Filter::open_file(path);
-  return {std::move(filter), exact ? open_file_exact_set(path) : nullptr};
+  return open(Location::file(path), exact);
 }
 
 KnownSet KnownSet::create_redis(const RedisEndpoint& endpoint, const std::string& name,
                                 const FilterParams& params, bool exact, bool overwrite) {
-  if (overwrite && !exact && redis_exact_set_exists(endpoint, name)) {
-    drop_redis_exact_set(endpoint, name);
-  }
-  Filter filter = Filter::create_redis(endpoint, name, params, overwrite);
-  if (!exact) return {std::move(filter), nullptr};
-  const std::uint64_t expected = params.capacity > 0 ? params.capacity : params.total_bits() / 10;
-  std::unique_ptr<ExactSet> companion;
-  try {
-    companion = create_redis_exact_set(endpoint, name, expected, overwrite);
-  } catch (...) {
-    try {
-      RedisStore::drop(endpoint, name);
-    } catch (const Error&) {  // the companion's error says more
-    }
-    throw;
-  }
-  return {std::move(filter), std::move(companion)};
+  return create(Location::redis({endpoint}, name), params, exact, overwrite);
 }
 
 KnownSet KnownSet::open_redis(const RedisEndpoint& endpoint, const std::string& name, bool exact) {
-  Filter filter = Filter::open_redis(endpoint, name);
-  return {std::move(filter), exact ? open_redis_exact_set(endpoint, name) : nullptr};
+  return open(Location::redis({endpoint}, name), exact);
 }
 
 void KnownSet::add_batch(std::span<const std::string_view> items) {

@@ -47,7 +47,7 @@ check_contains "mistyped command message" "unknown command 'dedupe' (did you mea
 check_contains "mistyped command lists the commands" "the commands are plan, create" "$err"
 REDIS_URL=http://localhost:6379 run info --name urls
 check "bad REDIS_URL" 2 "$rc"
-check_contains "bad REDIS_URL is named" '$REDIS_URL (used because --redis was not given)' "$err"
+check_contains "bad REDIS_URL is named" '$REDIS_URL (used because no Redis URI was given)' "$err"
 run plan -n 100 -p 0.01 --layout fancy
 check "plan bad layout" 2 "$rc"
 check_contains "plan bad layout message" "unknown layout 'fancy'" "$err"

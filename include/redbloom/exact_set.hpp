@@ -14,13 +14,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "redbloom/location.hpp"
 #include "redbloom/redis_endpoint.hpp"
 
 namespace redbloom {
+
+class Filter;
 
 class ExactSet {
  public:
@@ -90,6 +94,24 @@ void remove_file_exact_set(const std::string& filter_path);
                                                              const std::string& name);
 [[nodiscard]] bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name);
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name);
+
+// The companion of the filter at `location` (location.hpp), wherever it lives: beside a filter
+// file, or in Redis (for a sharded filter, on its first server). Memory filters have none.
+[[nodiscard]] bool exact_set_exists(const Location& location);
+[[nodiscard]] std::unique_ptr<ExactSet> open_exact_set(const Location& location,
+                                                       bool writable = true);
+[[nodiscard]] std::unique_ptr<ExactSet> create_exact_set(const Location& location,
+                                                         std::uint64_t expected_items,
+                                                         bool overwrite = false);
+void drop_exact_set(const Location& location);
+// The companion a writer of the filter at `location` must keep up to date: the existing one,
+// whether or not the writer asked for one (skipping it would leave it missing items, and exact
+// answers wrong), else with `create` a new one sized for the filter's capacity. A new one is
+// refused for a filter that already holds items: they could never be verified.
+[[nodiscard]] std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location,
+                                                              const Filter& filter, bool create);
+// What `redbloom info` shows of it; nullopt if there is none.
+[[nodiscard]] std::optional<ExactSetSummary> exact_set_summary(const Location& location);
 
 // The fingerprint of an item (exposed for tests).
 [[nodiscard]] std::uint64_t exact_fingerprint(std::string_view item) noexcept;

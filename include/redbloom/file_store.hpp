@@ -41,6 +41,8 @@ class FileStore final : public BitmapStore {
   static std::unique_ptr<FileStore> open(const std::string& path, Access access);
   // Deletes a filter file after checking that it is one (never deletes a foreign file).
   static void remove(const std::string& path);
+  // Whether anything is at `path` (open() tells whether it is a filter).
+  [[nodiscard]] static bool exists(const std::string& path);
 
   ~FileStore() override;
 

@@ -1,26 +1,70 @@
-// A Bloom filter: hashes items once, hands batches of hashes to its store.
+// A Bloom filter: hashes items once, hands batches of hashes to its store. Start here.
 //
-//   auto filter = redbloom::Filter::create_file("urls.rbf",
-//       redbloom::size_filter(1e6, 0.01, redbloom::Layout::blocked));
+//   auto filter = redbloom::Filter::open(redbloom::Location::parse("urls.rbf"),
+//       redbloom::OpenOptions::create_missing(
+//           redbloom::size_filter(1e6, 0.01, redbloom::Layout::blocked)));
 //   bool is_new = filter.add("s3://bucket/a.pdf");       // test-and-set
 //   bool maybe  = filter.contains("s3://bucket/b.pdf");  // false => certainly absent
 //
-// A Filter is not thread-safe; give each thread its own (several may open one file).
+// The same call takes "redis://cache:6379#urls", several servers or a redis+cluster:// URI
+// (location.hpp). A Filter is not thread-safe; give each thread its own (several may open one
+// filter, in one process or many).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "redbloom/file_store.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/store.hpp"
 
 namespace redbloom {
+
+// How Filter::open treats a filter that is missing, still being created, or made differently.
+struct OpenOptions {
+  // read_only for lookups; exclusive_write for the sole writer of a file (file_store.hpp).
+  FileStore::Access access = FileStore::Access::read_write;
+  // Create a missing filter with `params` (else a missing filter is NotFound).
+  bool create_if_missing = false;
+  std::optional<FilterParams> params;
+  // An existing filter must have exactly `params` (FilterExists otherwise, naming both).
+  bool require_params = false;
+  // How long to wait for another process that is still creating the filter (a Redis filter is
+  // visible while its partitions are being allocated) before IncompleteFilter.
+  std::chrono::milliseconds wait_for_creator{30000};
+
+  // Lookups only.
+  [[nodiscard]] static OpenOptions read_only() {
+    OpenOptions options;
+    options.access = FileStore::Access::read_only;
+    return options;
+  }
+  // Creates the filter with `params` if it is missing; with `require_params`, an existing one
+  // must have them too.
+  [[nodiscard]] static OpenOptions create_missing(const FilterParams& params,
+                                                  bool require_params = false) {
+    OpenOptions options;
+    options.create_if_missing = true;
+    options.params = params;
+    options.require_params = require_params;
+    return options;
+  }
+};
+
+// What open or create did besides returning the filter.
+struct OpenReport {
+  bool created = false;
+  // Things a user should know, e.g. a Redis server that may evict the filter's keys.
+  std::vector<std::string> warnings;
+};
 
 struct FilterInfo {
   FilterParams params;
@@ -36,6 +80,17 @@ struct FilterInfo {
 class Filter {
  public:
   explicit Filter(std::unique_ptr<Store> store);
+
+  // Where a filter lives, in one call (location.hpp): opens it, creates it if asked, waits for
+  // a concurrent creator, refuses other parameters if asked.
+  [[nodiscard]] static Filter open(const Location& location, const OpenOptions& options = {},
+                                   OpenReport* report = nullptr);
+  // Creates a new, empty filter; FilterExists if there is one (unless `overwrite`).
+  [[nodiscard]] static Filter create(const Location& location, const FilterParams& params,
+                                     bool overwrite = false, OpenReport* report = nullptr);
+  [[nodiscard]] static bool exists(const Location& location);
+  // Removes the filter, only after checking that what is there is one, and then its exact set.
+  static void drop(const Location& location);
 
   [[nodiscard]] static Filter in_memory(const FilterParams& params);
   [[nodiscard]] static Filter create_file(const std::string& path, const FilterParams& params,

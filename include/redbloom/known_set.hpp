@@ -49,6 +49,11 @@ class KnownSet {
   // `exact` may be null (Bloom-only).
   KnownSet(Filter filter, std::unique_ptr<ExactSet> exact);
 
+  // The filter (and with `exact` its companion) at any location (location.hpp): a file, one
+  // Redis server, several, or a cluster.
+  static KnownSet create(const Location& location, const FilterParams& params, bool exact,
+                         bool overwrite = false);
+  static KnownSet open(const Location& location, bool exact);
   static KnownSet create_file(const std::string& path, const FilterParams& params, bool exact,
                               bool overwrite = false);
   static KnownSet open_file(const std::string& path, bool exact);

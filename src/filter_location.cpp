@@ -1,0 +1,208 @@
+// Where a filter lives: open, create, drop and the exact companion, by Location, for every
+// store. The CLI, KnownSet and the bindings all come through here.
+#include <chrono>
+#include <thread>
+
+#include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/redis_store.hpp"
+#include "redbloom/sharded_store.hpp"
+
+namespace redbloom {
+namespace {
+
+Filter open_existing(const Location& location, FileStore::Access access) {
+  if (location.in_redis()) return Filter::open_redis(location.servers, location.name);
+  return Filter::open_file(location.path, access);
+}
+
+void check_parameters(const Filter& filter, const OpenOptions& options) {
+  if (options.require_params && !(filter.params() == *options.params)) {
+    throw FilterExists("filter " + filter.store().location() +
+                       " was created with other parameters: it is " + describe(filter.params()) +
+                       "; the options ask for " + describe(*options.params));
+  }
+}
+
+// Servers that may evict the filter's keys when full (a lost partition is then an error, but
+// the filter is gone): said after the filter was made, so a failed check is only a warning.
+void note_eviction_risks(const Location& location, std::vector<std::string>& warnings) {
+  for (const RedisEndpoint& server : location.servers) {
+    try {
+      for (std::string& risk : RedisStore::eviction_risks(server)) {
+        warnings.push_back(std::move(risk));
+      }
+    } catch (const Error& e) {
+      warnings.push_back(std::string("could not read the eviction policy: ") + e.what());
+    }
+  }
+}
+
+// The server that holds a Redis filter's exact set: the first (of a sharded filter).
+const RedisEndpoint& exact_home(const Location& location) {
+  return location.servers.front();
+}
+
+[[noreturn]] void no_memory_companion() {
+  throw NotFound("a memory filter has no exact set");
+}
+
+}  // namespace
+
+Filter Filter::create(const Location& location, const FilterParams& params, bool overwrite,
+                      OpenReport* report) {
+  if (location.kind == Location::Kind::memory) {
+    if (report) report->created = true;
+    return in_memory(params);
+  }
+  Filter filter = location.in_redis()
+                      ? create_redis(location.servers, location.name, params, overwrite)
+                      : create_file(location.path, params, overwrite);
+  if (report) {
+    report->created = true;
+    if (location.in_redis()) note_eviction_risks(location, report->warnings);
+  }
+  return filter;
+}
+
+Filter Filter::open(const Location& location, const OpenOptions& options, OpenReport* report) {
+  if ((options.create_if_missing || options.require_params) && !options.params) {
+    throw InvalidArgument("open: create_if_missing and require_params need the parameters");
+  }
+  if (location.kind == Location::Kind::memory) {
+    if (!options.create_if_missing) {
+      throw NotFound(
+          "a memory filter exists only in the process that made it: open it with "
+          "create_if_missing and its parameters");
+    }
+    return create(location, *options.params, false, report);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options.wait_for_creator;
+  for (;;) {
+    try {
+      if (options.create_if_missing && !exists(location)) {
+        try {
+          return create(location, *options.params, /*overwrite=*/false, report);
+        } catch (const FilterExists&) {
+          // Another process created it first: use theirs (checked below).
+        }
+      }
+      Filter filter = open_existing(location, options.access);
+      check_parameters(filter, options);
+      return filter;
+    } catch (const IncompleteFilter&) {
+      // A Redis filter is visible while its creator still allocates the partitions: wait for
+      // it, boundedly, whichever way this process met it.
+      if (std::chrono::steady_clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+bool Filter::exists(const Location& location) {
+  switch (location.kind) {
+    case Location::Kind::memory:
+      return false;
+    case Location::Kind::file:
+      return FileStore::exists(location.path);
+    case Location::Kind::redis:
+      break;
+  }
+  return ShardedRedisStore::exists(location.servers, location.name);
+}
+
+void Filter::drop(const Location& location) {
+  // The filter first: its drop refuses anything that is not a filter, and then its exact set
+  // is left alone too. (A set left behind is dropped when a filter is created anew.)
+  switch (location.kind) {
+    case Location::Kind::memory:
+      throw InvalidArgument("a memory filter is dropped by destroying it");
+    case Location::Kind::file:
+      FileStore::remove(location.path);
+      break;
+    case Location::Kind::redis:
+      if (location.servers.size() == 1) {
+        RedisStore::drop(location.servers.front(), location.name);
+      } else {
+        ShardedRedisStore::drop(location.servers, location.name);
+      }
+      break;
+  }
+  if (exact_set_exists(location)) drop_exact_set(location);
+}
+
+bool exact_set_exists(const Location& location) {
+  switch (location.kind) {
+    case Location::Kind::memory:
+      return false;
+    case Location::Kind::file:
+      return file_exact_set_exists(location.path);
+    case Location::Kind::redis:
+      break;
+  }
+  return redis_exact_set_exists(exact_home(location), location.name);
+}
+
+std::unique_ptr<ExactSet> open_exact_set(const Location& location, bool writable) {
+  switch (location.kind) {
+    case Location::Kind::memory:
+      no_memory_companion();
+    case Location::Kind::file:
+      return open_file_exact_set(location.path, writable);
+    case Location::Kind::redis:
+      break;
+  }
+  return open_redis_exact_set(exact_home(location), location.name);
+}
+
+std::unique_ptr<ExactSet> create_exact_set(const Location& location, std::uint64_t expected_items,
+                                           bool overwrite) {
+  switch (location.kind) {
+    case Location::Kind::memory:
+      no_memory_companion();
+    case Location::Kind::file:
+      return create_file_exact_set(location.path, overwrite);
+    case Location::Kind::redis:
+      break;
+  }
+  return create_redis_exact_set(exact_home(location), location.name, expected_items, overwrite);
+}
+
+void drop_exact_set(const Location& location) {
+  switch (location.kind) {
+    case Location::Kind::memory:
+      no_memory_companion();
+    case Location::Kind::file:
+      remove_file_exact_set(location.path);
+      return;
+    case Location::Kind::redis:
+      break;
+  }
+  drop_redis_exact_set(exact_home(location), location.name);
+}
+
+std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const Filter& filter,
+                                                bool create) {
+  if (exact_set_exists(location)) return open_exact_set(location);
+  if (!create) return nullptr;
+  if (filter.store().count_set_bits() != 0) {
+    throw InvalidArgument("filter " + location.describe() +
+                          " already holds items but has no exact set: they could never be "
+                          "verified; create the filter anew (--force) and load it with --exact");
+  }
+  const FilterParams& p = filter.params();
+  try {
+    return create_exact_set(location, p.capacity > 0 ? p.capacity : p.total_bits() / 10);
+  } catch (const FilterExists&) {
+    return open_exact_set(location);  // another writer created it first
+  }
+}
+
+std::optional<ExactSetSummary> exact_set_summary(const Location& location) {
+  if (!exact_set_exists(location)) return std::nullopt;
+  if (location.kind == Location::Kind::file) return summarize_file_exact_set(location.path);
+  return summarize(*open_exact_set(location, /*writable=*/false));
+}
+
+}  // namespace redbloom
