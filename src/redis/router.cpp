@@ -1,4 +1,4 @@
-#include "redis_router.hpp"
+#include "router.hpp"
 
 #include <vector>
 

@@ -29,7 +29,7 @@
 
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
-#include "redis_connection.hpp"
+#include "connection.hpp"
 
 namespace redbloom::redis {
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "redis_router.hpp"
+#include "router.hpp"
 
 namespace redbloom::redis {
 

@@ -1,4 +1,4 @@
-#include "redis_keys.hpp"
+#include "format.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "redis_connection.hpp"
+#include "connection.hpp"
 
 #include <pthread.h>
 #include <sys/time.h>

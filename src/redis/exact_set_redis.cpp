@@ -25,8 +25,8 @@
 
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
-#include "redis_keys.hpp"
-#include "redis_router.hpp"
+#include "format.hpp"
+#include "router.hpp"
 
 namespace redbloom {
 namespace {

@@ -13,8 +13,8 @@
 #include "redbloom/layout.hpp"
 #include "redbloom/memory_store.hpp"
 #include "redbloom/sharding.hpp"
-#include "redis_keys.hpp"
-#include "redis_router.hpp"
+#include "format.hpp"
+#include "router.hpp"
 
 namespace redbloom {
 namespace {
