@@ -12,9 +12,15 @@
 namespace redbloom {
 namespace {
 
-Filter open_existing(const Location& location, FileStore::Access access) {
-  if (location.in_redis()) return Filter::open_redis(location.servers, location.name);
-  return Filter::open_file(location.path, access);
+// A Redis filter still being created by another process is waited for (its store does that,
+// in the Redis lifecycle); a file appears complete or not at all.
+Filter open_existing(const Location& location, const OpenOptions& options) {
+  if (!location.in_redis()) return Filter::open_file(location.path, options.access);
+  if (location.servers.size() == 1) {
+    return Filter(
+        RedisStore::open(location.servers.front(), location.name, {}, options.wait_for_creator));
+  }
+  return Filter(ShardedRedisStore::open(location.servers, location.name, options.wait_for_creator));
 }
 
 void check_parameters(const Filter& filter, const OpenOptions& options) {
@@ -78,26 +84,16 @@ Filter Filter::open(const Location& location, const OpenOptions& options, OpenRe
     }
     return create(location, *options.params, false, report);
   }
-  const auto deadline = std::chrono::steady_clock::now() + options.wait_for_creator;
-  for (;;) {
+  if (options.create_if_missing && !exists(location)) {
     try {
-      if (options.create_if_missing && !exists(location)) {
-        try {
-          return create(location, *options.params, /*overwrite=*/false, report);
-        } catch (const FilterExists&) {
-          // Another process created it first: use theirs (checked below).
-        }
-      }
-      Filter filter = open_existing(location, options.access);
-      check_parameters(filter, options);
-      return filter;
-    } catch (const IncompleteFilter&) {
-      // A Redis filter is visible while its creator still allocates the partitions: wait for
-      // it, boundedly, whichever way this process met it.
-      if (std::chrono::steady_clock::now() >= deadline) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return create(location, *options.params, /*overwrite=*/false, report);
+    } catch (const FilterExists&) {
+      // Another process created it first (or is creating it): use theirs, checked below.
     }
   }
+  Filter filter = open_existing(location, options);
+  check_parameters(filter, options);
+  return filter;
 }
 
 bool Filter::exists(const Location& location) {

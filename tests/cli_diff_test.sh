@@ -263,12 +263,12 @@ run load --redis "$U" --name k4 -n 1000 a.txt
 check "filter NAME:exact does not block NAME" 0 "$rc"
 run diff --redis "$U" --name k4 --check b.txt --exact
 check "... nor pass for its exact set" 3 "$rc"
-check_contains "... message" "'k4:exact' on redis 127.0.0.1:${redis_port[main]} is not a redbloom exact set" "$err"
+check_contains "... message" "'k4:exact' on redis 127.0.0.1:${redis_port[main]} is a Redis hash but not a redbloom exact set" "$err"
 run drop --redis "$U" --name k4
 check "drop k4 beside filter k4:exact" 0 "$rc"
 run load --exact --redis "$U" --name k4 -n 1000 a.txt
 check "load --exact refuses to claim k4:exact" 3 "$rc"
-check_contains "... message" "'k4:exact' on redis 127.0.0.1:${redis_port[main]} is not a redbloom exact set" "$err"
+check_contains "... message" "'k4:exact' on redis 127.0.0.1:${redis_port[main]} is a Redis hash but not a redbloom exact set" "$err"
 run exists --redis "$U" --name 'k4:exact' <<< "kept"
 check "filter k4:exact intact" "kept" "$out"
 check "its metadata untouched" "" "$(rcli main hget 'k4:exact' bucket_bits)"

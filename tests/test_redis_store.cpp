@@ -117,165 +117,6 @@ std::vector<std::string> all_keys(const RedisServer& server) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// URIs (no server needed).
-
-TEST(RedisUri, HostPortAndDb) {
-  const RedisEndpoint e = parse_redis_uri("redis://cache.example.com:6380/3");
-  EXPECT_EQ(e.host, "cache.example.com");
-  EXPECT_EQ(e.port, 6380);
-  EXPECT_EQ(e.db, 3);
-  EXPECT_TRUE(e.unix_path.empty());
-  EXPECT_TRUE(e.user.empty());
-  EXPECT_TRUE(e.password.empty());
-  EXPECT_EQ(e.describe(), "cache.example.com:6380/3");
-
-  const RedisEndpoint defaults = parse_redis_uri("redis://localhost");
-  EXPECT_EQ(defaults.host, "localhost");
-  EXPECT_EQ(defaults.port, 6379);
-  EXPECT_EQ(defaults.db, 0);
-  EXPECT_EQ(defaults.command_timeout, RedisEndpoint{}.command_timeout);
-  EXPECT_EQ(defaults.connect_timeout, RedisEndpoint{}.connect_timeout);
-  EXPECT_EQ(defaults.describe(), "localhost:6379");
-  EXPECT_EQ(parse_redis_uri("redis://localhost:6379/").db, 0);
-}
-
-TEST(RedisUri, CredentialsArePercentDecodedAndNeverDescribed) {
-  const RedisEndpoint e = parse_redis_uri("redis://alice:p%40ss%3aw0rd%25@db.internal:7000/1");
-  EXPECT_EQ(e.user, "alice");
-  EXPECT_EQ(e.password, "p@ss:w0rd%");
-  EXPECT_EQ(e.host, "db.internal");
-  EXPECT_EQ(e.port, 7000);
-  EXPECT_EQ(e.db, 1);
-  EXPECT_FALSE(contains_text(e.describe(), "p@ss"));
-
-  // Password alone, with or without the empty user name: AUTH <password>.
-  for (const char* uri : {"redis://s3cret@h", "redis://:s3cret@h"}) {
-    const RedisEndpoint p = parse_redis_uri(uri);
-    EXPECT_TRUE(p.user.empty()) << uri;
-    EXPECT_EQ(p.password, "s3cret") << uri;
-    EXPECT_EQ(p.host, "h") << uri;
-  }
-  // An unescaped '@' in the password: the last '@' ends the credentials.
-  EXPECT_EQ(parse_redis_uri("redis://u:a@b@h").password, "a@b");
-}
-
-TEST(RedisUri, Ipv6AndUnixSockets) {
-  const RedisEndpoint v6 = parse_redis_uri("redis://[::1]:6380");
-  EXPECT_EQ(v6.host, "::1");
-  EXPECT_EQ(v6.port, 6380);
-  EXPECT_EQ(v6.describe(), "[::1]:6380");
-  EXPECT_EQ(parse_redis_uri("redis://[::1]").port, 6379);
-  EXPECT_EQ(parse_redis_uri("redis://u:pw@[fe80::1]:1/4").db, 4);
-
-  const RedisEndpoint unix_socket = parse_redis_uri("unix:///tmp/x.sock?db=2");
-  EXPECT_EQ(unix_socket.unix_path, "/tmp/x.sock");
-  EXPECT_EQ(unix_socket.db, 2);
-  EXPECT_EQ(unix_socket.describe(), "unix:/tmp/x.sock/2");
-  const RedisEndpoint with_password = parse_redis_uri("unix://:pw%2F1@/run/redis.sock");
-  EXPECT_EQ(with_password.unix_path, "/run/redis.sock");
-  EXPECT_EQ(with_password.password, "pw/1");
-  EXPECT_TRUE(unix_socket.same_server(parse_redis_uri("unix://:other@/tmp/x.sock?db=2")));
-  EXPECT_FALSE(unix_socket.same_server(parse_redis_uri("unix:///tmp/x.sock")));
-}
-
-TEST(RedisUri, Timeouts) {
-  const RedisEndpoint e = parse_redis_uri("redis://h:1?timeout=0.3&connect_timeout=2");
-  EXPECT_EQ(e.command_timeout, 300ms);
-  EXPECT_EQ(e.connect_timeout, 2000ms);
-  EXPECT_EQ(e.port, 1);
-  const RedisEndpoint u = parse_redis_uri("unix:///s.sock?timeout=1.5&db=1");
-  EXPECT_EQ(u.command_timeout, 1500ms);
-  EXPECT_EQ(u.db, 1);
-  // Fractions of a millisecond round up: a timeout never becomes 0 (which means "none").
-  EXPECT_EQ(parse_redis_uri("redis://h?timeout=0.0001").command_timeout, 1ms);
-}
-
-TEST(RedisUri, BadUrisAreRejectedWithoutShowingThePassword) {
-  const std::string secret = "hunter2";
-  const std::vector<std::string> bad = {
-      "http://u:hunter2@h",
-      "rediss://u:hunter2@h",
-      "redis://u:hunter2@",
-      "redis://u:hunter2@:6379",
-      "redis://u:hunter2@h:0",
-      "redis://u:hunter2@h:65536",
-      "redis://u:hunter2@h:port",
-      "redis://u:hunter2@h:",
-      "redis://u:hunter2@h/x",
-      "redis://u:hunter2@h:6379/1/2",
-      "redis://u:hunter2@h:6379/99999999999",
-      "redis://u:hunter2@[::1",
-      "redis://u:hunter2@[::1]x",
-      "redis://u:hunter2@h?timeout=0",
-      "redis://u:hunter2@h?timeout=-1",
-      "redis://u:hunter2@h?timeout=abc",
-      "redis://u:hunter2@h?timeout",
-      "redis://u:hunter2@h?bogus=1",
-      "redis://u:hunter2%zz@h",
-      "redis://u:hunter2%4@h",
-      "redis://u:hunter2%@h",
-      "unix://",
-      "unix://u:hunter2@relative.sock",
-      "unix://u:hunter2/tmp/x.sock",
-      "unix://u:hunter2@/tmp/x.sock?db=x",
-  };
-  for (const std::string& uri : bad) {
-    try {
-      (void)parse_redis_uri(uri);
-      ADD_FAILURE() << "accepted " << uri;
-    } catch (const InvalidArgument& e) {
-      EXPECT_FALSE(contains_text(e.what(), secret)) << uri << " -> " << e.what();
-      EXPECT_TRUE(contains_text(e.what(), "bad Redis URI")) << uri << " -> " << e.what();
-    }
-  }
-}
-
-// Sets REDIS_URL for one scope and restores what was there.
-class ScopedRedisUrl {
- public:
-  explicit ScopedRedisUrl(const char* value) {
-    if (const char* old = std::getenv("REDIS_URL")) old_ = old;
-    if (value != nullptr) {
-      ::setenv("REDIS_URL", value, 1);
-    } else {
-      ::unsetenv("REDIS_URL");
-    }
-  }
-  ~ScopedRedisUrl() {
-    if (old_) {
-      ::setenv("REDIS_URL", old_->c_str(), 1);
-    } else {
-      ::unsetenv("REDIS_URL");
-    }
-  }
-
- private:
-  std::optional<std::string> old_;
-};
-
-TEST(RedisUri, RedisUrlIsTheDefault) {
-  {
-    ScopedRedisUrl url("redis://envhost:7000/5");
-    const RedisEndpoint e = redis_endpoint_or_default("");
-    EXPECT_EQ(e.host, "envhost");
-    EXPECT_EQ(e.port, 7000);
-    EXPECT_EQ(e.db, 5);
-    EXPECT_EQ(redis_endpoint_or_default("redis://explicit").host, "explicit");
-  }
-  {
-    ScopedRedisUrl url("not a uri");
-    EXPECT_THROW((void)redis_endpoint_or_default(""), InvalidArgument);
-  }
-  for (const char* unset : {static_cast<const char*>(nullptr), ""}) {
-    ScopedRedisUrl url(unset);
-    const RedisEndpoint e = redis_endpoint_or_default("");
-    EXPECT_EQ(e.host, "127.0.0.1");
-    EXPECT_EQ(e.port, 6379);
-    EXPECT_EQ(e.db, 0);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // One fresh server per test: tests count keys, so they must not share a keyspace.
 
 class RedisStoreTest : public ::testing::Test {
@@ -603,12 +444,14 @@ TEST_F(RedisStoreTest, AnUnfinishedCreationIsReportedAndCanBeDropped) {
   ASSERT_EQ(server_.integer({"SETRANGE", partition_key("f", 0), "99", std::string(1, '\0')}), 100);
   // It died before it checked partition 2's name, where another program keeps a key.
   ASSERT_EQ(server_.command({"SET", partition_key("f", 2), "their value"}).text, "OK");
-  std::string message = error_of([&] { (void)Filter::open_redis(endpoint(), "f"); });
-  EXPECT_TRUE(contains_text(message, "incomplete")) << message;
-  EXPECT_THROW((void)Filter::open_redis(endpoint(), "f"), FormatError);
+  // Opening waits for a creator (briefly here), then says the creation has not finished.
+  std::string message = error_of([&] { (void)RedisStore::open(endpoint(), "f", {}, 200ms); });
+  EXPECT_TRUE(contains_text(message, "is still being created")) << message;
+  EXPECT_TRUE(contains_text(message, "if no process is creating it any more")) << message;
+  EXPECT_THROW((void)RedisStore::open(endpoint(), "f", {}, 200ms), IncompleteFilter);
   const FilterParams params = size_filter(1000, 0.01, Layout::classic);
   message = error_of([&] { (void)Filter::create_redis(endpoint(), "f", params); });
-  EXPECT_TRUE(contains_text(message, "incomplete")) << message;
+  EXPECT_TRUE(contains_text(message, "is being created by another process")) << message;
   RedisStore::drop(endpoint(), "f");
   EXPECT_EQ(dbsize(), 1);
   EXPECT_EQ(server_.command({"GET", partition_key("f", 2)}).text, "their value");
@@ -984,11 +827,16 @@ TEST(RedisFaults, CreateOnAFullServerLeavesNothingBehind) {
   ASSERT_EQ(server.command({"SET", "other", "1"}).text, "OK");
   const FilterParams params = size_filter(1e7, 0.01, Layout::classic, kSmallPartition);
   ASSERT_GT(params.total_bytes(), 8u << 20);
+  // Refused before anything is written, with the sizes that do not fit.
   const std::string message =
       error_of([&] { (void)Filter::create_redis(server.endpoint(), "huge", params); });
   EXPECT_TRUE(contains_text(message, "127.0.0.1:" + std::to_string(server.port()))) << message;
-  EXPECT_TRUE(contains_text(message, "OOM")) << message;
+  EXPECT_TRUE(contains_text(message, "would need 11.43 MiB")) << message;
+  EXPECT_TRUE(contains_text(message, "maxmemory 4.00 MiB")) << message;
+  EXPECT_TRUE(contains_text(message, "nothing was created")) << message;
+  EXPECT_THROW((void)Filter::create_redis(server.endpoint(), "huge", params), InvalidArgument);
   EXPECT_EQ(all_keys(server), std::vector<std::string>{"other"});
+
   // A filter that fits is still created.
   (void)Filter::create_redis(server.endpoint(), "small", size_filter(1000, 0.01, Layout::classic));
 }
@@ -1001,10 +849,16 @@ TEST(RedisFaults, EvictingServersAreNamed) {
   EXPECT_TRUE(contains_text(risks[0], "127.0.0.1:" + std::to_string(server.port()))) << risks[0];
   EXPECT_TRUE(contains_text(risks[0], "maxmemory-policy allkeys-lru")) << risks[0];
   EXPECT_TRUE(contains_text(risks[0], "maxmemory 67108864 bytes")) << risks[0];
-  for (const char* policy : {"volatile-lru", "volatile-ttl", "noeviction"}) {
+  // volatile-*: the partitions (no TTL) are safe; a bulk load's delta (with a TTL) is not.
+  for (const char* policy : {"volatile-lru", "volatile-ttl"}) {
     ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", policy}).text, "OK");
-    EXPECT_EQ(RedisStore::eviction_risks(server.endpoint()), std::vector<std::string>{}) << policy;
+    const auto volatile_risks = RedisStore::eviction_risks(server.endpoint());
+    ASSERT_EQ(volatile_risks.size(), 1u) << policy;
+    EXPECT_TRUE(contains_text(volatile_risks[0], "a bulk load's temporary delta")) << policy;
+    EXPECT_TRUE(contains_text(volatile_risks[0], "the filter's own keys are safe")) << policy;
   }
+  ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).text, "OK");
+  EXPECT_EQ(RedisStore::eviction_risks(server.endpoint()), std::vector<std::string>{});
   ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-random"}).text, "OK");
   EXPECT_EQ(RedisStore::eviction_risks(server.endpoint()).size(), 1u);
   ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory", "0"}).text, "OK");  // no limit

@@ -25,9 +25,11 @@
 // flush() does nothing. Not thread-safe: one RedisStore (one connection) per thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/store.hpp"
@@ -72,8 +74,11 @@ class RedisStore final : public Store {
   // length). Throws NotFound, or FormatError naming what is wrong.
   // A sharded filter must be opened as the shard it was created as (and, if expected.set_id is
   // given, of that set): anything else is a FormatError that says so.
-  static std::unique_ptr<RedisStore> open(const RedisEndpoint& endpoint, std::string name,
-                                          const ShardSpec& expected = {});
+  // A filter still being created by another process is waited for, up to `wait_for_creator`
+  // (IncompleteFilter after that).
+  static std::unique_ptr<RedisStore> open(
+      const RedisEndpoint& endpoint, std::string name, const ShardSpec& expected = {},
+      std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
   // Unlinks the filter's keys after checking that NAME is a redbloom filter (or an unfinished
   // one). Throws NotFound if there is nothing to drop.
   static void drop(const RedisEndpoint& endpoint, const std::string& name);
@@ -120,8 +125,10 @@ class RedisStore final : public Store {
   [[nodiscard]] std::uint64_t partition_slot(std::uint64_t partition) const;
   [[nodiscard]] const RedisEndpoint& endpoint() const noexcept;
 
- private:
+  // What the store knows (internal: src/redis/store_state.hpp).
   struct State;
+
+ private:
   explicit RedisStore(std::unique_ptr<State> state);
   void require_held(std::uint64_t partition) const;
   std::unique_ptr<State> state_;

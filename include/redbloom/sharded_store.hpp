@@ -31,8 +31,9 @@ class ShardedRedisStore final : public Store {
                                                    const std::string& name,
                                                    const FilterParams& params,
                                                    bool overwrite = false);
-  static std::unique_ptr<ShardedRedisStore> open(const std::vector<RedisEndpoint>& servers,
-                                                 const std::string& name);
+  static std::unique_ptr<ShardedRedisStore> open(
+      const std::vector<RedisEndpoint>& servers, const std::string& name,
+      std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
   // Drops the filter's keys from every server that has them (NotFound if none has).
   static void drop(const std::vector<RedisEndpoint>& servers, const std::string& name);
   // True if any server has a key NAME.

@@ -13,6 +13,7 @@
 
 #include "redbloom/error.hpp"
 #include "redbloom/sharding.hpp"
+#include "run_each.hpp"
 
 namespace redbloom::redis {
 namespace {
@@ -90,7 +91,7 @@ class ClusterRouter final : public Router {
   }
 
   void pipeline(std::size_t units, std::string_view operation, const Route& route, const Make& make,
-                const OnReply& on_reply, OnLostNode lost) override;
+                const OnUnit& on_unit, OnLostNode lost) override;
   using Router::call;
   Reply call(std::uint16_t slot, std::span<const std::string_view> args, OnLostNode lost) override;
 
@@ -142,10 +143,7 @@ class ClusterRouter final : public Router {
   }
   void refresh();
   void load_slots(const redisReply& reply, const std::string& asked_host);
-  void run_pass(Node& node, const std::vector<std::size_t>& list,
-                const std::vector<UnitRoute>& routes, const std::set<std::size_t>& asking,
-                std::string_view operation, const Make& make, const OnReply& on_reply,
-                OnLostNode lost, PassResult& result);
+  class NodePass;
   [[noreturn]] void give_up(std::string_view operation, const std::string& why) const {
     throw StorageError("redis " + endpoint_.describe() + ": " + std::string(operation) +
                        ": gave up after " + std::to_string(kRetryBudget.count()) +
@@ -253,181 +251,237 @@ void ClusterRouter::refresh() {
                      ": no node answered CLUSTER SLOTS (is it a Redis Cluster?): " + why);
 }
 
-void ClusterRouter::run_pass(Node& node, const std::vector<std::size_t>& list,
-                             const std::vector<UnitRoute>& routes,
-                             const std::set<std::size_t>& asking, std::string_view operation,
-                             const Make& make, const OnReply& on_reply, OnLostNode lost,
-                             PassResult& result) {
+// One node's share of a pipeline: its units sent in a window and their replies read in order;
+// redirections, and work in flight on a lost node, become groups to run again; writes on a
+// master with replicas are held back until a WAIT after them succeeds, so that the caller sees
+// only writes a replica has too (one WAIT covers several units).
+class ClusterRouter::NodePass {
+ public:
+  NodePass(ClusterRouter& router, Node& node, const std::vector<std::size_t>& units,
+           const std::vector<UnitRoute>& routes, const std::set<std::size_t>& asking,
+           std::string_view operation, const Make& make, const OnUnit& on_unit, OnLostNode lost)
+      : router_(router),
+        node_(node),
+        units_(units),
+        routes_(routes),
+        asking_(asking),
+        operation_(operation),
+        make_(make),
+        on_unit_(on_unit),
+        lost_(lost),
+        replicated_(node.replicas > 0),
+        wait_ms_(std::to_string(std::min(kMaxReplicaWait, node.endpoint.command_timeout).count())),
+        sent_(units.size()) {}
+
+  PassResult run() {
+    try {
+      Connection& connection = node_.connect();
+      for (; done_ < units_.size(); ++done_) {
+        fill_window(connection);
+        read_unit(connection);
+        bytes_in_flight_ -= sent_[done_].bytes;
+      }
+    } catch (const StorageError& e) {
+      node_.connection.reset();
+      if (caller_threw_ || lost_ == OnLostNode::fail) {
+        result_.error = std::current_exception();
+        return std::move(result_);
+      }
+      // Lost the node (killed, failing over): its unfinished groups run again once the map
+      // says who serves their slots.
+      for (const Held& h : held_) redo(h.unit, Redirect{Redirect::busy, {}, e.what()});
+      for (std::size_t i = done_; i < units_.size(); ++i) {
+        redo(units_[i], Redirect{Redirect::busy, {}, e.what()});
+      }
+    } catch (...) {
+      node_.connection.reset();
+      result_.error = std::current_exception();
+    }
+    return std::move(result_);
+  }
+
+ private:
+  // What each reply of a unit on the wire is: the caller's, or ours.
   enum Role : std::uint8_t { asking_ok, caller, wait, anchor };
-  // Per unit in flight: the role of each of its replies.
-  std::vector<std::vector<Role>> roles(list.size());
-  // Writes on a master with replicas are held back until a WAIT after them succeeds, so that
-  // the caller sees only writes a replica has too. One WAIT covers several units.
+  struct Sent {
+    std::vector<Role> roles;
+    std::size_t bytes = 0;
+  };
   struct Held {
     std::size_t unit;
     std::vector<Reply> replies;
     std::vector<Role> roles;
   };
-  std::vector<Held> held;
-  const bool replicated = node.replicas > 0;
-  const std::string wait_ms =
-      std::to_string(std::min(kMaxReplicaWait, node.endpoint.command_timeout).count());
-  std::size_t done = 0;
-  bool caller_threw = false;
-  auto deliver = [&](std::size_t u, const std::vector<Reply>& replies,
-                     const std::vector<Role>& role) {
-    std::lock_guard lock(reply_mutex_);
-    replying_ = &node;
-    try {
-      std::size_t r = 0;
-      for (std::size_t i = 0; i < replies.size(); ++i) {
-        if (role[i] == caller) on_reply(u, r++, *replies[i]);
+
+  // Small units are refilled once half the bytes in flight came back, in one write: one system
+  // call per unit was most of the client's time.
+  [[nodiscard]] bool room(std::size_t bytes) const {
+    const std::size_t in_flight = next_ - done_;
+    return in_flight < kPipelineWindow ||
+           (in_flight < kMaxUnitsInFlight && bytes_in_flight_ < bytes);
+  }
+
+  void fill_window(Connection& connection) {
+    if (!room(kSmallUnitsBytes / 2)) return;
+    bool appended = false;
+    while (next_ < units_.size() && room(kSmallUnitsBytes)) {
+      encode(next_);
+      if (!buffer_.empty()) {
+        connection.append(buffer_);
+        appended = true;
       }
+      ++next_;
+    }
+    if (appended) connection.send(operation_);
+  }
+
+  // Writes the i-th unit of this pass, with ASKING before each command of a group sent here by
+  // an ASK, and a WAIT after a window's worth of writes on a replicated master.
+  void encode(std::size_t i) {
+    const std::size_t u = units_[i];
+    scratch_.clear();
+    buffer_.clear();
+    std::size_t commands = 0;
+    try {
+      commands = make_(u, scratch_);
     } catch (...) {
-      replying_ = nullptr;
-      caller_threw = true;
+      caller_threw_ = true;
       throw;
     }
-    replying_ = nullptr;
-  };
-  try {
-    Connection& connection = node.connect();
-    CommandBuffer scratch;
-    CommandBuffer buffer;
-    std::size_t sent = 0;
-    std::size_t writes_since_wait = 0;
-    std::size_t bytes_since_wait = 0;
-    std::vector<std::size_t> unit_bytes(list.size());
-    std::size_t bytes_in_flight = 0;
-    // Small units are refilled once half the bytes in flight came back, in one write: one
-    // system call per unit was most of the client's time.
-    const auto room = [&](std::size_t bytes) {
-      const std::size_t units = sent - done;
-      return units < kPipelineWindow || (units < kMaxUnitsInFlight && bytes_in_flight < bytes);
-    };
-    for (; done < list.size(); bytes_in_flight -= unit_bytes[done], ++done) {
-      const bool refill = room(kSmallUnitsBytes / 2);
-      bool appended = false;
-      while (refill && sent < list.size() && room(kSmallUnitsBytes)) {
-        const std::size_t u = list[sent];
-        scratch.clear();
-        buffer.clear();
-        std::size_t commands = 0;
-        try {
-          commands = make(u, scratch);
-        } catch (...) {
-          caller_threw = true;
-          throw;
-        }
-        auto& role = roles[sent];
-        if (asking.contains(routes[u].group)) {
-          if (!routes[u].anchor.empty()) {
-            buffer.command({"ASKING"});
-            buffer.command({"EXISTS", routes[u].anchor});
-            role.push_back(asking_ok);
-            role.push_back(anchor);
-          }
-          for (std::string_view command : split_commands(scratch.text())) {
-            buffer.command({"ASKING"});
-            buffer.append_raw(command);
-            role.push_back(asking_ok);
-            role.push_back(caller);
-          }
-        } else {
-          buffer.append_raw(scratch.text());
-          role.assign(commands, caller);
-        }
-        // One WAIT per window's worth of writes, as counted above.
-        if (routes[u].writes && replicated) {
-          ++writes_since_wait;
-          bytes_since_wait += buffer.text().size();
-          if ((writes_since_wait >= kPipelineWindow && bytes_since_wait >= kSmallUnitsBytes) ||
-              writes_since_wait == kMaxUnitsInFlight || sent + 1 == list.size()) {
-            buffer.command({"WAIT", "1", wait_ms});
-            role.push_back(wait);
-            writes_since_wait = 0;
-            bytes_since_wait = 0;
-          }
-        }
-        unit_bytes[sent] = buffer.text().size();
-        bytes_in_flight += unit_bytes[sent];
-        if (!buffer.empty()) {
-          connection.append(buffer);
-          appended = true;
-        }
-        ++sent;
+    std::vector<Role>& roles = sent_[i].roles;
+    if (asking_.contains(routes_[u].group)) {
+      if (!routes_[u].anchor.empty()) {
+        buffer_.command({"ASKING"});
+        buffer_.command({"EXISTS", routes_[u].anchor});
+        roles.push_back(asking_ok);
+        roles.push_back(anchor);
       }
-      if (appended) connection.send(operation);
-      const std::size_t u = list[done];
-      std::vector<Reply> replies;
-      for (std::size_t r = 0; r < roles[done].size(); ++r) {
-        replies.push_back(connection.read(operation));
+      for (std::string_view command : split_commands(scratch_.text())) {
+        buffer_.command({"ASKING"});
+        buffer_.append_raw(command);
+        roles.push_back(asking_ok);
+        roles.push_back(caller);
       }
-      const std::vector<Role>& role = roles[done];
-      const std::size_t group = routes[u].group;
-      Redirect redirect;
-      bool waited = false;
-      for (std::size_t i = 0; i < replies.size(); ++i) {
-        const redisReply& reply = *replies[i];
-        if (role[i] == wait) {
-          if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 1) {
-            fail("WAIT", is_error(reply)
-                             ? text_of(reply)
-                             : "no replica acknowledged the writes within " + wait_ms +
-                                   " ms: they are on the master only, and a failover now "
-                                   "would lose them");
-          }
-          waited = true;
-          continue;
-        }
-        if (redirect.kind != Redirect::none) continue;
-        redirect = redirect_of(reply);
-        if (redirect.kind != Redirect::none) continue;
-        if (role[i] == anchor && reply.type == REDIS_REPLY_INTEGER && reply.integer == 0) {
-          redirect = {Redirect::busy,
-                      {},
-                      "key '" + std::string(routes[u].anchor) + "' has not moved to " +
-                          node.endpoint.describe() + " yet"};
-        } else if (role[i] != caller && is_error(reply)) {
-          fail("ASKING", text_of(reply));
-        }
-      }
-      if (result.redo.contains(group)) {
-        // An earlier unit of its group moved: the group runs again anyway.
-      } else if (redirect.kind != Redirect::none) {
-        result.redo.emplace(group, std::move(redirect));
-      } else if (routes[u].writes && replicated) {
-        held.push_back({u, std::move(replies), role});
-      } else {
-        deliver(u, replies, role);
-      }
-      if (waited) {
-        for (const Held& h : held) deliver(h.unit, h.replies, h.roles);
-        held.clear();
+    } else {
+      buffer_.append_raw(scratch_.text());
+      roles.assign(commands, caller);
+    }
+    if (routes_[u].writes && replicated_) {
+      ++writes_since_wait_;
+      bytes_since_wait_ += buffer_.text().size();
+      if ((writes_since_wait_ >= kPipelineWindow && bytes_since_wait_ >= kSmallUnitsBytes) ||
+          writes_since_wait_ == kMaxUnitsInFlight || i + 1 == units_.size()) {
+        buffer_.command({"WAIT", "1", wait_ms_});
+        roles.push_back(wait);
+        writes_since_wait_ = 0;
+        bytes_since_wait_ = 0;
       }
     }
-  } catch (const StorageError& e) {
-    node.connection.reset();
-    if (caller_threw || lost == OnLostNode::fail) {
-      result.error = std::current_exception();
-      return;
-    }
-    // Lost the node (killed, failing over): run its unfinished groups again once the map
-    // says who serves their slots.
-    for (const Held& h : held) {
-      result.redo.emplace(routes[h.unit].group, Redirect{Redirect::busy, {}, e.what()});
-    }
-    for (std::size_t i = done; i < list.size(); ++i) {
-      result.redo.emplace(routes[list[i]].group, Redirect{Redirect::busy, {}, e.what()});
-    }
-  } catch (...) {
-    node.connection.reset();
-    result.error = std::current_exception();
+    sent_[i].bytes = buffer_.text().size();
+    bytes_in_flight_ += sent_[i].bytes;
   }
-}
+
+  // Reads the replies of the oldest unit in flight and settles it: run again elsewhere,
+  // held for a WAIT, or handed to the caller.
+  void read_unit(Connection& connection) {
+    const std::size_t u = units_[done_];
+    std::vector<Role> roles = std::move(sent_[done_].roles);
+    std::vector<Reply> replies;
+    for (std::size_t r = 0; r < roles.size(); ++r) replies.push_back(connection.read(operation_));
+    bool waited = false;
+    Redirect redirect = classify(u, replies, roles, waited);
+    if (result_.redo.contains(routes_[u].group)) {
+      // An earlier unit of its group moved: the group runs again anyway.
+    } else if (redirect.kind != Redirect::none) {
+      redo(u, std::move(redirect));
+    } else if (routes_[u].writes && replicated_) {
+      held_.push_back({u, std::move(replies), std::move(roles)});
+    } else {
+      deliver(u, replies, roles);
+    }
+    if (waited) {
+      for (const Held& h : held_) deliver(h.unit, h.replies, h.roles);
+      held_.clear();
+    }
+  }
+
+  // The first redirection among a unit's replies (or none); a failed WAIT or ASKING throws.
+  Redirect classify(std::size_t u, const std::vector<Reply>& replies,
+                    const std::vector<Role>& roles, bool& waited) const {
+    Redirect redirect;
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      const redisReply& reply = *replies[i];
+      if (roles[i] == wait) {
+        if (reply.type != REDIS_REPLY_INTEGER || reply.integer < 1) {
+          router_.fail("WAIT", is_error(reply)
+                                   ? text_of(reply)
+                                   : "no replica acknowledged the writes within " + wait_ms_ +
+                                         " ms: they are on the master only, and a failover now "
+                                         "would lose them");
+        }
+        waited = true;
+        continue;
+      }
+      if (redirect.kind != Redirect::none) continue;
+      redirect = redirect_of(reply);
+      if (redirect.kind != Redirect::none) continue;
+      if (roles[i] == anchor && reply.type == REDIS_REPLY_INTEGER && reply.integer == 0) {
+        redirect = {Redirect::busy,
+                    {},
+                    "key '" + std::string(routes_[u].anchor) + "' has not moved to " +
+                        node_.endpoint.describe() + " yet"};
+      } else if (roles[i] != caller && is_error(reply)) {
+        router_.fail("ASKING", text_of(reply));
+      }
+    }
+    return redirect;
+  }
+
+  void deliver(std::size_t u, const std::vector<Reply>& replies, const std::vector<Role>& roles) {
+    std::vector<const redisReply*> mine;
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (roles[i] == caller) mine.push_back(replies[i].get());
+    }
+    std::lock_guard lock(router_.reply_mutex_);
+    router_.replying_ = &node_;
+    try {
+      on_unit_(u, Replies(mine));
+    } catch (...) {
+      router_.replying_ = nullptr;
+      caller_threw_ = true;
+      throw;
+    }
+    router_.replying_ = nullptr;
+  }
+
+  void redo(std::size_t u, Redirect why) { result_.redo.emplace(routes_[u].group, std::move(why)); }
+
+  ClusterRouter& router_;
+  Node& node_;
+  const std::vector<std::size_t>& units_;
+  const std::vector<UnitRoute>& routes_;
+  const std::set<std::size_t>& asking_;
+  std::string_view operation_;
+  const Make& make_;
+  const OnUnit& on_unit_;
+  OnLostNode lost_;
+  bool replicated_;
+  std::string wait_ms_;
+  std::vector<Sent> sent_;  // per unit of the pass
+  std::vector<Held> held_;
+  CommandBuffer scratch_;
+  CommandBuffer buffer_;
+  std::size_t next_ = 0;  // units encoded and sent
+  std::size_t done_ = 0;  // units whose replies were read
+  std::size_t bytes_in_flight_ = 0;
+  std::size_t writes_since_wait_ = 0;
+  std::size_t bytes_since_wait_ = 0;
+  bool caller_threw_ = false;
+  PassResult result_;
+};
 
 void ClusterRouter::pipeline(std::size_t units, std::string_view operation, const Route& route,
-                             const Make& make, const OnReply& on_reply, OnLostNode lost) {
+                             const Make& make, const OnUnit& on_unit, OnLostNode lost) {
   std::vector<UnitRoute> routes(units);
   for (std::size_t u = 0; u < units; ++u) routes[u] = route(u);
   std::vector<std::size_t> todo(units);
@@ -457,8 +511,7 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
       if (asked != ask_node.end()) asking[node].insert(group);
     }
     // Every pass's inputs are settled here, before any thread starts: the passes only read
-    // them. (Looking them up from the threads with map::operator[] inserted into `asking`
-    // concurrently, which corrupted the map: an intermittent crash.)
+    // them.
     struct Pass {
       Node* node;
       const std::vector<std::size_t>* units;
@@ -472,14 +525,11 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
            asked != asking.end() ? std::move(asked->second) : std::set<std::size_t>{}});
     }
     std::vector<PassResult> results(passes.size());
-    auto run = [&](std::size_t i) {
-      run_pass(*passes[i].node, *passes[i].units, routes, passes[i].asking, operation, make,
-               on_reply, lost, results[i]);
-    };
-    std::vector<std::thread> threads;
-    for (std::size_t i = 1; i < passes.size(); ++i) threads.emplace_back(run, i);
-    if (!passes.empty()) run(0);
-    for (std::thread& t : threads) t.join();
+    run_each(passes.size(), [&](std::size_t i) {
+      results[i] = NodePass(*this, *passes[i].node, *passes[i].units, routes, passes[i].asking,
+                            operation, make, on_unit, lost)
+                       .run();
+    });
 
     std::map<std::size_t, Redirect> redo = std::move(unserved);
     for (PassResult& result : results) {

@@ -135,18 +135,23 @@ class Connection {
   return reply.str == nullptr ? std::string_view{} : std::string_view(reply.str, reply.len);
 }
 
+// The replies of one pipeline unit, in the order of its commands.
+using Replies = std::span<const redisReply* const>;
+
 // Pipeline units (commands or groups of commands) in flight at once.
 inline constexpr std::size_t kPipelineWindow = 8;
 
 // Sends `units` pipeline units, at most kPipelineWindow in flight. make(i, buffer) writes unit i's
-// commands into the buffer and returns how many it wrote; on_reply(i, j, reply) sees the j-th
-// reply of unit i, in order. An exception (an I/O error, or one thrown by on_reply) drops the
-// connection, since replies may still be pending on it.
-template <class Make, class OnReply>
+// commands into the buffer and returns how many it wrote; on_unit(i, replies) sees unit i's
+// replies together, units in order. An exception (an I/O error, or one thrown by on_unit)
+// drops the connection, since replies may still be pending on it.
+template <class Make, class OnUnit>
 void pipeline(Connection& connection, std::size_t units, std::string_view operation, Make&& make,
-              OnReply&& on_reply) {
+              OnUnit&& on_unit) {
   std::vector<std::size_t> replies_of(std::min(units, kPipelineWindow));
   CommandBuffer buffer;
+  std::vector<Reply> owned;
+  std::vector<const redisReply*> replies;
   std::size_t sent = 0;
   try {
     for (std::size_t done = 0; done < units; ++done) {
@@ -159,11 +164,13 @@ void pipeline(Connection& connection, std::size_t units, std::string_view operat
         }
         ++sent;
       }
-      const std::size_t replies = replies_of[done % kPipelineWindow];
-      for (std::size_t r = 0; r < replies; ++r) {
-        Reply reply = connection.read(operation);
-        on_reply(done, r, *reply);
+      owned.clear();
+      replies.clear();
+      for (std::size_t r = 0; r < replies_of[done % kPipelineWindow]; ++r) {
+        owned.push_back(connection.read(operation));
+        replies.push_back(owned.back().get());
       }
+      on_unit(done, Replies(replies));
     }
   } catch (...) {
     connection.reset();

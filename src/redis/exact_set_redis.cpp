@@ -23,9 +23,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "format.hpp"
+#include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
-#include "format.hpp"
 #include "router.hpp"
 
 namespace redbloom {
@@ -33,26 +34,19 @@ namespace {
 
 using redis::CommandBuffer;
 using redis::OnLostNode;
+using redis::Replies;
 using redis::Reply;
 using redis::Router;
 using redis::slot_of;
-using redis::UnitRoute;
+using redis::Work;
 
-constexpr std::string_view kFormat = "redbloom-exact";
-constexpr std::uint32_t kVersion = 2;
 // How long open waits for a concurrent creator to finish sealing the buckets.
 constexpr std::chrono::seconds kCreationWait{30};
-constexpr std::size_t kTagBytes = 6;
+constexpr std::size_t kTagBytes = redis::kExactTagBytes;
 constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
 // About this many tags per bucket at the expected size: a GET of ~400 bytes per lookup, and
 // per-key overhead spread over enough items to stay near 1 byte each.
 constexpr std::uint64_t kTagsPerBucket = 64;
-constexpr unsigned kMaxBucketBits = 24;
-// Buckets per pipeline unit on one server.
-constexpr std::uint64_t kBucketsPerUnit = 64;
-// Buckets per Router::pipeline call: a cluster keeps routing state per unit, which for all
-// 2^24 buckets of the largest set at once would take about a gigabyte.
-constexpr std::uint64_t kBucketsPerPipeline = std::uint64_t{1} << 16;
 
 // Appends to each bucket KEYS[k] the tags of ARGV[k + 2] (6 bytes each) that it does not
 // hold yet, and returns how many it appended in all. One script, so that of concurrent adders
@@ -104,172 +98,17 @@ return added
 )lua";
 
 std::string meta_key(const std::string& name) {
-  return name + ":exact";
+  return redis::exact_meta_key(name);
 }
 
 std::string bucket_key(const std::string& name, std::uint64_t bucket) {
-  std::string key = name;
-  key += ":exact:{";
-  key += name;
-  key += ":x";
-  key += std::to_string(bucket);
-  key += '}';
-  return key;
+  return redis::exact_bucket_key(name, bucket);
 }
 
-// What a bucket command may do when a cluster node is lost in the middle of a pipeline: reads
-// and writes that can run twice wait for the failover and run again; the others (the add
-// script, SET NX) fail, since whether they ran is unknown.
-enum class Work { read, idempotent_write, write };
-
-// Buckets bucket_of(0) .. bucket_of(count - 1) in pipeline units: up to 64 buckets a unit on
-// one server; on a cluster one bucket a unit, sent to the node serving its slot. A slot
-// migration makes the cluster run a redirected unit again whole at the new node, and a unit
-// of several bucket keys would then also run for keys that have not moved there yet (a GET
-// finding the bucket missing, an APPEND starting a second copy of it).
-// write(first, keys, buffer) writes the commands of the unit of buckets bucket_of(first) ..
-// bucket_of(first + keys.size() - 1), whose keys are `keys`, and returns how many it wrote;
-// check(first, size, r, reply) sees the r-th reply of that unit of `size` buckets (never
-// concurrently, but on a cluster in any order).
-template <class BucketOf, class Write, class Check>
-void for_bucket_units(Router& router, const std::string& name, std::uint64_t count,
-                      BucketOf&& bucket_of, std::string_view operation, Work work, Write&& write,
-                      Check&& check) {
-  const std::uint64_t per_unit = router.is_cluster() ? 1 : kBucketsPerUnit;
-  const bool writes = work != Work::read;
-  const OnLostNode lost = work == Work::write ? OnLostNode::fail : OnLostNode::retry;
-  std::vector<std::string> keys;
-  for (std::uint64_t from = 0; from < count; from += kBucketsPerPipeline) {
-    const std::uint64_t n = std::min(count - from, kBucketsPerPipeline);
-    keys.clear();
-    for (std::uint64_t i = 0; i < n; ++i) keys.push_back(bucket_key(name, bucket_of(from + i)));
-    router.pipeline(
-        static_cast<std::size_t>((n + per_unit - 1) / per_unit), operation,
-        [&](std::size_t u) {
-          return UnitRoute{slot_of(keys[u * per_unit]), u, writes, {}};
-        },
-        [&](std::size_t u, CommandBuffer& buffer) {
-          const std::uint64_t first = u * per_unit;
-          const std::uint64_t size = std::min(n, first + per_unit) - first;
-          return write(from + first, std::span<const std::string>(keys).subspan(first, size),
-                       buffer);
-        },
-        [&](std::size_t u, std::size_t r, const redisReply& reply) {
-          const std::uint64_t first = u * per_unit;
-          check(from + first, std::min(n, first + per_unit) - first, r, reply);
-        },
-        lost);
-  }
-}
-
-// One command per bucket: command(i, key, buffer) writes bucket_of(i)'s, check(i, reply) sees
-// its reply.
-template <class BucketOf, class Command, class Check>
-void for_buckets(Router& router, const std::string& name, std::uint64_t count, BucketOf&& bucket_of,
-                 std::string_view operation, Work work, Command&& command, Check&& check) {
-  for_bucket_units(
-      router, name, count, bucket_of, operation, work,
-      [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
-        for (std::size_t k = 0; k < keys.size(); ++k) command(first + k, keys[k], buffer);
-        return keys.size();
-      },
-      [&](std::uint64_t first, std::size_t, std::size_t r, const redisReply& reply) {
-        check(first + r, reply);
-      });
-}
-
-// The same for all 2^bucket_bits buckets (i is the bucket).
-template <class Command, class Check>
-void for_every_bucket(Router& router, const std::string& name, std::uint64_t buckets,
-                      std::string_view operation, Work work, Command&& command, Check&& check) {
-  for_buckets(
-      router, name, buckets, [](std::uint64_t i) { return i; }, operation, work, command, check);
-}
-
-// Unlinks buckets bucket_of(0) .. bucket_of(count - 1).
-template <class BucketOf>
-void unlink_buckets(Router& router, const std::string& name, std::uint64_t count,
-                    BucketOf&& bucket_of) {
-  for_buckets(
-      router, name, count, bucket_of, "UNLINK", Work::idempotent_write,
-      [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-        buffer.command({"UNLINK", key});
-      },
-      [&](std::uint64_t, const redisReply& reply) {
-        router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
-      });
-}
-
-void unlink_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
-  unlink_buckets(router, name, buckets, [](std::uint64_t i) { return i; });
-}
-
-// Empties every bucket to its seal alone (clear).
-void reseal_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
-  const std::string_view seal("\0", 1);
-  for_every_bucket(
-      router, name, buckets, "SET", Work::idempotent_write,
-      [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-        buffer.command({"SET", key, seal});
-      },
-      [&](std::uint64_t, const redisReply& reply) {
-        router.expect(reply, REDIS_REPLY_STATUS, "SET");
-      });
-}
-
-// Unlinks the buckets of a set whose creation did not finish, but only those that are still
-// a bare seal: a creator that died (or lost its connection) part way never checked the
-// buckets after that point, and a key of another program may sit at such a name.
-void unlink_unfinished_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
-  static constexpr std::string_view kUnlinkIfSeal =
-      "if redis.call('TYPE', KEYS[1]).ok == 'string' and redis.call('GET', KEYS[1]) == '\\0' "
-      "then return redis.call('UNLINK', KEYS[1]) end return 0";
-  for_every_bucket(
-      router, name, buckets, "EVAL (unlinking a bucket)", Work::idempotent_write,
-      [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-        buffer.command({"EVAL", kUnlinkIfSeal, "1", key});
-      },
-      [&](std::uint64_t, const redisReply& reply) {
-        router.expect(reply, REDIS_REPLY_INTEGER, "EVAL (unlinking a bucket)");
-      });
-}
-
-// Writes every bucket of a set being created as its seal alone, with SET NX: a key already at
-// a bucket's name is another program's and is never overwritten. If a bucket cannot be made
-// (such a key, or an error reply such as OOM), the buckets this call made and the claimed
-// metadata are unlinked again before the error is thrown, so nothing of the set stays behind
-// for a later `drop --force` to mistake the foreign key for a bucket. An I/O error leaves the
-// set in state "creating" (which commands ran is unknown), for drop to remove as above.
-void seal_new_buckets(Router& router, const std::string& name, std::uint64_t buckets) {
-  const std::string_view seal("\0", 1);
-  std::vector<std::uint64_t> made;
-  std::string problem;
-  for_every_bucket(
-      router, name, buckets, "SET", Work::write,
-      [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-        buffer.command({"SET", key, seal, "NX"});
-      },
-      [&](std::uint64_t bucket, const redisReply& reply) {
-        if (reply.type == REDIS_REPLY_STATUS) {
-          made.push_back(bucket);
-        } else if (problem.empty()) {
-          problem =
-              redis::is_error(reply)
-                  ? "SET '" + bucket_key(name, bucket) + "': " + std::string(redis::text_of(reply))
-                  : "key '" + bucket_key(name, bucket) +
-                        "' already exists; not overwriting it to create the exact set";
-        }
-      });
-  if (problem.empty()) return;
-  std::string undone = "nothing of the exact set was kept";
-  try {
-    unlink_buckets(router, name, made.size(), [&](std::uint64_t i) { return made[i]; });
-    router.run(slot_of(meta_key(name)), {"UNLINK", meta_key(name)});
-  } catch (const Error& e) {
-    undone =
-        "removing what was made failed too (" + std::string(e.what()) + "): drop the exact set";
-  }
-  router.fail("create", problem + "; " + undone);
+// All 2^bucket_bits buckets as the parts of the set (object.hpp); `seal` bytes each as made.
+redis::PartSet buckets_of(const std::string& name, unsigned bucket_bits, std::uint64_t seal) {
+  return {std::uint64_t{1} << bucket_bits, [name](std::uint64_t b) { return bucket_key(name, b); },
+          seal};
 }
 
 // Where a fingerprint is kept: its bucket, and the tag stored there.
@@ -314,8 +153,9 @@ class RedisExactSet final : public ExactSet {
     for (const bool by_sha : {true, false}) {
       std::vector<std::size_t> unknown;
       const auto bucket_of = [&](std::uint64_t i) { return order[todo[i]]->first; };
-      for_bucket_units(
-          *router_, name_, todo.size(), bucket_of, "EVALSHA (adding to buckets)", Work::write,
+      redis::for_part_units(
+          *router_, todo.size(), [&](std::uint64_t i) { return bucket_key(name_, bucket_of(i)); },
+          "EVALSHA (adding to buckets)", Work::write,
           [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
             buffer.begin(5 + 2 * keys.size() + (counted_by_script ? 1 : 0));
             buffer.arg(by_sha ? "EVALSHA" : "EVAL");
@@ -329,7 +169,8 @@ class RedisExactSet final : public ExactSet {
               buffer.arg(order[todo[first + k]]->second);
             return std::size_t{1};
           },
-          [&](std::uint64_t first, std::size_t size, std::size_t, const redisReply& reply) {
+          [&](std::uint64_t first, std::size_t size, Replies replies) {
+            const redisReply& reply = *replies[0];
             if (by_sha && redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
               for (std::uint64_t i = first; i < first + size; ++i) unknown.push_back(todo[i]);
               return;
@@ -361,9 +202,9 @@ class RedisExactSet final : public ExactSet {
     }
     std::vector<const std::pair<const std::uint64_t, std::vector<std::size_t>>*> order;
     for (const auto& entry : by_bucket) order.push_back(&entry);
-    for_buckets(
-        *router_, name_, order.size(), [&](std::uint64_t i) { return order[i]->first; }, "GET",
-        Work::read,
+    redis::for_each_part(
+        *router_, order.size(), [&](std::uint64_t i) { return bucket_key(name_, order[i]->first); },
+        "GET", Work::read,
         [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
           buffer.command({"GET", key});
         },
@@ -390,12 +231,20 @@ class RedisExactSet final : public ExactSet {
   }
 
   void clear() override {
-    const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
-    if (seal_ != 0) {
-      reseal_buckets(*router_, name_, buckets);
-    } else {
-      unlink_buckets(*router_, name_, buckets);
-    }
+    // Every bucket back to its seal alone (version 1 buckets had none: unlinked).
+    const redis::PartSet buckets = buckets_of(name_, bucket_bits_, seal_);
+    redis::for_each_part(
+        *router_, buckets.count, buckets.key_of, "SET", Work::idempotent_write,
+        [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          if (seal_ != 0) {
+            buffer.command({"SET", key, std::string_view("\0", 1)});
+          } else {
+            buffer.command({"UNLINK", key});
+          }
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          if (redis::is_error(reply)) router_->fail("clearing a bucket", redis::text_of(reply));
+        });
     const std::string meta = meta_key(name_);
     router_->run(slot_of(meta), {"HSET", meta, "entries", "0"});
   }
@@ -413,8 +262,9 @@ class RedisExactSet final : public ExactSet {
       if (redis::is_error(reply)) router_->fail("MEMORY USAGE", redis::text_of(reply));
       if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
     };
-    for_every_bucket(
-        *router_, name_, buckets, "MEMORY USAGE", Work::read,
+    redis::for_each_part(
+        *router_, buckets, [&](std::uint64_t b) { return bucket_key(name_, b); }, "MEMORY USAGE",
+        Work::read,
         [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
           buffer.command({"MEMORY", "USAGE", key});
         },
@@ -493,46 +343,13 @@ class RedisExactSet final : public ExactSet {
   std::string add_script_sha_;
 };
 
-std::string describe_meta(const Router& router, const std::string& name) {
-  return "key '" + meta_key(name) + "' on redis " + router.endpoint().describe();
-}
-
-struct Stored {
-  unsigned bucket_bits;
-  std::uint32_t version;
-  bool ready;  // false while its creator seals the buckets, or if it died doing so
-};
-
-// What HGETALL of the metadata says; nullopt if there is none. A key of another type, or a
-// hash that is not an exact set's (another program's, or the metadata of a filter named
-// NAME:exact), is a FormatError naming it.
-std::optional<Stored> read_stored(Router& router, const std::string& name) {
-  const std::string meta = meta_key(name);
-  const std::uint16_t slot = slot_of(meta);
-  const std::string what = describe_meta(router, name);
-  const std::string type(redis::text_of(*router.run(slot, {"TYPE", meta}, OnLostNode::retry)));
-  if (type == "none") return std::nullopt;
-  if (type != "hash") throw FormatError(what + " holds a " + type + ", not a redbloom exact set");
-  auto reply = router.run(slot, {"HGETALL", meta}, OnLostNode::retry);
-  if (reply->elements == 0) return std::nullopt;
-  std::map<std::string, std::string> fields;
-  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
-    fields.emplace(redis::text_of(*reply->element[i]), redis::text_of(*reply->element[i + 1]));
-  }
-  if (fields["format"] != kFormat) throw FormatError(what + " is not a redbloom exact set");
-  const std::string& version = fields["version"];
-  if (version != "1" && version != std::to_string(kVersion)) {
-    throw FormatError(what + ": exact-set version " + version + " is unknown");
-  }
-  const std::string& bits = fields["bucket_bits"];
-  if (bits.empty() || bits.size() > 2 || !std::all_of(bits.begin(), bits.end(), ::isdigit) ||
-      std::stoul(bits) > kMaxBucketBits) {
-    throw FormatError(what + ": bad bucket_bits '" + bits + "'");
-  }
-  // Version 1 has no state field: its buckets need no sealing.
-  const bool ready = version == "1" || fields["state"] == "ready";
-  return Stored{static_cast<unsigned>(std::stoul(bits)),
-                static_cast<std::uint32_t>(std::stoul(version)), ready};
+// The set's metadata; nullopt if there is none. A key of another type, or a hash that is not
+// an exact set's (another program's, or the metadata of a filter named NAME:exact), is a
+// FormatError naming it.
+std::optional<redis::ExactMetadata> read_stored(Router& router, const std::string& name) {
+  const auto fields = redis::read_metadata(router, meta_key(name), "exact set");
+  if (!fields) return std::nullopt;
+  return redis::parse_exact_metadata(*fields);
 }
 
 }  // namespace
@@ -542,55 +359,44 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
                                                  std::uint64_t expected_items, bool overwrite) {
   redis::validate_filter_name(name);
   if (overwrite && redis_exact_set_exists(endpoint, name)) drop_redis_exact_set(endpoint, name);
-  unsigned bits = 0;
-  while (bits < kMaxBucketBits && (std::uint64_t{kTagsPerBucket} << bits) < expected_items) ++bits;
+  redis::ExactMetadata metadata;
+  while (metadata.bucket_bits < redis::kMaxBucketBits &&
+         (std::uint64_t{kTagsPerBucket} << metadata.bucket_bits) < expected_items) {
+    ++metadata.bucket_bits;
+  }
+  metadata.claimed_unix_ns = redis::unix_now_ns();
   auto router = redis::make_router(endpoint);
   const std::string meta = meta_key(name);
-  // A key that is not an exact set (another program's, or the metadata of a filter named
-  // NAME:exact) is reported as such, and never written to.
   const auto exists = [&] {
     return FilterExists("exact set '" + meta + "' on redis " + endpoint.describe() +
                         " already exists (use --force to replace it)");
   };
+  // A key that is not an exact set is reported as such (read_stored throws), never written to.
   if (read_stored(*router, name)) throw exists();
-  // Claimed whole: a creator that loses the race and opens the winner's never finds the
-  // metadata half written.
-  if (!redis::claim_hash(*router, meta,
-                         {"format", kFormat, "version", std::to_string(kVersion), "state",
-                          "creating", "bucket_bits", std::to_string(bits), "tag_bytes",
-                          std::to_string(kTagBytes), "entries", "0"})) {
+  if (!redis::claim(*router, meta, redis::exact_claim_fields(metadata))) {
     (void)read_stored(*router, name);  // throws if what appeared is not an exact set
     throw exists();
   }
-  seal_new_buckets(*router, name, std::uint64_t{1} << bits);
-  router->run(slot_of(meta), {"HSET", meta, "state", "ready"});
-  return std::make_unique<RedisExactSet>(std::move(router), name, bits, kVersion);
+  redis::make_parts(*router, buckets_of(name, metadata.bucket_bits, 1), meta, "exact set");
+  redis::mark_ready(*router, meta, {});
+  return std::make_unique<RedisExactSet>(std::move(router), name, metadata.bucket_bits,
+                                         redis::kExactVersion);
 }
 
 std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
                                                const std::string& name) {
   redis::validate_filter_name(name);
   auto router = redis::make_router(endpoint);
-  // A creator that won a race may still be sealing the buckets (~1 s per million): wait for
-  // it, boundedly, rather than fail the others.
-  const auto deadline = std::chrono::steady_clock::now() + kCreationWait;
-  while (true) {
-    const auto stored = read_stored(*router, name);
-    if (!stored) {
-      throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
-                     " has no exact set: build one with add or load --exact");
-    }
-    if (stored->ready) {
-      return std::make_unique<RedisExactSet>(std::move(router), name, stored->bucket_bits,
-                                             stored->version);
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw IncompleteFilter(describe_meta(*router, name) +
-                             " is incomplete: its creation did not finish (drop it and build "
-                             "it again)");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // A creator that won a race may still be sealing the buckets (~1 s per million).
+  const auto fields = redis::read_ready(*router, meta_key(name), redis::kExactFormat, "exact set",
+                                        redis::kExactVersion, kCreationWait);
+  if (!fields) {
+    throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
+                   " has no exact set: build one with add or load --exact");
   }
+  const redis::ExactMetadata stored = redis::parse_exact_metadata(*fields);
+  return std::make_unique<RedisExactSet>(std::move(router), name, stored.bucket_bits,
+                                         stored.version);
 }
 
 bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {
@@ -603,22 +409,18 @@ bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& na
     return false;
   }
   const auto format = router->run(slot, {"HGET", meta, "format"}, OnLostNode::retry);
-  return format->type == REDIS_REPLY_STRING && redis::text_of(*format) == kFormat;
+  return format->type == REDIS_REPLY_STRING && redis::text_of(*format) == redis::kExactFormat;
 }
 
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name) {
   auto router = redis::make_router(endpoint);
   const auto stored = read_stored(*router, name);
-  if (!stored)
+  if (!stored) {
     throw NotFound("no exact set '" + meta_key(name) + "' on redis " + endpoint.describe());
-  const std::uint64_t buckets = std::uint64_t{1} << stored->bucket_bits;
-  if (stored->ready) {
-    unlink_buckets(*router, name, buckets);
-  } else {
-    unlink_unfinished_buckets(*router, name, buckets);
   }
-  const std::string meta = meta_key(name);
-  router->run(slot_of(meta), {"UNLINK", meta}, OnLostNode::retry);
+  redis::drop_object(*router,
+                     buckets_of(name, stored->bucket_bits, redis::seal_bytes(stored->version)),
+                     stored->ready, meta_key(name));
 }
 
 }  // namespace redbloom

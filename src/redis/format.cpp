@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <map>
+#include <cstdlib>
 #include <random>
 
 #include "redbloom/error.hpp"
@@ -11,18 +11,34 @@
 namespace redbloom::redis {
 namespace {
 
-std::string tag(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
+std::string tag(std::string_view name, std::string_view id) {
   // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on "{" + std::string.
   std::string text;
   text += '{';
   text += name;
   text += ':';
-  text += std::to_string(partition);
-  if (salt != 0) {
-    text += ':';
-    text += std::to_string(salt);
-  }
+  text += id;
   text += '}';
+  return text;
+}
+
+std::string partition_tag(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
+  std::string id = std::to_string(partition);
+  if (salt != 0) {
+    id += ':';
+    id += std::to_string(salt);
+  }
+  return tag(name, id);
+}
+
+// "NAME:" or "NAME:<part>:".
+std::string prefix(std::string_view name, std::string_view part) {
+  std::string text(name);
+  text += ':';
+  if (!part.empty()) {
+    text += part;
+    text += ':';
+  }
   return text;
 }
 
@@ -32,18 +48,22 @@ std::string double_text(double value) {
   return buf;
 }
 
-template <class Int>
-Int parse_field(const std::map<std::string, std::string>& fields, const char* field,
-                const std::string& what) {
-  const auto it = fields.find(field);
-  if (it == fields.end()) throw FormatError(what + ": metadata field '" + field + "' is missing");
-  Int value{};
-  const std::string& text = it->second;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size()) {
-    throw FormatError(what + ": metadata field '" + field + "' is not a number: '" + text + "'");
+std::vector<std::uint32_t> parse_salts(const Fields& fields) {
+  std::vector<std::uint32_t> salts;
+  if (!fields.has("tag_salts")) return salts;
+  std::string_view text = fields.text("tag_salts");
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::uint32_t salt = 0;
+    const std::string_view piece = text.substr(0, comma);
+    const auto [end, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), salt);
+    if (ec != std::errc{} || end != piece.data() + piece.size()) {
+      throw FormatError(fields.what() + ": metadata field 'tag_salts' is not a list of numbers");
+    }
+    salts.push_back(salt);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
   }
-  return value;
+  return salts;
 }
 
 }  // namespace
@@ -57,21 +77,114 @@ void validate_filter_name(std::string_view name) {
   }
 }
 
-std::string partition_key(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
-  return std::string(name) + ":bits:" + tag(name, partition, salt);
+std::string partition_key(std::string_view name, std::uint64_t partition, std::uint32_t salt,
+                          std::string_view part) {
+  return prefix(name, part) + "bits:" + partition_tag(name, partition, salt);
 }
 
-std::string temp_key(std::string_view name, std::uint64_t partition, std::uint32_t salt) {
+std::string temp_key(std::string_view name, std::uint64_t partition, std::uint32_t salt,
+                     std::string_view part) {
   thread_local std::mt19937_64 random{std::random_device{}()};
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, ":%016llx", static_cast<unsigned long long>(random()));
-  return std::string(name) + ":tmp:" + tag(name, partition, salt) + suffix;
+  return prefix(name, part) + "tmp:" + partition_tag(name, partition, salt) + suffix;
 }
 
-std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata& m) {
+std::string exact_meta_key(std::string_view name) {
+  return std::string(name) + ":exact";
+}
+
+std::string exact_bucket_key(std::string_view name, std::uint64_t bucket) {
+  return std::string(name) + ":exact:" + tag(name, "x" + std::to_string(bucket));
+}
+
+Fields::Fields(std::vector<std::pair<std::string, std::string>> pairs, std::string what)
+    : fields_(std::make_move_iterator(pairs.begin()), std::make_move_iterator(pairs.end())),
+      what_(std::move(what)) {}
+
+bool Fields::has(std::string_view field) const {
+  return fields_.find(field) != fields_.end();
+}
+
+const std::string& Fields::text(std::string_view field) const {
+  const auto it = fields_.find(field);
+  if (it == fields_.end()) {
+    throw FormatError(what_ + ": metadata field '" + std::string(field) + "' is missing");
+  }
+  return it->second;
+}
+
+std::uint64_t Fields::number(std::string_view field) const {
+  const std::string& value = text(field);
+  std::uint64_t number = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (ec != std::errc{} || end != value.data() + value.size()) {
+    throw FormatError(what_ + ": metadata field '" + std::string(field) + "' is not a number: '" +
+                      value + "'");
+  }
+  return number;
+}
+
+double Fields::real(std::string_view field) const {
+  const std::string& value = text(field);
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size()) {
+    throw FormatError(what_ + ": metadata field '" + std::string(field) + "' is not a number");
+  }
+  return number;
+}
+
+void Fields::check_format(std::string_view format, std::string_view noun,
+                          std::uint32_t newest) const {
+  const auto found = fields_.find("format");
+  if (found == fields_.end() || found->second != format) {
+    throw FormatError(what_ + " is a Redis hash but not a redbloom " + std::string(noun));
+  }
+  const std::uint64_t v = number("version");
+  if (v < 1 || v > newest) {
+    throw FormatError(what_ + ": redbloom " + std::string(noun) + " format version " +
+                      std::to_string(v) + " is unknown to this redbloom (it reads versions 1 to " +
+                      std::to_string(newest) + "); use a newer redbloom");
+  }
+}
+
+std::uint32_t Fields::version() const {
+  return static_cast<std::uint32_t>(number("version"));
+}
+
+bool Fields::ready() const {
+  if (version() == 1 && !has("state")) return true;
+  const auto state = fields_.find("state");
+  return state != fields_.end() && state->second == "ready";
+}
+
+std::string encode_salts(const std::vector<std::uint32_t>& salts) {
+  std::string text;
+  if (std::all_of(salts.begin(), salts.end(), [](std::uint32_t s) { return s == 0; })) return text;
+  for (std::size_t i = 0; i < salts.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(salts[i]);
+  }
+  return text;
+}
+
+std::vector<std::pair<std::string, std::string>> filter_claim_fields(const FilterMetadata& m) {
+  return {
+      {"format", std::string(kFilterFormat)},
+      {"version", std::to_string(m.version)},
+      {"state", "creating"},
+      {"partitions", std::to_string(m.params.partitions)},
+      {"partition_bits", std::to_string(m.params.partition_bits)},
+      {"tag_salts", encode_salts(m.tag_salts)},
+      {"claimed_unix_ns", std::to_string(m.claimed_unix_ns)},
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> encode_filter_metadata(const FilterMetadata& m) {
   const FilterParams& p = m.params;
   return {
-      {"format", std::string(kFormatName)},
+      {"format", std::string(kFilterFormat)},
       {"version", std::to_string(m.version)},
       {"state", m.ready ? "ready" : "creating"},
       {"layout", std::to_string(static_cast<std::uint32_t>(p.layout))},
@@ -89,90 +202,75 @@ std::vector<std::pair<std::string, std::string>> encode_metadata(const Metadata&
   };
 }
 
-std::string encode_salts(const std::vector<std::uint32_t>& salts) {
-  std::string text;
-  if (std::all_of(salts.begin(), salts.end(), [](std::uint32_t s) { return s == 0; })) return text;
-  for (std::size_t i = 0; i < salts.size(); ++i) {
-    if (i > 0) text += ',';
-    text += std::to_string(salts[i]);
-  }
-  return text;
-}
-
-Metadata parse_metadata(const std::vector<std::pair<std::string, std::string>>& pairs,
-                        const std::string& what) {
-  const std::map<std::string, std::string> fields(pairs.begin(), pairs.end());
-  const auto format = fields.find("format");
-  if (format == fields.end() || format->second != kFormatName) {
-    throw FormatError(what + " is a Redis hash but not a redbloom filter");
-  }
-  const auto version = parse_field<std::uint32_t>(fields, "version", what);
-  if (version < 1 || version > kFormatVersion) {
-    throw FormatError(what + ": redbloom Redis format version " + std::to_string(version) +
-                      " is unknown to this redbloom (it reads versions 1 to " +
-                      std::to_string(kFormatVersion) + ")");
-  }
-  Metadata m;
-  m.version = version;
+FilterMetadata parse_filter_metadata(const Fields& fields) {
+  fields.check_format(kFilterFormat, "filter", kFilterVersion);
+  FilterMetadata m;
+  m.version = fields.version();
   // Recorded from the claim on (older filters have none: every salt 0, the plain tags).
-  if (const auto salts = fields.find("tag_salts"); salts != fields.end()) {
-    std::string_view text = salts->second;
-    while (!text.empty()) {
-      const std::size_t comma = text.find(',');
-      std::uint32_t salt = 0;
-      const std::string_view piece = text.substr(0, comma);
-      const auto [end, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), salt);
-      if (ec != std::errc{} || end != piece.data() + piece.size()) {
-        throw FormatError(what + ": metadata field 'tag_salts' is not a list of numbers");
-      }
-      m.tag_salts.push_back(salt);
-      text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    }
-  }
-  const auto state = fields.find("state");
-  m.ready = state != fields.end() && state->second == "ready";
+  m.tag_salts = parse_salts(fields);
+  m.ready = fields.ready();
+  if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
   FilterParams& p = m.params;
   if (!m.ready) {
-    // An unfinished creation records its partition count first, so drop can clean it up.
-    if (fields.count("partitions") != 0) {
-      p.partitions = parse_field<std::uint64_t>(fields, "partitions", what);
-    }
+    // An unfinished creation records its partitions first, so drop can clean them up.
+    if (fields.has("partitions")) p.partitions = fields.number("partitions");
+    if (fields.has("partition_bits")) p.partition_bits = fields.number("partition_bits");
     if (m.tag_salts.size() != p.partitions) m.tag_salts.assign(p.partitions, 0);
     return m;
   }
-  p.layout = static_cast<Layout>(parse_field<std::uint32_t>(fields, "layout", what));
-  p.hashes = parse_field<std::uint32_t>(fields, "hashes", what);
-  p.partitions = parse_field<std::uint64_t>(fields, "partitions", what);
-  p.partition_bits = parse_field<std::uint64_t>(fields, "partition_bits", what);
-  p.capacity = parse_field<std::uint64_t>(fields, "capacity", what);
-  p.hash_scheme = parse_field<std::uint32_t>(fields, "hash_scheme", what);
-  m.created_unix_ns = parse_field<std::uint64_t>(fields, "created_unix_ns", what);
-  if (fields.count("shards") != 0) {
-    m.shards = parse_field<std::uint32_t>(fields, "shards", what);
-    m.shard = parse_field<std::uint32_t>(fields, "shard", what);
-    m.shard_set = fields.at("shard_set");
+  p.layout = static_cast<Layout>(fields.number("layout"));
+  p.hashes = static_cast<std::uint32_t>(fields.number("hashes"));
+  p.partitions = fields.number("partitions");
+  p.partition_bits = fields.number("partition_bits");
+  p.capacity = fields.number("capacity");
+  p.hash_scheme = static_cast<std::uint32_t>(fields.number("hash_scheme"));
+  p.error_rate = fields.real("error_rate");
+  m.created_unix_ns = fields.number("created_unix_ns");
+  if (fields.has("shards")) {
+    m.shards = static_cast<std::uint32_t>(fields.number("shards"));
+    m.shard = static_cast<std::uint32_t>(fields.number("shard"));
+    m.shard_set = fields.text("shard_set");
     if (m.shards == 0 || m.shard >= m.shards) {
-      throw FormatError(what + ": shard " + std::to_string(m.shard) + " of " +
+      throw FormatError(fields.what() + ": shard " + std::to_string(m.shard) + " of " +
                         std::to_string(m.shards) + " is not a shard");
     }
   }
-  const auto rate = fields.find("error_rate");
-  if (rate == fields.end()) throw FormatError(what + ": metadata field 'error_rate' is missing");
-  char* end = nullptr;
-  p.error_rate = std::strtod(rate->second.c_str(), &end);
-  if (rate->second.empty() || end != rate->second.c_str() + rate->second.size()) {
-    throw FormatError(what + ": metadata field 'error_rate' is not a number");
-  }
   if (!m.tag_salts.empty() && m.tag_salts.size() != p.partitions) {
-    throw FormatError(what + ": metadata field 'tag_salts' has " +
+    throw FormatError(fields.what() + ": metadata field 'tag_salts' has " +
                       std::to_string(m.tag_salts.size()) + " entries for " +
                       std::to_string(p.partitions) + " partitions");
   }
   try {
     validate(p, /*from_storage=*/true);
   } catch (const FormatError& e) {
-    throw FormatError(what + ": " + e.what());
+    throw FormatError(fields.what() + ": " + e.what());
   }
+  return m;
+}
+
+std::vector<std::pair<std::string, std::string>> exact_claim_fields(const ExactMetadata& m) {
+  return {
+      {"format", std::string(kExactFormat)},
+      {"version", std::to_string(m.version)},
+      {"state", "creating"},
+      {"bucket_bits", std::to_string(m.bucket_bits)},
+      {"tag_bytes", std::to_string(kExactTagBytes)},
+      {"entries", "0"},
+      {"claimed_unix_ns", std::to_string(m.claimed_unix_ns)},
+  };
+}
+
+ExactMetadata parse_exact_metadata(const Fields& fields) {
+  fields.check_format(kExactFormat, "exact set", kExactVersion);
+  ExactMetadata m;
+  m.version = fields.version();
+  m.ready = fields.ready();
+  if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
+  const std::uint64_t bits = fields.number("bucket_bits");
+  if (bits > kMaxBucketBits) {
+    throw FormatError(fields.what() + ": bad bucket_bits '" + std::to_string(bits) + "'");
+  }
+  m.bucket_bits = static_cast<unsigned>(bits);
   return m;
 }
 

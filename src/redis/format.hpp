@@ -1,63 +1,94 @@
-// How a filter named NAME is laid out in Redis (format version 2):
+// Everything redbloom keeps in Redis, as names and bytes: the key families, the metadata
+// schemas, the seals and the format versions. Pure: no I/O (object.hpp does the lifecycle,
+// partition_ops.hpp the commands).
 //
-//   NAME                        a hash: the metadata (fields below)
-//   NAME:bits:{NAME:i}          partition i, a plain string of partition_bits / 8 bytes in
-//                               SETBIT order, then one zero byte (the seal), for i in
-//                               [0, partitions); on a cluster the tag may be {NAME:i:salt},
-//                               the salt chosen so that the partitions spread evenly over the
-//                               masters (field tag_salts)
-//   NAME:tmp:{NAME:i}:<random>  a short-lived delta for partition i during a bulk load,
-//                               created with a TTL so that a crash leaves nothing behind
+// A filter named NAME (format "redbloom", version 2):
+//   NAME                          hash: the metadata (FilterMetadata)
+//   NAME:bits:{NAME:i}            partition i: partition_bits / 8 bytes in SETBIT order, then
+//                                 one zero byte, the seal; on a cluster the tag may be
+//                                 {NAME:i:salt}, the salt chosen so that the partitions spread
+//                                 evenly over the masters (field tag_salts)
+//   NAME:tmp:{NAME:i}:<random>    a bulk load's delta for partition i, as long as the partition
+//                                 (seal included), created with a TTL so that a crash leaves
+//                                 nothing behind
+// Its exact set (format "redbloom-exact", version 2):
+//   NAME:exact                    hash: the metadata (ExactMetadata)
+//   NAME:exact:{NAME:x<b>}        bucket b: one zero byte, the seal, then 6-byte tags
+// Parts of one filter that come and go (growth links, window generations) take a part id
+// outside the hash tag, "NAME:<part>:bits:{NAME:i}", so every part of partition i shares its
+// slot and one script can reach them all.
 //
-// Each partition key has its own hash tag, so in a Redis Cluster the partitions of one filter
-// spread over slots, while a temp key always lands in its partition's slot (BITOP needs both
-// keys in one slot). Names may not contain '{' or '}', which would change the hash tag.
-//
-// Metadata fields: format ("redbloom"), version, state ("creating" until every partition is
-// allocated, then "ready"), layout, hashes, partitions, partition_bits, capacity, error_rate,
-// hash_scheme, created_unix_ns, shards / shard / shard_set (sharded_store.hpp: on a
-// sharded filter, every server holds the metadata and only its own partitions), and
-// tag_salts (one per partition, comma-separated; written with the claim, so that drop finds
-// the partitions of a creation that died).
+// Every key of an object carries a hash tag of the object's name, so on a cluster each
+// partition or bucket sits in its own slot (spread over the masters) while a temp key lands in
+// its partition's slot (BITOP needs both in one). Names may not contain '{' or '}'.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "redbloom/params.hpp"
 
 namespace redbloom::redis {
 
-inline constexpr std::string_view kFormatName = "redbloom";
-inline constexpr std::uint32_t kFormatVersion = 2;
-
-// The seal: every command a filter sends writes below bit partition_bits, yet Redis creates a
-// missing key for BITFIELD, SETRANGE and BITOP. So the writes that a client had pipelined behind
-// a guard that found its partition gone (evicted, deleted) recreate the key without the seal,
-// at most partition_bits / 8 bytes long, and every later guard, which expects the sealed
-// length, still reports the loss. Unsealed, a recreated key reached the full length (BITOP OR
-// of a whole delta did at once) and then passed as intact, its lost items silently absent.
-// Version 1 filters have no seal; they are read and written as they are.
-[[nodiscard]] constexpr std::uint64_t seal_bytes(std::uint32_t version) noexcept {
-  return version >= 2 ? 1 : 0;
-}
+// --- names ---------------------------------------------------------------------------------
 
 // Throws InvalidArgument unless `name` can name a filter.
 void validate_filter_name(std::string_view name);
 
-// `salt` (0: none) varies the hash tag so that a cluster's partitions spread over its masters.
+// `salt` (0: none) varies the hash tag so that a cluster's partitions spread over its masters;
+// `part` (empty: the filter itself) names a growth link or a window generation.
 [[nodiscard]] std::string partition_key(std::string_view name, std::uint64_t partition,
-                                        std::uint32_t salt = 0);
+                                        std::uint32_t salt = 0, std::string_view part = {});
 // A fresh, random temp key in the slot of `partition` (same tag, same salt).
 [[nodiscard]] std::string temp_key(std::string_view name, std::uint64_t partition,
-                                   std::uint32_t salt = 0);
-// "3,0,17": the tag_salts metadata field ("" when every salt is 0, as on one server).
-[[nodiscard]] std::string encode_salts(const std::vector<std::uint32_t>& salts);
+                                   std::uint32_t salt = 0, std::string_view part = {});
+[[nodiscard]] std::string exact_meta_key(std::string_view name);
+[[nodiscard]] std::string exact_bucket_key(std::string_view name, std::uint64_t bucket);
 
-struct Metadata {
-  std::uint32_t version = kFormatVersion;
+// --- seals ---------------------------------------------------------------------------------
+
+// Redis creates a missing key for BITFIELD, SETRANGE, BITOP and APPEND. So a write that meets
+// a part that vanished (evicted, deleted) recreates it without the seal, and every check that
+// expects the sealed length (partition) or a seal before whole tags (bucket) reports the loss
+// instead of answering from the recreated, emptier key. Version 1 objects have no seal.
+[[nodiscard]] constexpr std::uint64_t seal_bytes(std::uint32_t version) noexcept {
+  return version >= 2 ? 1 : 0;
+}
+
+// --- metadata ------------------------------------------------------------------------------
+
+// One metadata hash as HGETALL returns it, read with typed getters whose errors name the key
+// and the field ("key 'urls' on redis 127.0.0.1:6379: metadata field 'hashes' is missing").
+class Fields {
+ public:
+  Fields(std::vector<std::pair<std::string, std::string>> pairs, std::string what);
+
+  [[nodiscard]] bool has(std::string_view field) const;
+  [[nodiscard]] const std::string& text(std::string_view field) const;
+  [[nodiscard]] std::uint64_t number(std::string_view field) const;
+  [[nodiscard]] double real(std::string_view field) const;
+  // "key 'NAME' on redis HOST": for messages.
+  [[nodiscard]] const std::string& what() const noexcept { return what_; }
+  // The object's format name, version (checked against `newest`) and whether its creation
+  // finished ("state" = "ready"; objects of version 1 had no state and were always ready).
+  void check_format(std::string_view format, std::string_view noun, std::uint32_t newest) const;
+  [[nodiscard]] std::uint32_t version() const;
+  [[nodiscard]] bool ready() const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> fields_;
+  std::string what_;
+};
+
+inline constexpr std::string_view kFilterFormat = "redbloom";
+inline constexpr std::uint32_t kFilterVersion = 2;
+
+struct FilterMetadata {
+  std::uint32_t version = kFilterVersion;
   FilterParams params;
   std::uint64_t created_unix_ns = 0;
   bool ready = false;
@@ -68,16 +99,38 @@ struct Metadata {
   std::string shard_set;
   // Per partition, the salt of its hash tag (partition_key); empty or all 0 on one server.
   std::vector<std::uint32_t> tag_salts;
+  // When the creation started (its claim), so that a creation that never finished can be told
+  // from one still running.
+  std::uint64_t claimed_unix_ns = 0;
 };
 
-// Field/value pairs for HSET.
-[[nodiscard]] std::vector<std::pair<std::string, std::string>> encode_metadata(
-    const Metadata& metadata);
+// The fields a creation claims the name with (state "creating"): enough for drop() to find the
+// partitions of a creation that died, and to tell them from keys someone else put there.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> filter_claim_fields(
+    const FilterMetadata& metadata);
+// Field/value pairs for HSET, once the filter is complete.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> encode_filter_metadata(
+    const FilterMetadata& metadata);
+// For a filter still being created (ready = false) only the partition count and size, salts
+// and claim time are read, if recorded. Throws FormatError naming the problem.
+[[nodiscard]] FilterMetadata parse_filter_metadata(const Fields& fields);
+// "3,0,17": the tag_salts field ("" when every salt is 0, as on one server).
+[[nodiscard]] std::string encode_salts(const std::vector<std::uint32_t>& salts);
 
-// Parses HGETALL's field/value pairs. For a filter still being created (ready = false) only
-// params.partitions is filled, if recorded. Throws FormatError naming the problem (`what` names the
-// key in messages). A hash without format=redbloom is "not a redbloom filter".
-[[nodiscard]] Metadata parse_metadata(
-    const std::vector<std::pair<std::string, std::string>>& fields, const std::string& what);
+inline constexpr std::string_view kExactFormat = "redbloom-exact";
+inline constexpr std::uint32_t kExactVersion = 2;
+inline constexpr std::size_t kExactTagBytes = 6;
+inline constexpr unsigned kMaxBucketBits = 24;
+
+struct ExactMetadata {
+  std::uint32_t version = kExactVersion;
+  unsigned bucket_bits = 0;
+  bool ready = false;
+  std::uint64_t claimed_unix_ns = 0;
+};
+
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> exact_claim_fields(
+    const ExactMetadata& metadata);
+[[nodiscard]] ExactMetadata parse_exact_metadata(const Fields& fields);
 
 }  // namespace redbloom::redis

@@ -15,8 +15,8 @@ class SingleRouter final : public Router {
   explicit SingleRouter(const RedisEndpoint& endpoint) : connection_(endpoint) {}
 
   void pipeline(std::size_t units, std::string_view operation, const Route& /*route*/,
-                const Make& make, const OnReply& on_reply, OnLostNode /*lost*/) override {
-    redis::pipeline(connection_, units, operation, make, on_reply);
+                const Make& make, const OnUnit& on_unit, OnLostNode /*lost*/) override {
+    redis::pipeline(connection_, units, operation, make, on_unit);
   }
   using Router::call;
   Reply call(std::uint16_t /*slot*/, std::span<const std::string_view> args,

@@ -14,9 +14,9 @@
 //  - anchor: see UnitRoute.
 //  - writes: on a master with replicas a cluster follows the unit with WAIT, so a reply the
 //    caller sees means the write reached a replica too and survives a failover.
-// on_reply(unit, r, reply) sees the r-th reply of a unit; it is never called concurrently,
-// but units of different nodes arrive in any order, and a unit of a group that ran again is
-// seen again.
+// on_unit(unit, replies) sees a unit's replies together; it is never called concurrently, but
+// units of different nodes arrive in any order, and a unit of a group that ran again is seen
+// again.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +27,9 @@
 #include <string>
 #include <string_view>
 
+#include "connection.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/redis_store.hpp"
-#include "connection.hpp"
 
 namespace redbloom::redis {
 
@@ -55,7 +55,7 @@ class Router {
  public:
   using Route = std::function<UnitRoute(std::size_t)>;
   using Make = std::function<std::size_t(std::size_t, CommandBuffer&)>;
-  using OnReply = std::function<void(std::size_t, std::size_t, const redisReply&)>;
+  using OnUnit = std::function<void(std::size_t, Replies)>;
 
   virtual ~Router() = default;
   Router() = default;
@@ -63,7 +63,7 @@ class Router {
   Router& operator=(const Router&) = delete;
 
   virtual void pipeline(std::size_t units, std::string_view operation, const Route& route,
-                        const Make& make, const OnReply& on_reply,
+                        const Make& make, const OnUnit& on_unit,
                         OnLostNode lost = OnLostNode::fail) = 0;
   // One command on the node serving `slot`, following redirections; error replies are
   // returned, not thrown. With OnLostNode::retry (idempotent commands only) a lost node is

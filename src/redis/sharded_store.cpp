@@ -4,12 +4,12 @@
 #include <exception>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "item_hash_inline.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/layout.hpp"
 #include "redbloom/sharding.hpp"
+#include "run_each.hpp"
 
 namespace redbloom {
 namespace {
@@ -34,39 +34,6 @@ Split split(std::span<const std::string_view> batch, const FilterParams& params,
     out.index[s].push_back(i);
   }
   return out;
-}
-
-// Runs work(s) for every server that has any, at the same time (one thread each beyond the
-// first), and returns each server's exception (null if it succeeded).
-template <class Work>
-std::vector<std::exception_ptr> on_servers(std::size_t servers, const Split* split, Work&& work) {
-  std::vector<std::exception_ptr> errors(servers);
-  auto run = [&](std::size_t s) {
-    try {
-      work(s);
-    } catch (...) {
-      errors[s] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  std::size_t inline_server = servers;
-  for (std::size_t s = 0; s < servers; ++s) {
-    if (split != nullptr && split->items[s].empty()) continue;
-    if (inline_server == servers) {
-      inline_server = s;  // this thread takes one server itself
-      continue;
-    }
-    threads.emplace_back(run, s);
-  }
-  if (inline_server < servers) run(inline_server);
-  for (std::thread& t : threads) t.join();
-  return errors;
-}
-
-void rethrow_first(const std::vector<std::exception_ptr>& errors) {
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
 }
 
 std::string random_set_id() {
@@ -125,14 +92,15 @@ std::unique_ptr<ShardedRedisStore> ShardedRedisStore::create(
 }
 
 std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
-    const std::vector<RedisEndpoint>& servers, const std::string& name) {
+    const std::vector<RedisEndpoint>& servers, const std::string& name,
+    std::chrono::milliseconds wait_for_creator) {
   if (servers.empty()) throw InvalidArgument("no Redis server given");
   const auto count = static_cast<std::uint32_t>(servers.size());
   std::vector<std::unique_ptr<RedisStore>> shards;
-  shards.push_back(RedisStore::open(servers[0], name, {0, count, ""}));
+  shards.push_back(RedisStore::open(servers[0], name, {0, count, ""}, wait_for_creator));
   const std::string set_id = shards[0]->shard().set_id;
   for (std::uint32_t i = 1; i < count; ++i) {
-    shards.push_back(RedisStore::open(servers[i], name, {i, count, set_id}));
+    shards.push_back(RedisStore::open(servers[i], name, {i, count, set_id}, wait_for_creator));
     if (!(shards.back()->params() == shards[0]->params())) {
       throw FormatError("filter '" + name + "' on redis " + servers[i].describe() +
                         " has other parameters than on " + servers[0].describe());
@@ -172,7 +140,8 @@ void ShardedRedisStore::test_and_set(std::span<const std::string_view> items,
   const Split parts = split(items, params(), shards_.size());
   std::vector<std::vector<std::uint8_t>> flags(shards_.size());
   std::vector<std::size_t> known(shards_.size(), 0);  // answers each server is sure of
-  const auto errors = on_servers(shards_.size(), &parts, [&](std::size_t s) {
+  const auto errors = redis::run_each_collecting(shards_.size(), [&](std::size_t s) {
+    if (parts.items[s].empty()) return;
     flags[s].resize(parts.items[s].size());
     try {
       shards_[s]->test_and_set(parts.items[s], flags[s]);
@@ -204,8 +173,9 @@ void ShardedRedisStore::test_and_set(std::span<const std::string_view> items,
 
 void ShardedRedisStore::set(std::span<const std::string_view> items) {
   const Split parts = split(items, params(), shards_.size());
-  const auto errors =
-      on_servers(shards_.size(), &parts, [&](std::size_t s) { shards_[s]->set(parts.items[s]); });
+  const auto errors = redis::run_each_collecting(shards_.size(), [&](std::size_t s) {
+    if (!parts.items[s].empty()) shards_[s]->set(parts.items[s]);
+  });
   for (const auto& e : errors) {
     if (!e) continue;
     try {
@@ -223,10 +193,11 @@ void ShardedRedisStore::test(std::span<const std::string_view> items,
   if (present.size() < items.size()) throw InvalidArgument("test: flag span too small");
   const Split parts = split(items, params(), shards_.size());
   std::vector<std::vector<std::uint8_t>> answers(shards_.size());
-  rethrow_first(on_servers(shards_.size(), &parts, [&](std::size_t s) {
+  redis::run_each(shards_.size(), [&](std::size_t s) {
+    if (parts.items[s].empty()) return;
     answers[s].resize(parts.items[s].size());
     shards_[s]->test(parts.items[s], answers[s]);
-  }));
+  });
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     for (std::size_t j = 0; j < answers[s].size(); ++j) present[parts.index[s][j]] = answers[s][j];
   }
@@ -235,8 +206,7 @@ void ShardedRedisStore::test(std::span<const std::string_view> items,
 std::uint64_t ShardedRedisStore::sum_over_servers(std::uint64_t (RedisStore::*measure)()
                                                       const) const {
   std::vector<std::uint64_t> values(shards_.size());
-  rethrow_first(on_servers(shards_.size(), nullptr,
-                           [&](std::size_t s) { values[s] = ((*shards_[s]).*measure)(); }));
+  redis::run_each(shards_.size(), [&](std::size_t s) { values[s] = ((*shards_[s]).*measure)(); });
   std::uint64_t total = 0;
   for (std::uint64_t v : values) total += v;
   return total;

@@ -1,0 +1,323 @@
+#include "partition_ops.hpp"
+
+#include "redbloom/layout.hpp"
+#include "redbloom/sizing.hpp"
+
+namespace redbloom::redis {
+namespace {
+
+// Most items in one BITFIELD / BITFIELD_RO: 1024 items at k = 7 is 28,674 arguments, ~300 KB,
+// a few milliseconds of server time, which bounds how long one command blocks other clients.
+constexpr std::size_t kCommandItems = 1024;
+// Blocked lookups: GETRANGE commands per unit.
+constexpr std::size_t kRangeItems = 256;
+constexpr std::uint64_t kBlockBytes = kBlockBits / 8;
+
+// MERGE PARTITION DELTA LENGTH: see encode_delta_merge.
+constexpr std::string_view kMergeDelta = R"lua(
+local n = tonumber(ARGV[1])
+local have = redis.call('STRLEN', KEYS[1])
+if have ~= n then return redis.error_reply('REDBLOOM partition ' .. have) end
+local delta = redis.call('STRLEN', KEYS[2])
+if delta ~= n then return redis.error_reply('REDBLOOM delta ' .. delta) end
+redis.call('BITOP', 'OR', KEYS[1], KEYS[1], KEYS[2])
+redis.call('UNLINK', KEYS[2])
+return 1
+)lua";
+
+[[noreturn]] void lost(const PartitionKey& partition, long long length) {
+  throw ReplyProblem("partition key '" + std::string(partition.key) + "' holds " +
+                         std::to_string(length) + " bytes, expected " +
+                         std::to_string(partition.sealed_length) +
+                         ": it vanished or changed while the filter was in use (evicted under "
+                         "maxmemory? flushed? deleted?) and the items in it are lost",
+                     true);
+}
+
+// An error reply is the server's refusal (OOM, a script error): a StorageError, said as is.
+void refuse_errors(const redisReply& reply) {
+  if (is_error(reply)) throw ReplyProblem(std::string(text_of(reply)), false);
+}
+
+void expect_type(const redisReply& reply, int type, std::string_view what) {
+  refuse_errors(reply);
+  if (reply.type != type) {
+    throw ReplyProblem(
+        "unexpected reply type " + std::to_string(reply.type) + " to " + std::string(what), false);
+  }
+}
+
+// The length check's reply: the sealed length, or the partition is lost.
+void check_length(const redisReply& reply, const PartitionKey& partition) {
+  expect_type(reply, REDIS_REPLY_INTEGER, "STRLEN");
+  if (static_cast<std::uint64_t>(reply.integer) != partition.sealed_length) {
+    lost(partition, reply.integer);
+  }
+}
+
+void length_check(CommandBuffer& out, const PartitionKey& partition) {
+  out.begin(2);
+  out.arg(std::string_view{"STRLEN"});
+  out.arg(partition.key);
+}
+
+// Replies of a bracketed unit: the first and last are the length checks; returns the middle.
+Replies bracketed(Replies replies, const PartitionKey& partition) {
+  if (replies.size() < 2) throw ReplyProblem("missing replies", false);
+  // The second check decides: a partition lost between the two was read as zeros or recreated.
+  check_length(*replies.back(), partition);
+  check_length(*replies.front(), partition);
+  return replies.subspan(1, replies.size() - 2);
+}
+
+class StockCommands final : public PartitionCommands {
+ public:
+  explicit StockCommands(const FilterParams& params) : params_(params) {}
+
+  [[nodiscard]] std::size_t unit_items(bool lookup) const override {
+    return lookup && params_.layout == Layout::blocked ? kRangeItems : kCommandItems;
+  }
+
+  std::size_t encode_test_and_set(CommandBuffer& out, const PartitionKey& partition,
+                                  const UnitItems& unit) const override {
+    length_check(out, partition);
+    bitfield(out, /*write=*/true, partition, unit);
+    length_check(out, partition);
+    return 3;
+  }
+
+  void decode_test_and_set(Replies replies, const PartitionKey& partition, const UnitItems& unit,
+                           std::uint8_t* newly) const override {
+    const redisReply& bits = bitfield_reply(bracketed(replies, partition), unit, "BITFIELD");
+    const std::size_t k = params_.hashes;
+    for (std::size_t j = 0; j < unit.order.size(); ++j) {
+      std::uint8_t fresh = 0;
+      for (std::size_t i = 0; i < k; ++i) fresh |= bits.element[j * k + i]->integer == 0 ? 1 : 0;
+      newly[j] = fresh;
+    }
+  }
+
+  std::size_t encode_lookup(CommandBuffer& out, const PartitionKey& partition,
+                            const UnitItems& unit) const override {
+    length_check(out, partition);
+    if (params_.layout != Layout::blocked) {
+      bitfield(out, /*write=*/false, partition, unit);
+      length_check(out, partition);
+      return 3;
+    }
+    // A blocked item's bits are in one 64-byte block: one GETRANGE instead of k bit reads.
+    for (const std::uint32_t i : unit.order) {
+      const std::uint64_t block = layout::blocked_block_of(unit.hashes[i], params_.partition_bits);
+      out.begin(4);
+      out.arg(std::string_view{"GETRANGE"});
+      out.arg(partition.key);
+      out.arg(block * kBlockBytes);
+      out.arg(block * kBlockBytes + kBlockBytes - 1);
+    }
+    length_check(out, partition);
+    return 2 + unit.order.size();
+  }
+
+  void decode_lookup(Replies replies, const PartitionKey& partition, const UnitItems& unit,
+                     std::uint8_t* present) const override {
+    const Replies answers = bracketed(replies, partition);
+    if (params_.layout != Layout::blocked) {
+      const redisReply& bits = bitfield_reply(answers, unit, "BITFIELD_RO");
+      const std::size_t k = params_.hashes;
+      for (std::size_t j = 0; j < unit.order.size(); ++j) {
+        bool all = true;
+        for (std::size_t i = 0; i < k; ++i) all &= bits.element[j * k + i]->integer == 1;
+        present[j] = all ? 1 : 0;
+      }
+      return;
+    }
+    if (answers.size() != unit.order.size()) throw ReplyProblem("missing GETRANGE replies", false);
+    for (std::size_t j = 0; j < unit.order.size(); ++j) {
+      const auto block = decode_read(*answers[j], partition, kBlockBytes);
+      bool all = true;
+      layout::blocked_probes_in_block(
+          unit.hashes[unit.order[j]], params_.hashes,
+          [&](std::uint64_t bit) { all &= (block[bit / 8] & (0x80u >> (bit % 8))) != 0; });
+      present[j] = all ? 1 : 0;
+    }
+  }
+
+ private:
+  template <class Visit>
+  void probes(const ItemHash& h, Visit&& visit) const {
+    if (params_.layout == Layout::blocked) {
+      layout::blocked_probes(h, params_.partition_bits, params_.hashes, visit);
+    } else {
+      layout::classic_probes(h, params_.partition_bits, params_.hashes, visit);
+    }
+  }
+
+  // BITFIELD key SET u1 <bit> 1 ... | BITFIELD_RO key GET u1 <bit> ...
+  void bitfield(CommandBuffer& out, bool write, const PartitionKey& partition,
+                const UnitItems& unit) const {
+    const std::size_t args_per_bit = write ? 4 : 3;
+    out.begin(2 + args_per_bit * params_.hashes * unit.order.size());
+    out.arg(write ? std::string_view{"BITFIELD"} : std::string_view{"BITFIELD_RO"});
+    out.arg(partition.key);
+    for (const std::uint32_t i : unit.order) {
+      probes(unit.hashes[i], [&](std::uint64_t bit) {
+        out.arg(write ? std::string_view{"SET"} : std::string_view{"GET"});
+        out.arg(std::string_view{"u1"});
+        out.arg(bit);
+        if (write) out.arg(std::string_view{"1"});
+      });
+    }
+  }
+
+  // The BITFIELD reply: an array of k integers per item.
+  const redisReply& bitfield_reply(Replies answers, const UnitItems& unit,
+                                   std::string_view command) const {
+    if (answers.size() != 1) throw ReplyProblem("missing replies", false);
+    const redisReply& bits = *answers[0];
+    expect_type(bits, REDIS_REPLY_ARRAY, command);
+    if (bits.elements != unit.order.size() * params_.hashes) {
+      throw ReplyProblem(std::string(command) + " reply has " + std::to_string(bits.elements) +
+                             " values for " + std::to_string(unit.order.size() * params_.hashes) +
+                             " bits",
+                         false);
+    }
+    return bits;
+  }
+
+  FilterParams params_;
+};
+
+}  // namespace
+
+std::unique_ptr<PartitionCommands> stock_partition_commands(const FilterParams& params) {
+  return std::make_unique<StockCommands>(params);
+}
+
+std::size_t encode_length_check(CommandBuffer& out, const PartitionKey& partition) {
+  length_check(out, partition);
+  return 1;
+}
+
+void decode_length_check(const redisReply& reply, const PartitionKey& partition) {
+  check_length(reply, partition);
+}
+
+std::size_t encode_read(CommandBuffer& out, const PartitionKey& partition, std::uint64_t from,
+                        std::uint64_t length) {
+  out.begin(4);
+  out.arg(std::string_view{"GETRANGE"});
+  out.arg(partition.key);
+  out.arg(from);
+  out.arg(from + length - 1);
+  return 1;
+}
+
+std::span<const std::uint8_t> decode_read(const redisReply& reply, const PartitionKey& partition,
+                                          std::uint64_t length) {
+  expect_type(reply, REDIS_REPLY_STRING, "GETRANGE");
+  if (reply.len != length) {
+    throw ReplyProblem("partition key '" + std::string(partition.key) +
+                           "' is shorter than the filter says (lost, or modified outside "
+                           "redbloom?)",
+                       true);
+  }
+  return {reinterpret_cast<const std::uint8_t*>(reply.str), reply.len};
+}
+
+std::size_t encode_write(CommandBuffer& out, const PartitionKey& partition, std::uint64_t at,
+                         std::span<const std::uint8_t> bytes) {
+  out.begin(4);
+  out.arg(std::string_view{"SETRANGE"});
+  out.arg(partition.key);
+  out.arg(at);
+  out.arg(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return 1;
+}
+
+void decode_write(const redisReply& reply) {
+  expect_type(reply, REDIS_REPLY_INTEGER, "SETRANGE");
+}
+
+std::size_t encode_count(CommandBuffer& out, const PartitionKey& partition) {
+  length_check(out, partition);
+  out.command({"BITCOUNT", partition.key});
+  length_check(out, partition);
+  return 3;
+}
+
+std::uint64_t decode_count(Replies replies, const PartitionKey& partition) {
+  const Replies count = bracketed(replies, partition);
+  if (count.size() != 1) throw ReplyProblem("missing replies", false);
+  expect_type(*count[0], REDIS_REPLY_INTEGER, "BITCOUNT");
+  return static_cast<std::uint64_t>(count[0]->integer);
+}
+
+std::size_t encode_delta_start(CommandBuffer& out, const PartitionKey& partition,
+                               std::string_view temp, std::chrono::milliseconds ttl) {
+  length_check(out, partition);
+  out.begin(4);
+  out.arg(std::string_view{"SETRANGE"});
+  out.arg(temp);
+  out.arg(partition.sealed_length - 1);
+  out.arg(std::string_view("\0", 1));
+  out.begin(3);
+  out.arg(std::string_view{"PEXPIRE"});
+  out.arg(temp);
+  out.arg(static_cast<std::uint64_t>(ttl.count()));
+  return 3;
+}
+
+void decode_delta_start(Replies replies, const PartitionKey& partition) {
+  if (replies.size() != 3) throw ReplyProblem("missing replies", false);
+  check_length(*replies[0], partition);
+  expect_type(*replies[1], REDIS_REPLY_INTEGER, "SETRANGE");
+  expect_type(*replies[2], REDIS_REPLY_INTEGER, "PEXPIRE");
+}
+
+std::size_t encode_delta_chunk(CommandBuffer& out, std::string_view temp, std::uint64_t at,
+                               std::span<const std::uint8_t> bytes) {
+  out.begin(4);
+  out.arg(std::string_view{"SETRANGE"});
+  out.arg(temp);
+  out.arg(at);
+  out.arg(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return 1;
+}
+
+void decode_delta_chunk(Replies replies) {
+  if (replies.size() != 1) throw ReplyProblem("missing replies", false);
+  expect_type(*replies[0], REDIS_REPLY_INTEGER, "SETRANGE");
+}
+
+std::size_t encode_delta_merge(CommandBuffer& out, const PartitionKey& partition,
+                               std::string_view temp) {
+  out.begin(6);
+  out.arg(std::string_view{"EVAL"});
+  out.arg(kMergeDelta);
+  out.arg(std::string_view{"2"});
+  out.arg(partition.key);
+  out.arg(temp);
+  out.arg(partition.sealed_length);
+  return 1;
+}
+
+void decode_delta_merge(Replies replies, const PartitionKey& partition, std::string_view temp) {
+  if (replies.size() != 1) throw ReplyProblem("missing replies", false);
+  const redisReply& reply = *replies[0];
+  if (is_error(reply)) {
+    const std::string_view text = text_of(reply);
+    if (text.starts_with("REDBLOOM partition ")) {
+      lost(partition, std::stoll(std::string(text.substr(19))));
+    }
+    if (text.starts_with("REDBLOOM delta ")) {
+      throw ReplyProblem("the delta for partition key '" + std::string(partition.key) +
+                             "' in temp key '" + std::string(temp) +
+                             "' was lost part way (evicted under a volatile-* maxmemory-policy, "
+                             "or expired) and was not merged; load the same items again",
+                         false);
+    }
+  }
+  expect_type(reply, REDIS_REPLY_INTEGER, "EVAL (merging a delta)");
+}
+
+}  // namespace redbloom::redis
