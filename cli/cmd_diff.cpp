@@ -30,8 +30,9 @@ int run_diff(const DiffCommand& cmd) {
   Filter filter = open_for_reading(cmd.known);
   filter.use_threads(cmd.stream.threads);
   const double rate = filter.info().estimated_error_rate;
-  KnownSet known(std::move(filter),
-                 cmd.exact ? open_exact_set(cmd.known.resolve(), /*writable=*/false) : nullptr);
+  auto exact =
+      cmd.exact ? open_exact_set(cmd.known.resolve(), filter, /*writable=*/false) : nullptr;
+  KnownSet known(std::move(filter), std::move(exact));
   const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   BatchOutput out(1, reader.delimiter());

@@ -153,8 +153,9 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
   OpenReport report;
   Filter filter = Filter::create(where, params, overwrite, &report);
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
-  // unlinked by hand) describes other items: adopted, it would hide orphans.
-  if (exact_set_exists(where)) drop_exact_set(where);
+  // unlinked by hand) describes other items: adopted, it would hide orphans. One another
+  // process already made for this new filter stays.
+  drop_stale_exact_set(where, filter);
   for (const std::string& warning : report.warnings) report_warning(warning);
   return filter;
 }

@@ -1,21 +1,39 @@
-// The file companion: `<filter>.exact`, a 16-byte header (magic, version, and a generation
-// that clear() bumps) then 8-byte little-endian fingerprints, appended under an exclusive flock
-// and read whole at open, under a shared one. Each object catches up with what other objects
-// appended (or rereads the file after their clear) before it adds or answers.
+// The file companion: `<filter>.exact`, a 48-byte header, then 8-byte little-endian
+// fingerprints. Version 2 header (little-endian):
+//
+//    0  8  magic "RBEXACT1"
+//    8  4  version (2)
+//   12  4  generation: bumped by clear(), so other objects reread the file
+//   16  8  the filter's creation time (ns): the filter this set belongs to (0: none recorded)
+//   24  8  records committed
+//   32  8  checksum of the committed records: the sum of mix(record) mod 2^64
+//   40  8  XXH3-64 of bytes 0..39
+//
+// Records are appended under an exclusive flock, then committed by rewriting the header (one
+// 48-byte write): a crash before it leaves records past the committed count, which are ignored
+// and overwritten. Readers read the committed records under a shared flock and check their sum,
+// so a damaged record, a damaged header or a foreign file is an error, never "absent". Each
+// object catches up with what others appended (or rereads the file after their clear) before
+// it adds or answers.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "posix_file.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
+#include "redbloom/file_format.hpp"
 
 namespace redbloom {
 namespace {
@@ -24,14 +42,56 @@ using posix::Fd;
 using posix::file_size;
 
 constexpr char kMagic[8] = {'R', 'B', 'E', 'X', 'A', 'C', 'T', '1'};
-constexpr std::uint32_t kVersion = 1;
-constexpr std::size_t kHeaderBytes = 16;
-// Bytes 12..15: how many times the set was cleared (written as 0 by create).
-constexpr std::size_t kGenerationOffset = 12;
+constexpr std::uint32_t kVersion = 2;
+constexpr std::size_t kHeaderBytes = 48;
 constexpr double kTwoTo64 = 18446744073709551616.0;
 
 std::string companion_path(const std::string& filter_path) {
   return filter_path + ".exact";
+}
+
+// A strong 64-bit mixer (SplitMix64's finalizer): records are summed through it, so that a
+// changed record changes the sum (plain sums of fingerprints would do too, but a byte flipped
+// in two records could then cancel out).
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+void put64(std::uint8_t* at, std::uint64_t value) {
+  for (int b = 0; b < 8; ++b) at[b] = static_cast<std::uint8_t>(value >> (8 * b));
+}
+std::uint64_t get64(const std::uint8_t* at) {
+  std::uint64_t value = 0;
+  for (int b = 7; b >= 0; --b) value = (value << 8) | at[b];
+  return value;
+}
+std::uint32_t get32(const std::uint8_t* at) {
+  std::uint32_t value = 0;
+  for (int b = 3; b >= 0; --b) value = (value << 8) | at[b];
+  return value;
+}
+
+struct Header {
+  std::uint32_t generation = 0;
+  std::uint64_t filter_id = 0;
+  std::uint64_t count = 0;
+  std::uint64_t sum = 0;
+};
+
+std::array<std::uint8_t, kHeaderBytes> encode(const Header& h) {
+  std::array<std::uint8_t, kHeaderBytes> bytes{};
+  std::memcpy(bytes.data(), kMagic, sizeof kMagic);
+  for (int b = 0; b < 4; ++b) bytes[8 + b] = static_cast<std::uint8_t>(kVersion >> (8 * b));
+  for (int b = 0; b < 4; ++b) bytes[12 + b] = static_cast<std::uint8_t>(h.generation >> (8 * b));
+  put64(&bytes[16], h.filter_id);
+  put64(&bytes[24], h.count);
+  put64(&bytes[32], h.sum);
+  put64(&bytes[40], XXH3_64bits(bytes.data(), 40));
+  return bytes;
 }
 
 // Reads bytes [from, from + size) of the file.
@@ -50,26 +110,54 @@ std::vector<std::uint8_t> read_range(int fd, std::uint64_t from, std::uint64_t s
   return bytes;
 }
 
-std::uint32_t read_generation(int fd, const std::string& path) {
-  const auto bytes = read_range(fd, kGenerationOffset, 4, path);
-  std::uint32_t generation = 0;
-  for (int b = 3; b >= 0; --b) generation = (generation << 8) | bytes[b];
-  return generation;
+[[noreturn]] void damaged(const std::string& path, const std::string& what) {
+  throw FormatError(path + ": the exact set is damaged (" + what +
+                    "): its answers cannot be trusted; rebuild it: create the filter anew with "
+                    "--force --exact and load the items again");
 }
 
-// Throws FormatError unless the file starts with an exact set's header.
-void check_header(int fd, const std::string& path) {
-  if (file_size(fd, path) < kHeaderBytes)
-    throw FormatError(path + ": not an exact set (too short)");
-  const auto header = read_range(fd, 0, kHeaderBytes, path);
-  if (std::memcmp(header.data(), kMagic, sizeof kMagic) != 0) {
+// Reads and checks the header: FormatError for a foreign, old, damaged or truncated file.
+Header read_header(int fd, const std::string& path) {
+  const std::uint64_t size = file_size(fd, path);
+  if (size < 16) throw FormatError(path + ": not an exact set (too short)");
+  const auto start = read_range(fd, 0, std::min<std::uint64_t>(size, kHeaderBytes), path);
+  if (std::memcmp(start.data(), kMagic, sizeof kMagic) != 0) {
     throw FormatError(path + ": not a redbloom exact set (no RBEXACT1 signature)");
   }
-  std::uint32_t version = 0;
-  for (int b = 3; b >= 0; --b) version = (version << 8) | header[8 + b];
+  const std::uint32_t version = get32(&start[8]);
   if (version != kVersion) {
     throw FormatError(path + ": exact-set version " + std::to_string(version) +
-                      " is unknown to this redbloom");
+                      (version < kVersion ? " (from an older redbloom, without integrity checks): "
+                                            "rebuild it with create --force --exact and a load"
+                                          : " is unknown to this redbloom"));
+  }
+  if (size < kHeaderBytes) damaged(path, "its header is cut short");
+  if (get64(&start[40]) != XXH3_64bits(start.data(), 40)) damaged(path, "header checksum");
+  Header h;
+  h.generation = get32(&start[12]);
+  h.filter_id = get64(&start[16]);
+  h.count = get64(&start[24]);
+  h.sum = get64(&start[32]);
+  if (size < kHeaderBytes + h.count * 8) {
+    damaged(path, "it holds fewer records than its header commits");
+  }
+  return h;
+}
+
+// The creation time of the filter file at `filter_path` (the id an exact set is bound to), or
+// 0 if there is no filter file there.
+std::uint64_t filter_id_of(const std::string& filter_path) {
+  const Fd fd(::open(filter_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return 0;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  if (size < kFileHeaderUsedBytes) return 0;
+  const auto prefix = read_range(fd.get(), 0, kFileHeaderUsedBytes, filter_path);
+  try {
+    return parse_file_header(prefix, size).created_unix_ns;
+  } catch (const FormatError&) {
+    return 0;  // not a filter: nothing to bind to (the filter's own open reports it)
   }
 }
 
@@ -94,7 +182,6 @@ class FileExactSet final : public ExactSet {
   FileExactSet(std::string path, int fd) : path_(std::move(path)), fd_(fd) {
     // Shared: a writer's append is never seen in part.
     FlockGuard lock(fd_.get(), path_, LOCK_SH);
-    check_header(fd_.get(), path_);
     refresh();
   }
 
@@ -111,13 +198,19 @@ class FileExactSet final : public ExactSet {
     std::erase_if(fresh, [&](std::uint64_t f) { return has(f); });
     if (fresh.empty()) return 0;
     std::vector<std::uint8_t> records(fresh.size() * 8);
+    std::uint64_t sum = header_.sum;
     for (std::size_t i = 0; i < fresh.size(); ++i) {
-      for (int b = 0; b < 8; ++b)
-        records[i * 8 + b] = static_cast<std::uint8_t>(fresh[i] >> (8 * b));
+      put64(&records[i * 8], fresh[i]);
+      sum += mix(fresh[i]);
     }
-    // Under the lock, after the catch-up: known_size_ is the end of the file.
-    posix::write_at(fd_.get(), records.data(), records.size(), known_size_, path_);
-    known_size_ += records.size();
+    // Past the committed records (over any left by an append that never committed), then the
+    // header that commits them.
+    posix::write_at(fd_.get(), records.data(), records.size(), kHeaderBytes + header_.count * 8,
+                    path_);
+    Header next = header_;
+    next.count += fresh.size();
+    next.sum = sum;
+    write_header(next);
     merge(fresh);
     return fresh.size();
   }
@@ -132,20 +225,17 @@ class FileExactSet final : public ExactSet {
 
   void clear() override {
     FlockGuard lock(fd_.get(), path_);
-    // A new generation tells other objects on the file to reread it, even once it has grown
-    // past the size they had read.
-    const std::uint32_t generation = read_generation(fd_.get(), path_) + 1;
-    std::uint8_t bytes[4];
-    for (int b = 0; b < 4; ++b) bytes[b] = static_cast<std::uint8_t>(generation >> (8 * b));
-    if (::pwrite(fd_.get(), bytes, sizeof bytes, kGenerationOffset) != sizeof bytes) {
-      throw StorageError(errno_message("cannot write " + path_));
-    }
+    refresh();
+    // A new generation tells other objects on the file to reread it.
+    Header next = header_;
+    ++next.generation;
+    next.count = 0;
+    next.sum = 0;
+    write_header(next);
     if (::ftruncate(fd_.get(), kHeaderBytes) != 0) {
       throw StorageError(errno_message("cannot truncate " + path_));
     }
     sorted_.clear();
-    known_size_ = kHeaderBytes;
-    generation_ = generation;
   }
 
   void flush() override {
@@ -161,6 +251,7 @@ class FileExactSet final : public ExactSet {
     return static_cast<double>(entries()) / kTwoTo64;
   }
   [[nodiscard]] std::string location() const override { return "file " + path_; }
+  [[nodiscard]] std::uint64_t filter_id() const override { return header_.filter_id; }
 
  private:
   [[nodiscard]] bool has(std::uint64_t f) const {
@@ -171,54 +262,57 @@ class FileExactSet final : public ExactSet {
     sorted_.insert(sorted_.end(), more.begin(), more.end());
     std::inplace_merge(sorted_.begin(), sorted_.begin() + middle, sorted_.end());
   }
-  // With no lock held: refresh() if the file is not what this object read (a cheap check,
+  void write_header(const Header& next) {
+    const auto bytes = encode(next);
+    posix::write_at(fd_.get(), bytes.data(), bytes.size(), 0, path_);
+    header_ = next;
+  }
+  // With no lock held: refresh() if the header is not what this object read (a cheap check,
   // then the shared lock so that no append is seen in part).
   void refresh_if_changed() const {
-    if (file_size(fd_.get(), path_) == known_size_ &&
-        read_generation(fd_.get(), path_) == generation_) {
+    const auto bytes = read_range(
+        fd_.get(), 0, std::min<std::uint64_t>(kHeaderBytes, file_size(fd_.get(), path_)), path_);
+    if (bytes.size() == kHeaderBytes && get32(&bytes[12]) == header_.generation &&
+        get64(&bytes[24]) == header_.count && get64(&bytes[40]) == XXH3_64bits(bytes.data(), 40)) {
       return;
     }
     FlockGuard lock(fd_.get(), path_, LOCK_SH);
     refresh();
   }
-  // Under the lock: reads what other objects appended since, or the whole file again after
-  // they cleared it.
+  // Under the lock: reads the records other objects committed since, or all of them again
+  // after a clear, and checks their sum against the header's.
   void refresh() const {
-    const std::uint64_t size = file_size(fd_.get(), path_);
-    if (size < kHeaderBytes) throw FormatError(path_ + ": not an exact set (too short)");
-    const std::uint32_t generation = read_generation(fd_.get(), path_);
-    if (generation != generation_ || size < known_size_) {
+    const Header now = read_header(fd_.get(), path_);
+    std::uint64_t from = header_.count;
+    std::uint64_t sum = header_.sum;
+    if (!read_once_ || now.generation != header_.generation || now.count < header_.count) {
       sorted_.clear();
-      known_size_ = kHeaderBytes;
-      generation_ = generation;
+      from = 0;
+      sum = 0;
     }
-    catch_up(size);
-  }
-  // Reads the records between what this object has seen and `size`.
-  void catch_up(std::uint64_t size) const {
-    if (size == known_size_) return;
-    if ((size - kHeaderBytes) % 8 != 0) {
-      throw FormatError(path_ +
-                        ": ends in a partial record (an interrupted write?); rebuild it: "
-                        "create --force --exact, then load the items again");
+    if (now.count > from) {
+      const auto bytes =
+          read_range(fd_.get(), kHeaderBytes + from * 8, (now.count - from) * 8, path_);
+      std::vector<std::uint64_t> more(now.count - from);
+      for (std::size_t i = 0; i < more.size(); ++i) {
+        more[i] = get64(&bytes[i * 8]);
+        sum += mix(more[i]);
+      }
+      if (sum != now.sum) damaged(path_, "the checksum of its records does not match");
+      std::sort(more.begin(), more.end());
+      merge(more);
+    } else if (sum != now.sum) {
+      damaged(path_, "the checksum of its records does not match");
     }
-    const auto bytes = read_range(fd_.get(), known_size_, size - known_size_, path_);
-    std::vector<std::uint64_t> more(bytes.size() / 8);
-    for (std::size_t i = 0; i < more.size(); ++i) {
-      std::uint64_t f = 0;
-      for (int b = 7; b >= 0; --b) f = (f << 8) | bytes[i * 8 + b];
-      more[i] = f;
-    }
-    std::sort(more.begin(), more.end());
-    merge(more);
-    known_size_ = size;
+    header_ = now;
+    read_once_ = true;
   }
 
   std::string path_;
   Fd fd_;
   // What this object has read of the file; refreshed by readers too, hence mutable.
-  mutable std::uint64_t known_size_ = kHeaderBytes;
-  mutable std::uint32_t generation_ = 0;
+  mutable Header header_;
+  mutable bool read_once_ = false;
   mutable std::vector<std::uint64_t> sorted_;
 };
 
@@ -226,24 +320,25 @@ class FileExactSet final : public ExactSet {
 
 std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path, bool overwrite) {
   const std::string path = companion_path(filter_path);
+  Header header;
+  header.filter_id = filter_id_of(filter_path);
   // Appears complete or not at all: a racing creator that loses and opens this one never sees
   // it without its header.
   const int fd = posix::create_atomically(
-      path, overwrite, "exact set", [](int temp_fd, const std::string& temp) {
-        std::uint8_t header[kHeaderBytes] = {};
-        std::memcpy(header, kMagic, sizeof kMagic);
-        for (int b = 0; b < 4; ++b) header[8 + b] = static_cast<std::uint8_t>(kVersion >> (8 * b));
-        posix::write_at(temp_fd, header, sizeof header, 0, temp);
+      path, overwrite, "exact set", [&](int temp_fd, const std::string& temp) {
+        const auto bytes = encode(header);
+        posix::write_at(temp_fd, bytes.data(), bytes.size(), 0, temp);
       });
   return std::make_unique<FileExactSet>(path, fd);
 }
 
 namespace {
 
-// Opens the companion of `filter_path`: NotFound if there is none.
+// Opens the companion of `filter_path`: NotFound if there is none; a FIFO or anything but a
+// regular file is refused before it can block.
 Fd open_companion(const std::string& filter_path, int flags) {
   const std::string path = companion_path(filter_path);
-  Fd fd(::open(path.c_str(), flags | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       throw NotFound("filter " + filter_path + " has no exact set (" + path +
@@ -251,6 +346,12 @@ Fd open_companion(const std::string& filter_path, int flags) {
     }
     throw StorageError(errno_message("cannot open " + path));
   }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw StorageError(errno_message("cannot stat " + path));
+  if (!S_ISREG(st.st_mode)) {
+    throw FormatError(path + " is not a regular file: an exact set is a file redbloom wrote");
+  }
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 
@@ -265,11 +366,19 @@ std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path, bo
 ExactSetSummary summarize_file_exact_set(const std::string& filter_path) {
   const std::string path = companion_path(filter_path);
   const Fd fd = open_companion(filter_path, O_RDONLY);
-  check_header(fd.get(), path);
-  const std::uint64_t bytes = file_size(fd.get(), path);
-  // Writers append whole records under their lock; a record being written is not counted.
-  const std::uint64_t entries = (bytes - kHeaderBytes) / 8;
-  return {"file " + path, entries, bytes, static_cast<double>(entries) / kTwoTo64};
+  FlockGuard lock(fd.get(), path, LOCK_SH);
+  const Header header = read_header(fd.get(), path);
+  // The records are checked, not kept: streamed through their sum.
+  constexpr std::uint64_t kChunkRecords = std::uint64_t{1} << 17;
+  std::uint64_t sum = 0;
+  for (std::uint64_t at = 0; at < header.count; at += kChunkRecords) {
+    const std::uint64_t n = std::min(kChunkRecords, header.count - at);
+    const auto bytes = read_range(fd.get(), kHeaderBytes + at * 8, n * 8, path);
+    for (std::uint64_t i = 0; i < n; ++i) sum += mix(get64(&bytes[i * 8]));
+  }
+  if (sum != header.sum) damaged(path, "the checksum of its records does not match");
+  return {"file " + path, header.count, file_size(fd.get(), path),
+          static_cast<double>(header.count) / kTwoTo64};
 }
 
 bool file_exact_set_exists(const std::string& filter_path) {
@@ -280,11 +389,50 @@ bool file_exact_set_exists(const std::string& filter_path) {
 void remove_file_exact_set(const std::string& filter_path) {
   const std::string path = companion_path(filter_path);
   {
-    // Never delete a file that is not one (its header says; the records need not be read).
+    // Never delete a file that is not one (its signature says; a damaged or older one goes).
     const Fd fd = open_companion(filter_path, O_RDONLY);
-    check_header(fd.get(), path);
+    if (file_size(fd.get(), path) < sizeof kMagic ||
+        std::memcmp(read_range(fd.get(), 0, sizeof kMagic, path).data(), kMagic, sizeof kMagic) !=
+            0) {
+      throw FormatError(path + ": not a redbloom exact set (no RBEXACT1 signature): not deleted");
+    }
   }
   if (::unlink(path.c_str()) != 0) throw StorageError(errno_message("cannot delete " + path));
+}
+
+bool remove_stale_file_exact_set(const std::string& filter_path) {
+  const std::string path = companion_path(filter_path);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return false;
+    throw StorageError(errno_message("cannot open " + path));
+  }
+  // Under the companion's lock, as its writers hold it: a companion bound to the filter now
+  // at the path (made by a process that opened it) is never the one removed.
+  FlockGuard lock(fd.get(), path);
+  if (file_size(fd.get(), path) < sizeof kMagic ||
+      std::memcmp(read_range(fd.get(), 0, sizeof kMagic, path).data(), kMagic, sizeof kMagic) !=
+          0) {
+    return false;  // not an exact set: never removed
+  }
+  std::uint64_t bound = 0;
+  try {
+    bound = read_header(fd.get(), path).filter_id;
+  } catch (const FormatError&) {
+    bound = 0;  // an older or damaged companion is not this filter's
+  }
+  const std::uint64_t current = filter_id_of(filter_path);
+  if (bound != 0 && bound == current) return false;
+  // The path may name another file by now (a racing remover took this one, a writer made the
+  // new filter's): only the file this lock holds is removed.
+  struct stat held {};
+  struct stat named {};
+  if (::fstat(fd.get(), &held) != 0 || ::stat(path.c_str(), &named) != 0 ||
+      held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+    return false;
+  }
+  if (::unlink(path.c_str()) != 0) throw StorageError(errno_message("cannot delete " + path));
+  return true;
 }
 
 }  // namespace redbloom

@@ -54,6 +54,18 @@ const RedisEndpoint& exact_home(const Location& location) {
   throw NotFound("a memory filter has no exact set");
 }
 
+// Whether `set` was made for `filter` (sets and filters that recorded no id are taken as one).
+bool belongs_to(const ExactSet& set, const Filter& filter) {
+  const std::uint64_t made_for = set.filter_id();
+  const std::uint64_t id = filter.store().created_unix_ns();
+  return made_for == 0 || id == 0 || made_for == id;
+}
+
+// A set left by another filter goes if `filter` holds nothing yet (it is being built).
+void drop_stale_if_empty(const Location& location, const Filter& filter) {
+  if (filter.store().count_set_bits() == 0) drop_stale_exact_set(location, filter);
+}
+
 }  // namespace
 
 Filter Filter::create(const Location& location, const FilterParams& params, bool overwrite,
@@ -140,20 +152,32 @@ bool exact_set_exists(const Location& location) {
   return redis_exact_set_exists(exact_home(location), location.name);
 }
 
-std::unique_ptr<ExactSet> open_exact_set(const Location& location, bool writable) {
+std::unique_ptr<ExactSet> open_exact_set(const Location& location, const Filter& filter,
+                                         bool writable) {
+  std::unique_ptr<ExactSet> set;
   switch (location.kind) {
     case Location::Kind::memory:
       no_memory_companion();
     case Location::Kind::file:
-      return open_file_exact_set(location.path, writable);
+      set = open_file_exact_set(location.path, writable);
+      break;
     case Location::Kind::redis:
+      set = open_redis_exact_set(exact_home(location), location.name);
       break;
   }
-  return open_redis_exact_set(exact_home(location), location.name);
+  if (!belongs_to(*set, filter)) {
+    throw FormatError(set->location() + " belongs to another filter than " +
+                      filter.store().location() +
+                      " (one deleted or replaced since): its items are not this filter's; drop "
+                      "the filter and build it again with --exact");
+  }
+  return set;
 }
 
-std::unique_ptr<ExactSet> create_exact_set(const Location& location, std::uint64_t expected_items,
+std::unique_ptr<ExactSet> create_exact_set(const Location& location, const Filter& filter,
                                            bool overwrite) {
+  const FilterParams& p = filter.params();
+  const std::uint64_t expected = p.capacity > 0 ? p.capacity : p.total_bits() / 10;
   switch (location.kind) {
     case Location::Kind::memory:
       no_memory_companion();
@@ -162,7 +186,8 @@ std::unique_ptr<ExactSet> create_exact_set(const Location& location, std::uint64
     case Location::Kind::redis:
       break;
   }
-  return create_redis_exact_set(exact_home(location), location.name, expected_items, overwrite);
+  return create_redis_exact_set(exact_home(location), location.name, expected, overwrite,
+                                filter.store().created_unix_ns());
 }
 
 void drop_exact_set(const Location& location) {
@@ -178,27 +203,46 @@ void drop_exact_set(const Location& location) {
   drop_redis_exact_set(exact_home(location), location.name);
 }
 
+void drop_stale_exact_set(const Location& location, const Filter& filter) {
+  switch (location.kind) {
+    case Location::Kind::memory:
+      return;
+    case Location::Kind::file:
+      (void)remove_stale_file_exact_set(location.path);
+      return;
+    case Location::Kind::redis:
+      break;
+  }
+  if (!exact_set_exists(location)) return;
+  const auto set = open_redis_exact_set(exact_home(location), location.name);
+  if (!belongs_to(*set, filter)) drop_redis_exact_set(exact_home(location), location.name);
+}
+
 std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const Filter& filter,
                                                 bool create) {
-  if (exact_set_exists(location)) return open_exact_set(location);
+  if (exact_set_exists(location)) {
+    // One left by a filter deleted or replaced since: replaced while this filter is empty
+    // (nothing of it could be missing); else its items can never be verified.
+    drop_stale_if_empty(location, filter);
+    if (exact_set_exists(location)) return open_exact_set(location, filter);
+  }
   if (!create) return nullptr;
   if (filter.store().count_set_bits() != 0) {
     throw InvalidArgument("filter " + location.describe() +
                           " already holds items but has no exact set: they could never be "
                           "verified; create the filter anew (--force) and load it with --exact");
   }
-  const FilterParams& p = filter.params();
   try {
-    return create_exact_set(location, p.capacity > 0 ? p.capacity : p.total_bits() / 10);
+    return create_exact_set(location, filter);
   } catch (const FilterExists&) {
-    return open_exact_set(location);  // another writer created it first
+    return open_exact_set(location, filter);  // another writer created it first
   }
 }
 
 std::optional<ExactSetSummary> exact_set_summary(const Location& location) {
   if (!exact_set_exists(location)) return std::nullopt;
   if (location.kind == Location::Kind::file) return summarize_file_exact_set(location.path);
-  return summarize(*open_exact_set(location, /*writable=*/false));
+  return summarize(*open_redis_exact_set(exact_home(location), location.name));
 }
 
 }  // namespace redbloom

@@ -18,8 +18,7 @@ KnownSet KnownSet::create(const Location& location, const FilterParams& params, 
   if (!exact) return {std::move(filter), nullptr};
   std::unique_ptr<ExactSet> companion;
   try {
-    companion = create_exact_set(location,
-                                 params.capacity > 0 ? params.capacity : params.total_bits() / 10);
+    companion = create_exact_set(location, filter);
   } catch (...) {
     // No filter without the companion asked for (a leftover companion refused, say).
     try {
@@ -33,7 +32,8 @@ KnownSet KnownSet::create(const Location& location, const FilterParams& params, 
 
 KnownSet KnownSet::open(const Location& location, bool exact) {
   Filter filter = Filter::open(location);
-  return {std::move(filter), exact ? open_exact_set(location) : nullptr};
+  std::unique_ptr<ExactSet> companion = exact ? open_exact_set(location, filter) : nullptr;
+  return {std::move(filter), std::move(companion)};
 }
 
 KnownSet KnownSet::create_file(const std::string& path, const FilterParams& params, bool exact,

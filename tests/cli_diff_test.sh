@@ -218,8 +218,18 @@ suite() {
 
   # --- a damaged companion: a clear error, and the advised rebuild works ---
   if [[ $store == file ]]; then
+    # 8 bytes overwritten in the middle: before, diff --exact called known items orphans.
+    cp k.rbf.exact pristine.exact
+    printf 'XXXXXXXX' | dd of=k.rbf.exact bs=1 seek=$((48 + 8 * 100)) conv=notrunc 2>/dev/null
+    run diff $(known k) --check b.txt --exact
+    check "$t overwritten companion: exit 3" 3 "$rc"
+    check_contains "$t overwritten companion: damaged" "the exact set is damaged" "$err"
+    check "$t overwritten companion: no orphans printed" "" "$out"
+    run info $(loc k)
+    check "$t info of an overwritten companion: exit 3" 3 "$rc"
+    cp pristine.exact k.rbf.exact
     truncate -s -3 k.rbf.exact
-    damage="ends in a partial record"
+    damage="the exact set is damaged"
   else
     rcli main append "$(rcli main --scan --pattern 'k:exact:*' | head -n 1)" xyz > /dev/null
     damage="not a whole number of tags"

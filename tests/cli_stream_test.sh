@@ -148,8 +148,13 @@ check_contains "closed pipe says what it kept" "output closed" "$(cat err.txt)"
 saved=$(ls redbloom-dedup-unprinted-*.txt)
 check "closed pipe: one line of stderr" 1 "$(wc -l < err.txt)"
 held=$(committed f.rbf items.txt)
-check "closed pipe: committed = whole batches written + the saved one" 0 \
-  "$(((held - $(wc -l < "$saved")) % 4096))"
+# The saved lines are the end of what was committed, in input order, at most one batch (the
+# pipe took the lines before them, or part of that batch's).
+kept=$(wc -l < "$saved")
+((kept >= 1 && kept <= 4096)) && passes=$((passes + 1)) ||
+  { echo "FAIL: closed pipe saved $kept lines"; failures=$((failures + 1)); }
+check "closed pipe: the saved lines end the committed input" \
+  "$(head -n "$held" items.txt | tail -n "$kept")" "$(cat "$saved")"
 check "closed pipe: saved items are committed" "$(wc -l < "$saved")" \
   "$("$redbloom" exists -f f.rbf -c -q "$saved")"
 "$redbloom" exists -f f.rbf items.txt 2> err.txt | head -1 > /dev/null

@@ -423,7 +423,7 @@ TEST_P(ExactBackendTest, ConcurrentWritersCountEachItemOnce) {
     EXPECT_EQ(bucket_bytes("w", 512), static_cast<long long>(512 + 6 * items.size()))
         << "each tag once";
   } else {
-    EXPECT_EQ(reopened->storage_bytes(), 16u + 8u * items.size()) << "each fingerprint once";
+    EXPECT_EQ(reopened->storage_bytes(), 48u + 8u * items.size()) << "each fingerprint once";
   }
   std::vector<std::uint8_t> present(items.size());
   reopened->contains(views_of(items), present);
@@ -498,7 +498,7 @@ TEST_P(ExactBackendTest, KnownSetAddAcceptsAnyRangeOfStrings) {
   EXPECT_EQ(stats.added, strings.size() + 2 * views.size() + kMany + 5);
   EXPECT_EQ(stats.exact_entries, 10u + kMany);
   if (!in_redis()) {
-    EXPECT_EQ(stats.exact_bytes, 16u + 8u * (10u + kMany));
+    EXPECT_EQ(stats.exact_bytes, 48u + 8u * (10u + kMany));
   }
 }
 
@@ -585,15 +585,17 @@ TEST(FileExactSet, FormatIsAHeaderThenEightBytesPerItem) {
   TempDir dir;
   const std::string filter = dir.file("f.rbf");
   const auto exact = create_file_exact_set(filter);
-  EXPECT_EQ(size_of(filter + ".exact"), 16u);
+  EXPECT_EQ(size_of(filter + ".exact"), 48u);
   EXPECT_EQ(exact->add(views_of({"a", "b", "a"})), 2u);
-  EXPECT_EQ(size_of(filter + ".exact"), 16u + 16u);
-  EXPECT_EQ(exact->storage_bytes(), 32u);
+  EXPECT_EQ(size_of(filter + ".exact"), 48u + 16u);
+  EXPECT_EQ(exact->storage_bytes(), 64u);
   std::ifstream in(filter + ".exact", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(bytes.substr(0, 8), "RBEXACT1");
+  EXPECT_EQ(bytes[8], 2) << "version 2";
+  EXPECT_EQ(bytes[24], 2) << "two records committed";
   std::set<std::uint64_t> stored;
-  for (std::size_t at = 16; at + 8 <= bytes.size(); at += 8) {
+  for (std::size_t at = 48; at + 8 <= bytes.size(); at += 8) {
     std::uint64_t f = 0;
     for (int b = 7; b >= 0; --b) f = (f << 8) | static_cast<std::uint8_t>(bytes[at + b]);
     stored.insert(f);
@@ -614,7 +616,7 @@ TEST(FileExactSet, SeesWhatAnotherObjectAppendedBeforeAdding) {
   EXPECT_EQ(second->entries(), 3u);
   EXPECT_EQ(first->add(views_of({"c", "d"})), 1u);
   EXPECT_EQ(first->entries(), 4u);
-  EXPECT_EQ(size_of(filter + ".exact"), 16u + 4u * 8u) << "an item was stored twice";
+  EXPECT_EQ(size_of(filter + ".exact"), 48u + 4u * 8u) << "an item was stored twice";
   EXPECT_EQ(open_file_exact_set(filter)->entries(), 4u);
   std::vector<std::uint8_t> present(4);
   second->add(views_of({"e"}));
@@ -635,7 +637,7 @@ TEST(FileExactSet, ReadOnlyOpenAnswersAndRefusesWrites) {
   reader->contains(views_of({"a", "b", "c", "z"}), present);
   EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 1, 1, 0}));
   EXPECT_THROW(reader->add(views_of({"new"})), StorageError);
-  EXPECT_EQ(size_of(filter + ".exact"), 16u + 3u * 8u);
+  EXPECT_EQ(size_of(filter + ".exact"), 48u + 3u * 8u);
 }
 
 TEST(FileExactSet, SeesAClearByAnotherObject) {
@@ -649,7 +651,7 @@ TEST(FileExactSet, SeesAClearByAnotherObject) {
   // first's view (3 items, a longer file) is stale: its next add must start from the file.
   EXPECT_EQ(first->add(views_of({"a", "z"})), 2u);
   EXPECT_EQ(first->entries(), 2u);
-  EXPECT_EQ(size_of(filter + ".exact"), 16u + 2u * 8u);
+  EXPECT_EQ(size_of(filter + ".exact"), 48u + 2u * 8u);
   std::vector<std::uint8_t> present(3);
   first->contains(views_of({"a", "b", "z"}), present);
   EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 0, 1}));
@@ -731,18 +733,18 @@ TEST(FileExactSet, DamagedAndForeignFilesAreFormatErrors) {
     const auto exact = create_file_exact_set(filter);
     exact->add(views_of({"a", "b", "c"}));
   }
-  // An interrupted append: a partial record at the end.
-  ASSERT_EQ(::truncate(companion.c_str(), 16 + 3 * 8 - 3), 0);
+  // Records lost from the end (a truncated file).
+  ASSERT_EQ(::truncate(companion.c_str(), 48 + 3 * 8 - 3), 0);
   std::string message = error_of([&] { (void)open_file_exact_set(filter); });
   EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
-  EXPECT_TRUE(contains_text(message, "partial record")) << message;
+  EXPECT_TRUE(contains_text(message, "fewer records than its header commits")) << message;
   EXPECT_TRUE(contains_text(message, companion)) << message;
   // Shorter than the header.
   ASSERT_EQ(::truncate(companion.c_str(), 10), 0);
   message = error_of([&] { (void)open_file_exact_set(filter); });
   EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
   EXPECT_TRUE(contains_text(message, "too short")) << message;
-  // Not one at all: text, a filter file, an unknown version.
+  // Not one at all: text, a filter file, an unknown version, an older one.
   write_file(companion, "just some text that is long enough\n");
   message = error_of([&] { (void)open_file_exact_set(filter); });
   EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
@@ -751,11 +753,13 @@ TEST(FileExactSet, DamagedAndForeignFilesAreFormatErrors) {
   std::filesystem::copy_file(dir.file("other.rbf"), companion,
                              std::filesystem::copy_options::overwrite_existing);
   EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
-  std::string header("RBEXACT1\x02\0\0\0\0\0\0\0", 16);
-  write_file(companion, header);
+  write_file(companion, std::string("RBEXACT1\x03\0\0\0\0\0\0\0", 16));
   message = error_of([&] { (void)open_file_exact_set(filter); });
-  EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
-  EXPECT_TRUE(contains_text(message, "version 2")) << message;
+  EXPECT_TRUE(contains_text(message, "version 3 is unknown")) << message;
+  write_file(companion, std::string("RBEXACT1\x01\0\0\0\0\0\0\0", 16) + std::string(24, 'x'));
+  message = error_of([&] { (void)open_file_exact_set(filter); });
+  EXPECT_TRUE(contains_text(message, "version 1 (from an older redbloom")) << message;
+  EXPECT_TRUE(contains_text(message, "rebuild it")) << message;
   // Never deleted when it is not one; replaced only when asked.
   write_file(companion, "not mine\n");
   EXPECT_THROW(remove_file_exact_set(filter), FormatError);
@@ -763,6 +767,79 @@ TEST(FileExactSet, DamagedAndForeignFilesAreFormatErrors) {
   EXPECT_THROW((void)create_file_exact_set(filter), FilterExists);
   EXPECT_EQ(size_of(companion), 9u);
   EXPECT_EQ(create_file_exact_set(filter, /*overwrite=*/true)->entries(), 0u);
+}
+
+// Any 8 bytes overwritten, in a record or in the header, make the set an error that says it
+// is damaged, for lookups and for info alike: never a known item answered "absent".
+TEST(FileExactSet, OverwrittenBytesAreDamageNeverAbsence) {
+  TempDir dir;
+  const std::string filter = dir.file("f.rbf");
+  const std::string companion = filter + ".exact";
+  const auto items = make_items(1000, "i-");
+  {
+    const auto exact = create_file_exact_set(filter);
+    exact->add(views_of(items));
+  }
+  const std::string pristine = [&] {
+    std::ifstream in(companion, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }();
+  for (const std::size_t at : {std::size_t{0} + 16, std::size_t{24}, std::size_t{48},
+                               std::size_t{48 + 8 * 500}, pristine.size() - 8}) {
+    SCOPED_TRACE(at);
+    std::string bytes = pristine;
+    for (std::size_t b = 0; b < 8; ++b) bytes[at + b] = static_cast<char>(~bytes[at + b]);
+    write_file(companion, bytes);
+    const std::string message = error_of([&] {
+      const auto exact = open_file_exact_set(filter, /*writable=*/false);
+      std::vector<std::uint8_t> present(items.size());
+      exact->contains(views_of(items), present);
+    });
+    EXPECT_TRUE(contains_text(message, "damaged")) << message;
+    EXPECT_THROW((void)summarize_file_exact_set(filter), FormatError);
+  }
+  write_file(companion, pristine);
+  EXPECT_EQ(summarize_file_exact_set(filter).entries, 1000u);
+}
+
+// A companion belongs to the filter it was made for: one left by a filter that was replaced is
+// refused, and removed as stale only while it is not the current filter's (so a racing creator
+// never removes what another process just made for the new filter).
+TEST(FileExactSet, ACompanionIsBoundToItsFilter) {
+  TempDir dir;
+  const std::string path = dir.file("f.rbf");
+  const Location where = Location::file(path);
+  const FilterParams params = size_filter(1000, 0.01, Layout::classic);
+  {
+    Filter old = Filter::create(where, params);
+    (void)exact_set_for_writing(where, old, /*create=*/true)->add(views_of({"old"}));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // another creation time
+  Filter replaced = Filter::create(where, params, /*overwrite=*/true);
+  const std::string message = error_of([&] { (void)open_exact_set(where, replaced); });
+  EXPECT_TRUE(contains_text(message, "belongs to another filter")) << message;
+  // Stale: removed; then a writer makes the new filter's, and that one stays.
+  EXPECT_TRUE(remove_stale_file_exact_set(path));
+  const auto current = exact_set_for_writing(where, replaced, /*create=*/true);
+  current->add(views_of({"new"}));
+  EXPECT_FALSE(remove_stale_file_exact_set(path));
+  drop_stale_exact_set(where, replaced);
+  EXPECT_EQ(open_exact_set(where, replaced)->entries(), 1u);
+  // A stale one met by a writer of an empty filter is replaced; with items, refused.
+  {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    Filter third = Filter::create(where, params, /*overwrite=*/true);
+    EXPECT_EQ(exact_set_for_writing(where, third, /*create=*/false), nullptr) << "stale one kept";
+    Filter fourth = Filter::create(where, params, /*overwrite=*/true);
+    (void)exact_set_for_writing(where, fourth, /*create=*/true)->add(views_of({"x"}));
+    fourth.add("x");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    Filter fifth = Filter::create(where, params, /*overwrite=*/true);
+    fifth.add("y");
+    const std::string refused =
+        error_of([&] { (void)exact_set_for_writing(where, fifth, /*create=*/true); });
+    EXPECT_TRUE(contains_text(refused, "belongs to another filter")) << refused;
+  }
 }
 
 TEST(FileExactSet, FalseMatchProbabilityIsEntriesOver2To64) {

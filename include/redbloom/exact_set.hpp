@@ -54,6 +54,9 @@ class ExactSet {
   // The probability that one query for an absent item matches, at the current size.
   [[nodiscard]] virtual double false_match_probability() const = 0;
   [[nodiscard]] virtual std::string location() const = 0;
+  // The creation time (ns) of the filter this set was made for: a set whose filter was
+  // replaced since describes other items (0: not recorded, as by sets made without a filter).
+  [[nodiscard]] virtual std::uint64_t filter_id() const { return 0; }
 };
 
 // What `redbloom info` shows of a companion.
@@ -71,6 +74,8 @@ struct ExactSetSummary {
 // existing one unless `overwrite`; open() reads every fingerprint into memory (8 bytes each).
 // Writers append under an exclusive lock; every object catches up with what others appended
 // (or rereads the file after their clear) before it adds or answers.
+// A new set is bound to the filter file at `filter_path` (its creation time), if there is one.
+// Every record is checked against the header's checksum when read: damage is a FormatError.
 [[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path,
                                                               bool overwrite = false);
 // `writable` = false opens it read-only (add() and clear() then fail): enough for lookups, and
@@ -82,28 +87,40 @@ struct ExactSetSummary {
 // fingerprint, 8 bytes each, into memory).
 [[nodiscard]] ExactSetSummary summarize_file_exact_set(const std::string& filter_path);
 void remove_file_exact_set(const std::string& filter_path);
+// Removes the companion if it does not belong to the filter now at `filter_path` (a leftover of
+// a filter that was deleted or replaced), checked under the companion's lock, so a companion
+// another process just made for the current filter is never removed. True if one was removed.
+bool remove_stale_file_exact_set(const std::string& filter_path);
 
 // The companion of Redis filter NAME: metadata hash `NAME:exact` and bucket strings
 // `NAME:exact:{NAME:x<b>}`. `expected_items` sizes the bucket count (a power of two, about 64
 // fingerprints per bucket at that size).
+// `filter_id`: the filter's creation time, recorded so that a set left from a replaced filter
+// is known as such.
 [[nodiscard]] std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
                                                                const std::string& name,
                                                                std::uint64_t expected_items,
-                                                               bool overwrite = false);
+                                                               bool overwrite = false,
+                                                               std::uint64_t filter_id = 0);
 [[nodiscard]] std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
                                                              const std::string& name);
 [[nodiscard]] bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name);
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name);
 
-// The companion of the filter at `location` (location.hpp), wherever it lives: beside a filter
-// file, or in Redis (for a sharded filter, on its first server). Memory filters have none.
+// The companion of `filter` at `location` (location.hpp), wherever it lives: beside a filter
+// file, or in Redis (for a sharded filter, on its first server). Memory filters have none. A
+// set made for another filter (one since deleted or replaced) is a FormatError when opened.
 [[nodiscard]] bool exact_set_exists(const Location& location);
 [[nodiscard]] std::unique_ptr<ExactSet> open_exact_set(const Location& location,
-                                                       bool writable = true);
+                                                       const Filter& filter, bool writable = true);
+// Sized for the filter's capacity and bound to it.
 [[nodiscard]] std::unique_ptr<ExactSet> create_exact_set(const Location& location,
-                                                         std::uint64_t expected_items,
+                                                         const Filter& filter,
                                                          bool overwrite = false);
 void drop_exact_set(const Location& location);
+// Removes a set left at `location` by another filter than `filter` (see
+// remove_stale_file_exact_set); a set made for `filter` stays.
+void drop_stale_exact_set(const Location& location, const Filter& filter);
 // The companion a writer of the filter at `location` must keep up to date: the existing one,
 // whether or not the writer asked for one (skipping it would leave it missing items, and exact
 // answers wrong), else with `create` a new one sized for the filter's capacity. A new one is

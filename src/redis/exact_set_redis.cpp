@@ -119,12 +119,13 @@ struct Place {
 
 class RedisExactSet final : public ExactSet {
  public:
-  RedisExactSet(std::unique_ptr<Router> router, std::string name, unsigned bucket_bits,
-                std::uint32_t version)
+  RedisExactSet(std::unique_ptr<Router> router, std::string name,
+                const redis::ExactMetadata& metadata)
       : router_(std::move(router)),
         name_(std::move(name)),
-        bucket_bits_(bucket_bits),
-        seal_(version >= 2 ? 1 : 0) {}
+        bucket_bits_(metadata.bucket_bits),
+        seal_(redis::seal_bytes(metadata.version)),
+        filter_id_(metadata.filter_id) {}
 
   std::size_t add(std::span<const std::string_view> items) override {
     // Each fingerprint once, as stored: tags by bucket.
@@ -283,6 +284,7 @@ class RedisExactSet final : public ExactSet {
   [[nodiscard]] std::string location() const override {
     return "redis " + router_->endpoint().describe() + " exact set " + meta_key(name_);
   }
+  [[nodiscard]] std::uint64_t filter_id() const override { return filter_id_; }
 
  private:
   static constexpr std::string_view kUnsealed = "has no seal (it was recreated)";
@@ -339,7 +341,8 @@ class RedisExactSet final : public ExactSet {
   std::unique_ptr<Router> router_;
   std::string name_;
   unsigned bucket_bits_;
-  std::size_t seal_;  // bytes before a bucket's tags: 1 from version 2 on
+  std::uint64_t seal_;  // bytes before a bucket's tags: 1 from version 2 on
+  std::uint64_t filter_id_;
   std::string add_script_sha_;
 };
 
@@ -356,7 +359,8 @@ std::optional<redis::ExactMetadata> read_stored(Router& router, const std::strin
 
 std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
                                                  const std::string& name,
-                                                 std::uint64_t expected_items, bool overwrite) {
+                                                 std::uint64_t expected_items, bool overwrite,
+                                                 std::uint64_t filter_id) {
   redis::validate_filter_name(name);
   if (overwrite && redis_exact_set_exists(endpoint, name)) drop_redis_exact_set(endpoint, name);
   redis::ExactMetadata metadata;
@@ -365,6 +369,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
     ++metadata.bucket_bits;
   }
   metadata.claimed_unix_ns = redis::unix_now_ns();
+  metadata.filter_id = filter_id;
   auto router = redis::make_router(endpoint);
   const std::string meta = meta_key(name);
   const auto exists = [&] {
@@ -379,8 +384,7 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
   }
   redis::make_parts(*router, buckets_of(name, metadata.bucket_bits, 1), meta, "exact set");
   redis::mark_ready(*router, meta, {});
-  return std::make_unique<RedisExactSet>(std::move(router), name, metadata.bucket_bits,
-                                         redis::kExactVersion);
+  return std::make_unique<RedisExactSet>(std::move(router), name, metadata);
 }
 
 std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
@@ -394,9 +398,8 @@ std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
     throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
                    " has no exact set: build one with add or load --exact");
   }
-  const redis::ExactMetadata stored = redis::parse_exact_metadata(*fields);
-  return std::make_unique<RedisExactSet>(std::move(router), name, stored.bucket_bits,
-                                         stored.version);
+  return std::make_unique<RedisExactSet>(std::move(router), name,
+                                         redis::parse_exact_metadata(*fields));
 }
 
 bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name) {

@@ -257,6 +257,7 @@ std::vector<std::pair<std::string, std::string>> exact_claim_fields(const ExactM
       {"tag_bytes", std::to_string(kExactTagBytes)},
       {"entries", "0"},
       {"claimed_unix_ns", std::to_string(m.claimed_unix_ns)},
+      {"filter_created_unix_ns", std::to_string(m.filter_id)},
   };
 }
 
@@ -266,6 +267,7 @@ ExactMetadata parse_exact_metadata(const Fields& fields) {
   m.version = fields.version();
   m.ready = fields.ready();
   if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
+  if (fields.has("filter_created_unix_ns")) m.filter_id = fields.number("filter_created_unix_ns");
   const std::uint64_t bits = fields.number("bucket_bits");
   if (bits > kMaxBucketBits) {
     throw FormatError(fields.what() + ": bad bucket_bits '" + std::to_string(bits) + "'");

@@ -127,6 +127,7 @@ struct ExactMetadata {
   unsigned bucket_bits = 0;
   bool ready = false;
   std::uint64_t claimed_unix_ns = 0;
+  std::uint64_t filter_id = 0;  // the filter's creation time (0: not recorded)
 };
 
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> exact_claim_fields(
