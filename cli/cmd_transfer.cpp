@@ -33,49 +33,40 @@ struct Stopped {
   int signal;
 };
 
-// A half-copied filter would open fine and answer with false negatives: remove it. Returns
-// what became of it, for the message.
-std::string drop_incomplete_copy(const FilterLocation& to) {
-  try {
-    Filter::drop(to.resolve());
-    return "the incomplete copy was dropped";
-  } catch (const Error& drop_error) {
-    return "dropping the incomplete copy failed too (" + std::string(drop_error.what()) +
-           "): drop " + to.describe() + " before using it";
-  }
-}
-
 int run_transfer(const TransferCommand& cmd, const char* verb) {
   const StopSignals stop_signals;
-  const Filter source = open_for_reading(cmd.from);
-  Filter target = create_filter(cmd.to, source.params(), cmd.force);
+  const Location to = cmd.to.resolve();
   InputStats bytes;  // the progress line's ETA comes from bytes done of the total
   Progress progress(verb, bytes, cmd.quiet, "bytes");
+  CopyReport copied;
   try {
-    copy_bits(source.store(), target.store(), [&](std::uint64_t done, std::uint64_t total) {
-      if (const int signal = stop_signal(); signal != 0) throw Stopped{signal};
-      bytes.bytes = done;
-      bytes.total_bytes = total;
-      progress.update(done);
-    });
+    copied = copy_filter(cmd.from.resolve(), to, cmd.force,
+                         [&](std::uint64_t done, std::uint64_t total) {
+                           if (const int signal = stop_signal(); signal != 0) throw Stopped{signal};
+                           bytes.bytes = done;
+                           bytes.total_bytes = total;
+                           progress.update(done);
+                         });
   } catch (const Stopped& stopped) {
     progress.finish();
     report_error(std::string(verb) + " stopped by " + signal_name(stopped.signal) + "; " +
-                 drop_incomplete_copy(cmd.to));
+                 (Filter::exists(to) ? "the incomplete copy could not be dropped: drop " +
+                                           to.describe() + " before using it"
+                                     : std::string("the incomplete copy was dropped")));
     return exit_status_for_signal(stopped.signal);
-  } catch (const Error& e) {
-    throw StorageError(std::string(e.what()) + "; " + drop_incomplete_copy(cmd.to));
   }
   progress.finish();
+  for (const std::string& warning : copied.warnings) report_warning(warning);
   const double seconds = progress.elapsed_seconds();
-  const double total = static_cast<double>(source.params().total_bytes());
-  Summary(verb)
-      .text("from", "from", cmd.from.describe())
+  Summary summary(verb);
+  summary.text("from", "from", cmd.from.describe())
       .text("to", "to", cmd.to.describe())
-      .count("bytes", "bytes", source.params().total_bytes())
+      .count("bytes", "bytes", copied.bytes)
       .number("", "seconds", seconds, "%.2f", "s")
-      .number("", "megabytes_per_second", total / 1e6 / std::max(seconds, 1e-9), "%.0f", "MB/s")
-      .print(cmd.json, cmd.quiet);
+      .number("", "megabytes_per_second",
+              static_cast<double>(copied.bytes) / 1e6 / std::max(seconds, 1e-9), "%.0f", "MB/s");
+  if (copied.exact) summary.count("exact set entries", "exact_entries", copied.exact_entries);
+  summary.print(cmd.json, cmd.quiet);
   return kExitOk;
 }
 

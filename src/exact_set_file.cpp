@@ -1,4 +1,4 @@
-// The file companion: `<filter>.exact`, a 48-byte header, then 8-byte little-endian
+// The file companion: `<filter>.exact`, a 56-byte header, then 8-byte little-endian
 // fingerprints. Version 2 header (little-endian):
 //
 //    0  8  magic "RBEXACT1"
@@ -7,10 +7,11 @@
 //   16  8  the filter's creation time (ns): the filter this set belongs to (0: none recorded)
 //   24  8  records committed
 //   32  8  checksum of the committed records: the sum of mix(record) mod 2^64
-//   40  8  XXH3-64 of bytes 0..39
+//   40  8  the fingerprint bits kept (all 64, unless the set came from Redis, which keeps fewer)
+//   48  8  XXH3-64 of bytes 0..47
 //
 // Records are appended under an exclusive flock, then committed by rewriting the header (one
-// 48-byte write): a crash before it leaves records past the committed count, which are ignored
+// 56-byte write): a crash before it leaves records past the committed count, which are ignored
 // and overwritten. Readers read the committed records under a shared flock and check their sum,
 // so a damaged record, a damaged header or a foreign file is an error, never "absent". Each
 // object catches up with what others appended (or rereads the file after their clear) before
@@ -22,7 +23,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -43,8 +46,7 @@ using posix::file_size;
 
 constexpr char kMagic[8] = {'R', 'B', 'E', 'X', 'A', 'C', 'T', '1'};
 constexpr std::uint32_t kVersion = 2;
-constexpr std::size_t kHeaderBytes = 48;
-constexpr double kTwoTo64 = 18446744073709551616.0;
+constexpr std::size_t kHeaderBytes = 56;
 
 std::string companion_path(const std::string& filter_path) {
   return filter_path + ".exact";
@@ -80,6 +82,7 @@ struct Header {
   std::uint64_t filter_id = 0;
   std::uint64_t count = 0;
   std::uint64_t sum = 0;
+  std::uint64_t mask = ~std::uint64_t{0};
 };
 
 std::array<std::uint8_t, kHeaderBytes> encode(const Header& h) {
@@ -90,7 +93,8 @@ std::array<std::uint8_t, kHeaderBytes> encode(const Header& h) {
   put64(&bytes[16], h.filter_id);
   put64(&bytes[24], h.count);
   put64(&bytes[32], h.sum);
-  put64(&bytes[40], XXH3_64bits(bytes.data(), 40));
+  put64(&bytes[40], h.mask);
+  put64(&bytes[48], XXH3_64bits(bytes.data(), 48));
   return bytes;
 }
 
@@ -132,12 +136,13 @@ Header read_header(int fd, const std::string& path) {
                                           : " is unknown to this redbloom"));
   }
   if (size < kHeaderBytes) damaged(path, "its header is cut short");
-  if (get64(&start[40]) != XXH3_64bits(start.data(), 40)) damaged(path, "header checksum");
+  if (get64(&start[48]) != XXH3_64bits(start.data(), 48)) damaged(path, "header checksum");
   Header h;
   h.generation = get32(&start[12]);
   h.filter_id = get64(&start[16]);
   h.count = get64(&start[24]);
   h.sum = get64(&start[32]);
+  h.mask = get64(&start[40]);
   if (size < kHeaderBytes + h.count * 8) {
     damaged(path, "it holds fewer records than its header commits");
   }
@@ -189,6 +194,12 @@ class FileExactSet final : public ExactSet {
     std::vector<std::uint64_t> fresh;
     fresh.reserve(items.size());
     for (std::string_view item : items) fresh.push_back(exact_fingerprint(item));
+    return add_fingerprints(fresh);
+  }
+
+  std::size_t add_fingerprints(std::span<const std::uint64_t> fingerprints) override {
+    std::vector<std::uint64_t> fresh(fingerprints.begin(), fingerprints.end());
+    for (std::uint64_t& f : fresh) f &= header_.mask;
     std::sort(fresh.begin(), fresh.end());
     fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
     FlockGuard lock(fd_.get(), path_);
@@ -220,7 +231,21 @@ class FileExactSet final : public ExactSet {
     // An item another process added to the filter since this set was read is in the file by
     // now (the companion is written first): read it, or it would be called missing.
     refresh_if_changed();
-    for (std::size_t i = 0; i < items.size(); ++i) present[i] = has(exact_fingerprint(items[i]));
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      present[i] = has(exact_fingerprint(items[i]) & header_.mask);
+    }
+  }
+
+  [[nodiscard]] std::uint64_t fingerprint_mask() const override { return header_.mask; }
+
+  void for_each_fingerprint(
+      const std::function<void(std::span<const std::uint64_t>)>& batch) const override {
+    refresh_if_changed();
+    constexpr std::size_t kBatch = std::size_t{1} << 16;
+    for (std::size_t at = 0; at < sorted_.size(); at += kBatch) {
+      batch(std::span<const std::uint64_t>(sorted_).subspan(at,
+                                                            std::min(kBatch, sorted_.size() - at)));
+    }
   }
 
   void clear() override {
@@ -248,7 +273,7 @@ class FileExactSet final : public ExactSet {
   }
   [[nodiscard]] std::uint64_t storage_bytes() const override { return file_size(fd_.get(), path_); }
   [[nodiscard]] double false_match_probability() const override {
-    return static_cast<double>(entries()) / kTwoTo64;
+    return static_cast<double>(entries()) / std::ldexp(1.0, std::popcount(header_.mask));
   }
   [[nodiscard]] std::string location() const override { return "file " + path_; }
   [[nodiscard]] std::uint64_t filter_id() const override { return header_.filter_id; }
@@ -273,7 +298,7 @@ class FileExactSet final : public ExactSet {
     const auto bytes = read_range(
         fd_.get(), 0, std::min<std::uint64_t>(kHeaderBytes, file_size(fd_.get(), path_)), path_);
     if (bytes.size() == kHeaderBytes && get32(&bytes[12]) == header_.generation &&
-        get64(&bytes[24]) == header_.count && get64(&bytes[40]) == XXH3_64bits(bytes.data(), 40)) {
+        get64(&bytes[24]) == header_.count && get64(&bytes[48]) == XXH3_64bits(bytes.data(), 48)) {
       return;
     }
     FlockGuard lock(fd_.get(), path_, LOCK_SH);
@@ -318,10 +343,12 @@ class FileExactSet final : public ExactSet {
 
 }  // namespace
 
-std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path, bool overwrite) {
+std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path, bool overwrite,
+                                                std::uint64_t mask) {
   const std::string path = companion_path(filter_path);
   Header header;
   header.filter_id = filter_id_of(filter_path);
+  header.mask = mask;
   // Appears complete or not at all: a racing creator that loses and opens this one never sees
   // it without its header.
   const int fd = posix::create_atomically(
@@ -378,7 +405,7 @@ ExactSetSummary summarize_file_exact_set(const std::string& filter_path) {
   }
   if (sum != header.sum) damaged(path, "the checksum of its records does not match");
   return {"file " + path, header.count, file_size(fd.get(), path),
-          static_cast<double>(header.count) / kTwoTo64};
+          static_cast<double>(header.count) / std::ldexp(1.0, std::popcount(header.mask))};
 }
 
 bool file_exact_set_exists(const std::string& filter_path) {

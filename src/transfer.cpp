@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
 
 namespace redbloom {
 namespace {
@@ -41,6 +42,68 @@ void copy_bits(const Store& from, Store& to, const CopyProgress& progress) {
                        std::to_string(copied_bits) + " set bits, the source " +
                        std::to_string(source_bits) + " (was either written to during the copy?)");
   }
+}
+
+void copy_exact_set(const ExactSet& from, ExactSet& to) {
+  if ((to.fingerprint_mask() & ~from.fingerprint_mask()) != 0) {
+    throw InvalidArgument("cannot copy exact set " + from.location() + " into " + to.location() +
+                          ": the target keeps more bits of each fingerprint than the source has");
+  }
+  from.for_each_fingerprint([&](std::span<const std::uint64_t> batch) {
+    (void)to.add_fingerprints(batch);
+  });
+}
+
+CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
+                       const CopyProgress& progress) {
+  const Filter source = Filter::open(from, OpenOptions::read_only());
+  const std::unique_ptr<ExactSet> source_exact =
+      exact_set_exists(from) ? open_exact_set(from, source, /*writable=*/false) : nullptr;
+  OpenReport created;
+  Filter target = Filter::create(to, source.params(), overwrite, &created);
+  CopyReport report;
+  report.warnings = std::move(created.warnings);
+  try {
+    copy_bits(source.store(), target.store(), progress);
+    report.bytes = source.params().total_bytes();
+    // A set left at the target by another filter describes other items.
+    drop_stale_exact_set(to, target);
+    if (source_exact) {
+      // A file set made from a Redis set keeps only the bits the Redis set kept.
+      std::unique_ptr<ExactSet> target_exact =
+          to.kind == Location::Kind::file
+              ? create_file_exact_set(to.path, /*overwrite=*/true, source_exact->fingerprint_mask())
+              : create_exact_set(to, target, /*overwrite=*/true);
+      copy_exact_set(*source_exact, *target_exact);
+      target_exact->flush();
+      report.exact = true;
+      report.exact_entries = target_exact->entries();
+      if (report.exact_entries != source_exact->entries()) {
+        throw StorageError("copy of exact set " + source_exact->location() + " holds " +
+                           std::to_string(report.exact_entries) + " entries, the source " +
+                           std::to_string(source_exact->entries()) +
+                           " (was either written to during the copy?)");
+      }
+    }
+    target.flush();
+  } catch (const Error& e) {
+    // A half-copied filter would open fine and answer with false negatives: remove it.
+    std::string outcome = "the incomplete copy was dropped";
+    try {
+      Filter::drop(to);
+    } catch (const Error& drop_error) {
+      outcome = "dropping the incomplete copy failed too (" + std::string(drop_error.what()) +
+                "): drop " + to.describe() + " before using it";
+    }
+    throw StorageError(std::string(e.what()) + "; " + outcome);
+  } catch (...) {
+    try {
+      Filter::drop(to);
+    } catch (const Error&) {  // the caller checks what is left
+    }
+    throw;
+  }
+  return report;
 }
 
 }  // namespace redbloom

@@ -96,6 +96,17 @@ for m in 0 1 2; do
 done
 run diff --redis "$C" --name known --check b.txt --exact
 check "diff --exact: exactly b's items not in a" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
+# The exact set travels with the filter: cluster -> file -> cluster.
+run export --redis "$C" --name known --to known.rbf
+check "export with the exact set" 0 "$rc"
+run diff --known known.rbf --check b.txt --exact
+check "exported: diff --exact" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
+run import --from known.rbf --redis "$C" --name back
+check "import with the exact set" 0 "$rc"
+run diff --redis "$C" --name back --check b.txt --exact
+check "imported back: diff --exact" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
+run drop --redis "$C" --name back
+check "drop the imported copy" 0 "$rc"
 run drop --redis "$C" --name known
 check "drop known and its exact set" 0 "$rc"
 check "nothing of known left" 0 "$(for m in 0 1 2; do

@@ -220,7 +220,7 @@ suite() {
   if [[ $store == file ]]; then
     # 8 bytes overwritten in the middle: before, diff --exact called known items orphans.
     cp k.rbf.exact pristine.exact
-    printf 'XXXXXXXX' | dd of=k.rbf.exact bs=1 seek=$((48 + 8 * 100)) conv=notrunc 2>/dev/null
+    printf 'XXXXXXXX' | dd of=k.rbf.exact bs=1 seek=$((56 + 8 * 100)) conv=notrunc 2>/dev/null
     run diff $(known k) --check b.txt --exact
     check "$t overwritten companion: exit 3" 3 "$rc"
     check_contains "$t overwritten companion: damaged" "the exact set is damaged" "$err"
@@ -293,6 +293,36 @@ check "add --exact over a string at NAME:exact: exit 3" 3 "$rc"
 check_contains "... message" "'k5:exact' on redis 127.0.0.1:${redis_port[main]} holds a string, not a redbloom exact set" "$err"
 run drop --redis "$U" --name k5
 check "drop k5 keeps the string" "text" "$(rcli main get 'k5:exact')"
+
+# --- export / import / copy carry the exact set: file -> Redis -> Redis -> file, exact after each
+# (before, the copies held the bits only, and diff --exact on them said "add or load --exact")
+"$redbloom" load -q --exact -f t.rbf -n 20000 -p 0.2 a.txt
+run import --from t.rbf --redis "$U" --name t1
+check "import with an exact set" 0 "$rc"
+check_contains "import says the exact set went too" "exact set entries 20000" "$err"
+run diff --redis "$U" --name t1 --check b.txt --exact -q
+same_as "imported: diff --exact" expected.txt "$out"
+run copy --redis "$U" --name t1 --to-name t2
+check "copy with an exact set" 0 "$rc"
+run diff --redis "$U" --name t2 --check b.txt --exact -q
+same_as "copied: diff --exact" expected.txt "$out"
+run export --redis "$U" --name t2 --to t3.rbf
+check "export with an exact set" 0 "$rc"
+run diff --known t3.rbf --check b.txt --exact -q
+same_as "exported: diff --exact" expected.txt "$out"
+run info -f t3.rbf --json
+check_contains "exported: the exact set keeps fewer fingerprint bits" '"exact": {"location": "file t3.rbf.exact", "entries": 20000' "$out"
+run add --exact -f t3.rbf b.txt
+check "exported: the exact set takes new items" 0 "$rc"
+run diff --known t3.rbf --check b.txt --exact -q
+check "exported: everything known after adding B" "" "$out"
+# An export over a leftover companion of another filter replaces it.
+"$redbloom" create -q -f t4.rbf -n 100 --exact
+rm t4.rbf
+run export --redis "$U" --name t2 --to t4.rbf
+check "export over a leftover companion" 0 "$rc"
+run diff --known t4.rbf --check b.txt --exact -q
+same_as "export over a leftover companion: diff --exact" expected.txt "$out"
 
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -423,7 +423,7 @@ TEST_P(ExactBackendTest, ConcurrentWritersCountEachItemOnce) {
     EXPECT_EQ(bucket_bytes("w", 512), static_cast<long long>(512 + 6 * items.size()))
         << "each tag once";
   } else {
-    EXPECT_EQ(reopened->storage_bytes(), 48u + 8u * items.size()) << "each fingerprint once";
+    EXPECT_EQ(reopened->storage_bytes(), 56u + 8u * items.size()) << "each fingerprint once";
   }
   std::vector<std::uint8_t> present(items.size());
   reopened->contains(views_of(items), present);
@@ -498,7 +498,7 @@ TEST_P(ExactBackendTest, KnownSetAddAcceptsAnyRangeOfStrings) {
   EXPECT_EQ(stats.added, strings.size() + 2 * views.size() + kMany + 5);
   EXPECT_EQ(stats.exact_entries, 10u + kMany);
   if (!in_redis()) {
-    EXPECT_EQ(stats.exact_bytes, 48u + 8u * (10u + kMany));
+    EXPECT_EQ(stats.exact_bytes, 56u + 8u * (10u + kMany));
   }
 }
 
@@ -585,9 +585,9 @@ TEST(FileExactSet, FormatIsAHeaderThenEightBytesPerItem) {
   TempDir dir;
   const std::string filter = dir.file("f.rbf");
   const auto exact = create_file_exact_set(filter);
-  EXPECT_EQ(size_of(filter + ".exact"), 48u);
+  EXPECT_EQ(size_of(filter + ".exact"), 56u);
   EXPECT_EQ(exact->add(views_of({"a", "b", "a"})), 2u);
-  EXPECT_EQ(size_of(filter + ".exact"), 48u + 16u);
+  EXPECT_EQ(size_of(filter + ".exact"), 56u + 16u);
   EXPECT_EQ(exact->storage_bytes(), 64u);
   std::ifstream in(filter + ".exact", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -595,7 +595,7 @@ TEST(FileExactSet, FormatIsAHeaderThenEightBytesPerItem) {
   EXPECT_EQ(bytes[8], 2) << "version 2";
   EXPECT_EQ(bytes[24], 2) << "two records committed";
   std::set<std::uint64_t> stored;
-  for (std::size_t at = 48; at + 8 <= bytes.size(); at += 8) {
+  for (std::size_t at = 56; at + 8 <= bytes.size(); at += 8) {
     std::uint64_t f = 0;
     for (int b = 7; b >= 0; --b) f = (f << 8) | static_cast<std::uint8_t>(bytes[at + b]);
     stored.insert(f);
@@ -616,7 +616,7 @@ TEST(FileExactSet, SeesWhatAnotherObjectAppendedBeforeAdding) {
   EXPECT_EQ(second->entries(), 3u);
   EXPECT_EQ(first->add(views_of({"c", "d"})), 1u);
   EXPECT_EQ(first->entries(), 4u);
-  EXPECT_EQ(size_of(filter + ".exact"), 48u + 4u * 8u) << "an item was stored twice";
+  EXPECT_EQ(size_of(filter + ".exact"), 56u + 4u * 8u) << "an item was stored twice";
   EXPECT_EQ(open_file_exact_set(filter)->entries(), 4u);
   std::vector<std::uint8_t> present(4);
   second->add(views_of({"e"}));
@@ -637,7 +637,7 @@ TEST(FileExactSet, ReadOnlyOpenAnswersAndRefusesWrites) {
   reader->contains(views_of({"a", "b", "c", "z"}), present);
   EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 1, 1, 0}));
   EXPECT_THROW(reader->add(views_of({"new"})), StorageError);
-  EXPECT_EQ(size_of(filter + ".exact"), 48u + 3u * 8u);
+  EXPECT_EQ(size_of(filter + ".exact"), 56u + 3u * 8u);
 }
 
 TEST(FileExactSet, SeesAClearByAnotherObject) {
@@ -651,7 +651,7 @@ TEST(FileExactSet, SeesAClearByAnotherObject) {
   // first's view (3 items, a longer file) is stale: its next add must start from the file.
   EXPECT_EQ(first->add(views_of({"a", "z"})), 2u);
   EXPECT_EQ(first->entries(), 2u);
-  EXPECT_EQ(size_of(filter + ".exact"), 48u + 2u * 8u);
+  EXPECT_EQ(size_of(filter + ".exact"), 56u + 2u * 8u);
   std::vector<std::uint8_t> present(3);
   first->contains(views_of({"a", "b", "z"}), present);
   EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 0, 1}));
@@ -734,7 +734,7 @@ TEST(FileExactSet, DamagedAndForeignFilesAreFormatErrors) {
     exact->add(views_of({"a", "b", "c"}));
   }
   // Records lost from the end (a truncated file).
-  ASSERT_EQ(::truncate(companion.c_str(), 48 + 3 * 8 - 3), 0);
+  ASSERT_EQ(::truncate(companion.c_str(), 56 + 3 * 8 - 3), 0);
   std::string message = error_of([&] { (void)open_file_exact_set(filter); });
   EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
   EXPECT_TRUE(contains_text(message, "fewer records than its header commits")) << message;
@@ -784,8 +784,8 @@ TEST(FileExactSet, OverwrittenBytesAreDamageNeverAbsence) {
     std::ifstream in(companion, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }();
-  for (const std::size_t at : {std::size_t{0} + 16, std::size_t{24}, std::size_t{48},
-                               std::size_t{48 + 8 * 500}, pristine.size() - 8}) {
+  for (const std::size_t at : {std::size_t{0} + 16, std::size_t{24}, std::size_t{56},
+                               std::size_t{56 + 8 * 500}, pristine.size() - 8}) {
     SCOPED_TRACE(at);
     std::string bytes = pristine;
     for (std::size_t b = 0; b < 8; ++b) bytes[at + b] = static_cast<char>(~bytes[at + b]);

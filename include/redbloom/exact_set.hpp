@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -57,7 +58,16 @@ class ExactSet {
   // The creation time (ns) of the filter this set was made for: a set whose filter was
   // replaced since describes other items (0: not recorded, as by sets made without a filter).
   [[nodiscard]] virtual std::uint64_t filter_id() const { return 0; }
+
+  // For copying a set between stores: the fingerprints as stored, in batches, and the bits of
+  // them that are kept (a file keeps all 64; Redis the top bucket bits and the low 48).
+  [[nodiscard]] virtual std::uint64_t fingerprint_mask() const = 0;
+  virtual void for_each_fingerprint(
+      const std::function<void(std::span<const std::uint64_t>)>& batch) const = 0;
+  // Adds fingerprints (each masked to this set's mask); returns how many were new.
+  virtual std::size_t add_fingerprints(std::span<const std::uint64_t> fingerprints) = 0;
 };
+
 
 // What `redbloom info` shows of a companion.
 struct ExactSetSummary {
@@ -76,8 +86,10 @@ struct ExactSetSummary {
 // (or rereads the file after their clear) before it adds or answers.
 // A new set is bound to the filter file at `filter_path` (its creation time), if there is one.
 // Every record is checked against the header's checksum when read: damage is a FormatError.
+// `mask`: the fingerprint bits it keeps (all, unless it receives a Redis set's).
 [[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path,
-                                                              bool overwrite = false);
+                                                              bool overwrite = false,
+                                                              std::uint64_t mask = ~std::uint64_t{0});
 // `writable` = false opens it read-only (add() and clear() then fail): enough for lookups, and
 // what a read-only file allows.
 [[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path,

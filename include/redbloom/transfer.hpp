@@ -1,11 +1,15 @@
 // Copying a filter between stores (file <-> Redis, Redis <-> Redis). Every store keeps a
 // partition's bytes in Redis bit order, so a copy is the same bytes moved, partition by
-// partition, in bounded chunks.
+// partition, in bounded chunks; the exact set, if any, goes with it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
+#include "redbloom/exact_set.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/store.hpp"
 
 namespace redbloom {
@@ -17,5 +21,25 @@ using CopyProgress = std::function<void(std::uint64_t done, std::uint64_t total)
 // otherwise). Afterwards the two stores' bit counts are compared: a difference (a writer
 // changed either filter during the copy) throws StorageError.
 void copy_bits(const Store& from, Store& to, const CopyProgress& progress = {});
+
+// Copies every fingerprint of `from` into `to`. InvalidArgument if `to` keeps bits `from` does
+// not (a Redis set's fingerprints cannot fill a set that keeps more of each).
+void copy_exact_set(const ExactSet& from, ExactSet& to);
+
+// What copy_filter copied.
+struct CopyReport {
+  std::uint64_t bytes = 0;
+  bool exact = false;           // the exact set went too
+  std::uint64_t exact_entries = 0;
+  std::vector<std::string> warnings;  // about the target (Filter::create's OpenReport)
+};
+
+// Creates the filter at `to` with the parameters of the one at `from` (FilterExists if there
+// is one, unless `overwrite`), copies its bits, then its exact set if it has one (bound to the
+// new filter; a file set made from a Redis set keeps the bits the Redis set kept). Anything
+// that fails part way leaves nothing at `to`: the incomplete copy is dropped, and the error
+// says so (or, if dropping failed too, what to drop).
+CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
+                       const CopyProgress& progress = {});
 
 }  // namespace redbloom

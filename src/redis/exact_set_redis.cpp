@@ -128,12 +128,18 @@ class RedisExactSet final : public ExactSet {
         filter_id_(metadata.filter_id) {}
 
   std::size_t add(std::span<const std::string_view> items) override {
+    std::vector<std::uint64_t> fingerprints;
+    fingerprints.reserve(items.size());
+    for (const std::string_view item : items) fingerprints.push_back(exact_fingerprint(item));
+    return add_fingerprints(fingerprints);
+  }
+
+  std::size_t add_fingerprints(std::span<const std::uint64_t> fingerprints) override {
     // Each fingerprint once, as stored: tags by bucket.
     std::map<std::uint64_t, std::string> tags_of;
     std::unordered_set<std::uint64_t> seen;
-    for (const std::string_view item : items) {
-      const std::uint64_t f = exact_fingerprint(item);
-      if (!seen.insert(f).second) continue;
+    for (const std::uint64_t f : fingerprints) {
+      if (!seen.insert(f & fingerprint_mask()).second) continue;
       const Place place = place_of(f);
       std::string& tags = tags_of[place.bucket];
       for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(place.tag >> (8 * b));
@@ -210,23 +216,9 @@ class RedisExactSet final : public ExactSet {
           buffer.command({"GET", key});
         },
         [&](std::uint64_t i, const redisReply& reply) {
-          const std::uint64_t bucket = order[i]->first;
-          if (reply.type == REDIS_REPLY_NIL) {
-            if (seal_ != 0) lost(bucket, "is missing", "GET");
-            return;  // version 1: an empty bucket
-          }
-          router_->expect(reply, REDIS_REPLY_STRING, "GET");
-          if (seal_ != 0 && reply.len % kTagBytes == 0) lost(bucket, kUnsealed, "GET");
-          if (reply.len % kTagBytes != seal_) {
-            damaged(bucket, "of " + std::to_string(reply.len) + " bytes", "GET");
-          }
-          const auto* bytes = reinterpret_cast<const std::uint8_t*>(reply.str);
+          const std::vector<std::uint64_t> held = tags_in(order[i]->first, reply);
           for (std::size_t item : order[i]->second) {
-            for (std::size_t at = seal_; at < reply.len && !present[item]; at += kTagBytes) {
-              std::uint64_t tag = 0;
-              for (std::size_t b = kTagBytes; b-- > 0;) tag = (tag << 8) | bytes[at + b];
-              present[item] = tag == tags[item] ? 1 : 0;
-            }
+            present[item] = std::find(held.begin(), held.end(), tags[item]) != held.end() ? 1 : 0;
           }
         });
   }
@@ -286,6 +278,34 @@ class RedisExactSet final : public ExactSet {
   }
   [[nodiscard]] std::uint64_t filter_id() const override { return filter_id_; }
 
+  // A fingerprint's bucket is its top bucket_bits bits, its tag the low 48: those are kept.
+  [[nodiscard]] std::uint64_t fingerprint_mask() const override {
+    const std::uint64_t top = bucket_bits_ == 0 ? 0 : ~std::uint64_t{0} << (64 - bucket_bits_);
+    return top | kTagMask;
+  }
+
+  void for_each_fingerprint(
+      const std::function<void(std::span<const std::uint64_t>)>& batch) const override {
+    const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
+    std::vector<std::uint64_t> fingerprints;
+    redis::for_each_part(
+        *router_, buckets, [&](std::uint64_t b) { return bucket_key(name_, b); }, "GET",
+        Work::read,
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"GET", key});
+        },
+        [&](std::uint64_t bucket, const redisReply& reply) {
+          for (const std::uint64_t tag : tags_in(bucket, reply)) {
+            fingerprints.push_back((bucket_bits_ == 0 ? 0 : bucket << (64 - bucket_bits_)) | tag);
+          }
+          if (fingerprints.size() >= (std::size_t{1} << 16)) {
+            batch(fingerprints);
+            fingerprints.clear();
+          }
+        });
+    if (!fingerprints.empty()) batch(fingerprints);
+  }
+
  private:
   static constexpr std::string_view kUnsealed = "has no seal (it was recreated)";
 
@@ -332,6 +352,29 @@ class RedisExactSet final : public ExactSet {
       });
     }
     return add_script_sha_;
+  }
+
+  // The tags a bucket's GET reply holds, after checking it: a missing or unsealed bucket (lost)
+  // or one that is not whole tags (damaged) is an error naming it.
+  [[nodiscard]] std::vector<std::uint64_t> tags_in(std::uint64_t bucket,
+                                                   const redisReply& reply) const {
+    std::vector<std::uint64_t> tags;
+    if (reply.type == REDIS_REPLY_NIL) {
+      if (seal_ != 0) lost(bucket, "is missing", "GET");
+      return tags;  // version 1: an empty bucket
+    }
+    router_->expect(reply, REDIS_REPLY_STRING, "GET");
+    if (seal_ != 0 && reply.len % kTagBytes == 0) lost(bucket, kUnsealed, "GET");
+    if (reply.len % kTagBytes != seal_) {
+      damaged(bucket, "of " + std::to_string(reply.len) + " bytes", "GET");
+    }
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(reply.str);
+    for (std::size_t at = seal_; at < reply.len; at += kTagBytes) {
+      std::uint64_t tag = 0;
+      for (std::size_t b = kTagBytes; b-- > 0;) tag = (tag << 8) | bytes[at + b];
+      tags.push_back(tag);
+    }
+    return tags;
   }
 
   [[nodiscard]] Place place_of(std::uint64_t f) const {
