@@ -12,6 +12,7 @@
 #include "diagnostics.hpp"
 #include "exit_codes.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/file_faults.hpp"
 
 namespace {
 
@@ -49,6 +50,7 @@ std::string closest(std::string_view typed, const std::vector<std::string>& name
 
 int main(int argc, char** argv) {
   using namespace redbloom::cli;
+  redbloom::report_shrinking_filter_files(kExitStorage);
   CLI::App app{"redbloom: Bloom filters for deduplication and membership tests"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "redbloom 0.1.0");

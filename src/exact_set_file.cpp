@@ -152,11 +152,15 @@ Header read_header(int fd, const std::string& path) {
 // The creation time of the filter file at `filter_path` (the id an exact set is bound to), or
 // 0 if there is no filter file there.
 std::uint64_t filter_id_of(const std::string& filter_path) {
-  const Fd fd(::open(filter_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  int raw = -1;
+  try {
+    raw = posix::open_regular(filter_path, O_RDONLY, "filter");
+  } catch (const FormatError&) {
+    return 0;  // not a filter: nothing to bind to (the filter's own open reports it)
+  }
+  const Fd fd(raw);
   if (fd.get() < 0) return 0;
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-  const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t size = file_size(fd.get(), filter_path);
   if (size < kFileHeaderUsedBytes) return 0;
   const auto prefix = read_range(fd.get(), 0, kFileHeaderUsedBytes, filter_path);
   try {
@@ -365,7 +369,7 @@ namespace {
 // regular file is refused before it can block.
 Fd open_companion(const std::string& filter_path, int flags) {
   const std::string path = companion_path(filter_path);
-  Fd fd(::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK));
+  Fd fd(posix::open_regular(path, flags, "exact set"));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       throw NotFound("filter " + filter_path + " has no exact set (" + path +
@@ -373,12 +377,6 @@ Fd open_companion(const std::string& filter_path, int flags) {
     }
     throw StorageError(errno_message("cannot open " + path));
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw StorageError(errno_message("cannot stat " + path));
-  if (!S_ISREG(st.st_mode)) {
-    throw FormatError(path + " is not a regular file: an exact set is a file redbloom wrote");
-  }
-  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 
@@ -429,7 +427,7 @@ void remove_file_exact_set(const std::string& filter_path) {
 
 bool remove_stale_file_exact_set(const std::string& filter_path) {
   const std::string path = companion_path(filter_path);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  Fd fd(posix::open_regular(path, O_RDONLY, "exact set"));
   if (fd.get() < 0) {
     if (errno == ENOENT) return false;
     throw StorageError(errno_message("cannot open " + path));

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "mapped_files.hpp"
 #include "posix_file.hpp"
 #include "redbloom/error.hpp"
 
@@ -112,11 +113,13 @@ FileStore::FileStore(std::string path, int fd, const FileHeader& header, Access 
     ::close(fd_);
     throw StorageError(message);
   }
+  mapped_slot_ = mapped_files::remember(mapping_, mapping_bytes_, path_);
   if (access == Access::exclusive_write) {
     // Held until close(fd_): the kernel drops an OFD lock with its last descriptor.
     try {
       WriteLock::apply(fd_, path_, F_WRLCK);
     } catch (...) {
+      mapped_files::forget(mapped_slot_);
       ::munmap(mapping_, mapping_bytes_);
       ::close(fd_);
       throw;
@@ -128,6 +131,7 @@ FileStore::FileStore(std::string path, int fd, const FileHeader& header, Access 
 }
 
 FileStore::~FileStore() {
+  mapped_files::forget(mapped_slot_);
   ::munmap(mapping_, mapping_bytes_);
   ::close(fd_);
 }
@@ -147,8 +151,8 @@ std::unique_ptr<FileStore> FileStore::create(const std::string& path, const Filt
 }
 
 std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access access) {
-  const int flags = (access == Access::read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-  Fd fd(::open(path.c_str(), flags));
+  const int flags = access == Access::read_only ? O_RDONLY : O_RDWR;
+  Fd fd(posix::open_regular(path, flags, "filter"));
   if (fd.get() < 0) {
     if (errno == ENOENT) throw NotFound("filter " + path + " does not exist");
     throw StorageError(errno_message("cannot open " + path));
@@ -164,7 +168,7 @@ bool FileStore::exists(const std::string& path) {
 
 void FileStore::remove(const std::string& path) {
   {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd fd(posix::open_regular(path, O_RDONLY, "filter"));
     if (fd.get() < 0) {
       if (errno == ENOENT) throw NotFound("filter " + path + " does not exist");
       throw StorageError(errno_message("cannot open " + path));

@@ -28,6 +28,28 @@ std::uint64_t file_size(int fd, const std::string& path) {
   return static_cast<std::uint64_t>(st.st_size);
 }
 
+int open_regular(const std::string& path, int flags, const std::string& what) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait until something writes to it.
+  Fd fd(::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw StorageError(errno_message("cannot stat " + path));
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                       : S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    throw FormatError(path + " is " + kind + ", not a " + what +
+                      " file: give the path of a file redbloom wrote");
+  }
+  if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0) {
+    throw StorageError(errno_message("cannot open " + path));
+  }
+  return fd.release();
+}
+
 int create_atomically(const std::string& path, bool overwrite, const std::string& what,
                       const std::function<void(int, const std::string&)>& fill) {
   // link() fails atomically if the path exists, so of racing creators exactly one wins, and

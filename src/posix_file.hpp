@@ -35,6 +35,11 @@ void write_at(int fd, const void* data, std::size_t size, std::uint64_t offset,
 
 [[nodiscard]] std::uint64_t file_size(int fd, const std::string& path);
 
+// Opens `path` only if it is a regular file: a FIFO (whose open would wait for a writer), a
+// device or a directory is a FormatError naming it (`what`: "filter", "exact set"). -1 with
+// errno set if it cannot be opened at all.
+[[nodiscard]] int open_regular(const std::string& path, int flags, const std::string& what);
+
 // Creates `path` so that it appears complete or not at all: `fill(fd, temp_path)` writes the
 // content into a temporary file beside it, which is then linked into place (throwing
 // FilterExists "<what> <path> already exists (use --force to replace it)" if `path` exists) or,

@@ -74,6 +74,7 @@ class FileStore final : public BitmapStore {
   int fd_;
   FileHeader header_;
   Access access_;
+  int mapped_slot_ = -1;  // in the table of mapped files (src/mapped_files.hpp)
   void* mapping_ = nullptr;
   std::size_t mapping_bytes_ = 0;
 };
