@@ -31,5 +31,25 @@ check "never-emitted items within the false-positive budget" "yes" \
 comm -23 <(sort all.txt) <(cat out*.txt | sort) > never.txt
 check "every never-emitted item is in the filter" "$missing" \
   "$("$redbloom" exists -q --redis "$U" --name shared -c never.txt)"
+# Eight workers start at once on a filter nobody created: one creates it (partitions of 64 KiB,
+# so the creation takes a while), the others wait for it, every one succeeds, and each item
+# comes out once. (Before, a worker that met the creation part way failed with "incomplete ...
+# drop it", an advice that would destroy the live creator's filter.)
+seq 1 20000 | sed 's/^/race-/' > race.txt
+for round in 1 2 3; do
+  pids=()
+  for p in $(seq 1 8); do
+    "$redbloom" dedup -q --redis "$U" --name "race$round" -n 2e6 --partition-size 64KiB \
+      race.txt > "race$p.out" 2> "race$p.err" &
+    pids+=($!)
+  done
+  failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+  check "round $round: every racing worker succeeded" 0 "$failed"
+  check "round $round: no worker printed an error" "" "$(cat race*.err)"
+  check "round $round: each item once" 20000 "$(cat race*.out | sort -u | wc -l)"
+  check "round $round: no item twice" 20000 "$(cat race*.out | wc -l)"
+done
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]
