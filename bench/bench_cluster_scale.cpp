@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "redbloom/filter.hpp"
-#include "redbloom/redis_store.hpp"
 #include "redbloom/sizing.hpp"
+#include "redis/redis_store.hpp"
 #include "redis_bench_support.hpp"
 
 namespace {
@@ -156,7 +156,7 @@ int main(int argc, char** argv) try {
     const auto generate_start = Clock::now();
     const Clicks items(first, std::min(batch, n - first), "click:");
     generate_seconds += seconds_since(generate_start);
-    filter.insert_many(items.views());
+    filter.load_many(items.views());
     const double elapsed = seconds_since(load_start);
     std::fprintf(stderr, "  loaded %llu of %llu in %.1f s (%.2fM items/s)\n",
                  static_cast<unsigned long long>(std::min(n, first + batch)),

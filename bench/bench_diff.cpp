@@ -52,16 +52,16 @@
 #include <thread>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
 #include "redbloom/known_set.hpp"
-#include "redbloom/layout.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redbloom/redis_store.hpp"
 #include "redbloom/sizing.hpp"
+#include "redis/redis_store.hpp"
 #include "redis_bench_support.hpp"
 
 namespace {

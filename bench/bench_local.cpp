@@ -97,9 +97,8 @@ Filter make_filter(const FilterParams& params) {
   if (g_store == StoreKind::memory) return Filter::in_memory(params);
   const auto path = (std::filesystem::temp_directory_path() / "redbloom-bench.rbf").string();
   { (void)Filter::create_file(path, params, /*overwrite=*/true); }
-  return Filter::open_file(path, g_store == StoreKind::file
-                                     ? redbloom::FileStore::Access::exclusive_write
-                                     : redbloom::FileStore::Access::read_write);
+  return Filter::open_file(path, g_store == StoreKind::file ? redbloom::FileAccess::exclusive_write
+                                                            : redbloom::FileAccess::read_write);
 }
 
 struct Measured {

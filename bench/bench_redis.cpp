@@ -7,7 +7,7 @@
 //                Same m, k and bit positions as redbloom's classic filter (so same bits).
 //   b  per-item  Filter::add_many (BITFIELD test-and-set); contains_many with BulkMode::per_item
 //                (BITFIELD_RO for classic, one GETRANGE of the item's block for blocked).
-//   c  bulk      Filter::insert_many of all n items in one call (the automatic cost model should
+//   c  bulk      Filter::load_many of all n items in one call (the automatic cost model should
 //                choose the BITOP OR delta); contains_many with the automatic mode (should choose
 //                partition downloads).
 //   d  dedup     Filter::add_many over a stream of n items holding n/2 distinct ones, each twice,
@@ -46,13 +46,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
-#include "redbloom/layout.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redbloom/redis_store.hpp"
+#include "redis/redis_store.hpp"
 #include "redis_bench_support.hpp"
 
 namespace {
@@ -282,7 +282,7 @@ Result run_redbloom(const RedisEndpoint& endpoint, RawConnection& stats, Method 
     const auto present = w.present_items->views();
     const auto absent = w.absent_items->views();
     if (method == Method::bulk) {
-      r.insert = measure(stats, w.n, [&] { filter.insert_many(present); });
+      r.insert = measure(stats, w.n, [&] { filter.load_many(present); });
     } else {
       r.insert = measure(stats, w.n, [&] { filter.add_many(present, flags); });
     }
@@ -541,7 +541,7 @@ int main(int argc, char** argv) {
       if (the_case.method == Method::bulk) {
         if (calls(last.insert, "bitop") == 0 || calls(last.insert, "bitfield") != 0) {
           notes.push_back("WARNING: " + the_case.name() +
-                          ": insert_many did not take the BITOP OR path");
+                          ": load_many did not take the BITOP OR path");
         }
         for (const Phase* phase : {&*last.present, &*last.absent}) {
           if (calls(*phase, "bitfield_ro") != 0 || calls(*phase, "getrange") * 100 > phase->items) {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "redbloom/layout.hpp"
+#include "core/layout.hpp"
 
 namespace redbloom_bench {
 

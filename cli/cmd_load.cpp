@@ -50,7 +50,7 @@ int run_load(const LoadCommand& cmd) {
     try {
       // The companion first: the filter must never hold an item the companion lacks.
       if (exact) add_to_exact(*exact, batch);
-      filter.insert_many(batch);
+      filter.load_many(batch);
     } catch (const IncompleteWrite& e) {
       throw StorageError(std::string(e.what()) + "\nload: committed the first " +
                          std::to_string(items + e.committed()) + " input items; items " +

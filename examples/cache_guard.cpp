@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
         endpoint, argv[2], redbloom::size_filter(kUsers, 0.001, redbloom::Layout::blocked),
         /*overwrite=*/true);
     const std::vector<std::string_view> views(keys.begin(), keys.end());
-    filter.insert_many(views);
+    filter.load_many(views);
 
     GuardedStore guarded(store, filter);
     std::size_t found = 0;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "redbloom/filter.hpp"
-#include "redbloom/redis_store.hpp"
+#include "redis/redis_store.hpp"
 #include "test_items.hpp"
 
 namespace redbloom::testing {

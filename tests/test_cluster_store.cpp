@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "background_add.hpp"
+#include "core/sharding.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/redis_store.hpp"
-#include "redbloom/sharding.hpp"
+#include "redis/redis_store.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
 #include "same_as_local.hpp"
@@ -77,7 +77,7 @@ TEST_P(ClusterStoreTest, SameBitsAndAnswersAsALocalFilterSpreadEvenlyOverTheMast
   // A bulk load (temp keys in each partition's slot, BITOP OR) gives the same bytes.
   Filter loaded = Filter::create_redis(cluster_.endpoint(), "g", params);
   redis_store(loaded).set_bulk_mode(RedisStore::BulkMode::bulk);
-  loaded.insert_many(views);
+  loaded.load_many(views);
   expect_same_bits(loaded, local);
 }
 
@@ -87,7 +87,7 @@ TEST_P(ClusterStoreTest, NoFalseNegativesAndTheFalsePositiveRateOfTheory) {
   const FilterParams params = size_filter(n, 0.01, GetParam(), 16 << 10);
   Filter filter = Filter::create_redis(cluster_.endpoint(), "rate", params);
   const auto members = make_items(n, "member-");
-  filter.insert_many(views_of(members));
+  filter.load_many(views_of(members));
   EXPECT_EQ(filter.contains_many(views_of(members)), n) << "false negatives";
   const std::size_t false_positives =
       filter.contains_many(views_of(make_items(queries, "absent-")));
@@ -107,7 +107,7 @@ TEST_F(ClusterStoreTest, AnyNodeOpensItAndDropRemovesEveryKeyEverywhere) {
   {
     Filter filter = Filter::create_redis(cluster_.endpoint(), "f", params);
     redis_store(filter).set_bulk_mode(RedisStore::BulkMode::bulk);
-    filter.insert_many(views_of(items));  // temp keys must not linger
+    filter.load_many(views_of(items));  // temp keys must not linger
   }
   for (std::size_t i = 0; i < cluster_.size(); ++i) {
     RedisEndpoint one;
@@ -245,8 +245,8 @@ TEST_F(ClusterStoreTest, SlotsMigratingUnderALoadLoseNothingAndAnswerExactly) {
         ASSERT_EQ(theirs, mine) << "batch " << batches;
       } else {
         store.set_bulk_mode(RedisStore::BulkMode::bulk);
-        remote.insert_many(batch);
-        local.insert_many(batch);
+        remote.load_many(batch);
+        local.load_many(batch);
       }
     }
     resharder.join();

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "core/file_format.hpp"
 #include "error_of.hpp"
+#include "local/file_store.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/file_format.hpp"
-#include "redbloom/file_store.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/memory_store.hpp"
 #include "temp_dir.hpp"
 
 namespace redbloom {
@@ -53,7 +53,7 @@ TEST(FileStore, RoundTripsAndMatchesMemoryByteForByte) {
   }
   Filter memory = Filter::in_memory(params);
   memory.add_many(views);
-  Filter reopened = Filter::open_file(path, FileStore::Access::read_only);
+  Filter reopened = Filter::open_file(path, FileAccess::read_only);
   EXPECT_EQ(reopened.params(), params);
   EXPECT_EQ(reopened.contains_many(views), items.size());
   const auto& file_bytes = dynamic_cast<FileStore&>(reopened.store()).bytes();
@@ -82,7 +82,7 @@ TEST(FileStore, ClearErrorsForMissingReadOnlyAndForeignFiles) {
             std::string::npos);
   const std::string path = dir.file("f.rbf");
   { (void)Filter::create_file(path, size_filter(1000, 0.01, Layout::classic)); }
-  Filter read_only = Filter::open_file(path, FileStore::Access::read_only);
+  Filter read_only = Filter::open_file(path, FileAccess::read_only);
   EXPECT_NE(error_of([&] { read_only.add("x"); }).find("read-only"), std::string::npos);
 
   const std::string text = dir.file("notes.txt");
@@ -163,7 +163,7 @@ TEST(FileStore, ExclusiveWriterHoldsTheLockUntilClosed) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    Filter exclusive = Filter::open_file(path, FileStore::Access::exclusive_write);
+    Filter exclusive = Filter::open_file(path, FileAccess::exclusive_write);
     exclusive.add("from the exclusive writer");
     char c = 'r';
     if (write(ready[1], &c, 1) != 1) _exit(2);
@@ -173,7 +173,7 @@ TEST(FileStore, ExclusiveWriterHoldsTheLockUntilClosed) {
   char c = 0;
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   // While the exclusive writer lives, another writer's lock attempt fails at once (F_OFD_SETLK).
-  Filter shared = Filter::open_file(path, FileStore::Access::read_only);
+  Filter shared = Filter::open_file(path, FileAccess::read_only);
   const int fd = ::open(path.c_str(), O_RDWR);
   struct flock probe {};
   probe.l_type = F_WRLCK;
@@ -208,7 +208,7 @@ TEST(FileStore, KillDuringWritesLeavesAConsistentFile) {
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  Filter filter = Filter::open_file(path, FileStore::Access::read_only);
+  Filter filter = Filter::open_file(path, FileAccess::read_only);
   const std::vector<std::string_view> views(items.begin(), items.end());
   EXPECT_EQ(filter.contains_many(views), items.size());
 }

@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "bitmap_kernels.hpp"
-#include "redbloom/bit_order.hpp"
-#include "redbloom/file_store.hpp"
+#include "core/bit_order.hpp"
+#include "core/bitmap_kernels.hpp"
+#include "core/layout.hpp"
+#include "local/file_store.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
-#include "redbloom/layout.hpp"
-#include "redbloom/memory_store.hpp"
 #include "temp_dir.hpp"
 
 namespace redbloom {

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "core/file_format.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/file_format.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/sizing.hpp"
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "parallel_runner.hpp"
+#include "local/parallel_runner.hpp"
 
 namespace redbloom {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/layout.hpp"
 #include "redbloom/sizing.hpp"
 #include "redis/format.hpp"
 #include "redis/partition_ops.hpp"

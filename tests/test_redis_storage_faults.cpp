@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/memory_store.hpp"
-#include "redbloom/redis_store.hpp"
 #include "redis/connection.hpp"
 #include "redis/format.hpp"
 #include "redis/partition_ops.hpp"
+#include "redis/redis_store.hpp"
 #include "redis_server.hpp"
 #include "test_items.hpp"
 
@@ -123,7 +123,7 @@ TEST(RedisStorageFaults, ADeltaLostPartWayIsNeverMerged) {
   const redis::PartitionKey partition{key, params.partition_bytes() + 1};
   MemoryStore delta(params);
   const auto items = make_items(100'000, "bulk-");
-  delta.set(views_of(items));
+  delta.load(views_of(items));
   const auto bits = delta.bytes();
   const std::size_t half = (bits.size() / 2) & ~std::size_t{4095};
   redis::Connection connection(server.endpoint());
@@ -164,7 +164,7 @@ TEST(RedisStorageFaults, ADeltaLostPartWayIsNeverMerged) {
   Filter filter = Filter::open_redis(server.endpoint(), "b");
   std::vector<std::uint8_t> present(items.size());
   EXPECT_EQ(filter.contains_many(views_of(items), present), 0u);
-  filter.insert_many(views_of(items));
+  filter.load_many(views_of(items));
   EXPECT_EQ(filter.contains_many(views_of(items), present), items.size());
 }
 

@@ -24,12 +24,12 @@
 
 #include "background_add.hpp"
 #include "error_of.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/memory_store.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redbloom/redis_store.hpp"
+#include "redis/redis_store.hpp"
 #include "redis_server.hpp"
 #include "test_items.hpp"
 
@@ -270,13 +270,13 @@ TEST_F(RedisStoreTest, APartitionThatVanishesWhileOpenStaysAnErrorOnEveryPath) {
     std::vector<std::string> owned;
     for (int i = 0; i < 20000; ++i) owned.push_back("item-" + std::to_string(i));
     const std::vector<std::string_view> items(owned.begin(), owned.end());
-    filter.insert_many(items);
+    filter.load_many(items);
     std::vector<std::uint8_t> flags(items.size());
     const std::string key = partition_key("f", 1);
     (void)server_.command({"DEL", key});  // once: nothing below may make it whole again
     for (const auto mode : {RedisStore::BulkMode::bulk, RedisStore::BulkMode::per_item}) {
       store.set_bulk_mode(mode);
-      const std::string load = error_of([&] { filter.insert_many(items); });
+      const std::string load = error_of([&] { filter.load_many(items); });
       EXPECT_TRUE(contains_text(load, key)) << load;
       const std::string lookup = error_of([&] { filter.contains_many(items, flags); });
       EXPECT_TRUE(contains_text(lookup, key)) << lookup;
@@ -299,7 +299,7 @@ TEST_F(RedisStoreTest, FormatVersion1FiltersWithoutTheSealStillWork) {
   const std::vector<std::string_view> items(owned.begin(), owned.end());
   const auto first = std::span(items).first(10000);
   const auto second = std::span(items).subspan(10000);
-  { Filter::create_redis(endpoint(), "old", params).insert_many(first); }
+  { Filter::create_redis(endpoint(), "old", params).load_many(first); }
   const std::string bytes = std::to_string(params.partition_bytes());
   for (std::uint64_t p = 0; p < params.partitions; ++p) {
     const std::string key = partition_key("old", p);
@@ -378,7 +378,7 @@ TEST_F(RedisStoreTest, DropRemovesEveryKeyOfTheFilterAndNothingElse) {
     Filter filter = Filter::create_redis(endpoint(), "f", params);
     const auto items = make_items(20000, "d-");
     redis_store(filter).set_bulk_mode(RedisStore::BulkMode::bulk);
-    filter.insert_many(views_of(items));  // through temp keys, which must not linger
+    filter.load_many(views_of(items));  // through temp keys, which must not linger
     filter.add_many(views_of(items));
   }
   EXPECT_EQ(dbsize(), static_cast<long long>(2 + params.partitions));
@@ -538,7 +538,7 @@ TEST_P(RedisLayoutTest, PerItemAndBulkPathsGiveIdenticalResults) {
   const std::vector<std::size_t> batches = {1, 10, 300, 59689};
   const auto views = views_of(items);
   Filter local = Filter::in_memory(params);
-  local.insert_many(views);
+  local.load_many(views);
 
   const std::vector<std::pair<Mode, const char*>> modes = {
       {Mode::per_item, "per_item"}, {Mode::bulk, "bulk"}, {Mode::automatic, "automatic"}};
@@ -549,7 +549,7 @@ TEST_P(RedisLayoutTest, PerItemAndBulkPathsGiveIdenticalResults) {
     ASSERT_EQ(server_.command({"CONFIG", "RESETSTAT"}).text, "OK");
     std::size_t offset = 0;
     for (std::size_t n : batches) {
-      remote.insert_many(std::span(views).subspan(offset, n));
+      remote.load_many(std::span(views).subspan(offset, n));
       offset += n;
     }
     ASSERT_EQ(offset, items.size());
@@ -558,7 +558,7 @@ TEST_P(RedisLayoutTest, PerItemAndBulkPathsGiveIdenticalResults) {
     const long long bitops = server_.calls("bitop");
     EXPECT_EQ(bitfields > 0, mode != Mode::bulk) << bitfields;
     EXPECT_EQ(bitops > 0, mode != Mode::per_item) << bitops;
-    expect_same_bytes(remote.store(), local.store(), std::string("insert_many ") + name);
+    expect_same_bytes(remote.store(), local.store(), std::string("load_many ") + name);
     EXPECT_TRUE(server_.command({"KEYS", "*:tmp:*"}).elements.empty());
   }
 
@@ -936,7 +936,7 @@ TEST(RedisFaults, FilterSurvivesARestartWithAppendOnlyFile) {
   Filter filter = Filter::create_redis(server.endpoint(), "kept", params);
   filter.add_many(std::span(views).first(20000));
   redis_store(filter).set_bulk_mode(RedisStore::BulkMode::bulk);
-  filter.insert_many(std::span(views).subspan(20000));  // BITOP is persisted too
+  filter.load_many(std::span(views).subspan(20000));  // BITOP is persisted too
   filter.contains_many(views_of(queries), before);
   const std::uint64_t created = filter.store().created_unix_ns();
 
@@ -984,9 +984,9 @@ TEST(RedisFaults, ServerGoneBetweenCallsIsAnErrorNotASignal) {
   }
   // The bulk paths write large uploads (a partition delta) and the lookups many commands.
   redis_store(filter).set_bulk_mode(RedisStore::BulkMode::bulk);
-  EXPECT_THROW(filter.insert_many(views), StorageError);
+  EXPECT_THROW(filter.load_many(views), StorageError);
   redis_store(filter).set_bulk_mode(RedisStore::BulkMode::per_item);
-  EXPECT_THROW(filter.insert_many(views), StorageError);
+  EXPECT_THROW(filter.load_many(views), StorageError);
   EXPECT_THROW((void)filter.contains_many(views), StorageError);
   redis_store(filter).set_bulk_mode(RedisStore::BulkMode::automatic);
   // Nothing was written while the server was down; the same filter object reconnects.

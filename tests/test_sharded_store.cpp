@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "background_add.hpp"
+#include "core/sharding.hpp"
 #include "error_of.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/memory_store.hpp"
-#include "redbloom/sharded_store.hpp"
-#include "redbloom/sharding.hpp"
+#include "redis/sharded_store.hpp"
 #include "redis_server.hpp"
 #include "same_as_local.hpp"
 #include "test_items.hpp"
@@ -78,7 +78,7 @@ TEST_P(ShardedStoreTest, SameBitsAndAnswersAsALocalFilter) {
   testing::expect_same_lookups(sharded, store, local, views);
   // A bulk load into a second sharded filter gives the same bytes.
   Filter loaded = Filter::create_redis(servers(), "g", params);
-  loaded.insert_many(views);
+  loaded.load_many(views);
   testing::expect_same_bits(loaded, local);
 }
 

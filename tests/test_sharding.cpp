@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "redbloom/redis_store.hpp"
-#include "redbloom/sharding.hpp"
+#include "core/sharding.hpp"
+#include "redis/redis_store.hpp"
 
 namespace redbloom::sharding {
 namespace {

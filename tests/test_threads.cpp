@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/memory_store.hpp"
 
 namespace redbloom {
 namespace {
@@ -69,10 +69,10 @@ void expect_same_as_one_thread(const FilterParams& params) {
     return f == 1;
   })) << "false negative";
 
-  // insert_many splits the same way as add_many.
+  // load_many splits the same way as add_many.
   Twins bulk(params);
-  bulk.one.insert_many(views);
-  bulk.split.insert_many(views);
+  bulk.one.load_many(views);
+  bulk.split.load_many(views);
   EXPECT_TRUE(std::equal(bulk.one_store->bytes().begin(), bulk.one_store->bytes().end(),
                          bulk.split_store->bytes().begin()));
 }

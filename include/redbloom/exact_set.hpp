@@ -68,7 +68,6 @@ class ExactSet {
   virtual std::size_t add_fingerprints(std::span<const std::uint64_t> fingerprints) = 0;
 };
 
-
 // What `redbloom info` shows of a companion.
 struct ExactSetSummary {
   std::string location;
@@ -87,9 +86,8 @@ struct ExactSetSummary {
 // A new set is bound to the filter file at `filter_path` (its creation time), if there is one.
 // Every record is checked against the header's checksum when read: damage is a FormatError.
 // `mask`: the fingerprint bits it keeps (all, unless it receives a Redis set's).
-[[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(const std::string& filter_path,
-                                                              bool overwrite = false,
-                                                              std::uint64_t mask = ~std::uint64_t{0});
+[[nodiscard]] std::unique_ptr<ExactSet> create_file_exact_set(
+    const std::string& filter_path, bool overwrite = false, std::uint64_t mask = ~std::uint64_t{0});
 // `writable` = false opens it read-only (add() and clear() then fail): enough for lookups, and
 // what a read-only file allows.
 [[nodiscard]] std::unique_ptr<ExactSet> open_file_exact_set(const std::string& filter_path,

@@ -20,7 +20,6 @@
 #include <string_view>
 #include <vector>
 
-#include "redbloom/file_store.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
@@ -28,10 +27,23 @@
 
 namespace redbloom {
 
+class FileStore;
+
+// How a process uses a filter file.
+enum class FileAccess {
+  read_only,
+  // A shared writer: each batch takes the writers' lock (two fcntl calls), which a batch of
+  // ~1000 items makes negligible and a loop of single add() calls pays each time.
+  read_write,
+  // The sole writer while open: takes the writers' lock at open (waiting for other writers) and
+  // holds it until closed, so writes need no per-call lock. Readers are not affected.
+  exclusive_write,
+};
+
 // How Filter::open treats a filter that is missing, still being created, or made differently.
 struct OpenOptions {
   // read_only for lookups; exclusive_write for the sole writer of a file (file_store.hpp).
-  FileStore::Access access = FileStore::Access::read_write;
+  FileAccess access = FileAccess::read_write;
   // Create a missing filter with `params` (else a missing filter is NotFound).
   bool create_if_missing = false;
   std::optional<FilterParams> params;
@@ -44,7 +56,7 @@ struct OpenOptions {
   // Lookups only.
   [[nodiscard]] static OpenOptions read_only() {
     OpenOptions options;
-    options.access = FileStore::Access::read_only;
+    options.access = FileAccess::read_only;
     return options;
   }
   // Creates the filter with `params` if it is missing; with `require_params`, an existing one
@@ -96,7 +108,7 @@ class Filter {
   [[nodiscard]] static Filter create_file(const std::string& path, const FilterParams& params,
                                           bool overwrite = false);
   [[nodiscard]] static Filter open_file(const std::string& path,
-                                        FileStore::Access access = FileStore::Access::read_write);
+                                        FileAccess access = FileAccess::read_write);
 
   // A filter in Redis (see redis_store.hpp): created empty, or opened after checking it.
   [[nodiscard]] static Filter create_redis(const RedisEndpoint& endpoint, const std::string& name,
@@ -110,21 +122,21 @@ class Filter {
                                          const std::string& name);
 
   // Adds the item; true iff it was not (by the filter's answer) present before.
-  bool add(std::string_view item) { return test_and_set_one_(item); }
+  bool add(std::string_view item) { return add_one_(item); }
   // Adds every item in order; newly_added, if not empty, receives one flag per item (its size
   // must then be >= items.size()). Returns the number of items newly added.
   std::size_t add_many(std::span<const std::string_view> items,
                        std::span<std::uint8_t> newly_added = {});
   // Adds every item without per-item answers (cheaper on remote stores).
-  void insert_many(std::span<const std::string_view> items);
+  void load_many(std::span<const std::string_view> items);
 
   // False means certainly absent; true means present with false-positive probability ~ p.
-  [[nodiscard]] bool contains(std::string_view item) const { return test_one_(item); }
+  [[nodiscard]] bool contains(std::string_view item) const { return contains_one_(item); }
   // Batched, with prefetching; returns the number of items reported present.
   std::size_t contains_many(std::span<const std::string_view> items,
                             std::span<std::uint8_t> present = {}) const;
 
-  // Lets add_many / insert_many / contains_many use up to `threads` threads (default 1). On
+  // Lets add_many / load_many / contains_many use up to `threads` threads (default 1). On
   // a local filter out of cache, each core keeps its own ~10-16 misses in flight: two threads
   // took classic inserts at n = 1e8 from 50 to 36 ns and lookups from 46 to 31, blocked
   // lookups from 11 to 7. Blocked adds stay on one thread (bitmap_store.hpp says how a batch
@@ -146,8 +158,8 @@ class Filter {
  private:
   std::unique_ptr<Store> store_;
   // The store's one-item paths (store.hpp), called inline by add and contains.
-  Store::OneItemCall test_one_;
-  Store::OneItemCall test_and_set_one_;
+  Store::OneItemCall contains_one_;
+  Store::OneItemCall add_one_;
 };
 
 }  // namespace redbloom

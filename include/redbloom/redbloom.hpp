@@ -1,18 +1,15 @@
-// Everything a user of the redbloom library needs.
+// Everything a user of the redbloom library needs: start with filter.hpp.
 #pragma once
 
-#include "redbloom/bit_order.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
-#include "redbloom/file_store.hpp"
+#include "redbloom/file_faults.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
 #include "redbloom/known_set.hpp"
-#include "redbloom/memory_store.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redbloom/redis_store.hpp"
-#include "redbloom/sharded_store.hpp"
-#include "redbloom/sharding.hpp"
 #include "redbloom/sizing.hpp"
+#include "redbloom/store.hpp"
 #include "redbloom/transfer.hpp"

@@ -27,26 +27,26 @@ class Store {
   // before (so the second of two equal items in one batch is not new). Each item's
   // test-and-set is atomic with respect to every other writer of the same filter: of several
   // concurrent writers adding one item, exactly one sees it as new.
-  virtual void test_and_set(std::span<const std::string_view> items,
-                            std::span<std::uint8_t> newly_added) = 0;
+  virtual void add(std::span<const std::string_view> items,
+                   std::span<std::uint8_t> newly_added) = 0;
 
   // Sets the bits of every item; no per-item answers (the bulk path).
-  virtual void set(std::span<const std::string_view> items) = 0;
+  virtual void load(std::span<const std::string_view> items) = 0;
 
   // present[i] = 1 iff all bits of item i are set.
-  virtual void test(std::span<const std::string_view> items,
-                    std::span<std::uint8_t> present) const = 0;
+  virtual void contains(std::span<const std::string_view> items,
+                        std::span<std::uint8_t> present) const = 0;
 
   // One item (Filter::add / Filter::contains). The defaults use the batch calls; local stores
   // override them with a path that has no batch to set up.
-  virtual bool test_and_set_one(std::string_view item) {
+  virtual bool add_one(std::string_view item) {
     std::uint8_t newly = 0;
-    test_and_set({&item, 1}, {&newly, 1});
+    add({&item, 1}, {&newly, 1});
     return newly != 0;
   }
-  [[nodiscard]] virtual bool test_one(std::string_view item) const {
+  [[nodiscard]] virtual bool contains_one(std::string_view item) const {
     std::uint8_t present = 0;
-    test({&item, 1}, {&present, 1});
+    contains({&item, 1}, {&present, 1});
     return present != 0;
   }
 
@@ -61,9 +61,9 @@ class Store {
     const void* context;
     bool operator()(std::string_view item) const { return function(context, item); }
   };
-  // Same answers as test_one / test_and_set_one.
-  [[nodiscard]] virtual OneItemCall direct_test_one() const;
-  [[nodiscard]] virtual OneItemCall direct_test_and_set_one();
+  // Same answers as contains_one / add_one.
+  [[nodiscard]] virtual OneItemCall direct_contains_one() const;
+  [[nodiscard]] virtual OneItemCall direct_add_one();
 
   // Number of 1 bits in the whole filter.
   [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;

@@ -29,7 +29,7 @@ void copy_exact_set(const ExactSet& from, ExactSet& to);
 // What copy_filter copied.
 struct CopyReport {
   std::uint64_t bytes = 0;
-  bool exact = false;           // the exact set went too
+  bool exact = false;  // the exact set went too
   std::uint64_t exact_entries = 0;
   std::vector<std::string> warnings;  // about the target (Filter::create's OpenReport)
 };

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/sharding.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/sharding.hpp"
 #include "run_each.hpp"
 
 namespace redbloom::redis {

@@ -289,8 +289,7 @@ class RedisExactSet final : public ExactSet {
     const std::uint64_t buckets = std::uint64_t{1} << bucket_bits_;
     std::vector<std::uint64_t> fingerprints;
     redis::for_each_part(
-        *router_, buckets, [&](std::uint64_t b) { return bucket_key(name_, b); }, "GET",
-        Work::read,
+        *router_, buckets, [&](std::uint64_t b) { return bucket_key(name_, b); }, "GET", Work::read,
         [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
           buffer.command({"GET", key});
         },

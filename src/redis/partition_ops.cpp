@@ -1,6 +1,6 @@
 #include "partition_ops.hpp"
 
-#include "redbloom/layout.hpp"
+#include "core/layout.hpp"
 #include "redbloom/sizing.hpp"
 
 namespace redbloom::redis {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/sharding.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/sharding.hpp"
 #include "store_state.hpp"
 
 namespace redbloom {

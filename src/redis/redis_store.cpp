@@ -5,11 +5,11 @@
 #include <cstring>
 #include <vector>
 
-#include "item_hash_inline.hpp"
+#include "core/item_hash_inline.hpp"
+#include "core/layout.hpp"
+#include "core/sharding.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/layout.hpp"
-#include "redbloom/memory_store.hpp"
-#include "redbloom/sharding.hpp"
 #include "run_each.hpp"
 #include "store_state.hpp"
 
@@ -279,8 +279,7 @@ std::uint64_t RedisStore::partition_slot(std::uint64_t partition) const {
   return state_->slots[partition];
 }
 
-void RedisStore::test_and_set(std::span<const std::string_view> items,
-                              std::span<std::uint8_t> newly_added) {
+void RedisStore::add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) {
   if (newly_added.size() < items.size()) throw InvalidArgument("test_and_set: flag span too small");
   State& s = *state_;
   s.hash_items(items);
@@ -337,7 +336,7 @@ void RedisStore::test_and_set(std::span<const std::string_view> items,
   }
 }
 
-void RedisStore::set(std::span<const std::string_view> items) {
+void RedisStore::load(std::span<const std::string_view> items) {
   State& s = *state_;
   s.hash_items(items);
   s.order.clear();
@@ -364,7 +363,7 @@ void RedisStore::set(std::span<const std::string_view> items) {
         std::vector<std::string_view> members;
         members.reserve(g.end - g.begin);
         for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
-        built[j]->set(members);
+        built[j]->load(members);
       });
       std::vector<Delta> deltas;
       for (std::size_t j = 0; j < count; ++j) {
@@ -403,8 +402,8 @@ void RedisStore::set(std::span<const std::string_view> items) {
   }
 }
 
-void RedisStore::test(std::span<const std::string_view> items,
-                      std::span<std::uint8_t> present) const {
+void RedisStore::contains(std::span<const std::string_view> items,
+                          std::span<std::uint8_t> present) const {
   if (present.size() < items.size()) throw InvalidArgument("test: flag span too small");
   State& s = *state_;
   s.hash_items(items);
@@ -431,7 +430,7 @@ void RedisStore::test(std::span<const std::string_view> items,
     std::vector<std::string_view> members;
     std::vector<std::uint8_t> answers(g.end - g.begin);
     for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
-    copy.test(members, answers);
+    copy.contains(members, answers);
     for (std::size_t i = g.begin; i < g.end; ++i) present[s.order[i]] = answers[i - g.begin];
   }
   const std::vector<State::Group> units =

@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "cluster_router.hpp"
+#include "core/sharding.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/sharding.hpp"
 
 namespace redbloom::redis {
 namespace {

@@ -29,7 +29,7 @@
 
 #include "connection.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redbloom/redis_store.hpp"
+#include "redis/redis_store.hpp"
 
 namespace redbloom::redis {
 

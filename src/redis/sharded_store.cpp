@@ -1,14 +1,14 @@
-#include "redbloom/sharded_store.hpp"
+#include "redis/sharded_store.hpp"
 
 #include <algorithm>
 #include <exception>
 #include <random>
 #include <set>
 
-#include "item_hash_inline.hpp"
+#include "core/item_hash_inline.hpp"
+#include "core/layout.hpp"
+#include "core/sharding.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/layout.hpp"
-#include "redbloom/sharding.hpp"
 #include "run_each.hpp"
 
 namespace redbloom {
@@ -134,8 +134,8 @@ RedisStore& ShardedRedisStore::holder(std::uint64_t partition) const {
                                                static_cast<std::uint32_t>(shards_.size()))];
 }
 
-void ShardedRedisStore::test_and_set(std::span<const std::string_view> items,
-                                     std::span<std::uint8_t> newly_added) {
+void ShardedRedisStore::add(std::span<const std::string_view> items,
+                            std::span<std::uint8_t> newly_added) {
   if (newly_added.size() < items.size()) throw InvalidArgument("test_and_set: flag span too small");
   const Split parts = split(items, params(), shards_.size());
   std::vector<std::vector<std::uint8_t>> flags(shards_.size());
@@ -144,7 +144,7 @@ void ShardedRedisStore::test_and_set(std::span<const std::string_view> items,
     if (parts.items[s].empty()) return;
     flags[s].resize(parts.items[s].size());
     try {
-      shards_[s]->test_and_set(parts.items[s], flags[s]);
+      shards_[s]->add(parts.items[s], flags[s]);
       known[s] = flags[s].size();
     } catch (const IncompleteWrite& e) {
       known[s] = e.committed();
@@ -171,10 +171,10 @@ void ShardedRedisStore::test_and_set(std::span<const std::string_view> items,
   if (!message.empty()) throw IncompleteWrite(message, committed);
 }
 
-void ShardedRedisStore::set(std::span<const std::string_view> items) {
+void ShardedRedisStore::load(std::span<const std::string_view> items) {
   const Split parts = split(items, params(), shards_.size());
   const auto errors = redis::run_each_collecting(shards_.size(), [&](std::size_t s) {
-    if (!parts.items[s].empty()) shards_[s]->set(parts.items[s]);
+    if (!parts.items[s].empty()) shards_[s]->load(parts.items[s]);
   });
   for (const auto& e : errors) {
     if (!e) continue;
@@ -188,15 +188,15 @@ void ShardedRedisStore::set(std::span<const std::string_view> items) {
   }
 }
 
-void ShardedRedisStore::test(std::span<const std::string_view> items,
-                             std::span<std::uint8_t> present) const {
+void ShardedRedisStore::contains(std::span<const std::string_view> items,
+                                 std::span<std::uint8_t> present) const {
   if (present.size() < items.size()) throw InvalidArgument("test: flag span too small");
   const Split parts = split(items, params(), shards_.size());
   std::vector<std::vector<std::uint8_t>> answers(shards_.size());
   redis::run_each(shards_.size(), [&](std::size_t s) {
     if (parts.items[s].empty()) return;
     answers[s].resize(parts.items[s].size());
-    shards_[s]->test(parts.items[s], answers[s]);
+    shards_[s]->contains(parts.items[s], answers[s]);
   });
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     for (std::size_t j = 0; j < answers[s].size(); ++j) present[parts.index[s][j]] = answers[s][j];

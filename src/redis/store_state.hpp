@@ -13,7 +13,7 @@
 #include "format.hpp"
 #include "object.hpp"
 #include "partition_ops.hpp"
-#include "redbloom/redis_store.hpp"
+#include "redis/redis_store.hpp"
 #include "router.hpp"
 
 namespace redbloom {

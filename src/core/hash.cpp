@@ -1,6 +1,6 @@
 #include "redbloom/hash.hpp"
 
-#include "item_hash_inline.hpp"
+#include "core/item_hash_inline.hpp"
 
 namespace redbloom {
 

@@ -56,7 +56,7 @@ KnownSet KnownSet::open_redis(const RedisEndpoint& endpoint, const std::string& 
 
 void KnownSet::add_batch(std::span<const std::string_view> items) {
   if (exact_) exact_->add(items);
-  filter_.insert_many(items);
+  filter_.load_many(items);
   added_ += items.size();
 }
 

@@ -95,11 +95,10 @@ class RedisStore final : public Store {
   ~RedisStore() override;
 
   [[nodiscard]] const FilterParams& params() const noexcept override;
-  void test_and_set(std::span<const std::string_view> items,
-                    std::span<std::uint8_t> newly_added) override;
-  void set(std::span<const std::string_view> items) override;
-  void test(std::span<const std::string_view> items,
-            std::span<std::uint8_t> present) const override;
+  void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
+  void load(std::span<const std::string_view> items) override;
+  void contains(std::span<const std::string_view> items,
+                std::span<std::uint8_t> present) const override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
   void read_bytes(std::uint64_t partition, std::uint64_t offset,
                   std::span<std::uint8_t> out) const override;

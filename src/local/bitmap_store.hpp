@@ -16,15 +16,14 @@ class ParallelRunner;
 class BitmapStore : public Store {
  public:
   [[nodiscard]] const FilterParams& params() const noexcept override { return params_; }
-  void test_and_set(std::span<const std::string_view> items,
-                    std::span<std::uint8_t> newly_added) override;
-  void set(std::span<const std::string_view> items) override;
-  void test(std::span<const std::string_view> items,
-            std::span<std::uint8_t> present) const override;
-  bool test_and_set_one(std::string_view item) override;
-  [[nodiscard]] bool test_one(std::string_view item) const override;
-  [[nodiscard]] OneItemCall direct_test_one() const override;
-  [[nodiscard]] OneItemCall direct_test_and_set_one() override;
+  void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
+  void load(std::span<const std::string_view> items) override;
+  void contains(std::span<const std::string_view> items,
+                std::span<std::uint8_t> present) const override;
+  bool add_one(std::string_view item) override;
+  [[nodiscard]] bool contains_one(std::string_view item) const override;
+  [[nodiscard]] OneItemCall direct_contains_one() const override;
+  [[nodiscard]] OneItemCall direct_add_one() override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
   // Batches of 2048 items or more run on `threads` threads. A lookup batch is cut into equal
   // parts. A classic add batch is hashed in equal parts, then thread t takes, in batch order,

@@ -1,11 +1,11 @@
-#include "redbloom/bitmap_store.hpp"
+#include "local/bitmap_store.hpp"
 
 #include <cstring>
 #include <utility>
 #include <vector>
 
-#include "bitmap_kernels.hpp"
-#include "parallel_runner.hpp"
+#include "core/bitmap_kernels.hpp"
+#include "local/parallel_runner.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom {
@@ -69,8 +69,8 @@ void BitmapStore::attach(std::uint64_t* words, bool private_memory) {
   bitmap_ = std::make_unique<kernels::Bitmap>(kernels::make_bitmap(words, params_, private_memory));
 }
 
-void BitmapStore::test_and_set(std::span<const std::string_view> items,
-                               std::span<std::uint8_t> newly_added) {
+void BitmapStore::add(std::span<const std::string_view> items,
+                      std::span<std::uint8_t> newly_added) {
   require_room(items.size(), newly_added.size(), "test_and_set");
   if (!splits_writes(items.size())) {
     kernels::test_and_set(*bitmap_, items, newly_added.data());
@@ -91,7 +91,7 @@ void BitmapStore::test_and_set(std::span<const std::string_view> items,
   }
 }
 
-void BitmapStore::set(std::span<const std::string_view> items) {
+void BitmapStore::load(std::span<const std::string_view> items) {
   if (!splits_writes(items.size())) {
     kernels::set(*bitmap_, items);
     return;
@@ -104,8 +104,8 @@ void BitmapStore::set(std::span<const std::string_view> items) {
   });
 }
 
-void BitmapStore::test(std::span<const std::string_view> items,
-                       std::span<std::uint8_t> present) const {
+void BitmapStore::contains(std::span<const std::string_view> items,
+                           std::span<std::uint8_t> present) const {
   require_room(items.size(), present.size(), "test");
   if (!splits(items.size())) {
     kernels::test(*bitmap_, items, present.data());
@@ -117,19 +117,19 @@ void BitmapStore::test(std::span<const std::string_view> items,
   });
 }
 
-bool BitmapStore::test_and_set_one(std::string_view item) {
+bool BitmapStore::add_one(std::string_view item) {
   return bitmap_->test_and_set_one(bitmap_.get(), item);
 }
 
-bool BitmapStore::test_one(std::string_view item) const {
+bool BitmapStore::contains_one(std::string_view item) const {
   return bitmap_->test_one(bitmap_.get(), item);
 }
 
-Store::OneItemCall BitmapStore::direct_test_one() const {
+Store::OneItemCall BitmapStore::direct_contains_one() const {
   return {bitmap_->test_one, bitmap_.get()};
 }
 
-Store::OneItemCall BitmapStore::direct_test_and_set_one() {
+Store::OneItemCall BitmapStore::direct_add_one() {
   return {bitmap_->test_and_set_one, bitmap_.get()};
 }
 

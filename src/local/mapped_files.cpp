@@ -1,4 +1,4 @@
-#include "mapped_files.hpp"
+#include "local/mapped_files.hpp"
 
 #include <signal.h>
 #include <unistd.h>

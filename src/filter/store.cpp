@@ -15,17 +15,17 @@ void check_byte_range(const FilterParams& params, std::uint64_t partition, std::
   }
 }
 
-Store::OneItemCall Store::direct_test_one() const {
+Store::OneItemCall Store::direct_contains_one() const {
   return {[](const void* store, std::string_view item) {
-            return static_cast<const Store*>(store)->test_one(item);
+            return static_cast<const Store*>(store)->contains_one(item);
           },
           this};
 }
 
-Store::OneItemCall Store::direct_test_and_set_one() {
+Store::OneItemCall Store::direct_add_one() {
   // The context is const only in the signature: it is this non-const store.
   return {[](const void* store, std::string_view item) {
-            return const_cast<Store*>(static_cast<const Store*>(store))->test_and_set_one(item);
+            return const_cast<Store*>(static_cast<const Store*>(store))->add_one(item);
           },
           this};
 }

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "redbloom/bitmap_store.hpp"
+#include "local/bitmap_store.hpp"
 
 namespace redbloom {
 

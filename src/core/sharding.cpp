@@ -1,4 +1,4 @@
-#include "redbloom/sharding.hpp"
+#include "core/sharding.hpp"
 
 namespace redbloom::sharding {
 

@@ -10,16 +10,16 @@
 // these VMs), so each kernel hashes an item, computes its lines and prefetches them `kAhead`
 // items before it works on that item: the hashing (~5 ns an item) overlaps the misses in
 // flight instead of adding to them.
-#include "bitmap_kernels.hpp"
+#include "core/bitmap_kernels.hpp"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include "item_hash_inline.hpp"
-#include "redbloom/bit_order.hpp"
-#include "redbloom/layout.hpp"
+#include "core/bit_order.hpp"
+#include "core/item_hash_inline.hpp"
+#include "core/layout.hpp"
 
 namespace redbloom::kernels {
 namespace {

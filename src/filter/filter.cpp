@@ -6,11 +6,12 @@
 #include <cstring>
 #include <vector>
 
+#include "local/file_store.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
-#include "redbloom/memory_store.hpp"
-#include "redbloom/redis_store.hpp"
-#include "redbloom/sharded_store.hpp"
 #include "redbloom/sizing.hpp"
+#include "redis/redis_store.hpp"
+#include "redis/sharded_store.hpp"
 
 namespace redbloom {
 namespace {
@@ -79,8 +80,8 @@ std::uint64_t count_ones(std::span<const std::uint8_t> bytes) {
 
 Filter::Filter(std::unique_ptr<Store> store) : store_(std::move(store)) {
   if (!store_) throw InvalidArgument("Filter needs a store");
-  test_one_ = store_->direct_test_one();
-  test_and_set_one_ = store_->direct_test_and_set_one();
+  contains_one_ = store_->direct_contains_one();
+  add_one_ = store_->direct_add_one();
 }
 
 Filter Filter::in_memory(const FilterParams& params) {
@@ -91,7 +92,7 @@ Filter Filter::create_file(const std::string& path, const FilterParams& params, 
   return Filter(FileStore::create(path, params, overwrite));
 }
 
-Filter Filter::open_file(const std::string& path, FileStore::Access access) {
+Filter Filter::open_file(const std::string& path, FileAccess access) {
   return Filter(FileStore::open(path, access));
 }
 
@@ -118,18 +119,19 @@ Filter Filter::open_redis(const std::vector<RedisEndpoint>& servers, const std::
 std::size_t Filter::add_many(std::span<const std::string_view> items,
                              std::span<std::uint8_t> newly_added) {
   return for_each_flagged_chunk(items, newly_added, store_->batch_items(),
-                                [&](auto chunk, auto out) { store_->test_and_set(chunk, out); });
+                                [&](auto chunk, auto out) { store_->add(chunk, out); });
 }
 
-void Filter::insert_many(std::span<const std::string_view> items) {
-  for_each_chunk(items, store_->bulk_batch_items(),
-                 [&](std::span<const std::string_view> chunk, std::size_t) { store_->set(chunk); });
+void Filter::load_many(std::span<const std::string_view> items) {
+  for_each_chunk(
+      items, store_->bulk_batch_items(),
+      [&](std::span<const std::string_view> chunk, std::size_t) { store_->load(chunk); });
 }
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                   std::span<std::uint8_t> present) const {
   return for_each_flagged_chunk(items, present, store_->bulk_batch_items(),
-                                [&](auto chunk, auto out) { store_->test(chunk, out); });
+                                [&](auto chunk, auto out) { store_->contains(chunk, out); });
 }
 
 FilterInfo Filter::info() const {

@@ -33,10 +33,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "posix_file.hpp"
+#include "core/file_format.hpp"
+#include "local/posix_file.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
-#include "redbloom/file_format.hpp"
 
 namespace redbloom {
 namespace {

@@ -1,4 +1,4 @@
-#include "parallel_runner.hpp"
+#include "local/parallel_runner.hpp"
 
 #include <chrono>
 

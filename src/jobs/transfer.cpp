@@ -49,9 +49,8 @@ void copy_exact_set(const ExactSet& from, ExactSet& to) {
     throw InvalidArgument("cannot copy exact set " + from.location() + " into " + to.location() +
                           ": the target keeps more bits of each fingerprint than the source has");
   }
-  from.for_each_fingerprint([&](std::span<const std::uint64_t> batch) {
-    (void)to.add_fingerprints(batch);
-  });
+  from.for_each_fingerprint(
+      [&](std::span<const std::uint64_t> batch) { (void)to.add_fingerprints(batch); });
 }
 
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,

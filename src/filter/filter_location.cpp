@@ -3,11 +3,12 @@
 #include <chrono>
 #include <thread>
 
+#include "local/file_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
-#include "redbloom/redis_store.hpp"
-#include "redbloom/sharded_store.hpp"
+#include "redis/redis_store.hpp"
+#include "redis/sharded_store.hpp"
 
 namespace redbloom {
 namespace {

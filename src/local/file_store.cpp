@@ -1,4 +1,4 @@
-#include "redbloom/file_store.hpp"
+#include "local/file_store.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "mapped_files.hpp"
-#include "posix_file.hpp"
+#include "local/mapped_files.hpp"
+#include "local/posix_file.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom {
@@ -184,29 +184,28 @@ void FileStore::require_writable(const char* op) const {
   }
 }
 
-void FileStore::test_and_set(std::span<const std::string_view> items,
-                             std::span<std::uint8_t> newly_added) {
+void FileStore::add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) {
   require_writable("add");
   WriteLock lock(*this);
-  BitmapStore::test_and_set(items, newly_added);
+  BitmapStore::add(items, newly_added);
 }
 
-bool FileStore::test_and_set_one(std::string_view item) {
+bool FileStore::add_one(std::string_view item) {
   require_writable("add");
   WriteLock lock(*this);
-  return BitmapStore::test_and_set_one(item);
+  return BitmapStore::add_one(item);
 }
 
-Store::OneItemCall FileStore::direct_test_and_set_one() {
-  // A shared writer takes the writers' lock per call: through the virtual test_and_set_one.
-  if (access_ != Access::exclusive_write) return Store::direct_test_and_set_one();
-  return BitmapStore::direct_test_and_set_one();
+Store::OneItemCall FileStore::direct_add_one() {
+  // A shared writer takes the writers' lock per call: through the virtual add_one.
+  if (access_ != Access::exclusive_write) return Store::direct_add_one();
+  return BitmapStore::direct_add_one();
 }
 
-void FileStore::set(std::span<const std::string_view> items) {
+void FileStore::load(std::span<const std::string_view> items) {
   require_writable("add");
   WriteLock lock(*this);
-  BitmapStore::set(items);
+  BitmapStore::load(items);
 }
 
 void FileStore::write_bytes(std::uint64_t partition, std::uint64_t offset,

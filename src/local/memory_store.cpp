@@ -1,4 +1,4 @@
-#include "redbloom/memory_store.hpp"
+#include "local/memory_store.hpp"
 
 #include <sys/mman.h>
 

@@ -15,23 +15,15 @@
 #include <memory>
 #include <string>
 
-#include "redbloom/bitmap_store.hpp"
-#include "redbloom/file_format.hpp"
+#include "core/file_format.hpp"
+#include "local/bitmap_store.hpp"
+#include "redbloom/filter.hpp"
 
 namespace redbloom {
 
 class FileStore final : public BitmapStore {
  public:
-  enum class Access {
-    read_only,
-    // Shared writer: each batch takes the writers' lock (two fcntl calls, ~1-2 us), so
-    // batches of ~1000 items make it negligible but a loop of single add() calls pays it each
-    // time.
-    read_write,
-    // Sole writer while open: takes the writers' lock at open (waiting for other writers) and
-    // holds it until closed, so writes need no per-call lock. Readers are not affected.
-    exclusive_write,
-  };
+  using Access = FileAccess;
 
   // Creates a zeroed filter file. The file appears atomically, complete, or not at all; if
   // `path` exists, throws FilterExists unless `overwrite`.
@@ -46,12 +38,11 @@ class FileStore final : public BitmapStore {
 
   ~FileStore() override;
 
-  void test_and_set(std::span<const std::string_view> items,
-                    std::span<std::uint8_t> newly_added) override;
-  void set(std::span<const std::string_view> items) override;
-  bool test_and_set_one(std::string_view item) override;
+  void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
+  void load(std::span<const std::string_view> items) override;
+  bool add_one(std::string_view item) override;
   // Only a sole writer's adds skip the lock, and so the virtual path.
-  [[nodiscard]] OneItemCall direct_test_and_set_one() override;
+  [[nodiscard]] OneItemCall direct_add_one() override;
   void write_bytes(std::uint64_t partition, std::uint64_t offset,
                    std::span<const std::uint8_t> bytes) override;
   void flush() override;

@@ -1,4 +1,4 @@
-#include "posix_file.hpp"
+#include "local/posix_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -35,10 +35,10 @@ int open_regular(const std::string& path, int flags, const std::string& what) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw StorageError(errno_message("cannot stat " + path));
   if (!S_ISREG(st.st_mode)) {
-    const char* kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
-                       : S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISCHR(st.st_mode) ? "a character device"
-                       : S_ISBLK(st.st_mode) ? "a block device"
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                                               : "not a regular file";
     throw FormatError(path + " is " + kind + ", not a " + what +

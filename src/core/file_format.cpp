@@ -1,4 +1,4 @@
-#include "redbloom/file_format.hpp"
+#include "core/file_format.hpp"
 
 #include <bit>
 #include <cstring>
