@@ -1,4 +1,4 @@
-// diff: print the items of the checked input that the known filter does not hold (seed 000's
+// diff: print the items of the checked input that the known filter does not hold (the
 // orphans). Bloom-only by default: never prints a known item, but hides each orphan with
 // probability ~ the filter's current rate (the summary gives the expected number). --exact
 // verifies every item the filter calls present against the exact set built by

@@ -103,16 +103,16 @@ void print_seed001_table(double n) {
 }
 
 void print_tables() {
-  std::printf("Seed 001, table 1: 1e9 items a day\n");
+  std::printf("Click-log dedup, table 1: 1e9 items a day\n");
   print_seed001_table(1e9);
-  std::printf("\nSeed 001, table 2: 7e6 items (ten minutes of the day)\n");
+  std::printf("\nClick-log dedup, table 2: 7e6 items (ten minutes of the day)\n");
   print_seed001_table(7e6);
   std::printf(
       "\nFPR = (1 - e^(-kn/m))^k; FPN = FPR * n, the expected false positives over n "
       "absent queries;\nMem = m / 8 bytes in binary units (the seed's \"GB\" and \"MB\" "
       "are GiB and MiB).\n");
   std::printf(
-      "\nSeed 002: false-positive rate by m/n (rows) and k (columns); k_opt = (m/n) ln 2\n");
+      "\nCrawler dedup: false-positive rate by m/n (rows) and k (columns); k_opt = (m/n) ln 2\n");
   std::printf("%4s %6s", "m/n", "k_opt");
   for (int k = 17; k <= 24; ++k) std::printf(" %9s", ("k=" + std::to_string(k)).c_str());
   std::printf("\n");

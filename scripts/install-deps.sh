@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libbenchmark-dev redis-server)
+  packages+=(libgtest-dev libbenchmark-dev redis-server pkg-config)
 fi
 
 missing=()

@@ -1,7 +1,7 @@
 // The exact companion of a filter: a compact set of fingerprints of the items added, used to
-// verify the items a Bloom filter calls present (seed 000's "exact Redis SET", at a fraction of
-// its memory). Only items the filter calls present touch it, so it is consulted for the known
-// items and the filter's false positives, never for the bulk of absent ones.
+// verify the items a Bloom filter calls present (the "exact Redis SET" of orphan finders, at a
+// fraction of its memory). Only items the filter calls present touch it, so it is consulted for the
+// known items and the filter's false positives, never for the bulk of absent ones.
 //
 // A fingerprint is XXH3-64 of the item with its own seed, independent of the 128-bit hash that
 // places the filter's bits (so the filter's false positives are not more likely to also match

@@ -136,11 +136,9 @@ class Filter {
   std::size_t contains_many(std::span<const std::string_view> items,
                             std::span<std::uint8_t> present = {}) const;
 
-  // Lets add_many / load_many / contains_many use up to `threads` threads (default 1). On
-  // a local filter out of cache, each core keeps its own ~10-16 misses in flight: two threads
-  // took classic inserts at n = 1e8 from 50 to 36 ns and lookups from 46 to 31, blocked
-  // lookups from 11 to 7. Blocked adds stay on one thread (bitmap_store.hpp says how a batch
-  // is split, and why). No effect on Redis filters.
+  // Lets add_many / load_many / contains_many use up to `threads` threads (default 1). Helps
+  // large local batches out of cache (each core keeps its own misses in flight); blocked adds
+  // stay on one thread. No effect on Redis filters.
   void use_threads(unsigned threads) { store_->use_threads(threads); }
 
   [[nodiscard]] FilterInfo info() const;

@@ -1,4 +1,4 @@
-// The seed 000 manager: a set of known items (S3 URLs, say) as a Bloom filter, optionally with
+// Orphan detection: a set of known items (S3 URLs, say) as a Bloom filter, optionally with
 // an exact companion, and the question "which of these items are not known?" (orphans).
 //
 //   auto known = redbloom::KnownSet::create_redis(endpoint, "s3-urls",

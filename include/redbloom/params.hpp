@@ -49,7 +49,7 @@ struct FilterParams {
 [[nodiscard]] FilterParams size_filter(double capacity, double error_rate, Layout layout,
                                        std::uint64_t max_partition_bytes = kDefaultPartitionBytes);
 
-// A filter of (at least) `bits` bits and exactly `hashes` probes, as seed 001 sets m and k by
+// A filter of (at least) `bits` bits and exactly `hashes` probes, as capacity tables set m and k by
 // hand. `capacity` (0 = unknown) only feeds the recorded expected error rate.
 [[nodiscard]] FilterParams explicit_filter(
     std::uint64_t bits, std::uint32_t hashes, Layout layout, std::uint64_t capacity = 0,

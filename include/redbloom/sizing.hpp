@@ -8,7 +8,7 @@
 //     p = (1 - e^(-kn/m))^k.
 // For fixed m/n this is smallest at k = (m/n) ln 2, where p = 2^-k, which gives
 //     m = -n ln p / (ln 2)^2      (about 9.585 bits per item at p = 1%).
-// We round k to the nearest integer, which gives the lower rate: floor(), as seed 000 does,
+// We round k to the nearest integer, which gives the lower rate: floor(), as some libraries do,
 // takes k = 6 instead of 7 at p = 1% (m/n = 9.585) and 1.4% more false positives.
 //
 // Blocked layout (all k probes inside one 512-bit block, one cache line; layout.hpp). The

@@ -2,14 +2,13 @@
 // loads and stores on x86-64, but keeps the compiler from tearing or inventing accesses:
 // other processes read a shared mapping while we write it. Writers that need exclusion
 // (several processes adding to one file) are serialised by the store, not here: a locked RMW
-// per probe would cost ~20 cycles each and stall the misses we want in flight. (The AVX2 path
+// per probe would cost tens of cycles and stall the misses we want in flight. (The AVX2 path
 // writes 32 bytes at a time; bits only ever go from 0 to 1, so a reader that saw a torn
 // write would see a subset of the final bits, as it could between two scalar stores.)
 //
-// Pipelining: an out-of-cache filter costs one memory miss per line touched (100-300 ns on
-// these VMs), so each kernel hashes an item, computes its lines and prefetches them `kAhead`
-// items before it works on that item: the hashing (~5 ns an item) overlaps the misses in
-// flight instead of adding to them.
+// Pipelining: an out-of-cache filter costs one memory miss per line touched, so each kernel
+// hashes an item, computes its lines and prefetches them `kAhead` items before it works on that
+// item: the hashing overlaps the misses in flight instead of adding to them.
 #include "core/bitmap_kernels.hpp"
 
 #include <immintrin.h>
@@ -192,7 +191,7 @@ struct ScalarBlock {
 
 template <Op op, class Block, class Source>
 inline void blocked_pipeline(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
-  // 64 items ahead: ~10 ns of work an item covers the ~300 ns a miss can take on these VMs.
+  // Far enough ahead that the work on the items in between covers a miss out of memory.
   constexpr std::size_t kAhead = 64;
   struct Slot {
     std::uint64_t* line;
@@ -233,11 +232,9 @@ __attribute__((flatten)) void blocked_scalar(const Bitmap& bitmap, Source hash_o
 
 // One item, no pipeline (Filter::add and Filter::contains), reached through the Bitmap's
 // function pointers. Out of cache, back-to-back one-item calls overlap their misses only as
-// far as the reorder window (~500 instructions here) holds several calls, so every
-// instruction counts: at n = 1e8 a path of 147 instructions a lookup (a virtual call, three
-// forwarding frames, a layout and CPU dispatch, a loop over probe rounds) took 90 ns where the
-// same work in 91 instructions took 64 ns, side by side in one run (instructions counted with
-// callgrind). Hence one straight-line function per layout, k <= 8 and CPU, chosen per filter.
+// far as the CPU's reorder window holds several calls, so a call's cost grows with its
+// instruction count (docs/benchmarks.md measures it). Hence one straight-line function per
+// layout, k <= 8 and CPU, chosen per filter, with no dispatch left inside it.
 template <Op op, bool kOneRound>
 __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* context,
                                                                std::string_view item) {
@@ -280,10 +277,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool avx512_li
   const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
   if constexpr (op != Op::test) {
     // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held, so
-    // no branch waits on the missed load: one-item adds into a half-full filter at n = 1e8
-    // measured ~10% faster than when storing only if a bit was missing (one process, 9
-    // alternating rounds of 1e7 adds, medians 35.9 against 39.9 ns, and 46.6 against 51.2 in
-    // a slower run).
+    // no branch waits on the missed load.
     if (kRewrite || !all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
   }
   return all_set;
@@ -332,13 +326,11 @@ __attribute__((target("avx512f,avx512dq"), noinline)) bool blocked_one_avx512_lo
 }
 
 // 8-byte items (64-bit ids) come first, with the length a constant: XXH3's two 4-byte reads
-// become one 8-byte read and its length term a constant. Counted from the length test to the
-// return, an 8-byte lookup is 43 instructions and one of 4 to 7 bytes 52; when 4 to 8 bytes
-// came first, all of them took 51. (A constant 4 saved less than its own test.) Then 4 to 8
-// bytes, with the length range known to the compiler so that XXH3's own dispatch by length
-// folds away. Items over 16 bytes leave by a tail jump to the function above, which hashes
-// them out of line: a call in this function itself made GCC realign the stack for the vector
-// registers on every call, short item or not (push, and, leave: ~7 of ~75 instructions).
+// become one 8-byte read and its length term a constant. Then 4 to 8 bytes, with the length
+// range known to the compiler so that XXH3's own dispatch by length folds away. Items over 16
+// bytes leave by a tail jump to the function above, which hashes them out of line: a call in
+// this function itself would make GCC realign the stack for the vector registers on every
+// call, short item or not.
 template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), flatten)) bool blocked_one_avx512(
     const void* context, std::string_view item) {
@@ -368,11 +360,9 @@ __attribute__((flatten)) bool blocked_one_scalar(const void* context, std::strin
 // --- classic layout -------------------------------------------------------------------------
 
 // The global bit offsets of an item's k probes, each line prefetched. Into L2 only
-// (PREFETCHT2), for reads and writes alike: with k lines an item, 8 items ahead is ~56 lines
-// in flight, more than L1's fill buffers track, and at n = 1e8 the L2 hint took 10-20% off
-// lookups and inserts, side by side in one run (for the blocked layout, one line an item, the
-// same runs showed no clear gain). A read prefetch is enough for a write: memory no other
-// core holds arrives exclusive.
+// (PREFETCHT2), for reads and writes alike: with k lines an item, 8 items ahead is more lines in
+// flight than L1's fill buffers track (docs/benchmarks.md has the comparison). A read prefetch
+// is enough for a write: memory no other core holds arrives exclusive.
 template <Op op>
 inline void classic_bits(const Bitmap& bitmap, const ItemHash& h, std::uint64_t* bits) noexcept {
   const FilterParams& p = bitmap.params;
@@ -420,12 +410,9 @@ void classic(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
 
 // One item: no prefetch (its loads follow at once, so a prefetch only adds instructions), and
 // a lookup stops at the first clear bit, as a miss needs ~1 / (1 - fill) probes rather than k
-// (the loads past the loop's branch still issue speculatively). At n = 1e8 the path that
-// prefetched and tested all k took 168 / 160 ns a hit / miss against 119 / 99 for the
-// textbook's early-exit loop in the same bench_local run (REPETITIONS=3, at 1d264d6); this
-// one took 109-111 / 89-92 against 108-110 / 100-110 (runs alternating with the old binary).
-// Inserts into a file mapping (classic_insert_rewriting below is for private memory) load
-// all k words, then store them only if a bit was missing, so duplicates dirty no page.
+// (the loads past the loop's branch still issue speculatively). Inserts into a file mapping
+// (classic_insert_rewriting below is for private memory) load all k words, then store them only if
+// a bit was missing, so duplicates dirty no page.
 template <Op op>
 bool classic_one(const void* context, std::string_view item) {
   const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
@@ -450,11 +437,9 @@ bool classic_one(const void* context, std::string_view item) {
 }
 
 // One-item classic insert into private memory (make_bitmap): each probed word is loaded, ORed
-// and stored in one pass, whatever it held. At n = 1e8, filled to capacity one call at a time,
-// that took 175 ns an insert against 214 for classic_one's two passes (load all k, then store
-// them if a bit was missing), and 200 for one pass that stores only a word whose bit was clear
-// (its branch mispredicts as the filter fills), in one process, alternating, medians of 3
-// (bench_local's classic/single row shows the same against the textbook filter).
+// and stored in one pass, whatever it held, as the textbook loop does: storing only a word
+// whose bit was clear adds a branch that mispredicts as the filter fills, and a file mapping's
+// two passes (classic_one) are there only to keep duplicates from dirtying pages.
 bool classic_insert_rewriting(const void* context, std::string_view item) {
   const Bitmap& bitmap = *static_cast<const Bitmap*>(context);
   const ItemHash h = detail::hash_short_inline(item);
@@ -547,8 +532,8 @@ void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::ui
   run<Op::test>(bitmap, HashItems{items}, present);
 }
 
-// flatten: with an out-of-line XXH3 call (its dispatch over lengths) a hash-and-route loop
-// took 13 ns an item here, against 4 with the hash inlined.
+// flatten: an out-of-line XXH3 call (its dispatch over lengths) would cost more than the rest of
+// a hash-and-route loop.
 __attribute__((flatten)) void hash_items(std::span<const std::string_view> items,
                                          ItemHash* hashes) {
   for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = detail::hash_inline(items[i]);

@@ -23,8 +23,8 @@ std::pair<std::size_t, std::size_t> slice(std::size_t count, unsigned t, unsigne
   return {count * t / threads, count * (t + 1) / threads};
 }
 
-// Below this, a split's fixed costs (waking a sleeping helper takes 10-50 us on these VMs, and
-// the items and their hashes move between the cores' caches) outweigh half the batch's time.
+// Below this, a split's fixed costs (waking a sleeping helper, moving the items and their
+// hashes between the cores' caches) outweigh half the batch's time.
 constexpr std::size_t kSplitItems = 2048;
 
 // The items' hashes, each thread hashing an equal part.
@@ -58,9 +58,7 @@ bool BitmapStore::splits(std::size_t items) const noexcept {
 
 // Adds split by partition, so a filter with one partition adds on one thread. Blocked adds
 // stay on one thread as well: one line an item is too little work to pay for the split's
-// hand-over (at n = 1e8, 2 threads took 16.1 ns an insert against 15.2 on one, and 23.1
-// against 19.7 with URL keys, scripts/bench-local.sh medians), while classic inserts, 7 lines
-// an item, went from 50.0 to 32.7 ns.
+// hand-over, while classic inserts, k lines an item, gain (docs/benchmarks.md).
 bool BitmapStore::splits_writes(std::size_t items) const noexcept {
   return splits(items) && params_.layout == Layout::classic && params_.partitions > 1;
 }

@@ -2,9 +2,8 @@
 // a local batch call over the machine's cores. Internal to the library.
 //
 // Why threads for a Bloom filter: out of cache, a batch is bounded by how many cache misses a
-// core keeps in flight (~10-16), not by its arithmetic. A classic-layout item reads k = 7
-// random lines, ~55 ns at best on one core here; each core brings its own fill buffers, so two
-// cores halve it.
+// core keeps in flight, not by its arithmetic. A classic-layout item reads k random lines; each
+// core brings its own fill buffers, so two cores keep twice the misses in flight.
 #pragma once
 
 #include <atomic>
@@ -31,10 +30,9 @@ class ParallelRunner {
   // the helpers. Returns when all have returned, rethrowing the first exception one threw.
   // Calls from several threads take turns.
   //
-  // Between tasks the helpers, and the caller waiting for them, spin for up to 100 us before
-  // they sleep: waking a sleeping thread took 10-50 us on these VMs, as long as a whole
-  // 4096-item add batch on two threads, while a batch that follows another finds the helper
-  // still spinning.
+  // Between tasks the helpers, and the caller waiting for them, spin briefly before they
+  // sleep: waking a sleeping thread can take as long as a whole add batch on two threads,
+  // while a batch that follows another finds the helper still spinning.
   void run(const std::function<void(unsigned)>& task);
 
  private:

@@ -1,4 +1,4 @@
-// A filter spread over several independent Redis servers (seed 001: one filter far larger than
+// A filter spread over several independent Redis servers (for one filter far larger than
 // one 512 MB string, or than one server). Every item keeps its partition (layout.hpp), so the
 // bits are those of the same filter in a file; partition p lives on server
 // sharding::shard_of_partition(p, servers). Each server holds the metadata, which records the
