@@ -1,0 +1,51 @@
+// One partition's bits in memory of any alignment: a Redis string's buffer, seen in place by a
+// server-side module (RedisModule_StringDMA gives the bytes behind a packed header, never 8- or
+// 64-byte aligned). The bits are in Redis bit order (bit_order.hpp), as in every store.
+//
+// Alignment contract of the two kernel families:
+//   kernels::Bitmap (bitmap_kernels.hpp)  a whole filter, 64-byte aligned, accessed by words
+//                                          and vectors with atomic stores: local stores, whose
+//                                          mapped files other processes read at the same time.
+//   PartitionView (here)                   one partition, any alignment, accessed by bytes, not
+//                                          atomically: one writer at a time (a Redis module
+//                                          runs single-threaded). Same bits, same answers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "redbloom/hash.hpp"
+#include "redbloom/params.hpp"
+
+namespace redbloom {
+
+class PartitionView {
+ public:
+  // `bytes` holds at least partition_bits / 8 bytes; `params` is the filter's (only its layout,
+  // k and partition size matter here).
+  PartitionView(std::uint8_t* bytes, const FilterParams& params) noexcept
+      : bytes_(bytes), layout_(params.layout), hashes_(params.hashes),
+        partition_bits_(params.partition_bits) {}
+
+  // newly[i] = 1 iff some bit of item i was 0; sets them. Items in order, so the second of two
+  // equal items is not new. Returns how many were new.
+  std::size_t add(std::span<const ItemHash> hashes, std::uint8_t* newly) noexcept;
+  // present[i] = 1 iff every bit of item i is set. Returns how many were.
+  std::size_t contains(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept;
+  // The same, hashing the items first (hash scheme 1).
+  std::size_t add(std::span<const std::string_view> items, std::uint8_t* newly) noexcept;
+  std::size_t contains(std::span<const std::string_view> items,
+                       std::uint8_t* present) const noexcept;
+
+ private:
+  template <class Visit>
+  void probes(const ItemHash& h, Visit&& visit) const;
+
+  std::uint8_t* bytes_;
+  Layout layout_;
+  std::uint32_t hashes_;
+  std::uint64_t partition_bits_;
+};
+
+}  // namespace redbloom
