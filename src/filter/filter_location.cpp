@@ -62,11 +62,6 @@ bool belongs_to(const ExactSet& set, const Filter& filter) {
   return made_for == 0 || id == 0 || made_for == id;
 }
 
-// A set left by another filter goes if `filter` holds nothing yet (it is being built).
-void drop_stale_if_empty(const Location& location, const Filter& filter) {
-  if (filter.store().count_set_bits() == 0) drop_stale_exact_set(location, filter);
-}
-
 }  // namespace
 
 Filter Filter::create(const Location& location, const FilterParams& params, bool overwrite,
@@ -221,14 +216,17 @@ void drop_stale_exact_set(const Location& location, const Filter& filter) {
 
 std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const Filter& filter,
                                                 bool create) {
+  // Emptiness is read before the set is looked for: a racing writer may create the set and
+  // add items in between, and its items must not be taken for ones added without a set.
+  const bool empty = filter.store().count_set_bits() == 0;
   if (exact_set_exists(location)) {
     // One left by a filter deleted or replaced since: replaced while this filter is empty
     // (nothing of it could be missing); else its items can never be verified.
-    drop_stale_if_empty(location, filter);
+    if (empty) drop_stale_exact_set(location, filter);
     if (exact_set_exists(location)) return open_exact_set(location, filter);
   }
   if (!create) return nullptr;
-  if (filter.store().count_set_bits() != 0) {
+  if (!empty) {
     throw InvalidArgument("filter " + location.describe() +
                           " already holds items but has no exact set: they could never be "
                           "verified; create the filter anew (--force) and load it with --exact");
