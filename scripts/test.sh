@@ -8,13 +8,16 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 build=${REDBLOOM_BUILD_DIR:-build}
 jobs=$(nproc)
+# Debian's python3-* packages serve /usr/bin/python3, which need not be the first python3 on PATH.
+python=(-DPython_EXECUTABLE=/usr/bin/python3)
 
 echo "== RelWithDebInfo build and the whole suite ($build)"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDBLOOM_WERROR=ON >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDBLOOM_WERROR=ON \
+  -DREDBLOOM_BUILD_PYTHON=ON "${python[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
 (cd "$build" && ctest --output-on-failure -j "$jobs")
 
 echo "== Release build ($build-rel) and the CLI checks on it"
-cmake -S . -B "$build-rel" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_WERROR=ON >/dev/null
+cmake -S . -B "$build-rel" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_WERROR=ON "${python[@]}" >/dev/null
 cmake --build "$build-rel" -j "$jobs"
 (cd "$build-rel" && ctest --output-on-failure -j "$jobs" -R '^cli\.(commands|stream)$')

@@ -1,0 +1,48 @@
+"""redbloom: Bloom filters for deduplication and membership tests, in a file, in Redis (one
+server, several, or a cluster) or in memory; the same bits as the redbloom CLI and C++ library.
+
+    import redbloom
+    with redbloom.open("urls.rbf", capacity=10_000_000, error_rate=0.001) as seen:
+        if seen.add("https://example.com/a"):      # True: new (atomic test-and-set)
+            ...
+        "https://example.com/b" in seen             # False: certainly never added
+"""
+
+from ._errors import (
+    Error,
+    FilterExists,
+    FormatError,
+    IncompleteFilter,
+    IncompleteWrite,
+    InvalidArgument,
+    NotFound,
+    RedbloomWarning,
+    StorageError,
+)
+from ._redbloom import Filter, KnownSet
+
+__all__ = [
+    "open",
+    "Filter",
+    "KnownSet",
+    "Error",
+    "InvalidArgument",
+    "FilterExists",
+    "NotFound",
+    "StorageError",
+    "FormatError",
+    "IncompleteFilter",
+    "IncompleteWrite",
+    "RedbloomWarning",
+]
+
+
+def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits=None,
+         hashes=None, create=True, read_only=False):
+    """Opens the filter at `location` (a path, "redis://host:port#name", "redis://a,redis://b#name",
+    "redis+cluster://host:port#name" or "memory:"); with a size (capacity=, error_rate=, layout=)
+    and create=True, creates it when missing. A size given must match the filter's
+    (FilterExists otherwise); without one, the filter must exist (NotFound)."""
+    return Filter.open(location, name=name, capacity=capacity, error_rate=error_rate,
+                       layout=layout, bits=bits, hashes=hashes, create=create,
+                       read_only=read_only)

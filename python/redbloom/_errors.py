@@ -1,0 +1,45 @@
+"""redbloom's errors: one class per C++ error, each also the built-in exception it means."""
+
+
+class Error(Exception):
+    """Base of every redbloom error."""
+
+
+class InvalidArgument(Error, ValueError):
+    """Bad parameters or input from the caller."""
+
+
+class FilterExists(InvalidArgument):
+    """A filter is where a new one was to be created, or it has other parameters."""
+
+
+class NotFound(InvalidArgument, LookupError):
+    """The named filter does not exist."""
+
+
+class StorageError(Error, OSError):
+    """The storage failed, or holds something that is not a usable filter."""
+
+
+class FormatError(StorageError):
+    """A stored filter that is truncated, corrupt, foreign or of an unknown version."""
+
+
+class IncompleteFilter(FormatError):
+    """A stored filter whose creation has not finished (or never will: its creator died)."""
+
+
+class IncompleteWrite(StorageError):
+    """A batch that failed part-way: items [0, committed) of the call are in the filter;
+    later ones may or may not be. Adding them again is safe."""
+
+    def __init__(self, message, committed=0):
+        super().__init__(message)
+        self.committed = committed
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.committed))
+
+
+class RedbloomWarning(UserWarning):
+    """Something a user should know, e.g. a Redis server that may evict the filter's keys."""

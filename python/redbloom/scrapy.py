@@ -1,0 +1,205 @@
+"""A Scrapy dupefilter on a redbloom filter: persistent, shared by any number of crawlers
+(a file on one machine, Redis or a Redis Cluster across machines), one atomic test-and-set
+per request.
+
+settings.py:
+
+    DUPEFILTER_CLASS = "redbloom.scrapy.RedbloomDupeFilter"
+    REDBLOOM_URL = "redis://127.0.0.1:6379"     # default: JOBDIR/requests.rbf, else REDIS_URL,
+                                                # else memory (this crawl only)
+    REDBLOOM_KEY = "%(spider)s:dupefilter"      # the filter's name in Redis
+    REDBLOOM_CAPACITY = 10_000_000              # requests expected over the filter's life
+    REDBLOOM_ERROR_RATE = 1e-4                  # chance that a new request is wrongly dropped
+
+The filter holds the 20-byte fingerprints of the crawler's request fingerprinter, so the
+fingerprinter is part of the filter's identity: the one that built the filter is recorded
+beside it, and a crawl with another one logs a warning (every request would look new).
+"""
+
+import json
+import logging
+import os
+
+from scrapy.dupefilters import BaseDupeFilter
+
+from . import _redbloom
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_KEY = "%(spider)s:dupefilter"
+DEFAULT_CAPACITY = 1_000_000
+DEFAULT_ERROR_RATE = 1e-4
+
+
+def _fingerprinter_identity(fingerprinter, settings):
+    cls = type(fingerprinter)
+    identity = "%s.%s" % (cls.__module__, cls.__qualname__)
+    implementation = settings.get("REQUEST_FINGERPRINTER_IMPLEMENTATION") if settings else None
+    if implementation:
+        identity += " implementation %s" % implementation
+    return identity
+
+
+class RedbloomDupeFilter(BaseDupeFilter):
+    def __init__(self, location, key=DEFAULT_KEY, capacity=DEFAULT_CAPACITY,
+                 error_rate=DEFAULT_ERROR_RATE, fingerprinter=None, settings=None, stats=None,
+                 debug=False):
+        self.location = location
+        self.key = key
+        self.capacity = capacity
+        self.error_rate = error_rate
+        self.fingerprinter = fingerprinter
+        self.settings = settings
+        self.stats = stats
+        self.debug = debug
+        self.filter = None
+        self.new_requests = 0
+        self.dropped_requests = 0
+        self._start_items = 0
+        self._expected_wrong_drops = 0.0
+        self._log_dupes = True
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        settings = crawler.settings
+        location = settings.get("REDBLOOM_URL")
+        if not location:
+            jobdir = settings.get("JOBDIR")
+            if jobdir:
+                os.makedirs(jobdir, exist_ok=True)
+                location = os.path.join(jobdir, "requests.rbf")
+            else:
+                location = settings.get("REDIS_URL") or "memory:"
+        dupefilter = cls(location,
+                   key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
+                   capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
+                   error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
+                   fingerprinter=getattr(crawler, "request_fingerprinter", None),
+                   settings=settings, stats=crawler.stats,
+                   debug=settings.getbool("DUPEFILTER_DEBUG"))
+        dupefilter._crawler = crawler  # its spider names the Redis key when the crawl opens
+        return dupefilter
+
+    @classmethod
+    def from_settings(cls, settings):
+        """For schedulers that build dupefilters from settings alone (scrapy-redis)."""
+        location = settings.get("REDBLOOM_URL") or settings.get("REDIS_URL") or "memory:"
+        return cls(location, key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
+                   capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
+                   error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
+                   settings=settings, debug=settings.getbool("DUPEFILTER_DEBUG"))
+
+    def _fingerprint(self, request):
+        if self.fingerprinter is not None:
+            return self.fingerprinter.fingerprint(request)
+        from scrapy.utils.request import fingerprint
+        return fingerprint(request)
+
+    def _ensure_open(self, spider=None):
+        if self.filter is not None:
+            return
+        name = ""
+        in_redis = self.location.startswith(("redis://", "rediss://", "redis+cluster://", "unix://"))
+        if in_redis and "#" not in self.location:
+            name = self.key % {"spider": getattr(spider, "name", "scrapy")}
+        self.filter = _redbloom.Filter.open(self.location, name=name, capacity=self.capacity,
+                                            error_rate=self.error_rate, create=True)
+        self._start_items = len(self.filter)
+        self._check_fingerprinter(self.location.partition("#")[2] or name)
+
+    def open(self):
+        spider = getattr(getattr(self, "_crawler", None), "spider", None)
+        self._ensure_open(spider)
+
+    def request_seen(self, request):
+        self._ensure_open()
+        if self.filter.add(self._fingerprint(request)):
+            self.new_requests += 1
+            # The chance this new request would have been dropped, at the filter's fill now.
+            self._expected_wrong_drops += self.filter.error_rate_at(
+                self._start_items + self.new_requests)
+            return False
+        self.dropped_requests += 1
+        return True
+
+    def log(self, request, spider):
+        if self.debug:
+            logger.debug("Filtered duplicate request: %(request)s", {"request": request},
+                         extra={"spider": spider})
+        elif self._log_dupes:
+            logger.debug("Filtered duplicate request: %(request)s - no more duplicates will be "
+                         "shown (see DUPEFILTER_DEBUG to show all duplicates)",
+                         {"request": request}, extra={"spider": spider})
+            self._log_dupes = False
+        if self.stats is not None:
+            self.stats.inc_value("dupefilter/filtered")
+
+    def close(self, reason):
+        if self.filter is None:
+            return
+        info = self.filter.info()
+        if self.stats is not None:
+            self.stats.set_value("redbloom/location", info["location"])
+            self.stats.set_value("redbloom/fill_ratio", info["fill_ratio"])
+            self.stats.set_value("redbloom/estimated_items", int(info["estimated_items"]))
+            self.stats.set_value("redbloom/new_requests", self.new_requests)
+            self.stats.set_value("redbloom/dropped_requests", self.dropped_requests)
+            self.stats.set_value("redbloom/expected_wrongly_dropped",
+                                 self._expected_wrong_drops)
+        if info["estimated_items"] > info["capacity"]:
+            logger.warning("redbloom dupefilter %s holds ~%d requests, over its capacity %d: "
+                           "new requests are wrongly dropped at a rate of %.3g; create a larger "
+                           "filter (REDBLOOM_CAPACITY)", info["location"],
+                           info["estimated_items"], info["capacity"],
+                           info["estimated_error_rate"])
+        self.filter.close()
+        self.filter = None
+
+    # The fingerprinter's record: a file beside a filter file, a key beside a Redis filter.
+    def _check_fingerprinter(self, name):
+        if self.fingerprinter is None:
+            return
+        identity = _fingerprinter_identity(self.fingerprinter, self.settings)
+        recorded = self._record_fingerprinter(name, identity)
+        if recorded is not None and recorded != identity:
+            logger.warning("redbloom dupefilter %s was built with request fingerprinter %r; "
+                           "this crawl uses %r: its fingerprints differ, so every request "
+                           "looks new to the filter", self.filter.location, recorded, identity)
+
+    def _record_fingerprinter(self, name, identity):
+        """Records `identity` unless one is recorded; returns the recorded one (None if none
+        can be kept: a memory filter)."""
+        if self.location == "memory:":
+            return None
+        if name:
+            return self._record_in_redis(name, identity)
+        path = self.location[len("file:"):] if self.location.startswith("file:") else self.location
+        record = path + ".scrapy.json"
+        try:
+            with open(record, "x") as out:
+                json.dump({"request_fingerprinter": identity}, out)
+            return identity
+        except FileExistsError:
+            with open(record) as existing:
+                return json.load(existing).get("request_fingerprinter")
+
+    def _record_in_redis(self, name, identity):
+        try:
+            import redis
+        except ImportError:
+            logger.warning("redbloom dupefilter: python3-redis is not installed, so the request "
+                           "fingerprinter is not recorded beside the filter")
+            return None
+        first = self.location.partition("#")[0].split(",")[0]
+        key = name + ":scrapy-fingerprinter"
+        if first.startswith("redis+cluster://"):
+            from redis.cluster import RedisCluster
+            client = RedisCluster.from_url("redis://" + first[len("redis+cluster://"):])
+        else:
+            client = redis.Redis.from_url(first)
+        try:
+            client.set(key, identity, nx=True)
+            recorded = client.get(key)
+        finally:
+            client.close()
+        return recorded.decode() if recorded is not None else None

@@ -1,0 +1,247 @@
+// redbloom.Filter: a filter at any location, shared safely by threads and across fork().
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+#include "items.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/location.hpp"
+#include "redbloom/sizing.hpp"
+#include "shared_handle.hpp"
+
+namespace redbloom::python {
+
+namespace {
+
+// Items per trip without the GIL: large enough to hide the release, small enough to bound
+// the memory of views and answers.
+constexpr std::size_t kChunk = std::size_t{1} << 16;
+
+class PyFilter {
+ public:
+  PyFilter(Filter filter, const Location& location, FileAccess access)
+      : params_(filter.params()),
+        location_(location),
+        remote_(location.in_redis()),
+        handle_(std::move(filter), reopener(location, access)) {}
+
+  bool add(py::handle item) {
+    Py_buffer buffer{};
+    const std::string_view view = item_bytes(item, &buffer);
+    BufferRelease release(buffer);
+    return handle_.run(remote_, [&](Filter& f) { return f.add(view); });
+  }
+
+  bool contains(py::handle item) {
+    Py_buffer buffer{};
+    const std::string_view view = item_bytes(item, &buffer);
+    BufferRelease release(buffer);
+    return handle_.run(remote_, [&](Filter& f) { return f.contains(view); });
+  }
+
+  py::list add_many(py::handle items) {
+    return answers(items, [](Filter& f, std::span<const std::string_view> views,
+                             std::span<std::uint8_t> out) { f.add_many(views, out); });
+  }
+
+  py::list contains_many(py::handle items) {
+    return answers(items, [](Filter& f, std::span<const std::string_view> views,
+                             std::span<std::uint8_t> out) { f.contains_many(views, out); });
+  }
+
+  void update(py::handle items) {
+    ItemSource source(items, kChunk);
+    ItemBatch batch;
+    std::size_t done = 0;
+    while (source.next(batch)) {
+      committed_so_far(done,
+                       [&] { handle_.run(true, [&](Filter& f) { f.load_many(batch.views()); }); });
+      done += batch.size();
+    }
+  }
+
+  py::dict info() {
+    return info_dict(handle_.run(true, [](Filter& f) { return f.info(); }));
+  }
+  std::uint64_t estimated_items() {
+    const double n = handle_.run(remote_, [](Filter& f) { return f.estimate_items(); });
+    return static_cast<std::uint64_t>(std::llround(n));
+  }
+  double error_rate_at(double items) const { return expected_false_positive_rate(params_, items); }
+  void flush() {
+    handle_.run(true, [](Filter& f) { f.flush(); });
+  }
+  void close() { handle_.close(); }
+  [[nodiscard]] bool closed() const { return handle_.closed(); }
+  [[nodiscard]] const FilterParams& params() const { return params_; }
+  [[nodiscard]] std::string location() const { return location_.describe(); }
+
+ private:
+  // Frees a buffer item's view when the call ends.
+  struct BufferRelease {
+    Py_buffer& buffer;
+    ~BufferRelease() {
+      if (buffer.obj != nullptr) PyBuffer_Release(&buffer);
+    }
+  };
+
+  FilterParams params_;
+  Location location_;
+  bool remote_;
+  SharedHandle<Filter> handle_;
+
+  static std::function<Filter()> reopener(const Location& location, FileAccess access) {
+    if (location.kind == Location::Kind::memory) return nullptr;
+    return [location, access] {
+      OpenOptions options;
+      options.access = access;
+      return Filter::open(location, options);
+    };
+  }
+
+  // IncompleteWrite counts from the start of the whole call, not of the chunk that failed.
+  template <class Body>
+  static void committed_so_far(std::size_t done, Body&& body) {
+    try {
+      body();
+    } catch (const IncompleteWrite& e) {
+      throw IncompleteWrite(e.what(), done + e.committed());
+    }
+  }
+
+  template <class Batch>
+  py::list answers(py::handle items, Batch&& batch_call) {
+    ItemSource source(items, kChunk);
+    ItemBatch batch;
+    std::vector<std::uint8_t> flags;
+    py::list out;
+    std::size_t done = 0;
+    while (source.next(batch)) {
+      flags.assign(batch.size(), 0);
+      committed_so_far(done, [&] {
+        handle_.run(true, [&](Filter& f) { batch_call(f, batch.views(), flags); });
+      });
+      for (const std::uint8_t flag : flags) {
+        if (PyList_Append(out.ptr(), flag ? Py_True : Py_False) != 0) {
+          throw py::error_already_set();
+        }
+      }
+      done += batch.size();
+    }
+    return out;
+  }
+};
+
+// open(): an existing filter, or a new one when `create` and a size was given.
+std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::string& name,
+                                      const py::object& capacity, const py::object& error_rate,
+                                      const py::object& layout, const py::object& bits,
+                                      const py::object& hashes, bool create, bool read_only) {
+  const Location location = Location::parse(where, name);
+  const std::optional<FilterParams> params =
+      requested_params(capacity, error_rate, layout, bits, hashes);
+  OpenOptions options;
+  options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
+  if (params) {
+    options.params = params;
+    options.require_params = true;  // a filter made otherwise is refused, naming both sizes
+    options.create_if_missing = create && !read_only;
+  } else if (location.kind == Location::Kind::memory) {
+    throw InvalidArgument("a memory filter needs its size: capacity= (and error_rate=)");
+  }
+  OpenReport report;
+  std::optional<Filter> filter;
+  {
+    py::gil_scoped_release no_gil;
+    if (!params && create && !read_only && !Filter::exists(location)) {
+      throw NotFound(location.describe() +
+                     " does not exist; pass capacity= (and error_rate=) to create it");
+    }
+    filter.emplace(Filter::open(location, options, &report));
+  }
+  warn(report.warnings);
+  return std::make_unique<PyFilter>(std::move(*filter), location, options.access);
+}
+
+std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::string& name,
+                                        const py::object& capacity, const py::object& error_rate,
+                                        const py::object& layout, const py::object& bits,
+                                        const py::object& hashes, bool overwrite) {
+  const Location location = Location::parse(where, name);
+  const std::optional<FilterParams> params =
+      requested_params(capacity, error_rate, layout, bits, hashes);
+  if (!params) throw InvalidArgument("create needs a size: capacity= (or bits= and hashes=)");
+  OpenReport report;
+  std::optional<Filter> filter;
+  {
+    py::gil_scoped_release no_gil;
+    filter.emplace(Filter::create(location, *params, overwrite, &report));
+  }
+  warn(report.warnings);
+  return std::make_unique<PyFilter>(std::move(*filter), location, FileAccess::read_write);
+}
+
+}  // namespace
+
+void bind_filter(py::module_& m) {
+  py::class_<PyFilter>(m, "Filter", R"doc(A Bloom filter at any location: a file path,
+"redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
+or "memory:". Safe to share between threads; reopened by a forked child on first use.)doc")
+      .def_static("open", &open_filter, py::arg("location"), py::kw_only(), py::arg("name") = "",
+                  py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
+                  py::arg("layout") = py::none(), py::arg("bits") = py::none(),
+                  py::arg("hashes") = py::none(), py::arg("create") = false,
+                  py::arg("read_only") = false,
+                  "Opens a filter; with a size and create=True, creates it if missing. A size "
+                  "given must match an existing filter's (FilterExists otherwise).")
+      .def_static("create", &create_filter, py::arg("location"), py::kw_only(),
+                  py::arg("name") = "", py::arg("capacity") = py::none(),
+                  py::arg("error_rate") = py::none(), py::arg("layout") = py::none(),
+                  py::arg("bits") = py::none(), py::arg("hashes") = py::none(),
+                  py::arg("overwrite") = false,
+                  "Creates a new, empty filter (FilterExists if there is one, unless overwrite).")
+      .def("add", &PyFilter::add, py::arg("item"),
+           "Adds the item; True iff it was new (as BF.ADD). Atomic: of concurrent writers "
+           "adding one item, exactly one gets True.")
+      .def("__contains__", &PyFilter::contains, py::arg("item"))
+      .def("contains", &PyFilter::contains, py::arg("item"),
+           "False: certainly never added. True: added, or a false positive.")
+      .def("add_many", &PyFilter::add_many, py::arg("items"),
+           "Adds every item in order; a list of bools, True where the item was new.")
+      .def("contains_many", &PyFilter::contains_many, py::arg("items"))
+      .def("update", &PyFilter::update, py::arg("items"),
+           "Adds every item without answers (the bulk path).")
+      .def("info", &PyFilter::info, "Parameters, fill and estimates (reads every bit).")
+      .def("__len__", &PyFilter::estimated_items,
+           "The estimated number of items (from the fill of a sample of the bits).")
+      .def("error_rate_at", &PyFilter::error_rate_at, py::arg("items"),
+           "The false-positive rate expected after `items` distinct items.")
+      .def("flush", &PyFilter::flush)
+      .def("close", &PyFilter::close)
+      .def_property_readonly("closed", &PyFilter::closed)
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyFilter& self, py::args) { self.close(); })
+      .def_property_readonly("location", &PyFilter::location)
+      .def_property_readonly("params", [](const PyFilter& f) { return params_dict(f.params()); })
+      .def_property_readonly("capacity", [](const PyFilter& f) { return f.params().capacity; })
+      .def_property_readonly("error_rate", [](const PyFilter& f) { return f.params().error_rate; })
+      .def_property_readonly("bits", [](const PyFilter& f) { return f.params().total_bits(); })
+      .def_property_readonly("hashes", [](const PyFilter& f) { return f.params().hashes; })
+      .def_property_readonly(
+          "layout", [](const PyFilter& f) { return std::string(to_string(f.params().layout)); })
+      .def("__repr__", [](const PyFilter& f) {
+        return "<redbloom.Filter " + f.location() + (f.closed() ? " (closed)" : "") + ": " +
+               describe(f.params()) + ">";
+      });
+}
+
+}  // namespace redbloom::python

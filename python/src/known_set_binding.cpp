@@ -1,0 +1,160 @@
+// redbloom.KnownSet: orphan detection (a Bloom filter of known items, optionally with an exact
+// companion) for Celery-style jobs.
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+#include "items.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/known_set.hpp"
+#include "redbloom/location.hpp"
+#include "shared_handle.hpp"
+
+namespace redbloom::python {
+
+namespace {
+
+// KnownSet's own batch: a Redis companion is read and appended to once per bucket per batch.
+constexpr std::size_t kChunk = std::size_t{1} << 18;
+
+class PyKnownSet {
+ public:
+  PyKnownSet(KnownSet set, const Location& location, bool exact)
+      : has_exact_(set.has_exact()), handle_(std::move(set), reopener(location, exact)) {}
+
+  std::uint64_t add(py::handle items, const py::object& progress) {
+    ItemSource source(items, kChunk);
+    ItemBatch batch;
+    std::uint64_t done = 0;
+    while (source.next(batch)) {
+      try {
+        handle_.run(true, [&](KnownSet& set) { set.add_batch(batch.views()); });
+      } catch (const IncompleteWrite& e) {
+        throw IncompleteWrite(e.what(), done + e.committed());
+      }
+      done += batch.size();
+      if (!progress.is_none()) progress(done);
+    }
+    return done;
+  }
+
+  py::list find_missing(py::handle items, bool exact, const py::object& progress) {
+    const auto mode = exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
+    if (exact && !has_exact_) {
+      throw InvalidArgument(
+          "find_missing(exact=True) needs the exact companion: open the KnownSet with "
+          "exact=True (built with it from the start), or pass exact=False for Bloom answers");
+    }
+    ItemSource source(items, kChunk);
+    ItemBatch batch;
+    std::vector<std::uint8_t> missing;
+    py::list out;
+    std::uint64_t done = 0;
+    while (source.next(batch)) {
+      missing.assign(batch.size(), 0);
+      handle_.run(true, [&](KnownSet& set) { set.missing_batch(batch.views(), missing, mode); });
+      for (std::size_t i = 0; i < missing.size(); ++i) {
+        if (missing[i]) out.append(source.original(i));
+      }
+      done += batch.size();
+      if (!progress.is_none()) progress(done);
+    }
+    return out;
+  }
+
+  py::dict stats(bool measure_storage) {
+    const KnownSet::Stats s =
+        handle_.run(true, [&](KnownSet& set) { return set.stats(measure_storage); });
+    py::dict d;
+    d["filter"] = info_dict(s.filter);
+    d["added"] = s.added;
+    d["checked"] = s.checked;
+    d["missing"] = s.missing;
+    d["verified"] = s.verified;
+    d["false_positives"] = s.false_positives;
+    d["has_exact"] = s.has_exact;
+    d["exact_entries"] = s.exact_entries;
+    d["exact_bytes"] = s.exact_bytes;
+    d["false_match_probability"] = s.false_match_probability;
+    return d;
+  }
+
+  void clear() {
+    handle_.run(true, [](KnownSet& set) { set.clear(); });
+  }
+  void flush() {
+    handle_.run(true, [](KnownSet& set) { set.flush(); });
+  }
+  void close() { handle_.close(); }
+  [[nodiscard]] bool closed() const { return handle_.closed(); }
+  [[nodiscard]] bool has_exact() const { return has_exact_; }
+
+ private:
+  bool has_exact_;
+  SharedHandle<KnownSet> handle_;
+
+  static std::function<KnownSet()> reopener(const Location& location, bool exact) {
+    if (location.kind == Location::Kind::memory) return nullptr;
+    return [location, exact] { return KnownSet::open(location, exact); };
+  }
+};
+
+std::unique_ptr<PyKnownSet> make_known_set(const std::string& where, const std::string& name,
+                                           const py::object& capacity, const py::object& error_rate,
+                                           const py::object& layout, bool exact, bool create,
+                                           bool overwrite) {
+  const Location location = Location::parse(where, name);
+  const std::optional<FilterParams> params =
+      requested_params(capacity, error_rate, layout, py::none(), py::none());
+  std::optional<KnownSet> set;
+  {
+    py::gil_scoped_release no_gil;
+    const bool missing = overwrite || !Filter::exists(location);
+    if (missing && !create) throw NotFound(location.describe() + " does not exist");
+    if (missing && !params) {
+      throw NotFound(location.describe() + " does not exist; pass capacity= to create it");
+    }
+    if (missing) {
+      try {
+        set.emplace(KnownSet::create(location, *params, exact, overwrite));
+      } catch (const FilterExists&) {
+        // Another process created it first: theirs is opened below.
+      }
+    }
+    if (!set) set.emplace(KnownSet::open(location, exact));
+  }
+  return std::make_unique<PyKnownSet>(std::move(*set), location, exact);
+}
+
+}  // namespace
+
+void bind_known_set(py::module_& m) {
+  py::class_<PyKnownSet>(m, "KnownSet", R"doc(Orphan detection: the items known (S3 URLs, say)
+as a Bloom filter at any location, with exact=True also an exact companion, and the question
+"which of these items are not known?".)doc")
+      .def(py::init(&make_known_set), py::arg("location"), py::kw_only(), py::arg("name") = "",
+           py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
+           py::arg("layout") = py::none(), py::arg("exact") = false, py::arg("create") = true,
+           py::arg("overwrite") = false)
+      .def("add", &PyKnownSet::add, py::arg("items"), py::arg("progress") = py::none(),
+           "Adds every item (to the companion first); progress(done) after each batch. "
+           "Returns the number of items added.")
+      .def("find_missing", &PyKnownSet::find_missing, py::arg("items"), py::arg("exact") = true,
+           py::arg("progress") = py::none(), "The items not known, in input order.")
+      .def("stats", &PyKnownSet::stats, py::arg("measure_storage") = true)
+      .def("clear", &PyKnownSet::clear, "Empties the filter and the companion.")
+      .def("flush", &PyKnownSet::flush)
+      .def("close", &PyKnownSet::close)
+      .def_property_readonly("closed", &PyKnownSet::closed)
+      .def_property_readonly("has_exact", &PyKnownSet::has_exact)
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyKnownSet& self, py::args) { self.close(); });
+}
+
+}  // namespace redbloom::python

@@ -1,0 +1,81 @@
+"""Each error class, its built-in bases, and IncompleteWrite.committed when a server dies
+mid-batch."""
+
+import pickle
+import threading
+
+import pytest
+
+import redbloom
+
+
+def test_the_hierarchy_mirrors_the_library_and_the_builtins():
+    assert issubclass(redbloom.InvalidArgument, (redbloom.Error, ValueError))
+    assert issubclass(redbloom.FilterExists, redbloom.InvalidArgument)
+    assert issubclass(redbloom.NotFound, redbloom.InvalidArgument)
+    assert issubclass(redbloom.NotFound, LookupError)
+    assert issubclass(redbloom.StorageError, redbloom.Error)
+    assert issubclass(redbloom.StorageError, OSError)
+    assert issubclass(redbloom.FormatError, redbloom.StorageError)
+    assert issubclass(redbloom.IncompleteFilter, redbloom.FormatError)
+    assert issubclass(redbloom.IncompleteWrite, redbloom.StorageError)
+    error = redbloom.IncompleteWrite("lost", 7)
+    assert str(error) == "lost" and error.committed == 7
+    copy = pickle.loads(pickle.dumps(error))
+    assert copy.committed == 7 and str(copy) == "lost"
+
+
+def test_a_file_that_is_not_a_filter_is_a_format_error(workdir):
+    (workdir / "junk.rbf").write_bytes(b"x" * 4096)
+    with pytest.raises(redbloom.FormatError, match="not a redbloom filter"):
+        redbloom.open(str(workdir / "junk.rbf"))
+
+
+def test_an_unreadable_location_is_a_storage_error(workdir):
+    (workdir / "dir.rbf").mkdir()
+    with pytest.raises(redbloom.StorageError) as raised:
+        redbloom.open(str(workdir / "dir.rbf"))
+    assert isinstance(raised.value, OSError)
+
+
+def test_a_bad_uri_is_an_invalid_argument():
+    with pytest.raises(redbloom.InvalidArgument):
+        redbloom.open("redis://127.0.0.1:notaport#x", capacity=10)
+
+
+def test_no_server_is_a_storage_error():
+    from conftest import free_port
+    with pytest.raises(redbloom.StorageError):
+        redbloom.open("redis://127.0.0.1:%d#x" % free_port(), capacity=10)
+
+
+def test_a_server_killed_mid_batch_reports_what_was_committed(tmp_path):
+    from conftest import RedisServer
+    # Every write is on disk before its reply, so what was reported committed survives a kill.
+    server = RedisServer(tmp_path, "--appendonly", "yes", "--appendfsync", "always")
+    try:
+        f = redbloom.open(server.url + "#dying", capacity=1_000_000, error_rate=0.01)
+        items = ["event-%d" % i for i in range(1_000_000)]
+        outcome = {}
+
+        def writer():
+            try:
+                f.add_many(items)
+                outcome["finished"] = True
+            except redbloom.IncompleteWrite as e:
+                outcome["error"] = e
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        threading.Event().wait(0.5)
+        server.kill()
+        thread.join(120)
+        assert not thread.is_alive()
+        assert "finished" not in outcome, "the batch ended before the kill; make it larger"
+        error = outcome["error"]
+        assert isinstance(error, OSError) and 0 <= error.committed < len(items)
+        server.start()  # the same port and directory: the AOF is replayed
+        with redbloom.open(server.url + "#dying") as again:
+            assert all(again.contains_many(items[:error.committed]))
+    finally:
+        server.kill()
