@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Python benchmark (issue figures for docs/benchmarks.md): builds the Python package and
+# bench_local in Release, starts a private redis-server, and measures from /usr/bin/python3
+# 1M URLs through redbloom (file and Redis; list of str and numpy array) beside the seed's
+# Python Redis Bloom filter and a Python set; then the C++ batch path on the same kind of
+# filter (file, blocked, 1e6 URLs), for the per-item ratio.
+#   scripts/bench-python.sh [--runs 5] [--items 1000000] [--seed-items 100000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/private-redis.sh
+trap private_redis_cleanup EXIT
+private_redis_setup bench-python bench_local
+cmake -S . -B "$build" -DREDBLOOM_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
+cmake --build "$build" -j "$(nproc)" --target _redbloom >/dev/null
+private_redis_describe
+runs=5
+for ((i = 1; i <= $#; i++)); do [[ "${!i}" == "--runs" ]] && { j=$((i + 1)); runs=${!j}; }; done
+echo "== C++ batch path: file, blocked, 1e6 URLs (medians of $runs)"
+cxx=$("$build/bench/bench_local" --store=file --keys=url --n=1e6 \
+  --benchmark_filter='^file-url/blocked/batched/' --benchmark_repetitions="$runs" \
+  --benchmark_report_aggregates_only=true | grep '^| file-url/blocked/batched ')
+echo "$cxx"
+insert_ns=$(echo "$cxx" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
+hit_ns=$(echo "$cxx" | awk -F'|' '{gsub(/ /, "", $5); print $5}')
+echo "== Python ($(/usr/bin/python3 --version))"
+PYTHONPATH="$build/python" /usr/bin/python3 python/bench/bench_python.py --redis "$uri" \
+  --cxx-insert-ns "$insert_ns" --cxx-hit-ns "$hit_ns" "$@"
