@@ -29,11 +29,27 @@ def _on_loop(progress):
     return lambda done: loop.call_soon_threadsafe(progress, done)
 
 
-class Filter:
-    """An awaitable face of redbloom.Filter (the same filter: `.sync`)."""
+class _Awaitable:
+    """What both wrappers share: the wrapped object (`.sync`), flush, close, `async with`."""
 
-    def __init__(self, sync_filter):
-        self.sync = sync_filter
+    def __init__(self, sync):
+        self.sync = sync
+
+    async def flush(self):
+        return await _run(self.sync.flush)
+
+    async def close(self):
+        return await _run(self.sync.close)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+
+class Filter(_Awaitable):
+    """An awaitable face of redbloom.Filter (the same filter: `.sync`)."""
 
     async def add(self, item):
         return await _run(self.sync.add, item)
@@ -53,29 +69,14 @@ class Filter:
     async def info(self):
         return await _run(self.sync.info)
 
-    async def flush(self):
-        return await _run(self.sync.flush)
-
-    async def close(self):
-        return await _run(self.sync.close)
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.close()
-
 
 async def open(location, *args, **kwargs):
     """redbloom.open, awaited."""
     return Filter(await _run(_open_filter, location, *args, **kwargs))
 
 
-class KnownSet:
+class KnownSet(_Awaitable):
     """An awaitable face of redbloom.KnownSet (the seed's async manager, without blocking)."""
-
-    def __init__(self, sync_set):
-        self.sync = sync_set
 
     @classmethod
     async def open(cls, location, **kwargs):
@@ -92,15 +93,3 @@ class KnownSet:
 
     async def clear(self):
         return await _run(self.sync.clear)
-
-    async def flush(self):
-        return await _run(self.sync.flush)
-
-    async def close(self):
-        return await _run(self.sync.close)
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.close()
