@@ -35,11 +35,11 @@ TEST(PartitionView, SameBitsAndAnswersAsTheStoreAtEveryAlignment) {
         std::vector<std::uint8_t> buffer(params.partition_bytes() + 64, 0);
         PartitionView view(buffer.data() + offset, params);
         std::vector<std::uint8_t> newly(views.size());
-        EXPECT_EQ(view.add(views, newly.data()),
-                  static_cast<std::size_t>(std::count(expected_new.begin(), expected_new.end(), 1)));
+        EXPECT_EQ(view.add(views, newly.data()), static_cast<std::size_t>(std::count(
+                                                     expected_new.begin(), expected_new.end(), 1)));
         EXPECT_EQ(newly, expected_new);
-        EXPECT_EQ(std::memcmp(buffer.data() + offset, store.bytes().data(), params.partition_bytes()),
-                  0)
+        EXPECT_EQ(
+            std::memcmp(buffer.data() + offset, store.bytes().data(), params.partition_bytes()), 0)
             << "other bits than the store's";
         std::vector<std::uint8_t> present(views.size()), expected(views.size());
         EXPECT_EQ(view.contains(views, present.data()), views.size()) << "a false negative";

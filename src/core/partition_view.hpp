@@ -25,7 +25,9 @@ class PartitionView {
   // `bytes` holds at least partition_bits / 8 bytes; `params` is the filter's (only its layout,
   // k and partition size matter here).
   PartitionView(std::uint8_t* bytes, const FilterParams& params) noexcept
-      : bytes_(bytes), layout_(params.layout), hashes_(params.hashes),
+      : bytes_(bytes),
+        layout_(params.layout),
+        hashes_(params.hashes),
         partition_bits_(params.partition_bits) {}
 
   // newly[i] = 1 iff some bit of item i was 0; sets them. Items in order, so the second of two
