@@ -565,6 +565,11 @@ void set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
   run<Op::set>(bitmap, OwnedHashes{hashes, owned}, nullptr);
 }
 
+void test(const Bitmap& bitmap, std::span<const ItemHash> hashes,
+          std::span<const std::uint32_t> owned, std::uint8_t* present) {
+  run<Op::test>(bitmap, OwnedHashes{hashes, owned}, present);
+}
+
 __attribute__((target_clones("popcnt", "default"))) std::uint64_t popcount(std::uint64_t* words,
                                                                            std::uint64_t count) {
   std::uint64_t ones = 0;

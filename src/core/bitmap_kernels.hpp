@@ -56,6 +56,9 @@ void test_and_set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
 void set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
          std::span<const std::uint32_t> owned);
 void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* present);
+// The lookup for the items at `owned`, already hashed; present[j] is for owned[j].
+void test(const Bitmap& bitmap, std::span<const ItemHash> hashes,
+          std::span<const std::uint32_t> owned, std::uint8_t* present);
 // The blocked layout has an AVX2 path (and for one-item calls with k <= 8 an AVX-512 one),
 // chosen at run time by what the CPU has; every path sets identical bits. use_simd(false)
 // forces the scalar path (tests compare them) for the batch calls and for the one-item paths

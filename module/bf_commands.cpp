@@ -1,0 +1,416 @@
+// The BF.* commands, as RedisBloom 2.4 defines them (syntax, defaults, replies, error texts),
+// and RB.MADD / RB.MEXISTS: the same on a whole batch packed into one argument.
+#include "bf_commands.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "command_support.hpp"
+#include "core/chain_format.hpp"
+#include "core/packed_items.hpp"
+
+namespace redbloom::module {
+
+namespace {
+
+using AddResult = FilterChain::AddResult;
+
+// Adds every item, going on past one that cannot be added, as BF.MADD answers each item.
+// Returns whether any bit changed.
+bool add_all(FilterChain& chain, std::span<const std::string_view> items, AddResult* results) {
+  bool changed = false;
+  for (std::size_t done = 0; done < items.size();) {
+    done += chain.add(items.subspan(done), results + done);
+    if (done < items.size()) ++done;  // results[done] says why it was refused
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) changed |= results[i] == AddResult::added;
+  return changed;
+}
+
+void announce(RedisModuleCtx* ctx, const char* event, RedisModuleString* key) {
+  RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, event, key);
+  RedisModule_ReplicateVerbatim(ctx);
+}
+
+// The filter at `key`, created with `options` when missing and `create`; nullptr after an
+// error reply.
+FilterChain* filter_for_write(RedisModuleCtx* ctx, const OpenKey& key, bool create,
+                              const ChainOptions& options, bool* created) {
+  if (key.holds_other_type()) {
+    reply_error(ctx, module_api::kWrongTypeError);
+    return nullptr;
+  }
+  if (FilterChain* chain = key.filter()) return chain;
+  if (!create) {
+    reply_error(ctx, "ERR not found");
+    return nullptr;
+  }
+  *created = true;
+  return key.store(make_filter(options));
+}
+
+// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
+int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 4) return RedisModule_WrongArity(ctx);
+  ChainOptions options = default_options();
+  const auto error_rate = real(argv[2]);
+  if (!error_rate) return reply_error(ctx, "ERR bad error rate");
+  const auto capacity = integer(argv[3]);
+  if (!capacity || *capacity >= 0xffffffffLL) return reply_error(ctx, "ERR bad capacity");
+  if (!(*error_rate > 0 && *error_rate < 1))
+    return reply_error(ctx, "ERR 0 < error rate range < 1");
+  if (*capacity <= 0) return reply_error(ctx, "ERR (capacity should be larger than 0)");
+  options.error_rate = *error_rate;
+  options.capacity = static_cast<std::uint64_t>(*capacity);
+  bool expansion_given = false;
+  for (int i = 4; i < argc; ++i) {
+    if (is_option(argv[i], "NONSCALING")) {
+      options.scaling = false;
+    } else if (is_option(argv[i], "EXPANSION")) {
+      if (++i == argc) return reply_error(ctx, "ERR no expansion");
+      const auto expansion = integer(argv[i]);
+      if (!expansion) return reply_error(ctx, "ERR bad expansion");
+      if (*expansion <= 0 || *expansion > kMaxExpansion) {
+        return reply_error(ctx, "ERR expansion should be greater or equal to 1");
+      }
+      options.expansion = static_cast<std::uint32_t>(*expansion);
+      expansion_given = true;
+    } else {
+      return reply_error(ctx, "ERR unknown argument received");
+    }
+  }
+  if (expansion_given && !options.scaling) {
+    return reply_error(ctx, "ERR Non scaling filters cannot expand");
+  }
+  OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
+  if (!key.empty()) return reply_error(ctx, "ERR item exists");
+  key.store(make_filter(options));
+  RedisModule_ReplyWithSimpleString(ctx, "OK");
+  announce(ctx, "bf.reserve", argv[1]);
+  return module_api::kOk;
+}
+
+void reply_results(RedisModuleCtx* ctx, std::span<const AddResult> results) {
+  RedisModule_ReplyWithArray(ctx, static_cast<long>(results.size()));
+  for (AddResult result : results) {
+    if (result == AddResult::present || result == AddResult::added) {
+      RedisModule_ReplyWithLongLong(ctx, result == AddResult::added ? 1 : 0);
+    } else {
+      reply_error(ctx, refusal_message(result));
+    }
+  }
+}
+
+// BF.ADD key item
+int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  bool created = false;
+  FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
+  if (chain == nullptr) return module_api::kOk;
+  const std::string_view item = text(argv[2]);
+  AddResult result = AddResult::present;
+  const bool changed = add_all(*chain, {&item, 1}, &result);
+  if (result == AddResult::present || result == AddResult::added) {
+    RedisModule_ReplyWithLongLong(ctx, result == AddResult::added ? 1 : 0);
+  } else {
+    reply_error(ctx, refusal_message(result));
+  }
+  if (changed || created) announce(ctx, "bf.add", argv[1]);
+  return module_api::kOk;
+}
+
+// BF.MADD key item [item ...]
+int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 3) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  bool created = false;
+  FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
+  if (chain == nullptr) return module_api::kOk;
+  const std::vector<std::string_view> items = items_of(argv, 2, argc);
+  std::vector<AddResult> results(items.size());
+  const bool changed = add_all(*chain, items, results.data());
+  reply_results(ctx, results);
+  if (changed || created) announce(ctx, "bf.madd", argv[1]);
+  return module_api::kOk;
+}
+
+// BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE]
+//           [NONSCALING] ITEMS item [item ...]
+int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 4) return RedisModule_WrongArity(ctx);
+  ChainOptions options = default_options();
+  bool create = true;
+  bool expansion_given = false;
+  int items_at = -1;
+  for (int i = 2; i < argc && items_at < 0; ++i) {
+    if (is_option(argv[i], "ITEMS")) {
+      items_at = i + 1;
+    } else if (is_option(argv[i], "NOCREATE")) {
+      create = false;
+    } else if (is_option(argv[i], "NONSCALING")) {
+      options.scaling = false;
+    } else if (is_option(argv[i], "CAPACITY")) {
+      if (++i == argc) return RedisModule_WrongArity(ctx);
+      const auto capacity = integer(argv[i]);
+      if (!capacity || *capacity <= 0 || *capacity >= 0xffffffffLL) {
+        return reply_error(ctx, "ERR Bad capacity");
+      }
+      options.capacity = static_cast<std::uint64_t>(*capacity);
+    } else if (is_option(argv[i], "ERROR")) {
+      if (++i == argc) return RedisModule_WrongArity(ctx);
+      const auto error_rate = real(argv[i]);
+      if (!error_rate || !(*error_rate > 0 && *error_rate < 1)) {
+        return reply_error(ctx, "ERR Bad error rate");
+      }
+      options.error_rate = *error_rate;
+    } else if (is_option(argv[i], "EXPANSION")) {
+      if (++i == argc) return RedisModule_WrongArity(ctx);
+      const auto expansion = integer(argv[i]);
+      if (!expansion || *expansion <= 0 || *expansion > kMaxExpansion) {
+        return reply_error(ctx, "ERR Bad expansion");
+      }
+      options.expansion = static_cast<std::uint32_t>(*expansion);
+      expansion_given = true;
+    } else {
+      return reply_error(ctx, "ERR Unknown argument received");
+    }
+  }
+  if (items_at < 0 || items_at >= argc) return RedisModule_WrongArity(ctx);
+  if (expansion_given && !options.scaling) {
+    return reply_error(ctx, "ERR Non scaling filters cannot expand");
+  }
+  OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  bool created = false;
+  FilterChain* chain = filter_for_write(ctx, key, create, options, &created);
+  if (chain == nullptr) return module_api::kOk;
+  const std::vector<std::string_view> items = items_of(argv, items_at, argc);
+  std::vector<AddResult> results(items.size());
+  const bool changed = add_all(*chain, items, results.data());
+  reply_results(ctx, results);
+  if (changed || created) announce(ctx, "bf.insert", argv[1]);
+  return module_api::kOk;
+}
+
+// The filter at `key` for reading: nullptr with `missing` set when there is none, nullptr
+// after an error reply when the key holds another type.
+FilterChain* filter_for_read(RedisModuleCtx* ctx, const OpenKey& key, bool* missing) {
+  *missing = false;
+  if (key.holds_other_type()) {
+    reply_error(ctx, module_api::kWrongTypeError);
+    return nullptr;
+  }
+  FilterChain* chain = key.filter();
+  *missing = chain == nullptr;
+  return chain;
+}
+
+// BF.EXISTS key item
+int exists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr && !missing) return module_api::kOk;
+  std::uint8_t present = 0;
+  const std::string_view item = text(argv[2]);
+  if (chain != nullptr) chain->contains({&item, 1}, &present);
+  return RedisModule_ReplyWithLongLong(ctx, present);
+}
+
+// BF.MEXISTS key item [item ...]
+int mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 3) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr && !missing) return module_api::kOk;
+  const std::vector<std::string_view> items = items_of(argv, 2, argc);
+  std::vector<std::uint8_t> present(items.size(), 0);
+  if (chain != nullptr) chain->contains(items, present.data());
+  RedisModule_ReplyWithArray(ctx, static_cast<long>(items.size()));
+  for (std::uint8_t p : present) RedisModule_ReplyWithLongLong(ctx, p);
+  return module_api::kOk;
+}
+
+// BF.CARD key
+int card(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 2) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr && !missing) return module_api::kOk;
+  return RedisModule_ReplyWithLongLong(
+      ctx, chain == nullptr ? 0 : static_cast<long long>(chain->items()));
+}
+
+// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc < 2 || argc > 3) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
+  struct Field {
+    const char* option;
+    const char* label;
+    long long value;
+    bool null_when_nonscaling;
+  };
+  const Field fields[] = {
+      {"CAPACITY", "Capacity", static_cast<long long>(chain->capacity()), false},
+      {"SIZE", "Size", static_cast<long long>(memory_usage(*chain)), false},
+      {"FILTERS", "Number of filters", static_cast<long long>(chain->links().size()), false},
+      {"ITEMS", "Number of items inserted", static_cast<long long>(chain->items()), false},
+      {"EXPANSION", "Expansion rate", static_cast<long long>(chain->options().expansion), true},
+  };
+  auto reply_value = [&](const Field& field) {
+    if (field.null_when_nonscaling && !chain->options().scaling) {
+      RedisModule_ReplyWithNull(ctx);
+    } else {
+      RedisModule_ReplyWithLongLong(ctx, field.value);
+    }
+  };
+  if (argc == 3) {
+    for (const Field& field : fields) {
+      if (is_option(argv[2], field.option)) {
+        RedisModule_ReplyWithArray(ctx, 1);
+        reply_value(field);
+        return module_api::kOk;
+      }
+    }
+    return reply_error(ctx, "Invalid information value");
+  }
+  RedisModule_ReplyWithArray(ctx, 2 * static_cast<long>(std::size(fields)));
+  for (const Field& field : fields) {
+    RedisModule_ReplyWithSimpleString(ctx, field.label);
+    reply_value(field);
+  }
+  return module_api::kOk;
+}
+
+// BF.SCANDUMP key iterator: [1, header] for iterator 0, then [next, bits] until [0, ""].
+// `next` is one past the byte after the chunk, so BF.LOADCHUNK knows where the chunk goes.
+int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  const auto iterator = integer(argv[2]);
+  if (!iterator || *iterator < 0) return reply_error(ctx, "ERR Second argument must be numeric");
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
+  RedisModule_ReplyWithArray(ctx, 2);
+  if (*iterator == 0) {
+    const std::string header = chain_format::encode_header(*chain);
+    RedisModule_ReplyWithLongLong(ctx, 1);
+    RedisModule_ReplyWithStringBuffer(ctx, header.data(), header.size());
+    return module_api::kOk;
+  }
+  const auto offset = static_cast<std::uint64_t>(*iterator - 1);
+  const auto chunk = chain->bytes_at(offset, kDumpChunkBytes);
+  RedisModule_ReplyWithLongLong(
+      ctx, chunk.empty() ? 0 : static_cast<long long>(offset + chunk.size() + 1));
+  RedisModule_ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  return module_api::kOk;
+}
+
+// BF.LOADCHUNK key iterator data: iterator 1 makes the filter from a header (at an empty
+// key); a later one writes the chunk that ends at byte iterator - 1.
+int loadchunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 4) return RedisModule_WrongArity(ctx);
+  const auto iterator = integer(argv[2]);
+  if (!iterator || *iterator <= 0) return reply_error(ctx, "ERR Second argument must be numeric");
+  const std::string_view data = text(argv[3]);
+  OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
+  if (*iterator == 1) {
+    if (!key.empty()) return reply_error(ctx, "ERR item exists");
+    key.store(chain_format::decode_header(data, server_allocator(), settings().max_filter_bytes));
+  } else {
+    FilterChain* chain = key.filter();
+    if (chain == nullptr) return reply_error(ctx, "ERR not found");
+    const auto end = static_cast<std::uint64_t>(*iterator - 1);
+    if (data.size() > end ||
+        !chain->write_bytes_at(end - data.size(),
+                               {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()})) {
+      return reply_error(ctx, "ERR invalid offset - bad iterator");
+    }
+  }
+  RedisModule_ReplyWithSimpleString(ctx, "OK");
+  announce(ctx, "bf.loadchunk", argv[1]);
+  return module_api::kOk;
+}
+
+// RB.MADD key packed-items: BF.MADD's work on a batch in one argument (packed_items.hpp);
+// the reply is one string, a byte per item: 0 present, 1 added, 2 refused (a full
+// non-scaling filter or the memory limit). A missing filter is created as BF.MADD would.
+int packed_madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  const auto items = packed::split(text(argv[2]));
+  if (!items) return reply_error(ctx, "ERR packed items end inside an item");
+  OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  bool created = false;
+  FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
+  if (chain == nullptr) return module_api::kOk;
+  std::string answers(items->size(), '\0');
+  auto* results = reinterpret_cast<AddResult*>(answers.data());
+  static_assert(sizeof(AddResult) == 1);
+  const bool changed = add_all(*chain, *items, results);
+  for (char& answer : answers) answer = answer > 1 ? 2 : answer;
+  RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
+  if (changed || created) announce(ctx, "bf.madd", argv[1]);
+  return module_api::kOk;
+}
+
+// RB.MEXISTS key packed-items: one string, a byte per item, 1 when (probably) present.
+int packed_mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 3) return RedisModule_WrongArity(ctx);
+  const auto items = packed::split(text(argv[2]));
+  if (!items) return reply_error(ctx, "ERR packed items end inside an item");
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr && !missing) return module_api::kOk;
+  std::string answers(items->size(), '\0');
+  if (chain != nullptr) chain->contains(*items, reinterpret_cast<std::uint8_t*>(answers.data()));
+  return RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
+}
+
+template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
+int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return guarded(ctx, [&] { return Body(ctx, argv, argc); });
+}
+
+}  // namespace
+
+bool register_bf_commands(RedisModuleCtx* ctx) noexcept {
+  struct Command {
+    const char* name;
+    RedisModuleCmdFunc body;
+    const char* flags;
+  };
+  const Command commands[] = {
+      {"bf.reserve", guard<reserve>, "write deny-oom"},
+      {"bf.add", guard<add>, "write deny-oom"},
+      {"bf.madd", guard<madd>, "write deny-oom"},
+      {"bf.insert", guard<insert>, "write deny-oom"},
+      {"bf.exists", guard<exists>, "readonly fast"},
+      {"bf.mexists", guard<mexists>, "readonly fast"},
+      {"bf.card", guard<card>, "readonly fast"},
+      {"bf.info", guard<info>, "readonly fast"},
+      {"bf.scandump", guard<scandump>, "readonly"},
+      {"bf.loadchunk", guard<loadchunk>, "write deny-oom"},
+      {"rb.madd", guard<packed_madd>, "write deny-oom"},
+      {"rb.mexists", guard<packed_mexists>, "readonly"},
+  };
+  for (const Command& command : commands) {
+    if (RedisModule_CreateCommand(ctx, command.name, command.body, command.flags, 1, 1, 1) !=
+        module_api::kOk) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace redbloom::module

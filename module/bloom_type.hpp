@@ -1,0 +1,41 @@
+// The filter data type: a FilterChain as a Redis value, with its persistence (RDB, AOF
+// rewrite, DUMP/RESTORE, replication's full syncs), COPY and MEMORY USAGE; and the module's
+// load-time settings.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/filter_chain.hpp"
+#include "redis_module_api.hpp"
+
+namespace redbloom::module {
+
+struct Settings {
+  // What BF.ADD, BF.MADD and BF.INSERT create a missing filter with (RedisBloom's defaults).
+  std::uint64_t capacity = 100;
+  double error_rate = 0.01;
+  std::uint32_t expansion = 2;
+  Layout layout = Layout::blocked;
+  // No filter may grow past this (its bits, all links together): a typo in a capacity must
+  // not take the server's memory.
+  std::uint64_t max_filter_bytes = std::uint64_t{512} << 20;
+};
+Settings& settings() noexcept;
+
+// Memory the server accounts for (INFO memory, maxmemory).
+[[nodiscard]] ChainAllocator server_allocator() noexcept;
+
+// The type's name as TYPE shows it, and its RDB encoding version.
+inline constexpr const char* kTypeName = "redbloomF";
+inline constexpr int kEncodingVersion = 1;
+// Dumps (SCANDUMP, AOF rewrites, RDB) move bits in pieces of at most this many bytes.
+inline constexpr std::uint64_t kDumpChunkBytes = std::uint64_t{16} << 20;
+
+bool register_type(RedisModuleCtx* ctx) noexcept;
+[[nodiscard]] RedisModuleType* filter_type() noexcept;
+
+// The server's accounting of one filter: the chain, its links and their bits.
+[[nodiscard]] std::size_t memory_usage(const FilterChain& chain) noexcept;
+
+}  // namespace redbloom::module

@@ -1,0 +1,85 @@
+#include "command_support.hpp"
+
+#include <cctype>
+#include <string>
+
+namespace redbloom::module {
+
+std::string_view text(const RedisModuleString* argument) noexcept {
+  std::size_t length = 0;
+  const char* bytes = RedisModule_StringPtrLen(argument, &length);
+  return {bytes, length};
+}
+
+bool is_option(const RedisModuleString* argument, std::string_view name) noexcept {
+  const std::string_view given = text(argument);
+  if (given.size() != name.size()) return false;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (std::toupper(static_cast<unsigned char>(given[i])) !=
+        std::toupper(static_cast<unsigned char>(name[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<long long> integer(const RedisModuleString* argument) noexcept {
+  long long value = 0;
+  if (RedisModule_StringToLongLong(argument, &value) != module_api::kOk) return std::nullopt;
+  return value;
+}
+
+std::optional<double> real(const RedisModuleString* argument) noexcept {
+  double value = 0;
+  if (RedisModule_StringToDouble(argument, &value) != module_api::kOk) return std::nullopt;
+  return value;
+}
+
+std::vector<std::string_view> items_of(RedisModuleString** argv, int first, int argc) {
+  std::vector<std::string_view> items;
+  items.reserve(static_cast<std::size_t>(argc > first ? argc - first : 0));
+  for (int i = first; i < argc; ++i) items.push_back(text(argv[i]));
+  return items;
+}
+
+FilterChain* OpenKey::filter() const noexcept {
+  if (RedisModule_ModuleTypeGetType(key_) != filter_type()) return nullptr;
+  return static_cast<FilterChain*>(RedisModule_ModuleTypeGetValue(key_));
+}
+
+bool OpenKey::holds_other_type() const noexcept {
+  return !empty() && RedisModule_ModuleTypeGetType(key_) != filter_type();
+}
+
+FilterChain* OpenKey::store(std::unique_ptr<FilterChain> chain) const noexcept {
+  FilterChain* stored = chain.release();
+  RedisModule_ModuleTypeSetValue(key_, filter_type(), stored);
+  return stored;
+}
+
+ChainOptions default_options() noexcept {
+  const Settings& s = settings();
+  ChainOptions options;
+  options.capacity = s.capacity;
+  options.error_rate = s.error_rate;
+  options.expansion = s.expansion;
+  options.layout = s.layout;
+  options.max_bytes = s.max_filter_bytes;
+  return options;
+}
+
+std::unique_ptr<FilterChain> make_filter(const ChainOptions& options) {
+  return std::make_unique<FilterChain>(options, server_allocator());
+}
+
+int reply_error(RedisModuleCtx* ctx, const char* message) noexcept {
+  return RedisModule_ReplyWithError(ctx, message);
+}
+
+const char* refusal_message(FilterChain::AddResult result) noexcept {
+  return result == FilterChain::AddResult::full
+             ? "ERR non scaling filter is full"
+             : "ERR filter reached the module's memory limit per filter (max-filter-bytes)";
+}
+
+}  // namespace redbloom::module

@@ -1,0 +1,143 @@
+// The part of the Redis module API this module uses, declared from the documented API
+// (https://redis.io/docs/reference/modules/modules-api-ref/). Redis hands a module its
+// functions by name through RedisModule_GetApi, whose address is the first word of the
+// context passed to RedisModule_OnLoad; load_module_api() looks each one up.
+// No Debian package ships redismodule.h, so these declarations are the project's own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+struct RedisModuleCtx;
+struct RedisModuleKey;
+struct RedisModuleString;
+struct RedisModuleIO;
+struct RedisModuleType;
+struct RedisModuleDigest;
+struct RedisModuleDefragCtx;
+
+using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
+using RedisModuleTypeLoadFunc = void* (*)(RedisModuleIO* rdb, int encver);
+using RedisModuleTypeSaveFunc = void (*)(RedisModuleIO* rdb, void* value);
+using RedisModuleTypeAuxLoadFunc = int (*)(RedisModuleIO* rdb, int encver, int when);
+using RedisModuleTypeAuxSaveFunc = void (*)(RedisModuleIO* rdb, int when);
+using RedisModuleTypeRewriteFunc = void (*)(RedisModuleIO* aof, RedisModuleString* key,
+                                            void* value);
+using RedisModuleTypeMemUsageFunc = std::size_t (*)(const void* value);
+using RedisModuleTypeDigestFunc = void (*)(RedisModuleDigest* digest, void* value);
+using RedisModuleTypeFreeFunc = void (*)(void* value);
+using RedisModuleTypeFreeEffortFunc = std::size_t (*)(RedisModuleString* key, const void* value);
+using RedisModuleTypeUnlinkFunc = void (*)(RedisModuleString* key, const void* value);
+using RedisModuleTypeCopyFunc = void* (*)(RedisModuleString* fromkey, RedisModuleString* tokey,
+                                          const void* value);
+using RedisModuleTypeDefragFunc = int (*)(RedisModuleDefragCtx* ctx, RedisModuleString* key,
+                                          void** value);
+
+// Method table version 3 (Redis >= 6.2): the fields up to `defrag`. Redis reads only the
+// fields the declared version has.
+struct RedisModuleTypeMethods {
+  std::uint64_t version;
+  RedisModuleTypeLoadFunc rdb_load;
+  RedisModuleTypeSaveFunc rdb_save;
+  RedisModuleTypeRewriteFunc aof_rewrite;
+  RedisModuleTypeMemUsageFunc mem_usage;
+  RedisModuleTypeDigestFunc digest;
+  RedisModuleTypeFreeFunc free;
+  RedisModuleTypeAuxLoadFunc aux_load;
+  RedisModuleTypeAuxSaveFunc aux_save;
+  int aux_save_triggers;
+  RedisModuleTypeFreeEffortFunc free_effort;
+  RedisModuleTypeUnlinkFunc unlink;
+  RedisModuleTypeCopyFunc copy;
+  RedisModuleTypeDefragFunc defrag;
+};
+
+}  // extern "C"
+
+namespace redbloom::module_api {
+
+inline constexpr int kOk = 0;
+inline constexpr int kErr = 1;
+inline constexpr int kApiVersion1 = 1;
+inline constexpr std::uint64_t kTypeMethodVersion = 3;
+
+// Key open modes.
+inline constexpr int kRead = 1 << 0;
+inline constexpr int kWrite = 1 << 1;
+// RedisModule_KeyType answers.
+inline constexpr int kKeyTypeEmpty = 0;
+inline constexpr int kKeyTypeString = 1;
+inline constexpr int kKeyTypeModule = 6;
+// Keyspace notification class of module commands' events.
+inline constexpr int kNotifyGeneric = 1 << 2;
+// RedisModule_SetModuleOptions: loading functions report errors instead of exiting.
+inline constexpr int kOptionHandleIoErrors = 1 << 0;
+// RedisModule_ReplyWithArray: the length is set later with RedisModule_ReplySetArrayLength.
+inline constexpr long kPostponedLength = -1;
+// Log levels.
+inline constexpr const char* kLogWarning = "warning";
+inline constexpr const char* kLogNotice = "notice";
+
+inline constexpr const char* kWrongTypeError =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+}  // namespace redbloom::module_api
+
+// The functions, as pointers filled in by load_module_api().
+#define REDBLOOM_MODULE_FUNCTIONS(X)                                                           \
+  X(void*, Alloc, (std::size_t bytes))                                                         \
+  X(void, Free, (void* ptr))                                                                   \
+  X(void, SetModuleAttribs, (RedisModuleCtx * ctx, const char* name, int ver, int apiver))     \
+  X(int, IsModuleNameBusy, (const char* name))                                                 \
+  X(int, CreateCommand,                                                                        \
+    (RedisModuleCtx * ctx, const char* name, RedisModuleCmdFunc cmdfunc, const char* strflags, \
+     int firstkey, int lastkey, int keystep))                                                  \
+  X(RedisModuleType*, CreateDataType,                                                          \
+    (RedisModuleCtx * ctx, const char* name, int encver, RedisModuleTypeMethods* typemethods)) \
+  X(void, SetModuleOptions, (RedisModuleCtx * ctx, int options))                               \
+  X(RedisModuleKey*, OpenKey, (RedisModuleCtx * ctx, RedisModuleString * keyname, int mode))   \
+  X(void, CloseKey, (RedisModuleKey * kp))                                                     \
+  X(int, KeyType, (RedisModuleKey * kp))                                                       \
+  X(std::size_t, ValueLength, (RedisModuleKey * kp))                                           \
+  X(char*, StringDMA, (RedisModuleKey * key, std::size_t * len, int mode))                     \
+  X(RedisModuleType*, ModuleTypeGetType, (RedisModuleKey * key))                               \
+  X(void*, ModuleTypeGetValue, (RedisModuleKey * key))                                         \
+  X(int, ModuleTypeSetValue, (RedisModuleKey * key, RedisModuleType * mt, void* value))        \
+  X(const char*, StringPtrLen, (const RedisModuleString* str, std::size_t* len))               \
+  X(int, StringToLongLong, (const RedisModuleString* str, long long* ll))                      \
+  X(int, StringToDouble, (const RedisModuleString* str, double* d))                            \
+  X(int, WrongArity, (RedisModuleCtx * ctx))                                                   \
+  X(int, ReplyWithError, (RedisModuleCtx * ctx, const char* err))                              \
+  X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long ll))                              \
+  X(int, ReplyWithSimpleString, (RedisModuleCtx * ctx, const char* msg))                       \
+  X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char* buf, std::size_t len))      \
+  X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                     \
+  X(void, ReplySetArrayLength, (RedisModuleCtx * ctx, long len))                               \
+  X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                \
+  X(int, ReplicateVerbatim, (RedisModuleCtx * ctx))                                            \
+  X(int, NotifyKeyspaceEvent,                                                                  \
+    (RedisModuleCtx * ctx, int type, const char* event, RedisModuleString* key))               \
+  X(void, SaveUnsigned, (RedisModuleIO * io, std::uint64_t value))                             \
+  X(std::uint64_t, LoadUnsigned, (RedisModuleIO * io))                                         \
+  X(void, SaveStringBuffer, (RedisModuleIO * io, const char* str, std::size_t len))            \
+  X(char*, LoadStringBuffer, (RedisModuleIO * io, std::size_t * lenptr))                       \
+  X(int, IsIOError, (RedisModuleIO * io))                                                      \
+  X(void, EmitAOF, (RedisModuleIO * io, const char* cmdname, const char* fmt, ...))            \
+  X(void, DigestAddStringBuffer, (RedisModuleDigest * md, const char* ele, std::size_t len))   \
+  X(void, DigestEndSequence, (RedisModuleDigest * md))                                         \
+  X(void, Log, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                \
+  X(void, LogIOError, (RedisModuleIO * io, const char* levelstr, const char* fmt, ...))
+
+#define REDBLOOM_DECLARE_MODULE_FUNCTION(ret, name, args) extern ret(*RedisModule_##name) args;
+extern "C" {
+REDBLOOM_MODULE_FUNCTIONS(REDBLOOM_DECLARE_MODULE_FUNCTION)
+}
+#undef REDBLOOM_DECLARE_MODULE_FUNCTION
+
+namespace redbloom::module_api {
+// Fills every pointer above; false (and the name of the first missing one) when the server
+// lacks one, as a server older than the API this module needs would.
+bool load(RedisModuleCtx* ctx, const char** missing) noexcept;
+}  // namespace redbloom::module_api

@@ -1,0 +1,132 @@
+#include "core/chain_format.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "redbloom/error.hpp"
+#include "redbloom/hash.hpp"
+
+namespace redbloom::chain_format {
+
+namespace {
+
+constexpr std::string_view kMagic{"rbchain\x01", 8};
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  template <class T>
+  void put(T value) {
+    static_assert(std::endian::native == std::endian::little, "the format is little-endian");
+    char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    out_.append(bytes, sizeof(T));
+  }
+
+ private:
+  std::string& out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  template <class T>
+  T get(const char* field) {
+    if (in_.size() - at_ < sizeof(T) || at_ > in_.size()) {
+      throw FormatError(std::string("filter header ends before its field '") + field + "'");
+    }
+    T value;
+    std::memcpy(&value, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return value;
+  }
+  [[nodiscard]] bool at_end() const noexcept { return at_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::string encode_header(const FilterChain& chain) {
+  std::string out(kMagic);
+  Writer w(out);
+  const ChainOptions& o = chain.options();
+  w.put(static_cast<std::uint32_t>(o.layout));
+  w.put(o.expansion);
+  w.put(static_cast<std::uint8_t>(o.scaling ? 1 : 0));
+  w.put(o.error_rate);
+  w.put(o.capacity);
+  w.put(static_cast<std::uint32_t>(chain.links().size()));
+  for (const FilterChain::Link& link : chain.links()) {
+    w.put(link.params.hashes);
+    w.put(link.params.partitions);
+    w.put(link.params.partition_bits);
+    w.put(link.params.capacity);
+    w.put(link.params.error_rate);
+    w.put(link.target_error);
+    w.put(link.items);
+    w.put(link.params.hash_scheme);
+  }
+  return out;
+}
+
+std::unique_ptr<FilterChain> decode_header(std::string_view header, ChainAllocator allocator,
+                                           std::uint64_t max_bytes) {
+  if (header.substr(0, kMagic.size()) != kMagic) {
+    throw FormatError("not a redbloom filter header (wrong magic or format version)");
+  }
+  Reader r(header.substr(kMagic.size()));
+  ChainOptions options;
+  const auto layout = r.get<std::uint32_t>("layout");
+  if (layout != static_cast<std::uint32_t>(Layout::classic) &&
+      layout != static_cast<std::uint32_t>(Layout::blocked)) {
+    throw FormatError("filter header names unknown layout " + std::to_string(layout));
+  }
+  options.layout = static_cast<Layout>(layout);
+  options.expansion = r.get<std::uint32_t>("expansion");
+  const auto scaling = r.get<std::uint8_t>("scaling");
+  if (scaling > 1) throw FormatError("filter header has a bad scaling flag");
+  options.scaling = scaling == 1;
+  options.error_rate = r.get<double>("error_rate");
+  options.capacity = r.get<std::uint64_t>("capacity");
+  options.max_bytes = max_bytes;
+  const auto links = r.get<std::uint32_t>("links");
+  if (links < 1 || links > kMaxLinks || (!options.scaling && links != 1)) {
+    throw FormatError("filter header has " + std::to_string(links) + " links");
+  }
+  std::unique_ptr<FilterChain> chain;
+  try {
+    chain = std::make_unique<FilterChain>(options, allocator, nullptr);
+  } catch (const InvalidArgument& e) {
+    throw FormatError(std::string("filter header: ") + e.what());
+  }
+  for (std::uint32_t i = 0; i < links; ++i) {
+    FilterParams params;
+    params.layout = options.layout;
+    params.hashes = r.get<std::uint32_t>("hashes");
+    params.partitions = r.get<std::uint64_t>("partitions");
+    params.partition_bits = r.get<std::uint64_t>("partition_bits");
+    params.capacity = r.get<std::uint64_t>("link capacity");
+    params.error_rate = r.get<double>("link error rate");
+    const auto target = r.get<double>("link target error");
+    const auto items = r.get<std::uint64_t>("link items");
+    params.hash_scheme = r.get<std::uint32_t>("hash scheme");
+    if (!is_known_hash_scheme(params.hash_scheme)) {
+      throw FormatError("filter header names unknown hash scheme " +
+                        std::to_string(params.hash_scheme));
+    }
+    if (params.capacity < 1 || items > params.capacity || !(target > 0 && target < 1) ||
+        !std::isfinite(params.error_rate)) {
+      throw FormatError("filter header has a bad link " + std::to_string(i));
+    }
+    // validate() refuses impossible sizes and counts; the chain refuses sizes over its limit.
+    chain->add_link_with_params(params, target, items);
+  }
+  if (!r.at_end()) throw FormatError("filter header has trailing bytes");
+  return chain;
+}
+
+}  // namespace redbloom::chain_format

@@ -1,0 +1,266 @@
+#include "core/filter_chain.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "redbloom/error.hpp"
+#include "redbloom/sizing.hpp"
+
+namespace redbloom {
+
+namespace {
+
+// A link is one in-memory filter: no Redis string holds it, but its partitions keep Redis's
+// limit so that its bytes could be copied into one.
+constexpr std::uint64_t kLinkPartitionBytes = kRedisMaxStringBits / 8;
+// Link i's capacity is capacity x expansion^i: past this it no longer counts items exactly.
+constexpr double kMaxLinkCapacity = 9007199254740992.0;  // 2^53
+
+void* allocate_with_malloc(std::size_t bytes) {
+  return std::malloc(bytes);
+}
+void release_with_free(void* pointer) {
+  std::free(pointer);
+}
+
+void check_options(const ChainOptions& options) {
+  if (options.capacity < 1) throw InvalidArgument("capacity must be at least 1");
+  if (!(options.error_rate > 0.0 && options.error_rate < 1.0)) {
+    throw InvalidArgument("error rate must be above 0 and below 1");
+  }
+  if (options.expansion < 1 || options.expansion > kMaxExpansion) {
+    throw InvalidArgument("expansion must be between 1 and " + std::to_string(kMaxExpansion));
+  }
+}
+
+}  // namespace
+
+ChainAllocator default_chain_allocator() noexcept {
+  return {allocate_with_malloc, release_with_free};
+}
+
+FilterChain::FilterChain(const ChainOptions& options, ChainAllocator allocator, std::nullptr_t)
+    : options_(options), allocator_(allocator) {
+  check_options(options_);
+}
+
+FilterChain::FilterChain(const ChainOptions& options, ChainAllocator allocator)
+    : FilterChain(options, allocator, nullptr) {
+  double target = 0;
+  const FilterParams first = link_params(0, &target);
+  if (options_.max_bytes != 0 && first.total_bytes() > options_.max_bytes) {
+    throw InvalidArgument("a filter for " + std::to_string(options_.capacity) +
+                          " items at this error rate needs " + format_bytes(first.total_bytes()) +
+                          ", over the limit of " + format_bytes(options_.max_bytes) +
+                          " per filter");
+  }
+  add_link_with_params(first, target, 0);
+}
+
+FilterChain::~FilterChain() {
+  release();
+}
+
+void FilterChain::release() noexcept {
+  for (Link& link : links_) allocator_.release(link.allocation);
+  links_.clear();
+}
+
+std::unique_ptr<FilterChain> FilterChain::clone() const {
+  auto copy = std::make_unique<FilterChain>(options_, allocator_, nullptr);
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const Link& link = links_[i];
+    copy->add_link_with_params(link.params, link.target_error, link.items);
+    std::memcpy(copy->links_.back().words, link.words, link.params.total_bytes());
+  }
+  return copy;
+}
+
+FilterParams FilterChain::link_params(std::size_t index, double* target_error) const {
+  const double capacity = static_cast<double>(options_.capacity) *
+                          std::pow(static_cast<double>(options_.expansion), double(index));
+  if (!(capacity <= kMaxLinkCapacity)) {
+    throw InvalidArgument("the next link would hold more than 2^53 items");
+  }
+  double target = options_.error_rate;
+  if (options_.scaling) target *= std::pow(kTighteningRatio, double(index + 1));
+  *target_error = target;
+  // Sizing refuses rates above 0.5 (most absent items would read as present); a link sized
+  // for 0.5 meets any higher target.
+  return size_filter(std::floor(capacity), std::min(target, kMaxErrorRate), options_.layout,
+                     kLinkPartitionBytes);
+}
+
+FilterParams FilterChain::next_link_params(double* target_error) const {
+  return link_params(links_.size(), target_error);
+}
+
+FilterChain::Link& FilterChain::add_link_with_params(const FilterParams& params,
+                                                     double target_error, std::uint64_t items) {
+  validate(params, /*from_storage=*/true);
+  const std::uint64_t bytes = params.total_bytes();
+  if (options_.max_bytes != 0 && this->bytes() + bytes > options_.max_bytes) {
+    throw InvalidArgument("the filter would grow to " + format_bytes(this->bytes() + bytes) +
+                          ", over the limit of " + format_bytes(options_.max_bytes) +
+                          " per filter");
+  }
+  void* allocation = allocator_.allocate(bytes + 63);
+  if (allocation == nullptr) throw StorageError("out of memory for " + format_bytes(bytes));
+  auto address = reinterpret_cast<std::uintptr_t>(allocation);
+  auto* words = reinterpret_cast<std::uint64_t*>((address + 63) & ~std::uintptr_t{63});
+  std::memset(words, 0, bytes);
+  Link link;
+  link.params = params;
+  link.target_error = target_error;
+  link.items = items;
+  link.words = words;
+  link.allocation = allocation;
+  link.bitmap = kernels::make_bitmap(words, params, /*private_memory=*/true);
+  links_.push_back(link);
+  return links_.back();
+}
+
+void FilterChain::grow() {
+  double target = 0;
+  const FilterParams next = next_link_params(&target);
+  add_link_with_params(next, target, 0);
+}
+
+std::uint64_t FilterChain::items() const noexcept {
+  std::uint64_t total = 0;
+  for (const Link& link : links_) total += link.items;
+  return total;
+}
+
+std::uint64_t FilterChain::capacity() const noexcept {
+  std::uint64_t total = 0;
+  for (const Link& link : links_) total += link.params.capacity;
+  return total;
+}
+
+std::uint64_t FilterChain::bytes() const noexcept {
+  std::uint64_t total = 0;
+  for (const Link& link : links_) total += link.params.total_bytes();
+  return total;
+}
+
+std::span<std::uint8_t> FilterChain::link_bytes(std::size_t i) noexcept {
+  return {reinterpret_cast<std::uint8_t*>(links_[i].words), links_[i].params.total_bytes()};
+}
+
+std::span<const std::uint8_t> FilterChain::link_bytes(std::size_t i) const noexcept {
+  return {reinterpret_cast<const std::uint8_t*>(links_[i].words), links_[i].params.total_bytes()};
+}
+
+std::span<const std::uint8_t> FilterChain::bytes_at(std::uint64_t offset,
+                                                    std::uint64_t max) const noexcept {
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const std::span<const std::uint8_t> link = link_bytes(i);
+    if (offset < link.size()) return link.subspan(offset, std::min(max, link.size() - offset));
+    offset -= link.size();
+  }
+  return {};
+}
+
+bool FilterChain::write_bytes_at(std::uint64_t offset,
+                                 std::span<const std::uint8_t> bytes) noexcept {
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const std::span<std::uint8_t> link = link_bytes(i);
+    if (offset < link.size()) {
+      if (bytes.size() > link.size() - offset) return false;
+      std::memcpy(link.data() + offset, bytes.data(), bytes.size());
+      return true;
+    }
+    offset -= link.size();
+  }
+  return false;
+}
+
+std::size_t FilterChain::add(std::span<const std::string_view> items, AddResult* results) {
+  const std::size_t n = items.size();
+  hashes_.resize(n);
+  kernels::hash_items(items, hashes_.data());
+  std::size_t done = 0;
+  while (done < n) {
+    Link* newest = &links_.back();
+    if (newest->items >= newest->params.capacity) {
+      // Full: a link is added only when a new item arrives, so one item at a time.
+      order_.assign(1, static_cast<std::uint32_t>(done));
+      bool present = false;
+      for (const Link& link : links_) {
+        std::uint8_t hit = 0;
+        kernels::test(link.bitmap, hashes_, order_, &hit);
+        if (hit != 0) {
+          present = true;
+          break;
+        }
+      }
+      if (present) {
+        results[done++] = AddResult::present;
+        continue;
+      }
+      if (!options_.scaling) {
+        results[done] = AddResult::full;
+        return done;
+      }
+      try {
+        grow();
+      } catch (const InvalidArgument&) {
+        results[done] = AddResult::over_limit;
+        return done;
+      }
+      newest = &links_.back();
+    }
+    const std::size_t chunk = static_cast<std::size_t>(
+        std::min<std::uint64_t>(n - done, newest->params.capacity - newest->items));
+    order_.resize(chunk);
+    for (std::size_t j = 0; j < chunk; ++j) order_[j] = static_cast<std::uint32_t>(done + j);
+    for (std::size_t j = 0; j < chunk; ++j) results[done + j] = AddResult::present;
+    // Absent from every older link first; the survivors are tested-and-set in the newest.
+    flags_.resize(chunk);
+    for (std::size_t l = 0; l + 1 < links_.size() && !order_.empty(); ++l) {
+      kernels::test(links_[l].bitmap, hashes_, order_, flags_.data());
+      std::size_t kept = 0;
+      for (std::size_t j = 0; j < order_.size(); ++j) {
+        order_[kept] = order_[j];
+        kept += flags_[j] == 0;
+      }
+      order_.resize(kept);
+    }
+    kernels::test_and_set(newest->bitmap, hashes_, order_, flags_.data());
+    for (std::size_t j = 0; j < order_.size(); ++j) {
+      if (flags_[j] != 0) results[order_[j]] = AddResult::added;
+      newest->items += flags_[j];
+    }
+    done += chunk;
+  }
+  return done;
+}
+
+void FilterChain::contains(std::span<const std::string_view> items, std::uint8_t* present) const {
+  const std::size_t n = items.size();
+  hashes_.resize(n);
+  kernels::hash_items(items, hashes_.data());
+  order_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    order_[i] = static_cast<std::uint32_t>(i);
+    present[i] = 0;
+  }
+  flags_.resize(n);
+  // Newest first: in a grown chain most items live in the largest links.
+  for (std::size_t l = links_.size(); l-- > 0 && !order_.empty();) {
+    kernels::test(links_[l].bitmap, hashes_, order_, flags_.data());
+    std::size_t kept = 0;
+    for (std::size_t j = 0; j < order_.size(); ++j) {
+      present[order_[j]] = flags_[j];
+      order_[kept] = order_[j];
+      kept += flags_[j] == 0;
+    }
+    order_.resize(kept);
+  }
+}
+
+}  // namespace redbloom

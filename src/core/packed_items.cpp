@@ -1,0 +1,36 @@
+#include "core/packed_items.hpp"
+
+namespace redbloom::packed {
+
+void append(std::string& out, std::string_view item) {
+  const auto length = static_cast<std::uint32_t>(item.size());
+  const char prefix[4] = {static_cast<char>(length), static_cast<char>(length >> 8),
+                          static_cast<char>(length >> 16), static_cast<char>(length >> 24)};
+  out.append(prefix, 4);
+  out.append(item);
+}
+
+void append_all(std::string& out, std::span<const std::string_view> items) {
+  std::size_t bytes = 0;
+  for (std::string_view item : items) bytes += 4 + item.size();
+  out.reserve(out.size() + bytes);
+  for (std::string_view item : items) append(out, item);
+}
+
+std::optional<std::vector<std::string_view>> split(std::string_view bytes) {
+  std::vector<std::string_view> items;
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    if (bytes.size() - at < 4) return std::nullopt;
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data() + at);
+    const std::uint64_t length = std::uint64_t{p[0]} | std::uint64_t{p[1]} << 8 |
+                                 std::uint64_t{p[2]} << 16 | std::uint64_t{p[3]} << 24;
+    at += 4;
+    if (bytes.size() - at < length) return std::nullopt;
+    items.push_back(bytes.substr(at, length));
+    at += length;
+  }
+  return items;
+}
+
+}  // namespace redbloom::packed
