@@ -1,6 +1,7 @@
 #include "partition_ops.hpp"
 
 #include "core/layout.hpp"
+#include "core/packed_items.hpp"
 #include "redbloom/sizing.hpp"
 
 namespace redbloom::redis {
@@ -187,10 +188,89 @@ class StockCommands final : public PartitionCommands {
   FilterParams params_;
 };
 
+// redbloom's module (module/partition_commands.cpp): one command per unit, the items packed in
+// one argument and hashed on the server, which checks the partition's length itself, in the
+// same command, so no STRLEN brackets are needed.
+class ModuleCommands final : public PartitionCommands {
+ public:
+  explicit ModuleCommands(const FilterParams& params) : params_(params) {}
+
+  [[nodiscard]] std::size_t unit_items(bool) const override { return kCommandItems; }
+
+  std::size_t encode_test_and_set(CommandBuffer& out, const PartitionKey& partition,
+                                  const UnitItems& unit) const override {
+    encode(out, "RB.PARTADD", partition, unit);
+    return 1;
+  }
+  void decode_test_and_set(Replies replies, const PartitionKey& partition, const UnitItems& unit,
+                           std::uint8_t* newly) const override {
+    decode(replies, partition, unit, newly);
+  }
+  std::size_t encode_lookup(CommandBuffer& out, const PartitionKey& partition,
+                            const UnitItems& unit) const override {
+    encode(out, "RB.PARTEXISTS", partition, unit);
+    return 1;
+  }
+  void decode_lookup(Replies replies, const PartitionKey& partition, const UnitItems& unit,
+                     std::uint8_t* present) const override {
+    decode(replies, partition, unit, present);
+  }
+
+ private:
+  // NAME key sealed-length layout hashes partition-bits partitions index packed-items
+  void encode(CommandBuffer& out, std::string_view name, const PartitionKey& partition,
+              const UnitItems& unit) const {
+    packed_.clear();
+    for (const std::uint32_t i : unit.order) packed::append(packed_, unit.items[i]);
+    // A unit's items share one partition (they were grouped by it).
+    const std::uint64_t index =
+        unit.order.empty() ? 0
+                           : layout::partition_of(unit.hashes[unit.order[0]], params_.partitions);
+    out.begin(9);
+    out.arg(name);
+    out.arg(partition.key);
+    out.arg(partition.sealed_length);
+    out.arg(to_string(params_.layout));
+    out.arg(std::uint64_t{params_.hashes});
+    out.arg(params_.partition_bits);
+    out.arg(params_.partitions);
+    out.arg(index);
+    out.arg(std::string_view{packed_});
+  }
+
+  // One string, a byte per item; an error that starts with REDBLOOMLOST is a lost partition.
+  static void decode(Replies replies, const PartitionKey& partition, const UnitItems& unit,
+                     std::uint8_t* answers) {
+    if (replies.size() != 1) throw ReplyProblem("missing replies", false);
+    const redisReply& reply = *replies[0];
+    if (is_error(reply) && text_of(reply).starts_with("REDBLOOMLOST")) {
+      throw ReplyProblem("partition key '" + std::string(partition.key) +
+                             "': " + std::string(text_of(reply).substr(13)) +
+                             ": it vanished or changed while the filter was in use (evicted "
+                             "under maxmemory? flushed? deleted?) and the items in it are lost",
+                         true);
+    }
+    expect_type(reply, REDIS_REPLY_STRING, "redbloom module command");
+    if (reply.len != unit.order.size()) {
+      throw ReplyProblem("module reply has " + std::to_string(reply.len) + " answers for " +
+                             std::to_string(unit.order.size()) + " items",
+                         false);
+    }
+    for (std::size_t j = 0; j < reply.len; ++j) answers[j] = reply.str[j] != 0 ? 1 : 0;
+  }
+
+  FilterParams params_;
+  mutable std::string packed_;
+};
+
 }  // namespace
 
 std::unique_ptr<PartitionCommands> stock_partition_commands(const FilterParams& params) {
   return std::make_unique<StockCommands>(params);
+}
+
+std::unique_ptr<PartitionCommands> module_partition_commands(const FilterParams& params) {
+  return std::make_unique<ModuleCommands>(params);
 }
 
 std::size_t encode_length_check(CommandBuffer& out, const PartitionKey& partition) {

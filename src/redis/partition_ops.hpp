@@ -77,6 +77,14 @@ class PartitionCommands {
 [[nodiscard]] std::unique_ptr<PartitionCommands> stock_partition_commands(
     const FilterParams& params);
 
+// Where the server has redbloom's module (module/partition_commands.cpp):
+//   test-and-set  RB.PARTADD key sealed-length layout hashes partition-bits partitions index items
+//   lookup        RB.PARTEXISTS key (the same arguments)
+// one command per unit, the items packed in one argument (core/packed_items.hpp) and hashed
+// on the server, which checks the sealed length inside the command; same bits as stock Redis.
+[[nodiscard]] std::unique_ptr<PartitionCommands> module_partition_commands(
+    const FilterParams& params);
+
 // STRLEN key: the length check alone (the first of a multi-unit transfer).
 std::size_t encode_length_check(CommandBuffer& out, const PartitionKey& partition);
 void decode_length_check(const redisReply& reply, const PartitionKey& partition);

@@ -180,6 +180,19 @@ void or_into(RedisStore::State& s, std::span<const Delta> deltas) {
       OnLostNode::retry);
 }
 
+// redbloom's module answers RB.VERSION with the version of its partition commands; a server
+// without it answers "unknown command". Its commands are used only where every master has it
+// (a cluster sends each partition's commands to whichever master serves it).
+bool module_on_every_master(redis::Router& router) {
+  bool everywhere = true;
+  redis::for_each_master(router, [&](std::uint16_t slot) {
+    if (!everywhere) return;
+    const redis::Reply reply = router.call(slot, {std::string_view{"RB.VERSION"}});
+    everywhere = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+  });
+  return everywhere;
+}
+
 }  // namespace
 
 void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& spec,
@@ -196,7 +209,8 @@ void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& s
     slots.push_back(redis::slot_of(keys.back()));
     if (sharding::shard_of_partition(i, spec.count) == spec.index) owned.push_back(i);
   }
-  commands = redis::stock_partition_commands(params);
+  commands = module_on_every_master(*router) ? redis::module_partition_commands(params)
+                                             : redis::stock_partition_commands(params);
 }
 
 redis::PartSet RedisStore::State::owned_parts() const {
