@@ -2,12 +2,15 @@
 // and RB.MADD / RB.MEXISTS: the same on a whole batch packed into one argument.
 #include "bf_commands.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 
 #include "command_support.hpp"
 #include "core/chain_format.hpp"
 #include "core/packed_items.hpp"
+#include "redbloom/error.hpp"
 
 namespace redbloom::module {
 
@@ -15,15 +18,12 @@ namespace {
 
 using AddResult = FilterChain::AddResult;
 
-// Adds every item, going on past one that cannot be added, as BF.MADD answers each item.
-// Returns whether any bit changed.
+// Adds items in order up to the first that cannot be added (results[i] says why); the items
+// after it are neither added nor answered. Returns whether any bit changed.
 bool add_all(FilterChain& chain, std::span<const std::string_view> items, AddResult* results) {
+  const std::size_t done = chain.add(items, results);
   bool changed = false;
-  for (std::size_t done = 0; done < items.size();) {
-    done += chain.add(items.subspan(done), results + done);
-    if (done < items.size()) ++done;  // results[done] says why it was refused
-  }
-  for (std::size_t i = 0; i < items.size(); ++i) changed |= results[i] == AddResult::added;
+  for (std::size_t i = 0; i < done; ++i) changed |= results[i] == AddResult::added;
   return changed;
 }
 
@@ -49,38 +49,41 @@ FilterChain* filter_for_write(RedisModuleCtx* ctx, const OpenKey& key, bool crea
   return key.store(make_filter(options));
 }
 
+// RedisBloom finds an option word anywhere in the arguments (RMUtil_ArgIndex), unknown words
+// are ignored; the same here, for identical replies.
+int find_option(RedisModuleString** argv, int argc, std::string_view name) {
+  for (int i = 1; i < argc; ++i) {
+    if (is_option(argv[i], name)) return i;
+  }
+  return -1;
+}
+
 // BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
 int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 4) return RedisModule_WrongArity(ctx);
+  if (argc < 4 || argc > 7) return RedisModule_WrongArity(ctx);
   ChainOptions options = default_options();
   const auto error_rate = real(argv[2]);
   if (!error_rate) return reply_error(ctx, "ERR bad error rate");
+  if (!(*error_rate > 0 && *error_rate < 1)) {
+    return reply_error(ctx, "ERR (0 < error rate range < 1) ");
+  }
   const auto capacity = integer(argv[3]);
-  if (!capacity || *capacity >= 0xffffffffLL) return reply_error(ctx, "ERR bad capacity");
-  if (!(*error_rate > 0 && *error_rate < 1))
-    return reply_error(ctx, "ERR 0 < error rate range < 1");
+  if (!capacity) return reply_error(ctx, "ERR bad capacity");
   if (*capacity <= 0) return reply_error(ctx, "ERR (capacity should be larger than 0)");
   options.error_rate = *error_rate;
   options.capacity = static_cast<std::uint64_t>(*capacity);
-  bool expansion_given = false;
-  for (int i = 4; i < argc; ++i) {
-    if (is_option(argv[i], "NONSCALING")) {
-      options.scaling = false;
-    } else if (is_option(argv[i], "EXPANSION")) {
-      if (++i == argc) return reply_error(ctx, "ERR no expansion");
-      const auto expansion = integer(argv[i]);
-      if (!expansion) return reply_error(ctx, "ERR bad expansion");
-      if (*expansion <= 0 || *expansion > kMaxExpansion) {
-        return reply_error(ctx, "ERR expansion should be greater or equal to 1");
-      }
-      options.expansion = static_cast<std::uint32_t>(*expansion);
-      expansion_given = true;
-    } else {
-      return reply_error(ctx, "ERR unknown argument received");
+  options.scaling = find_option(argv, argc, "NONSCALING") < 0;
+  if (const int at = find_option(argv, argc, "EXPANSION"); at >= 0) {
+    if (at + 1 == argc) return reply_error(ctx, "ERR no expansion");
+    if (!options.scaling) return reply_error(ctx, "Nonscaling filters cannot expand");
+    const auto expansion = integer(argv[at + 1]);
+    if (!expansion) return reply_error(ctx, "ERR bad expansion");
+    // RedisBloom takes 0 (and then answers 1 for items it never stores) and negative values;
+    // refused here.
+    if (*expansion < 1 || *expansion > kMaxExpansion) {
+      return reply_error(ctx, "ERR expansion must be between 1 and 32768");
     }
-  }
-  if (expansion_given && !options.scaling) {
-    return reply_error(ctx, "ERR Non scaling filters cannot expand");
+    options.expansion = static_cast<std::uint32_t>(*expansion);
   }
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
@@ -91,15 +94,19 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return module_api::kOk;
 }
 
+// One answer per item up to the first refused one, whose error ends the array (RedisBloom
+// stops there: later items are not added).
 void reply_results(RedisModuleCtx* ctx, std::span<const AddResult> results) {
-  RedisModule_ReplyWithArray(ctx, static_cast<long>(results.size()));
-  for (AddResult result : results) {
-    if (result == AddResult::present || result == AddResult::added) {
-      RedisModule_ReplyWithLongLong(ctx, result == AddResult::added ? 1 : 0);
-    } else {
-      reply_error(ctx, refusal_message(result));
-    }
+  std::size_t answered = 0;
+  while (answered < results.size() &&
+         (results[answered] == AddResult::present || results[answered] == AddResult::added)) {
+    ++answered;
   }
+  RedisModule_ReplyWithArray(ctx, static_cast<long>(std::min(answered + 1, results.size())));
+  for (std::size_t i = 0; i < answered; ++i) {
+    RedisModule_ReplyWithLongLong(ctx, results[i] == AddResult::added ? 1 : 0);
+  }
+  if (answered < results.size()) reply_error(ctx, refusal_message(results[answered]));
 }
 
 // BF.ADD key item
@@ -138,49 +145,64 @@ int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 
 // BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE]
 //           [NONSCALING] ITEMS item [item ...]
+// Options are told apart as RedisBloom 2.4 tells them: by their first letter (and ERROR from
+// EXPANSION by the second, NOCREATE from NONSCALING by the third); a repeated one wins last.
+// On an existing filter the creation options are ignored.
 int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 4) return RedisModule_WrongArity(ctx);
   ChainOptions options = default_options();
+  long long capacity = static_cast<long long>(options.capacity);
+  long long expansion = options.expansion;
   bool create = true;
-  bool expansion_given = false;
   int items_at = -1;
   for (int i = 2; i < argc && items_at < 0; ++i) {
-    if (is_option(argv[i], "ITEMS")) {
-      items_at = i + 1;
-    } else if (is_option(argv[i], "NOCREATE")) {
-      create = false;
-    } else if (is_option(argv[i], "NONSCALING")) {
-      options.scaling = false;
-    } else if (is_option(argv[i], "CAPACITY")) {
-      if (++i == argc) return RedisModule_WrongArity(ctx);
-      const auto capacity = integer(argv[i]);
-      if (!capacity || *capacity <= 0 || *capacity >= 0xffffffffLL) {
-        return reply_error(ctx, "ERR Bad capacity");
+    const std::string_view word = text(argv[i]);
+    const auto letter = [&](std::size_t at) {
+      return at < word.size() ? std::tolower(static_cast<unsigned char>(word[at])) : 0;
+    };
+    switch (letter(0)) {
+      case 'i':
+        items_at = i + 1;
+        break;
+      case 'n':
+        if (letter(2) == 'c') {
+          create = false;
+        } else {
+          options.scaling = false;
+        }
+        break;
+      case 'c': {
+        if (++i == argc) return RedisModule_WrongArity(ctx);
+        const auto value = integer(argv[i]);
+        if (!value) return reply_error(ctx, "Bad capacity");
+        capacity = *value;
+        break;
       }
-      options.capacity = static_cast<std::uint64_t>(*capacity);
-    } else if (is_option(argv[i], "ERROR")) {
-      if (++i == argc) return RedisModule_WrongArity(ctx);
-      const auto error_rate = real(argv[i]);
-      if (!error_rate || !(*error_rate > 0 && *error_rate < 1)) {
-        return reply_error(ctx, "ERR Bad error rate");
+      case 'e': {
+        if (++i == argc) return RedisModule_WrongArity(ctx);
+        if (letter(1) == 'r') {
+          const auto value = real(argv[i]);
+          if (!value) return reply_error(ctx, "Bad error rate");
+          options.error_rate = *value;
+        } else {
+          const auto value = integer(argv[i]);
+          if (!value) return reply_error(ctx, "Bad expansion");
+          expansion = *value;
+        }
+        break;
       }
-      options.error_rate = *error_rate;
-    } else if (is_option(argv[i], "EXPANSION")) {
-      if (++i == argc) return RedisModule_WrongArity(ctx);
-      const auto expansion = integer(argv[i]);
-      if (!expansion || *expansion <= 0 || *expansion > kMaxExpansion) {
-        return reply_error(ctx, "ERR Bad expansion");
-      }
-      options.expansion = static_cast<std::uint32_t>(*expansion);
-      expansion_given = true;
-    } else {
-      return reply_error(ctx, "ERR Unknown argument received");
+      default:
+        return reply_error(ctx, "Unknown argument received");
     }
   }
   if (items_at < 0 || items_at >= argc) return RedisModule_WrongArity(ctx);
-  if (expansion_given && !options.scaling) {
-    return reply_error(ctx, "ERR Non scaling filters cannot expand");
+  if (!(options.error_rate > 0 && options.error_rate < 1) || capacity < 1 || expansion < 1) {
+    return reply_error(ctx, "Bad argument received");
   }
+  if (expansion > kMaxExpansion)
+    return reply_error(ctx, "ERR expansion must be between 1 and 32768");
+  options.capacity = static_cast<std::uint64_t>(capacity);
+  options.expansion = static_cast<std::uint32_t>(expansion);
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, create, options, &created);
@@ -206,26 +228,23 @@ FilterChain* filter_for_read(RedisModuleCtx* ctx, const OpenKey& key, bool* miss
   return chain;
 }
 
-// BF.EXISTS key item
+// BF.EXISTS key item. A missing key, or one of another type (as RedisBloom answers: no
+// WRONGTYPE), holds no item.
 int exists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead);
-  bool missing = false;
-  const FilterChain* chain = filter_for_read(ctx, key, &missing);
-  if (chain == nullptr && !missing) return module_api::kOk;
+  const FilterChain* chain = key.filter();
   std::uint8_t present = 0;
   const std::string_view item = text(argv[2]);
   if (chain != nullptr) chain->contains({&item, 1}, &present);
   return RedisModule_ReplyWithLongLong(ctx, present);
 }
 
-// BF.MEXISTS key item [item ...]
+// BF.MEXISTS key item [item ...], answered as BF.EXISTS.
 int mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead);
-  bool missing = false;
-  const FilterChain* chain = filter_for_read(ctx, key, &missing);
-  if (chain == nullptr && !missing) return module_api::kOk;
+  const FilterChain* chain = key.filter();
   const std::vector<std::string_view> items = items_of(argv, 2, argc);
   std::vector<std::uint8_t> present(items.size(), 0);
   if (chain != nullptr) chain->contains(items, present.data());
@@ -294,12 +313,12 @@ int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 // `next` is one past the byte after the chunk, so BF.LOADCHUNK knows where the chunk goes.
 int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
-  const auto iterator = integer(argv[2]);
-  if (!iterator || *iterator < 0) return reply_error(ctx, "ERR Second argument must be numeric");
   OpenKey key(ctx, argv[1], module_api::kRead);
   bool missing = false;
   const FilterChain* chain = filter_for_read(ctx, key, &missing);
   if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
+  const auto iterator = integer(argv[2]);
+  if (!iterator) return reply_error(ctx, "Second argument must be numeric");
   RedisModule_ReplyWithArray(ctx, 2);
   if (*iterator == 0) {
     const std::string header = chain_format::encode_header(*chain);
@@ -307,7 +326,7 @@ int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     RedisModule_ReplyWithStringBuffer(ctx, header.data(), header.size());
     return module_api::kOk;
   }
-  const auto offset = static_cast<std::uint64_t>(*iterator - 1);
+  const auto offset = static_cast<std::uint64_t>(*iterator < 0 ? -1 : *iterator - 1);
   const auto chunk = chain->bytes_at(offset, kDumpChunkBytes);
   RedisModule_ReplyWithLongLong(
       ctx, chunk.empty() ? 0 : static_cast<long long>(offset + chunk.size() + 1));
@@ -315,26 +334,36 @@ int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return module_api::kOk;
 }
 
-// BF.LOADCHUNK key iterator data: iterator 1 makes the filter from a header (at an empty
-// key); a later one writes the chunk that ends at byte iterator - 1.
+// BF.LOADCHUNK key iterator data: at an empty key, iterator 1 makes the filter from a header;
+// at a filter, the data is the chunk that ends at byte iterator - 1 of its bits.
 int loadchunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 4) return RedisModule_WrongArity(ctx);
   const auto iterator = integer(argv[2]);
-  if (!iterator || *iterator <= 0) return reply_error(ctx, "ERR Second argument must be numeric");
+  if (!iterator) return reply_error(ctx, "ERR Second argument must be numeric");
   const std::string_view data = text(argv[3]);
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
-  if (*iterator == 1) {
-    if (!key.empty()) return reply_error(ctx, "ERR item exists");
-    key.store(chain_format::decode_header(data, server_allocator(), settings().max_filter_bytes));
+  if (key.empty()) {
+    if (*iterator != 1) return reply_error(ctx, "ERR not found");
+    std::unique_ptr<FilterChain> chain;
+    try {
+      chain = chain_format::decode_header(data, server_allocator(), settings().max_filter_bytes);
+    } catch (const FormatError&) {
+      return reply_error(ctx, "ERR received bad data");
+    }
+    key.store(std::move(chain));
   } else {
     FilterChain* chain = key.filter();
-    if (chain == nullptr) return reply_error(ctx, "ERR not found");
-    const auto end = static_cast<std::uint64_t>(*iterator - 1);
-    if (data.size() > end ||
-        !chain->write_bytes_at(end - data.size(),
+    if (*iterator <= 0 || static_cast<std::uint64_t>(*iterator) < data.size()) {
+      return reply_error(ctx, "ERR received bad data");
+    }
+    const auto offset = static_cast<std::uint64_t>(*iterator) - data.size() - 1;
+    if (chain->bytes_at(offset, 1).empty()) {
+      return reply_error(ctx, "ERR invalid offset - no link found");
+    }
+    if (!chain->write_bytes_at(offset,
                                {reinterpret_cast<const std::uint8_t*>(data.data()), data.size()})) {
-      return reply_error(ctx, "ERR invalid offset - bad iterator");
+      return reply_error(ctx, "ERR invalid chunk - Too big for current filter");
     }
   }
   RedisModule_ReplyWithSimpleString(ctx, "OK");

@@ -48,6 +48,15 @@ class Reader {
   std::size_t at_ = 0;
 };
 
+Layout read_layout(Reader& r) {
+  const auto layout = r.get<std::uint32_t>("layout");
+  if (layout != static_cast<std::uint32_t>(Layout::classic) &&
+      layout != static_cast<std::uint32_t>(Layout::blocked)) {
+    throw FormatError("filter header names unknown layout " + std::to_string(layout));
+  }
+  return static_cast<Layout>(layout);
+}
+
 }  // namespace
 
 std::string encode_header(const FilterChain& chain) {
@@ -61,6 +70,7 @@ std::string encode_header(const FilterChain& chain) {
   w.put(o.capacity);
   w.put(static_cast<std::uint32_t>(chain.links().size()));
   for (const FilterChain::Link& link : chain.links()) {
+    w.put(static_cast<std::uint32_t>(link.params.layout));
     w.put(link.params.hashes);
     w.put(link.params.partitions);
     w.put(link.params.partition_bits);
@@ -80,12 +90,7 @@ std::unique_ptr<FilterChain> decode_header(std::string_view header, ChainAllocat
   }
   Reader r(header.substr(kMagic.size()));
   ChainOptions options;
-  const auto layout = r.get<std::uint32_t>("layout");
-  if (layout != static_cast<std::uint32_t>(Layout::classic) &&
-      layout != static_cast<std::uint32_t>(Layout::blocked)) {
-    throw FormatError("filter header names unknown layout " + std::to_string(layout));
-  }
-  options.layout = static_cast<Layout>(layout);
+  options.layout = read_layout(r);
   options.expansion = r.get<std::uint32_t>("expansion");
   const auto scaling = r.get<std::uint8_t>("scaling");
   if (scaling > 1) throw FormatError("filter header has a bad scaling flag");
@@ -105,7 +110,7 @@ std::unique_ptr<FilterChain> decode_header(std::string_view header, ChainAllocat
   }
   for (std::uint32_t i = 0; i < links; ++i) {
     FilterParams params;
-    params.layout = options.layout;
+    params.layout = read_layout(r);
     params.hashes = r.get<std::uint32_t>("hashes");
     params.partitions = r.get<std::uint64_t>("partitions");
     params.partition_bits = r.get<std::uint64_t>("partition_bits");

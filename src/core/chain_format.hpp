@@ -2,7 +2,7 @@
 // carry before the links' bits. Little-endian, fixed width:
 //   "rbchain\x01"                                        magic and format version
 //   u32 layout | u32 expansion | u8 scaling | f64 error_rate | u64 capacity | u32 links
-//   per link: u32 hashes | u64 partitions | u64 partition_bits | u64 capacity |
+//   per link: u32 layout | u32 hashes | u64 partitions | u64 partition_bits | u64 capacity |
 //             f64 expected error | f64 target error | u64 items | u32 hash scheme
 // The bits follow elsewhere, link after link, each params.total_bytes() long.
 #pragma once

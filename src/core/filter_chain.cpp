@@ -90,8 +90,15 @@ FilterParams FilterChain::link_params(std::size_t index, double* target_error) c
   *target_error = target;
   // Sizing refuses rates above 0.5 (most absent items would read as present); a link sized
   // for 0.5 meets any higher target.
-  return size_filter(std::floor(capacity), std::min(target, kMaxErrorRate), options_.layout,
-                     kLinkPartitionBytes);
+  const double rate = std::min(target, kMaxErrorRate);
+  if (options_.layout == Layout::blocked) {
+    try {
+      return size_filter(std::floor(capacity), rate, Layout::blocked, kLinkPartitionBytes);
+    } catch (const InvalidArgument&) {
+      // Rates far below 1e-20 are out of a 512-bit block's reach: such a link is classic.
+    }
+  }
+  return size_filter(std::floor(capacity), rate, Layout::classic, kLinkPartitionBytes);
 }
 
 FilterParams FilterChain::next_link_params(double* target_error) const {

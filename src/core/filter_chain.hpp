@@ -36,8 +36,8 @@ struct ChainOptions {
   double error_rate = 0.01;      // target for the whole chain
   std::uint32_t expansion = 2;   // link i+1 holds expansion x link i's capacity
   bool scaling = true;
-  Layout layout = Layout::classic;
-  std::uint64_t max_bytes = 0;  // the bits of all links together; 0: no limit
+  Layout layout = Layout::classic;  // of every link, but for rates a blocked link cannot reach
+  std::uint64_t max_bytes = 0;      // the bits of all links together; 0: no limit
 };
 
 // The ratio by which each next link's error rate shrinks.
