@@ -43,14 +43,18 @@ std::vector<std::pair<unsigned, int>> slot_starts(const RedisServer& node) {
 
 }  // namespace
 
-RedisCluster::RedisCluster(int masters, int replicas_per_master) {
+RedisCluster::RedisCluster(int masters, int replicas_per_master,
+                           std::vector<std::string> extra_args) {
   const int total = masters * (1 + replicas_per_master);
   std::vector<int> bus_ports;
   for (int i = 0; i < total; ++i) {
     bus_ports.push_back(free_loopback_port());
-    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout",
-        "1000", "--cluster-port", std::to_string(bus_ports.back())}));
+    std::vector<std::string> args{"--cluster-enabled",      "yes",
+                                  "--cluster-config-file",  "nodes.conf",
+                                  "--cluster-node-timeout", "1000",
+                                  "--cluster-port",         std::to_string(bus_ports.back())};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    nodes_.push_back(std::make_unique<RedisServer>(std::move(args)));
     ids_.push_back(checked(*nodes_.back(), {"CLUSTER", "MYID"}).text);
     checked(*nodes_.back(), {"CLUSTER", "SET-CONFIG-EPOCH", std::to_string(i + 1)});
   }

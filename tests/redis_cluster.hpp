@@ -20,7 +20,8 @@ namespace redbloom::test {
 
 class RedisCluster {
  public:
-  RedisCluster(int masters, int replicas_per_master);
+  // `extra_args` go to every node's command line (e.g. {"--loadmodule", path}).
+  RedisCluster(int masters, int replicas_per_master, std::vector<std::string> extra_args = {});
 
   // redis+cluster:// with every node as a seed.
   [[nodiscard]] RedisEndpoint endpoint() const;

@@ -75,6 +75,11 @@ class StockCommands final : public PartitionCommands {
  public:
   explicit StockCommands(const FilterParams& params) : params_(params) {}
 
+  [[nodiscard]] std::string_view operation(bool lookup) const override {
+    if (!lookup) return "BITFIELD";
+    return params_.layout == Layout::blocked ? "GETRANGE" : "BITFIELD_RO";
+  }
+
   [[nodiscard]] std::size_t unit_items(bool lookup) const override {
     return lookup && params_.layout == Layout::blocked ? kRangeItems : kCommandItems;
   }
@@ -195,6 +200,10 @@ class ModuleCommands final : public PartitionCommands {
  public:
   explicit ModuleCommands(const FilterParams& params) : params_(params) {}
 
+  [[nodiscard]] std::string_view operation(bool lookup) const override {
+    return lookup ? "RB.PARTEXISTS" : "RB.PARTADD";
+  }
+
   [[nodiscard]] std::size_t unit_items(bool) const override { return kCommandItems; }
 
   std::size_t encode_test_and_set(CommandBuffer& out, const PartitionKey& partition,
@@ -220,8 +229,9 @@ class ModuleCommands final : public PartitionCommands {
   // NAME key sealed-length layout hashes partition-bits partitions index packed-items
   void encode(CommandBuffer& out, std::string_view name, const PartitionKey& partition,
               const UnitItems& unit) const {
-    packed_.clear();
-    for (const std::uint32_t i : unit.order) packed::append(packed_, unit.items[i]);
+    // Built per unit: a cluster encodes the units of its masters on several threads.
+    std::string packed;
+    for (const std::uint32_t i : unit.order) packed::append(packed, unit.items[i]);
     // A unit's items share one partition (they were grouped by it).
     const std::uint64_t index =
         unit.order.empty() ? 0
@@ -235,7 +245,7 @@ class ModuleCommands final : public PartitionCommands {
     out.arg(params_.partition_bits);
     out.arg(params_.partitions);
     out.arg(index);
-    out.arg(std::string_view{packed_});
+    out.arg(std::string_view{packed});
   }
 
   // One string, a byte per item; an error that starts with REDBLOOMLOST is a lost partition.
@@ -260,7 +270,6 @@ class ModuleCommands final : public PartitionCommands {
   }
 
   FilterParams params_;
-  mutable std::string packed_;
 };
 
 }  // namespace

@@ -53,6 +53,8 @@ class ReplyProblem : public std::runtime_error {
 class PartitionCommands {
  public:
   virtual ~PartitionCommands() = default;
+  // The command a test-and-set or a lookup unit sends, for messages ("BITFIELD").
+  [[nodiscard]] virtual std::string_view operation(bool lookup) const = 0;
   // Items per unit: bounds one command's size (and how long it blocks other clients).
   [[nodiscard]] virtual std::size_t unit_items(bool lookup) const = 0;
   // Test-and-set: newly[j] = 1 iff some bit of the unit's j-th item was 0 before. Returns the

@@ -318,7 +318,7 @@ void RedisStore::add(std::span<const std::string_view> items, std::span<std::uin
   std::vector<std::uint8_t> flags;
   try {
     s.router->pipeline(
-        commands.size(), "BITFIELD",
+        commands.size(), s.commands->operation(/*lookup=*/false),
         [&](std::size_t c) {
           return UnitRoute{s.slots[commands[c].group.partition], c, true, {}};
         },
@@ -330,7 +330,7 @@ void RedisStore::add(std::span<const std::string_view> items, std::span<std::uin
         [&](std::size_t c, Replies replies) {
           const State::Group& g = commands[c].group;
           flags.resize(g.end - g.begin);
-          s.decoded("BITFIELD", [&] {
+          s.decoded(s.commands->operation(/*lookup=*/false), [&] {
             s.commands->decode_test_and_set(replies, s.partition(g.partition), s.unit(g, items),
                                             flags.data());
           });
@@ -391,7 +391,7 @@ void RedisStore::load(std::span<const std::string_view> items) {
         units_of(per_item, s.commands->unit_items(/*lookup=*/false));
     std::vector<std::uint8_t> ignored;
     s.router->pipeline(
-        units.size(), "BITFIELD",
+        units.size(), s.commands->operation(/*lookup=*/false),
         [&](std::size_t c) {
           return UnitRoute{s.slots[units[c].partition], c, true, {}};
         },
@@ -401,7 +401,7 @@ void RedisStore::load(std::span<const std::string_view> items) {
         },
         [&](std::size_t c, Replies replies) {
           ignored.resize(units[c].end - units[c].begin);
-          s.decoded("BITFIELD", [&] {
+          s.decoded(s.commands->operation(/*lookup=*/false), [&] {
             s.commands->decode_test_and_set(replies, s.partition(units[c].partition),
                                             s.unit(units[c], items), ignored.data());
           });
@@ -451,7 +451,7 @@ void RedisStore::contains(std::span<const std::string_view> items,
       units_of(per_item, s.commands->unit_items(/*lookup=*/true));
   std::vector<std::uint8_t> answers;
   s.router->pipeline(
-      units.size(), blocked ? "GETRANGE" : "BITFIELD_RO",
+      units.size(), s.commands->operation(/*lookup=*/true),
       [&](std::size_t u) {
         return UnitRoute{s.slots[units[u].partition], u, false, {}};
       },
@@ -462,7 +462,7 @@ void RedisStore::contains(std::span<const std::string_view> items,
       [&](std::size_t u, Replies replies) {
         const State::Group& g = units[u];
         answers.resize(g.end - g.begin);
-        s.decoded(blocked ? "GETRANGE" : "BITFIELD_RO", [&] {
+        s.decoded(s.commands->operation(/*lookup=*/true), [&] {
           s.commands->decode_lookup(replies, s.partition(g.partition), s.unit(g, items),
                                     answers.data());
         });
