@@ -26,6 +26,31 @@ void release_with_free(void* pointer) {
   std::free(pointer);
 }
 
+// Scratch for one batch, per thread: kept between calls without costing every filter memory.
+struct Scratch {
+  std::vector<ItemHash> hashes;
+  std::vector<std::uint32_t> order;
+  std::vector<std::uint8_t> flags;
+};
+Scratch& scratch() {
+  thread_local Scratch instance;
+  return instance;
+}
+
+kernels::Bitmap bitmap_of(const FilterChain::Link& link) noexcept {
+  return kernels::make_bitmap(link.words, link.params, /*private_memory=*/true);
+}
+
+// Drops from `order` the items `flags` marks present (flags[j] is for order[j]).
+void keep_absent(std::vector<std::uint32_t>& order, const std::vector<std::uint8_t>& flags) {
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    order[kept] = order[j];
+    kept += flags[j] == 0;
+  }
+  order.resize(kept);
+}
+
 void check_options(const ChainOptions& options) {
   if (options.capacity < 1) throw InvalidArgument("capacity must be at least 1");
   if (!(options.error_rate > 0.0 && options.error_rate < 1.0)) {
@@ -125,7 +150,6 @@ FilterChain::Link& FilterChain::add_link_with_params(const FilterParams& params,
   link.items = items;
   link.words = words;
   link.allocation = allocation;
-  link.bitmap = kernels::make_bitmap(words, params, /*private_memory=*/true);
   links_.push_back(link);
   return links_.back();
 }
@@ -187,19 +211,20 @@ bool FilterChain::write_bytes_at(std::uint64_t offset,
 }
 
 std::size_t FilterChain::add(std::span<const std::string_view> items, AddResult* results) {
+  Scratch& work = scratch();
   const std::size_t n = items.size();
-  hashes_.resize(n);
-  kernels::hash_items(items, hashes_.data());
+  work.hashes.resize(n);
+  kernels::hash_items(items, work.hashes.data());
   std::size_t done = 0;
   while (done < n) {
     Link* newest = &links_.back();
     if (newest->items >= newest->params.capacity) {
       // Full: a link is added only when a new item arrives, so one item at a time.
-      order_.assign(1, static_cast<std::uint32_t>(done));
+      work.order.assign(1, static_cast<std::uint32_t>(done));
       bool present = false;
       for (const Link& link : links_) {
         std::uint8_t hit = 0;
-        kernels::test(link.bitmap, hashes_, order_, &hit);
+        kernels::test(bitmap_of(link), work.hashes, work.order, &hit);
         if (hit != 0) {
           present = true;
           break;
@@ -223,24 +248,21 @@ std::size_t FilterChain::add(std::span<const std::string_view> items, AddResult*
     }
     const std::size_t chunk = static_cast<std::size_t>(
         std::min<std::uint64_t>(n - done, newest->params.capacity - newest->items));
-    order_.resize(chunk);
-    for (std::size_t j = 0; j < chunk; ++j) order_[j] = static_cast<std::uint32_t>(done + j);
-    for (std::size_t j = 0; j < chunk; ++j) results[done + j] = AddResult::present;
-    // Absent from every older link first; the survivors are tested-and-set in the newest.
-    flags_.resize(chunk);
-    for (std::size_t l = 0; l + 1 < links_.size() && !order_.empty(); ++l) {
-      kernels::test(links_[l].bitmap, hashes_, order_, flags_.data());
-      std::size_t kept = 0;
-      for (std::size_t j = 0; j < order_.size(); ++j) {
-        order_[kept] = order_[j];
-        kept += flags_[j] == 0;
-      }
-      order_.resize(kept);
+    work.order.resize(chunk);
+    for (std::size_t j = 0; j < chunk; ++j) {
+      work.order[j] = static_cast<std::uint32_t>(done + j);
+      results[done + j] = AddResult::present;
     }
-    kernels::test_and_set(newest->bitmap, hashes_, order_, flags_.data());
-    for (std::size_t j = 0; j < order_.size(); ++j) {
-      if (flags_[j] != 0) results[order_[j]] = AddResult::added;
-      newest->items += flags_[j];
+    // Absent from every older link first; the survivors are tested-and-set in the newest.
+    work.flags.resize(chunk);
+    for (std::size_t l = 0; l + 1 < links_.size() && !work.order.empty(); ++l) {
+      kernels::test(bitmap_of(links_[l]), work.hashes, work.order, work.flags.data());
+      keep_absent(work.order, work.flags);
+    }
+    kernels::test_and_set(bitmap_of(*newest), work.hashes, work.order, work.flags.data());
+    for (std::size_t j = 0; j < work.order.size(); ++j) {
+      if (work.flags[j] != 0) results[work.order[j]] = AddResult::added;
+      newest->items += work.flags[j];
     }
     done += chunk;
   }
@@ -248,25 +270,21 @@ std::size_t FilterChain::add(std::span<const std::string_view> items, AddResult*
 }
 
 void FilterChain::contains(std::span<const std::string_view> items, std::uint8_t* present) const {
+  Scratch& work = scratch();
   const std::size_t n = items.size();
-  hashes_.resize(n);
-  kernels::hash_items(items, hashes_.data());
-  order_.resize(n);
+  work.hashes.resize(n);
+  kernels::hash_items(items, work.hashes.data());
+  work.order.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    order_[i] = static_cast<std::uint32_t>(i);
+    work.order[i] = static_cast<std::uint32_t>(i);
     present[i] = 0;
   }
-  flags_.resize(n);
+  work.flags.resize(n);
   // Newest first: in a grown chain most items live in the largest links.
-  for (std::size_t l = links_.size(); l-- > 0 && !order_.empty();) {
-    kernels::test(links_[l].bitmap, hashes_, order_, flags_.data());
-    std::size_t kept = 0;
-    for (std::size_t j = 0; j < order_.size(); ++j) {
-      present[order_[j]] = flags_[j];
-      order_[kept] = order_[j];
-      kept += flags_[j] == 0;
-    }
-    order_.resize(kept);
+  for (std::size_t l = links_.size(); l-- > 0 && !work.order.empty();) {
+    kernels::test(bitmap_of(links_[l]), work.hashes, work.order, work.flags.data());
+    for (std::size_t j = 0; j < work.order.size(); ++j) present[work.order[j]] = work.flags[j];
+    keep_absent(work.order, work.flags);
   }
 }
 

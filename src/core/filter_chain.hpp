@@ -8,7 +8,8 @@
 // A non-scaling chain has one link at p and refuses new items once it holds its capacity.
 //
 // Pure: memory comes from the caller's allocator (a Redis module passes RedisModule_Alloc so
-// that the server accounts for it), there is no I/O, and one thread uses a chain at a time.
+// that the server accounts for it), there is no I/O, and one thread uses a chain at a time
+// (calls keep their scratch per thread, not per chain).
 #pragma once
 
 #include <cstddef>
@@ -52,7 +53,6 @@ class FilterChain {
     std::uint64_t items = 0;         // new items added to this link
     std::uint64_t* words = nullptr;  // 64-byte aligned
     void* allocation = nullptr;
-    kernels::Bitmap bitmap{};
   };
 
   // Checks the options (InvalidArgument naming the bad one) and makes the first link, zeroed.
@@ -101,11 +101,9 @@ class FilterChain {
 
   ChainOptions options_;
   ChainAllocator allocator_;
+  // A link holds no kernels::Bitmap (its per-k tables are most of a small filter's size): one
+  // is made for each call, which costs less than hashing one item.
   std::vector<Link> links_;
-  // Scratch for one batch, kept to avoid an allocation per command.
-  mutable std::vector<ItemHash> hashes_;
-  mutable std::vector<std::uint32_t> order_;
-  mutable std::vector<std::uint8_t> flags_;
 };
 
 }  // namespace redbloom
