@@ -1,0 +1,111 @@
+"""Helpers for the module's tests: servers with redbloom.so loaded, packed batches, DUMP's
+CRC64, the filter header's fields, SCANDUMP/LOADCHUNK loops."""
+
+import os
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from redis_server import RedisServer, free_port, wait_until  # noqa: E402,F401
+from resp import Error, Resp, Status  # noqa: E402,F401
+
+TYPE_NAME = "redbloomF"
+WRONGTYPE = Error("WRONGTYPE Operation against a key holding the wrong kind of value")
+MEMORY_LIMIT = Error("ERR filter reached the module's memory limit per filter (max-filter-bytes)")
+FULL = Error("ERR non scaling filter is full")
+
+
+def module_path():
+    path = os.environ.get("REDBLOOM_MODULE")
+    if not path or not os.path.isfile(path):
+        pytest.fail("REDBLOOM_MODULE must name the built redbloom.so (ctest sets it), got %r" % path)
+    return path
+
+
+def start_server(directory, *module_args, options=()):
+    """A server with the module loaded (module_args after its path), started in directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return RedisServer(directory, *options, "--loadmodule", module_path(), *module_args)
+
+
+def arity(command):
+    return Error("ERR wrong number of arguments for '%s' command" % command.lower())
+
+
+def items(prefix, count, start=0):
+    return [b"%s:%d" % (prefix.encode(), i) for i in range(start, start + count)]
+
+
+def packed(batch):
+    return b"".join(struct.pack("<I", len(item)) + item for item in batch)
+
+
+def info_dict(reply):
+    """BF.INFO's flat array as {label: value}."""
+    return {str(reply[i]): reply[i + 1] for i in range(0, len(reply), 2)}
+
+
+# Redis's crc64 (src/crc64.c): Jones polynomial, reflected, initial value 0, no final xor.
+_CRC_TABLE = []
+for _byte in range(256):
+    _crc = _byte
+    for _ in range(8):
+        _crc = (_crc >> 1) ^ 0x95AC9329AC4BC9B5 if _crc & 1 else _crc >> 1
+    _CRC_TABLE.append(_crc)
+
+
+def crc64(data, crc=0):
+    for byte in data:
+        crc = _CRC_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def with_crc(body_and_version):
+    """A DUMP payload: the serialized value and 2-byte RDB version, then their CRC64."""
+    return body_and_version + struct.pack("<Q", crc64(body_and_version))
+
+
+# chain_format.hpp: "rbchain\x01", then the chain's options and one record per link.
+_CHAIN = struct.Struct("<IIBdQI")
+_LINK = struct.Struct("<IIQQQddQI")
+CHAIN_FIELDS = ("layout", "expansion", "scaling", "error_rate", "capacity", "links")
+LINK_FIELDS = ("layout", "hashes", "partitions", "partition_bits", "capacity", "error_rate",
+               "target_error", "items", "hash_scheme")
+
+
+def parse_header(header):
+    assert header[:8] == b"rbchain\x01"
+    chain = dict(zip(CHAIN_FIELDS, _CHAIN.unpack_from(header, 8)))
+    at = 8 + _CHAIN.size
+    chain["link"] = []
+    for _ in range(chain["links"]):
+        chain["link"].append(dict(zip(LINK_FIELDS, _LINK.unpack_from(header, at))))
+        at += _LINK.size
+    assert at == len(header)
+    return chain
+
+
+def encode_header(chain):
+    out = b"rbchain\x01" + _CHAIN.pack(*(chain[f] for f in CHAIN_FIELDS))
+    for link in chain["link"]:
+        out += _LINK.pack(*(link[f] for f in LINK_FIELDS))
+    return out
+
+
+def scandump(r, key, limit=10000):
+    """Every (iterator, data) pair of BF.SCANDUMP, the header first, until [0, ""]."""
+    pieces, iterator = [], 0
+    for _ in range(limit):
+        iterator, data = r.execute_command("BF.SCANDUMP", key, iterator)
+        if iterator == 0:
+            return pieces
+        pieces.append((iterator, data))
+    pytest.fail("BF.SCANDUMP %s did not end within %d chunks" % (key, limit))
+
+
+def loadchunks(r, key, pieces):
+    for iterator, data in pieces:
+        assert r.execute_command("BF.LOADCHUNK", key, iterator, data) in (b"OK", True)
