@@ -7,6 +7,7 @@
 //   EXPANSION n           their expansion (2)
 //   LAYOUT classic|blocked  the layout of every new filter (blocked: one cache line per item)
 //   MAX_FILTER_BYTES n[k|m|g]  no filter grows past this (512m)
+//   CF_MAX_EXPANSIONS n   RedisBloom's cuckoo setting, accepted and ignored
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -75,6 +76,9 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       const auto layout = parse_layout(text(value));
       ok = layout.has_value();
       if (ok) s.layout = *layout;
+    } else if (is_option(argv[i], "CF_MAX_EXPANSIONS")) {
+      // RedisBloom's cuckoo-filter setting: accepted so that its load lines work unchanged.
+      ok = integer(value).has_value();
     } else if (is_option(argv[i], "MAX_FILTER_BYTES")) {
       const auto bytes = parse_bytes(text(value));
       ok = bytes.has_value();
