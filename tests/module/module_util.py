@@ -45,7 +45,8 @@ def packed(batch):
 
 def info_dict(reply):
     """BF.INFO's flat array as {label: value}."""
-    return {str(reply[i]): reply[i + 1] for i in range(0, len(reply), 2)}
+    labels = [x.decode() if isinstance(x, bytes) else str(x) for x in reply[::2]]
+    return dict(zip(labels, reply[1::2]))
 
 
 # Redis's crc64 (src/crc64.c): Jones polynomial, reflected, initial value 0, no final xor.
