@@ -19,12 +19,13 @@ namespace {
 using AddResult = FilterChain::AddResult;
 
 // Adds items in order up to the first that cannot be added (results[i] says why); the items
-// after it are neither added nor answered. Returns whether any bit changed.
-bool add_all(FilterChain& chain, std::span<const std::string_view> items, AddResult* results) {
+// after it are neither added nor answered. Returns how many were added or found present, and
+// notes in `changed` whether any bit changed.
+std::size_t add_until_refused(FilterChain& chain, std::span<const std::string_view> items,
+                              AddResult* results, bool& changed) {
   const std::size_t done = chain.add(items, results);
-  bool changed = false;
   for (std::size_t i = 0; i < done; ++i) changed |= results[i] == AddResult::added;
-  return changed;
+  return done;
 }
 
 void announce(RedisModuleCtx* ctx, const char* event, RedisModuleString* key) {
@@ -118,7 +119,8 @@ int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (chain == nullptr) return module_api::kOk;
   const std::string_view item = text(argv[2]);
   AddResult result = AddResult::present;
-  const bool changed = add_all(*chain, {&item, 1}, &result);
+  bool changed = false;
+  add_until_refused(*chain, {&item, 1}, &result, changed);
   if (result == AddResult::present || result == AddResult::added) {
     RedisModule_ReplyWithLongLong(ctx, result == AddResult::added ? 1 : 0);
   } else {
@@ -137,7 +139,8 @@ int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (chain == nullptr) return module_api::kOk;
   const std::vector<std::string_view> items = items_of(argv, 2, argc);
   std::vector<AddResult> results(items.size());
-  const bool changed = add_all(*chain, items, results.data());
+  bool changed = false;
+  add_until_refused(*chain, items, results.data(), changed);
   reply_results(ctx, results);
   if (changed || created) announce(ctx, "bf.madd", argv[1]);
   return module_api::kOk;
@@ -209,7 +212,8 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (chain == nullptr) return module_api::kOk;
   const std::vector<std::string_view> items = items_of(argv, items_at, argc);
   std::vector<AddResult> results(items.size());
-  const bool changed = add_all(*chain, items, results.data());
+  bool changed = false;
+  add_until_refused(*chain, items, results.data(), changed);
   reply_results(ctx, results);
   if (changed || created) announce(ctx, "bf.insert", argv[1]);
   return module_api::kOk;
@@ -385,7 +389,13 @@ int packed_madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   std::string answers(items->size(), '\0');
   auto* results = reinterpret_cast<AddResult*>(answers.data());
   static_assert(sizeof(AddResult) == 1);
-  const bool changed = add_all(*chain, *items, results);
+  // Unlike BF.MADD, every item is answered: past a refused one, present items still read 0
+  // and new ones are refused in turn.
+  bool changed = false;
+  for (std::size_t done = 0; done < items->size();) {
+    done += add_until_refused(*chain, std::span(*items).subspan(done), results + done, changed);
+    if (done < items->size()) ++done;  // results[done] is the refusal
+  }
   for (char& answer : answers) answer = answer > 1 ? 2 : answer;
   RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
   if (changed || created) announce(ctx, "bf.madd", argv[1]);

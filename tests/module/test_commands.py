@@ -416,8 +416,6 @@ def test_packed_add_refused_items(raw):
     assert raw("BF.CARD", "ns") == 2
 
 
-@pytest.mark.xfail(strict=True, reason="module bug: RB.MADD answers 0 (present) for the new items "
-                   "after a refused one, which were not added (b'\\x02\\x00\\x00')")
 def test_packed_add_answers_every_item_after_a_refusal(raw):
     # One byte per item, 0 present / 1 added / 2 refused: the items after a refused one are not
     # added either, so they are refused, never "present".
