@@ -110,3 +110,41 @@ def scandump(r, key, limit=10000):
 def loadchunks(r, key, pieces):
     for iterator, data in pieces:
         assert r.execute_command("BF.LOADCHUNK", key, iterator, data) in (b"OK", True)
+
+
+# Filters of every shape, and what a client sees of them, for before/after comparisons.
+
+PROBE = items("a", 300) + items("b", 300) + items("absent", 2000)
+
+
+def populate(r, prefix=""):
+    """Filters of every shape: auto-created, scaled over several links, non-scaling and full,
+    with INSERT's options, from packed items, from LOADCHUNK."""
+    r.execute_command("BF.ADD", prefix + "auto", "x")
+    r.execute_command("BF.RESERVE", prefix + "scaled", 0.01, 50, "EXPANSION", 3)
+    r.execute_command("BF.MADD", prefix + "scaled", *items("a", 300))
+    r.execute_command("BF.RESERVE", prefix + "full", 0.001, 20, "NONSCALING")
+    r.execute_command("BF.MADD", prefix + "full", *items("a", 30))
+    r.execute_command("BF.INSERT", prefix + "insert", "CAPACITY", 10, "ERROR", 0.2, "ITEMS",
+                      *items("b", 300))
+    r.execute_command("RB.MADD", prefix + "packed", packed(items("a", 200)))
+    loadchunks(r, prefix + "loaded", scandump(r, prefix + "scaled"))
+    r.execute_command("BF.ADD", prefix + "expiring", "x")
+    r.expire(prefix + "expiring", 100000)
+    return [prefix + k for k in ("auto", "scaled", "full", "insert", "packed", "loaded",
+                                 "expiring")]
+
+
+def snapshot(r, keys, dataset=True):
+    """Everything a client can see of the filters: INFO, CARD, answers, the dumped bits (and
+    the digest of the whole dataset)."""
+    state = {}
+    for key in keys:
+        assert r.type(key).decode() == TYPE_NAME
+        state[key] = (info_dict(r.execute_command("BF.INFO", key)),
+                      r.execute_command("BF.CARD", key),
+                      r.execute_command("BF.MEXISTS", key, *PROBE),
+                      scandump(r, key))
+    if dataset:
+        state["digest"] = r.execute_command("DEBUG", "DIGEST")
+    return state
