@@ -8,8 +8,8 @@ import subprocess
 import pytest
 import redis
 
-from module_util import (FULL, TYPE_NAME, WRONGTYPE, Error, Status, arity, info_dict, items,
-                         free_port, module_path, packed, parse_header, scandump,
+from module_util import (FULL, TYPE_NAME, WRONGTYPE, Error, RedisServer, Resp, Status, arity,
+                         free_port, info_dict, items, module_path, packed, parse_header, scandump,
                          wait_until)
 
 BAD_EXPANSION = Error("ERR expansion must be between 1 and 32768")
@@ -449,6 +449,24 @@ def test_expire_and_ttl(r, raw):
     assert raw("BF.CARD", "e") == 0
 
 
+def test_rename_unlink(raw):
+    raw("BF.MADD", "old", "a", "b")
+    assert raw("RENAME", "old", "new") == Status("OK")
+    assert raw("BF.MEXISTS", "new", "a", "b") == [1, 1]
+    assert raw("BF.CARD", "old") == 0
+    assert raw("UNLINK", "new") == 1
+    assert raw("BF.CARD", "new") == 0
+
+
+def test_error_rates_above_a_half(r, raw):
+    # Accepted, as RedisBloom accepts them; a link is sized for 0.5 at most.
+    assert raw("BF.RESERVE", "hi", "0.9", "100") == Status("OK")
+    assert raw("BF.MADD", "hi", *items("h", 100)).count(1) > 30
+    assert raw("BF.MEXISTS", "hi", *items("h", 100)) == [1] * 100
+    h = header(r, "hi")
+    assert (h["error_rate"], h["link"][0]["target_error"]) == (0.9, 0.45)
+
+
 def test_copy_is_independent(r, raw):
     raw("BF.RESERVE", "src", "0.01", "100")
     raw("BF.MADD", "src", *items("c", 300))
@@ -529,6 +547,21 @@ def test_module_arguments_set_the_defaults(make_server):
     assert (h["capacity"], h["error_rate"], h["expansion"], h["layout"]) == (400, 0.004, 3, 1)
     assert c.execute_command("BF.RESERVE", "r", 0.01, 10) in (b"OK", True)
     assert parse_header(c.execute_command("BF.SCANDUMP", "r", 0)[1])["layout"] == 1
+
+
+def test_module_load_at_run_time(tmp_path):
+    server = RedisServer(tmp_path, "--enable-module-command", "yes")
+    try:
+        with Resp(server.port) as raw:
+            assert raw("MODULE", "LOAD", module_path(), "LAYOUT", "classic",
+                       "CF_MAX_EXPANSIONS", "32") == Status("OK")
+            assert raw("BF.ADD", "k", "x") == 1
+            assert parse_header(raw("BF.SCANDUMP", "k", "0")[1])["layout"] == 1
+            # A module whose type has values cannot go away under them.
+            assert isinstance(raw("MODULE", "UNLOAD", "redbloom"), Error)
+            assert raw("BF.EXISTS", "k", "x") == 1
+    finally:
+        server.kill()
 
 
 @pytest.mark.parametrize("args", [["LAYOUT", "bogus"], ["LAYOUT"], ["ERROR_RATE", "1"],

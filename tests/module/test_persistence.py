@@ -2,9 +2,12 @@
 (with and without the RDB preamble, so the module's own rewrite is used too), DEBUG RELOAD and
 SCANDUMP/LOADCHUNK into a new key; after each, the same answers, BF.INFO and bits."""
 
+import subprocess
+
 import pytest
 
-from module_util import items, loadchunks, populate, scandump, snapshot, wait_until
+from module_util import (crc64, free_port, items, loadchunks, module_path, populate, scandump,
+                         snapshot, wait_until)
 
 DEBUG = ("--enable-debug-command", "yes")
 def test_scandump_loadchunk_round_trip(make_server):
@@ -74,3 +77,33 @@ def test_debug_reload(make_server):
     before = snapshot(r, keys)
     assert r.execute_command("DEBUG", "RELOAD")
     assert snapshot(r, keys) == before
+
+
+@pytest.mark.parametrize("field,offset,value", [("layout", 8, 7), ("links", 8 + 25, 0),
+                                                ("hashes", 8 + 29 + 4, 0)])
+def test_a_damaged_rdb_fails_the_load_cleanly(make_server, field, offset, value):
+    server = make_server(options=("--rdbcompression", "no"))
+    r = server.client()
+    populate(r)
+    assert r.save()
+    server.kill()
+    rdb = server.directory / "dump.rdb"
+    data = bytearray(rdb.read_bytes())
+    at = data.index(b"rbchain\x01") + offset
+    data[at:at + 4] = value.to_bytes(4, "little")
+    data[-8:] = crc64(bytes(data[:-8])).to_bytes(8, "little")  # the file's own checksum
+    rdb.write_bytes(bytes(data))
+    process = subprocess.Popen(["redis-server", "--port", str(free_port()), "--bind",
+                                "127.0.0.1", "--dir", str(server.directory), "--logfile",
+                                str(server.log), "--loadmodule", module_path()],
+                               stdout=subprocess.DEVNULL)
+    try:
+        # The load fails and the server exits; by a signal would be a crash. (The exit code is
+        # redis-check-rdb's, which Redis runs on the file then: 0, as it skips module values.)
+        assert process.wait(60) >= 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    log = server.log.read_text()
+    assert "redbloom: filter not loaded" in log and "crashed by signal" not in log, log[-2000:]
