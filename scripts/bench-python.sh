@@ -2,7 +2,8 @@
 # Python benchmark (issue figures for docs/benchmarks.md): builds the Python package and
 # bench_local in Release, starts a private redis-server, and measures from /usr/bin/python3
 # 1M URLs through redbloom (file and Redis; list of str and numpy array) beside the seed's
-# Python Redis Bloom filter and a Python set; then the C++ batch path on the same kind of
+# Python Redis Bloom filter and a Python set, on a server without and one with redbloom.so;
+# then the C++ batch path on the same kind of
 # filter (file, blocked, 1e6 URLs), for the per-item ratio.
 #   scripts/bench-python.sh [--runs 5] [--items 1000000] [--seed-items 100000]
 set -euo pipefail
@@ -11,8 +12,13 @@ source scripts/lib/private-redis.sh
 trap private_redis_cleanup EXIT
 private_redis_setup bench-python bench_local
 cmake -S . -B "$build" -DREDBLOOM_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
-cmake --build "$build" -j "$(nproc)" --target _redbloom >/dev/null
+cmake --build "$build" -j "$(nproc)" --target _redbloom redbloom_module >/dev/null
 private_redis_describe
+# A second server with redbloom's module: the library sends per-item work through it.
+private_redis_server_args=(--loadmodule "$PWD/$build/module/redbloom.so")
+private_redis_start_server bench-python no
+module_uri="redis://127.0.0.1:${ports[1]}"
+echo "with redbloom.so: $module_uri"
 runs=5
 for ((i = 1; i <= $#; i++)); do [[ "${!i}" == "--runs" ]] && { j=$((i + 1)); runs=${!j}; }; done
 echo "== C++ batch path: file, blocked, 1e6 URLs (medians of $runs)"
@@ -24,4 +30,5 @@ insert_ns=$(echo "$cxx" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
 hit_ns=$(echo "$cxx" | awk -F'|' '{gsub(/ /, "", $5); print $5}')
 echo "== Python ($(/usr/bin/python3 --version))"
 PYTHONPATH="$build/python" /usr/bin/python3 python/bench/bench_python.py --redis "$uri" \
+  --redis-module "$module_uri" \
   --cxx-insert-ns "$insert_ns" --cxx-hit-ns "$hit_ns" "$@"

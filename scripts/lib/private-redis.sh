@@ -40,6 +40,9 @@ private_redis_port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Starts one server on a free port (and, for a cluster node, a free bus port 10000 above it)
 # in its own directory under $dir; appends to $ports and $pids. If another process takes the
 # port before the server binds, the server exits and the next port is tried.
+# Extra arguments for every server started after they are set (e.g. --loadmodule PATH).
+private_redis_server_args=()
+
 private_redis_start_server() {
   local name=$1 cluster=$2 attempt port pid node_dir
   local extra=()
@@ -55,7 +58,8 @@ private_redis_start_server() {
     node_dir="$dir/$port"
     mkdir -p "$node_dir"
     "$server_bin" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$node_dir" \
-      --logfile "$node_dir/redis.log" --daemonize no "${extra[@]}" >/dev/null 2>&1 &
+      --logfile "$node_dir/redis.log" --daemonize no "${extra[@]}" \
+      "${private_redis_server_args[@]}" >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 100); do
       grep -q "Ready to accept connections" "$node_dir/redis.log" 2>/dev/null && break
