@@ -131,3 +131,18 @@ def test_a_damaged_rdb_fails_the_load_cleanly(make_server, field, offset, value)
             process.wait()
     log = server.log.read_text()
     assert "redbloom: filter not loaded" in log and "crashed by signal" not in log, log[-2000:]
+
+
+def test_a_link_over_16_mib_moves_in_pieces(make_server):
+    r = make_server(options=DEBUG).client()
+    r.execute_command("BF.RESERVE", "big", 0.01, 20000000)  # one link of about 24 MB
+    r.execute_command("BF.MADD", "big", *items("big", 1000))
+    pieces = scandump(r, "big")
+    sizes = [len(data) for _, data in pieces[1:]]
+    assert sizes[0] == 16 << 20 and 0 < sizes[-1] <= 16 << 20 and len(sizes) == 2
+    assert [it for it, _ in pieces] == [1, 1 + sizes[0], 1 + sum(sizes)]
+    loadchunks(r, "loaded", pieces)
+    assert r.restore("restored", 0, r.dump("big"))
+    digests = r.execute_command("DEBUG", "DIGEST-VALUE", "big", "loaded", "restored")
+    assert len(set(digests)) == 1
+    assert r.execute_command("BF.MEXISTS", "restored", *items("big", 1000)) == [1] * 1000
