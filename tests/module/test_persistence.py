@@ -96,6 +96,9 @@ def test_whatever_commands_build_can_be_loaded_again(make_server):
     before = snapshot(r, ["long"])
     assert r.restore("restored", 0, r.dump("long"))
     loadchunks(r, "loaded", scandump(r, "long"))
+    for key in ("restored", "loaded"):
+        assert snapshot(r, [key], False)[key] == before["long"]
+    r.delete("restored", "loaded")
     assert r.execute_command("DEBUG", "RELOAD")
     assert snapshot(r, ["long"]) == before
     assert r.save()
