@@ -79,7 +79,8 @@ int reply_error(RedisModuleCtx* ctx, const char* message) noexcept {
 const char* refusal_message(FilterChain::AddResult result) noexcept {
   return result == FilterChain::AddResult::full
              ? "ERR non scaling filter is full"
-             : "ERR filter reached the module's memory limit per filter (max-filter-bytes)";
+             : "ERR filter cannot grow: it would pass the module's memory limit per filter "
+               "(MAX_FILTER_BYTES) or its 64 sub-filters";
 }
 
 }  // namespace redbloom::module

@@ -16,8 +16,6 @@
 
 namespace redbloom::chain_format {
 
-inline constexpr std::uint32_t kMaxLinks = 64;
-
 [[nodiscard]] std::string encode_header(const FilterChain& chain);
 // An empty-bitted chain of the header's shape. Throws FormatError naming what is wrong with a
 // damaged or hostile header, InvalidArgument when it is over `max_bytes` (0: no limit).

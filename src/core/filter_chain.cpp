@@ -155,6 +155,10 @@ FilterChain::Link& FilterChain::add_link_with_params(const FilterParams& params,
 }
 
 void FilterChain::grow() {
+  if (links_.size() >= kMaxLinks) {
+    throw InvalidArgument("the filter has " + std::to_string(kMaxLinks) +
+                          " links, the most it may have");
+  }
   double target = 0;
   const FilterParams next = next_link_params(&target);
   add_link_with_params(next, target, 0);

@@ -43,6 +43,9 @@ struct ChainOptions {
 
 // The ratio by which each next link's error rate shrinks.
 inline constexpr double kTighteningRatio = 0.5;
+// A chain stops growing at this many links (the last at p / 2^64 of the target): a bound on
+// what a saved chain may hold, so that whatever commands build can be loaded again.
+inline constexpr std::uint32_t kMaxLinks = 64;
 inline constexpr std::uint32_t kMaxExpansion = 1u << 15;
 
 class FilterChain {
@@ -66,6 +69,7 @@ class FilterChain {
   // A deep copy, with the same allocator.
   [[nodiscard]] std::unique_ptr<FilterChain> clone() const;
 
+  // over_limit: the chain cannot grow (its memory limit, or kMaxLinks links).
   enum class AddResult : std::uint8_t { present = 0, added = 1, full = 2, over_limit = 3 };
   // Test-and-set in order: results[i] for items[i] (the second of two equal items is present).
   // Stops at the first item that cannot be added (full / over_limit) and returns how many items

@@ -14,7 +14,8 @@ from resp import Error, Resp, Status  # noqa: E402,F401
 
 TYPE_NAME = "redbloomF"
 WRONGTYPE = Error("WRONGTYPE Operation against a key holding the wrong kind of value")
-MEMORY_LIMIT = Error("ERR filter reached the module's memory limit per filter (max-filter-bytes)")
+MEMORY_LIMIT = Error("ERR filter cannot grow: it would pass the module's memory limit per filter "
+                     "(MAX_FILTER_BYTES) or its 64 sub-filters")
 FULL = Error("ERR non scaling filter is full")
 
 

@@ -80,10 +80,6 @@ def test_debug_reload(make_server):
     assert snapshot(r, keys) == before
 
 
-@pytest.mark.xfail(strict=True, reason="module bug: a chain grows past the 64 links its format "
-                   "can load (chain_format kMaxLinks): DUMP/RESTORE, SCANDUMP/LOADCHUNK and "
-                   "DEBUG RELOAD fail ('filter header has 100 links'), the reload empties the "
-                   "dataset, and a restart after SAVE cannot load the RDB")
 def test_whatever_commands_build_can_be_loaded_again(make_server):
     server = make_server(options=DEBUG)
     r = server.client()
