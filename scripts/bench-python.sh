@@ -19,16 +19,8 @@ private_redis_server_args=(--loadmodule "$PWD/$build/module/redbloom.so")
 private_redis_start_server bench-python no
 module_uri="redis://127.0.0.1:${ports[1]}"
 echo "with redbloom.so: $module_uri"
-runs=5
-for ((i = 1; i <= $#; i++)); do [[ "${!i}" == "--runs" ]] && { j=$((i + 1)); runs=${!j}; }; done
-echo "== C++ batch path: file, blocked, 1e6 URLs (medians of $runs)"
-cxx=$("$build/bench/bench_local" --store=file --keys=url --n=1e6 \
-  --benchmark_filter='^file-url/blocked/batched/' --benchmark_repetitions="$runs" \
-  --benchmark_report_aggregates_only=true | grep '^| file-url/blocked/batched ')
-echo "$cxx"
-insert_ns=$(echo "$cxx" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
-hit_ns=$(echo "$cxx" | awk -F'|' '{gsub(/ /, "", $5); print $5}')
 echo "== Python ($(/usr/bin/python3 --version))"
+# The C++ batch path of the same kind of filter runs once in each of Python's runs, so the
+# per-item ratio compares runs made side by side, on the same load.
 PYTHONPATH="$build/python" /usr/bin/python3 python/bench/bench_python.py --redis "$uri" \
-  --redis-module "$module_uri" \
-  --cxx-insert-ns "$insert_ns" --cxx-hit-ns "$hit_ns" "$@"
+  --redis-module "$module_uri" --cxx-bench "$build/bench/bench_local" "$@"

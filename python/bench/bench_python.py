@@ -2,8 +2,8 @@
 in Python (redis-py, md5/sha1 double hashing, one SETBIT/GETBIT per bit, pipelined 1000 URLs a
 round trip) and a Python set. Prints a markdown table of medians of --runs runs.
 
-    bench_python.py --redis redis://127.0.0.1:PORT [--items 1000000] [--seed-items 100000]
-                    [--runs 5] [--cxx-insert-ns N --cxx-hit-ns N]
+    bench_python.py --redis redis://127.0.0.1:PORT [--redis-module redis://…] [--items 1000000]
+                    [--seed-items 100000] [--runs 5] [--cxx-bench path/to/bench_local]
 """
 
 import argparse
@@ -11,6 +11,7 @@ import hashlib
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,6 +60,16 @@ class SeedBloom:
         return out
 
 
+def cxx_batch_ns(bench_local):
+    """The C++ batch path on a file filter of 1M URL keys, blocked: (insert ns, hit ns)."""
+    out = subprocess.run([bench_local, "--store=file", "--keys=url", "--n=1e6",
+                          "--benchmark_filter=^file-url/blocked/batched/"],
+                         capture_output=True, text=True, check=True).stdout
+    row = next(line for line in out.splitlines() if line.startswith("| file-url/blocked/batched "))
+    cells = [c.strip() for c in row.split("|")]
+    return float(cells[3]), float(cells[4])
+
+
 def timed(function):
     start = time.perf_counter()
     function()
@@ -72,8 +83,7 @@ def main():
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--seed-items", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--cxx-insert-ns", type=float)
-    parser.add_argument("--cxx-hit-ns", type=float)
+    parser.add_argument("--cxx-bench", help="bench_local, run once per run for the C++ batch path")
     args = parser.parse_args()
     n, p = args.items, 0.01
     as_list = urls(n)
@@ -118,13 +128,18 @@ def main():
         record("memory Python set add", n, timed(lambda: [s.add(u) for u in as_list]))
         record("memory Python set contains", n, timed(lambda: [u in s for u in probes]))
         set_bytes = sys.getsizeof(s) + sum(sys.getsizeof(u) for u in as_list)
+        if args.cxx_bench:
+            insert_ns, hit_ns = cxx_batch_ns(args.cxx_bench)
+            rows.setdefault("C++ batch add ns", []).append(insert_ns)
+            rows.setdefault("C++ batch contains ns", []).append(hit_ns)
         print("run %d of %d done" % (run + 1, args.runs), file=sys.stderr)
 
     median = {name: statistics.median(values) for name, values in rows.items()}
     print("| case | items/s (median of %d) |" % args.runs)
     print("|---|---|")
     for name, rate in median.items():
-        print("| %s | %s |" % (name, "{:,.0f}".format(rate)))
+        if not name.startswith("C++"):
+            print("| %s | %s |" % (name, "{:,.0f}".format(rate)))
     seed_add = median["redis seed 000 add (Python, SETBIT pipelined)"]
     seed_has = median["redis seed 000 contains (Python, GETBIT pipelined)"]
     print()
@@ -140,10 +155,11 @@ def main():
                                           layout="blocked").info()["bytes"]
     print("| memory: Python set of the URLs / blocked filter (p=1%%) | %.0fx (%.1f MB / %.2f MB) |"
           % (set_bytes / filter_bytes, set_bytes / 1e6, filter_bytes / 1e6))
-    if args.cxx_insert_ns and args.cxx_hit_ns:
-        for op, cxx in (("add_many", args.cxx_insert_ns), ("contains_many", args.cxx_hit_ns)):
-            py_ns = 1e9 / median["file %s, numpy S" % op]
-            print("| file %s, numpy S: ns/item from Python / C++ batch | %.2f (%.1f / %.1f ns) |"
+    if args.cxx_bench:
+        for op in ("add", "contains"):
+            cxx = median["C++ batch %s ns" % op]
+            py_ns = 1e9 / median["file %s_many, numpy S" % op]
+            print("| file %s_many, numpy S: ns/item from Python / C++ batch | %.2f (%.1f / %.1f ns) |"
                   % (op, py_ns / cxx, py_ns, cxx))
 
 
