@@ -125,77 +125,8 @@ std::string redisbloom_label(RawConnection& raw) {
   return "RedisBloom";
 }
 
-// ---------------------------------------------------------------------------------------------
-// Phases: wall time, server CPU (INFO cpu), client CPU (getrusage), commands (INFO
-// commandstats).
-
-struct ServerCounters {
-  double cpu_seconds = 0;
-  std::map<std::string, std::uint64_t> calls;
-};
-
-ServerCounters read_counters(RawConnection& stats) {
-  const Reply reply = stats.run({"INFO", "cpu", "commandstats"});
-  const std::string_view text(reply->str, reply->len);
-  ServerCounters counters;
-  for (std::size_t pos = 0; pos < text.size();) {
-    std::size_t end = text.find("\r\n", pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 2;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (line.starts_with("used_cpu_user:") || line.starts_with("used_cpu_sys:")) {
-      counters.cpu_seconds += std::stod(std::string(line.substr(colon + 1)));
-    } else if (line.starts_with("cmdstat_")) {
-      const std::size_t calls = line.find("calls=", colon);
-      if (calls == std::string_view::npos) continue;
-      std::uint64_t value = 0;
-      std::from_chars(line.data() + calls + 6, line.data() + line.size(), value);
-      counters.calls[std::string(line.substr(8, colon - 8))] = value;
-    }
-  }
-  return counters;
-}
-
-double client_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& tv) { return double(tv.tv_sec) + 1e-6 * tv.tv_usec; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-struct Phase {
-  std::uint64_t items = 0;
-  double seconds = 0;
-  double server_cpu = 0;
-  double client_cpu = 0;
-  std::map<std::string, std::uint64_t> commands;  // calls during the phase (INFO excluded)
-
-  [[nodiscard]] double items_per_second() const { return double(items) / seconds; }
-  [[nodiscard]] double server_us() const { return 1e6 * server_cpu / double(items); }
-  [[nodiscard]] double client_us() const { return 1e6 * client_cpu / double(items); }
-};
-
-template <class Work>
-Phase measure(RawConnection& stats, std::uint64_t items, Work&& work) {
-  const ServerCounters before = read_counters(stats);
-  const double client_before = client_cpu_seconds();
-  const auto start = Clock::now();
-  work();
-  Phase phase;
-  phase.seconds = redbloom_bench::seconds_since(start);
-  phase.client_cpu = client_cpu_seconds() - client_before;
-  const ServerCounters after = read_counters(stats);
-  phase.items = items;
-  phase.server_cpu = after.cpu_seconds - before.cpu_seconds;
-  for (const auto& [name, calls] : after.calls) {
-    const auto it = before.calls.find(name);
-    const std::uint64_t delta = calls - (it == before.calls.end() ? 0 : it->second);
-    if (delta != 0 && name != "info") phase.commands[name] = delta;
-  }
-  return phase;
-}
+using redbloom_bench::measure;
+using redbloom_bench::Phase;
 
 // ---------------------------------------------------------------------------------------------
 // The workload and the cases.

@@ -72,71 +72,8 @@ using redbloom_bench::RawConnection;
 using redbloom_bench::Reply;
 using redbloom_bench::Resp;
 
-// ---------------------------------------------------------------------------------------------
-// The server's counters.
-
-struct ServerCounters {
-  double cpu_seconds = 0;                      // used_cpu_user + used_cpu_sys
-  std::map<std::string, std::uint64_t> calls;  // per command, from INFO commandstats
-};
-
-ServerCounters read_counters(RawConnection& stats) {
-  Reply reply = stats.run({"INFO", "cpu", "commandstats"});
-  const std::string text(reply->str, reply->len);
-  ServerCounters counters;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find("\r\n", pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string_view line(text.data() + pos, end - pos);
-    pos = end + 2;
-    if (line.starts_with("used_cpu_user:") || line.starts_with("used_cpu_sys:")) {
-      counters.cpu_seconds += std::stod(std::string(line.substr(line.find(':') + 1)));
-    } else if (line.starts_with("cmdstat_")) {
-      // cmdstat_bitfield:calls=12,usec=...
-      const std::size_t colon = line.find(':');
-      const std::string_view name = line.substr(8, colon - 8);
-      const std::size_t calls = line.find("calls=", colon);
-      if (calls == std::string_view::npos) continue;
-      std::uint64_t value = 0;
-      std::from_chars(line.data() + calls + 6, line.data() + line.size(), value);
-      counters.calls[std::string(name)] = value;
-    }
-  }
-  return counters;
-}
-
-// One timed phase.
-struct Phase {
-  std::uint64_t items = 0;
-  double seconds = 0;
-  double server_cpu_seconds = 0;
-  std::map<std::string, std::uint64_t> commands;  // calls during the phase (INFO excluded)
-
-  [[nodiscard]] double items_per_second() const { return double(items) / seconds; }
-  [[nodiscard]] double server_us_per_item() const {
-    return 1e6 * server_cpu_seconds / double(items);
-  }
-};
-
-template <class Work>
-Phase measure(RawConnection& stats, std::uint64_t items, Work&& work) {
-  const ServerCounters before = read_counters(stats);
-  const auto start = Clock::now();
-  work();
-  const auto stop = Clock::now();
-  const ServerCounters after = read_counters(stats);
-  Phase phase;
-  phase.items = items;
-  phase.seconds = std::chrono::duration<double>(stop - start).count();
-  phase.server_cpu_seconds = after.cpu_seconds - before.cpu_seconds;
-  for (const auto& [name, calls] : after.calls) {
-    const auto it = before.calls.find(name);
-    const std::uint64_t delta = calls - (it == before.calls.end() ? 0 : it->second);
-    if (delta != 0 && name != "info") phase.commands[name] = delta;
-  }
-  return phase;
-}
+using redbloom_bench::measure;
+using redbloom_bench::Phase;
 
 // ---------------------------------------------------------------------------------------------
 // Case a: the seeds' method. A Bloom filter of the given m and k, one key per partition (one
@@ -453,11 +390,11 @@ int main(int argc, char** argv) {
     const double seed_absent_rate =
         seed_median([](const Result& r) { return r.absent->items_per_second(); });
     const double seed_insert_cpu =
-        seed_median([](const Result& r) { return r.insert.server_us_per_item(); });
+        seed_median([](const Result& r) { return r.insert.server_us(); });
     const double seed_present_cpu =
-        seed_median([](const Result& r) { return r.present->server_us_per_item(); });
+        seed_median([](const Result& r) { return r.present->server_us(); });
     const double seed_absent_cpu =
-        seed_median([](const Result& r) { return r.absent->server_us_per_item(); });
+        seed_median([](const Result& r) { return r.absent->server_us(); });
 
     std::printf(
         "| case | k | insert items/s (× a) | present lookups/s (× a) | absent lookups/s (× a) | "
@@ -473,7 +410,7 @@ int main(int argc, char** argv) {
       const double insert_rate =
           median_of(runs, [](const Result& r) { return r.insert.items_per_second(); });
       const double insert_cpu =
-          median_of(runs, [](const Result& r) { return r.insert.server_us_per_item(); });
+          median_of(runs, [](const Result& r) { return r.insert.server_us(); });
       const double insert_s = median_of(runs, [](const Result& r) { return r.insert.seconds; });
       std::string present_cell = "—", absent_cell = "—", present_cpu_cell = "—",
                   absent_cpu_cell = "—", wall = fixed(insert_s, 3) + " / — / —";
@@ -482,10 +419,8 @@ int main(int argc, char** argv) {
             median_of(runs, [](const Result& r) { return r.present->items_per_second(); });
         const double ar =
             median_of(runs, [](const Result& r) { return r.absent->items_per_second(); });
-        const double pc =
-            median_of(runs, [](const Result& r) { return r.present->server_us_per_item(); });
-        const double ac =
-            median_of(runs, [](const Result& r) { return r.absent->server_us_per_item(); });
+        const double pc = median_of(runs, [](const Result& r) { return r.present->server_us(); });
+        const double ac = median_of(runs, [](const Result& r) { return r.absent->server_us(); });
         present_cell = with_ratio(rate(pr), pr, seed_present_rate);
         absent_cell = with_ratio(rate(ar), ar, seed_absent_rate);
         present_cpu_cell = with_ratio(fixed(pc, 3), pc, seed_present_cpu);

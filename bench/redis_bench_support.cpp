@@ -1,5 +1,7 @@
 #include "redis_bench_support.hpp"
 
+#include <sys/resource.h>
+
 #include <charconv>
 #include <cstdio>
 #include <stdexcept>
@@ -250,6 +252,53 @@ std::optional<int> parse_options(
     return usage("bad number in the arguments");
   }
   return std::nullopt;
+}
+
+ServerCounters read_counters(RawConnection& stats) {
+  const Reply reply = stats.run({"INFO", "cpu", "commandstats"});
+  const std::string_view text(reply->str, reply->len);
+  ServerCounters counters;
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find("\r\n", pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 2;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (line.starts_with("used_cpu_user:") || line.starts_with("used_cpu_sys:")) {
+      counters.cpu_seconds += std::stod(std::string(line.substr(colon + 1)));
+    } else if (line.starts_with("cmdstat_")) {
+      // cmdstat_bitfield:calls=12,usec=...
+      const std::size_t calls = line.find("calls=", colon);
+      if (calls == std::string_view::npos) continue;
+      std::uint64_t value = 0;
+      std::from_chars(line.data() + calls + 6, line.data() + line.size(), value);
+      counters.calls[std::string(line.substr(8, colon - 8))] = value;
+    }
+  }
+  return counters;
+}
+
+double client_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& tv) { return double(tv.tv_sec) + 1e-6 * tv.tv_usec; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+Phase phase_between(const ServerCounters& before, const ServerCounters& after, double client_cpu,
+                    double seconds, std::uint64_t items) {
+  Phase phase;
+  phase.items = items;
+  phase.seconds = seconds;
+  phase.server_cpu = after.cpu_seconds - before.cpu_seconds;
+  phase.client_cpu = client_cpu;
+  for (const auto& [name, calls] : after.calls) {
+    const auto it = before.calls.find(name);
+    const std::uint64_t delta = calls - (it == before.calls.end() ? 0 : it->second);
+    if (delta != 0 && name != "info") phase.commands[name] = delta;
+  }
+  return phase;
 }
 
 }  // namespace redbloom_bench

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -180,5 +181,43 @@ std::optional<int> parse_options(
     int argc, char** argv, Options& options,
     const std::function<bool(const std::string& key, const std::string& value)>& extra,
     int (*usage)(const char* message), const char* help);
+
+// ---------------------------------------------------------------------------------------------
+// One timed phase: wall time, the server's CPU (INFO cpu), this process's CPU (getrusage) and
+// the commands the server ran (INFO commandstats), read before and after the work.
+
+struct ServerCounters {
+  double cpu_seconds = 0;                      // used_cpu_user + used_cpu_sys
+  std::map<std::string, std::uint64_t> calls;  // per command, from INFO commandstats
+};
+ServerCounters read_counters(RawConnection& stats);
+double client_cpu_seconds();
+
+struct Phase {
+  std::uint64_t items = 0;
+  double seconds = 0;
+  double server_cpu = 0;
+  double client_cpu = 0;
+  std::map<std::string, std::uint64_t> commands;  // calls during the phase (INFO excluded)
+
+  [[nodiscard]] double items_per_second() const { return double(items) / seconds; }
+  [[nodiscard]] double server_us() const { return 1e6 * server_cpu / double(items); }
+  [[nodiscard]] double client_us() const { return 1e6 * client_cpu / double(items); }
+};
+
+// The phase's figures from the counters read around it.
+Phase phase_between(const ServerCounters& before, const ServerCounters& after, double client_cpu,
+                    double seconds, std::uint64_t items);
+
+template <class Work>
+Phase measure(RawConnection& stats, std::uint64_t items, Work&& work) {
+  const ServerCounters before = read_counters(stats);
+  const double client_before = client_cpu_seconds();
+  const auto start = Clock::now();
+  work();
+  const double seconds = seconds_since(start);
+  const double client_cpu = client_cpu_seconds() - client_before;
+  return phase_between(before, read_counters(stats), client_cpu, seconds, items);
+}
 
 }  // namespace redbloom_bench

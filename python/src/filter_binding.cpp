@@ -118,24 +118,38 @@ class PyFilter {
     }
   }
 
+  // The answers go into a list made at the items' length when they tell it (lists, tuples,
+  // arrays), so filling it is a store per item rather than an append that may reallocate.
   template <class Batch>
   py::list answers(py::handle items, Batch&& batch_call) {
     ItemSource source(items, kChunk);
     ItemBatch batch;
     std::vector<std::uint8_t> flags;
-    py::list out;
+    const Py_ssize_t expected = PyObject_LengthHint(items.ptr(), 0);
+    if (expected < 0) throw py::error_already_set();
+    py::list out(expected);
     std::size_t done = 0;
     while (source.next(batch)) {
       flags.assign(batch.size(), 0);
       committed_so_far(done, [&] {
         handle_.run(true, [&](Filter& f) { batch_call(f, batch.views(), flags); });
       });
-      for (const std::uint8_t flag : flags) {
-        if (PyList_Append(out.ptr(), flag ? Py_True : Py_False) != 0) {
+      for (std::size_t i = 0; i < flags.size(); ++i) {
+        PyObject* answer = flags[i] ? Py_True : Py_False;
+        const auto at = static_cast<Py_ssize_t>(done + i);
+        if (at < expected) {
+          Py_INCREF(answer);
+          PyList_SET_ITEM(out.ptr(), at, answer);
+        } else if (PyList_Append(out.ptr(), answer) != 0) {
           throw py::error_already_set();
         }
       }
       done += batch.size();
+    }
+    // Fewer items than the hint said: drop the unfilled tail.
+    if (static_cast<Py_ssize_t>(done) < expected &&
+        PyList_SetSlice(out.ptr(), static_cast<Py_ssize_t>(done), expected, nullptr) != 0) {
+      throw py::error_already_set();
     }
     return out;
   }
