@@ -125,6 +125,7 @@ std::string redisbloom_label(RawConnection& raw) {
   return "RedisBloom";
 }
 
+using redbloom_bench::join_commands;
 using redbloom_bench::measure;
 using redbloom_bench::Phase;
 
@@ -456,17 +457,6 @@ std::string verdict(double ratio, double target, bool higher_is_better) {
                         : percent < 10 ? 1
                                        : 0) +
          "% (" + shown + ")";
-}
-
-std::string join_commands(const std::map<std::string, std::uint64_t>& commands) {
-  std::string out;
-  for (const auto& [name, calls] : commands) {
-    if (!out.empty()) out += ", ";
-    std::string upper = name;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    out += upper + " ×" + std::to_string(calls);
-  }
-  return out.empty() ? "(none)" : out;
 }
 
 std::vector<std::size_t> parse_list(const std::string& text) {

@@ -72,6 +72,7 @@ using redbloom_bench::RawConnection;
 using redbloom_bench::Reply;
 using redbloom_bench::Resp;
 
+using redbloom_bench::join_commands;
 using redbloom_bench::measure;
 using redbloom_bench::Phase;
 
@@ -244,17 +245,6 @@ std::string with_ratio(const std::string& text, double value, double reference) 
   const double ratio = value / reference;
   const int digits = ratio >= 10 ? 0 : ratio >= 0.1 ? 2 : 3;
   return text + " (" + fixed(ratio, digits) + "×)";
-}
-
-std::string join_commands(const std::map<std::string, std::uint64_t>& commands) {
-  std::string out;
-  for (const auto& [name, calls] : commands) {
-    if (!out.empty()) out += ", ";
-    std::string upper = name;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    out += upper + " ×" + std::to_string(calls);
-  }
-  return out.empty() ? "(none)" : out;
 }
 
 int usage(const char* message) {

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <stdexcept>
@@ -299,6 +300,17 @@ Phase phase_between(const ServerCounters& before, const ServerCounters& after, d
     if (delta != 0 && name != "info") phase.commands[name] = delta;
   }
   return phase;
+}
+
+std::string join_commands(const std::map<std::string, std::uint64_t>& commands) {
+  std::string out;
+  for (const auto& [name, calls] : commands) {
+    if (!out.empty()) out += ", ";
+    std::string upper = name;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += upper + " ×" + std::to_string(calls);
+  }
+  return out.empty() ? "(none)" : out;
 }
 
 }  // namespace redbloom_bench

@@ -209,6 +209,9 @@ struct Phase {
 Phase phase_between(const ServerCounters& before, const ServerCounters& after, double client_cpu,
                     double seconds, std::uint64_t items);
 
+// "BITFIELD ×12, STRLEN ×24": the commands a phase ran, for the tables.
+std::string join_commands(const std::map<std::string, std::uint64_t>& commands);
+
 template <class Work>
 Phase measure(RawConnection& stats, std::uint64_t items, Work&& work) {
   const ServerCounters before = read_counters(stats);

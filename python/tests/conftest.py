@@ -2,7 +2,6 @@
 and stopped by pid; a missing redis-server fails, never skips) and the redbloom CLI built beside
 the package."""
 
-import os
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 # RedisServer lives in tests/support, shared with the Redis module's suite.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "support"))
+from built_programs import redbloom_cli  # noqa: E402
 from redis_server import RedisServer, free_port  # noqa: E402,F401
 
 
@@ -32,10 +32,7 @@ def fresh_redis(tmp_path):
 
 @pytest.fixture(scope="session")
 def cli():
-    path = os.environ.get("REDBLOOM_CLI")
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("REDBLOOM_CLI must name the built redbloom command (ctest sets it)")
-    return path
+    return redbloom_cli()
 
 
 @pytest.fixture

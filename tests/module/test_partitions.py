@@ -3,12 +3,12 @@ partition i of filter NAME is NAME:bits:{NAME:i}, partition_bits/8 bytes and a z
 and the same bits as the library: filters the redbloom CLI writes without the module (BITFIELD)
 answer RB.PARTEXISTS, and partitions RB.PARTADD writes answer the CLI on a server without it."""
 
-import os
 import subprocess
 
 import pytest
 
 from module_util import WRONGTYPE, Error, RedisServer, Resp, Status, items, packed, start_server
+from built_programs import redbloom_cli  # noqa: E402 (module_util puts tests/support on the path)
 
 BITS = 16384  # 2 KiB: 200 items leave false positives out of the picture
 SEALED = BITS // 8 + 1
@@ -103,10 +103,7 @@ def test_items_of_another_partition_are_refused(raw):
 
 @pytest.fixture(scope="module")
 def cli():
-    path = os.environ.get("REDBLOOM_CLI")
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("REDBLOOM_CLI must name the built redbloom command (ctest sets it)")
-    return path
+    return redbloom_cli()
 
 
 def run_cli(cli, *args, lines=()):
