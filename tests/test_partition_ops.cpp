@@ -234,5 +234,64 @@ TEST(RedisFormat, MetadataRoundTripsAndBadFieldsAreNamed) {
   }
 }
 
+// --- redbloom's module (module/partition_commands.cpp) --------------------------------------
+
+std::string bulk(std::string_view text) {
+  return "$" + std::to_string(text.size()) + "\r\n" + std::string(text) + "\r\n";
+}
+
+TEST(PartitionOps, ModuleCommandsSendTheItemsPackedInOneCommand) {
+  const Fixture f;
+  const auto commands = module_partition_commands(f.params);
+  for (const bool lookup : {false, true}) {
+    CommandBuffer out;
+    const std::size_t sent = lookup ? commands->encode_lookup(out, f.key, f.unit())
+                                    : commands->encode_test_and_set(out, f.key, f.unit());
+    EXPECT_EQ(sent, 1u);
+    // NAME key sealed-length layout hashes partition-bits partitions index packed-items
+    const std::string packed{"\x01\0\0\0a\x01\0\0\0b", 10};
+    const std::string expected = "*9\r\n" + bulk(lookup ? "RB.PARTEXISTS" : "RB.PARTADD") +
+                                 bulk("f:bits:{f:0}") + bulk(std::to_string(f.key.sealed_length)) +
+                                 bulk("classic") + bulk(std::to_string(f.params.hashes)) +
+                                 bulk(std::to_string(f.params.partition_bits)) + bulk("1") +
+                                 bulk("0") + bulk(packed);
+    EXPECT_EQ(out.text(), expected);
+    EXPECT_EQ(commands->operation(lookup), lookup ? "RB.PARTEXISTS" : "RB.PARTADD");
+  }
+}
+
+TEST(PartitionOps, ModuleRepliesAreAByteAnItemOrALostPartition) {
+  const Fixture f;
+  const auto commands = module_partition_commands(f.params);
+  std::uint8_t answers[2] = {9, 9};
+  commands->decode_test_and_set(ParsedReplies(bulk(std::string("\x01\x00", 2))).all(), f.key,
+                                f.unit(), answers);
+  EXPECT_EQ(answers[0], 1);
+  EXPECT_EQ(answers[1], 0);
+  commands->decode_lookup(ParsedReplies(bulk(std::string("\x00\x01", 2))).all(), f.key, f.unit(),
+                          answers);
+  EXPECT_EQ(answers[0], 0);
+  EXPECT_EQ(answers[1], 1);
+  // A lost partition is a ReplyProblem that says so (the store makes it a FormatError).
+  try {
+    commands->decode_test_and_set(ParsedReplies("-REDBLOOMLOST partition key is missing\r\n").all(),
+                                  f.key, f.unit(), answers);
+    FAIL() << "a lost partition was answered";
+  } catch (const ReplyProblem& problem) {
+    EXPECT_TRUE(problem.lost());
+    EXPECT_NE(std::string(problem.what()).find("f:bits:{f:0}"), std::string::npos);
+  }
+  // Another error, or a reply of the wrong length, is refused and not lost.
+  for (const std::string& reply : {std::string("-ERR item 0 belongs to another partition\r\n"),
+                                   bulk(std::string("\x01", 1))}) {
+    try {
+      commands->decode_lookup(ParsedReplies(reply).all(), f.key, f.unit(), answers);
+      FAIL() << "refused reply was answered: " << reply;
+    } catch (const ReplyProblem& problem) {
+      EXPECT_FALSE(problem.lost());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace redbloom::redis
