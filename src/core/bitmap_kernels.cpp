@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <type_traits>
 
 #include "core/bit_order.hpp"
 #include "core/item_hash_inline.hpp"
@@ -312,6 +314,163 @@ __attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512(const B
   blocked_pipeline<op, Avx512Block>(bitmap, hash_of, out);
 }
 
+// XXH3-128 of eight items at once, for items of 4 to 8 bytes (scheme 1's hash, bit for bit:
+// XXH3_len_4to8_128b with seed 0 and the default secret, one item a 64-bit lane). One item's
+// scalar XXH3 is a chain of three multiplies, one of them 64x64->128, and costs more than the
+// rest of a batched in-cache add; in vectors the eight chains share their instructions. The
+// 128-bit product's high half has no instruction of its own: it is built from four 32x32->64
+// multiplies. Lanes with another length are hashed one by one and put in place.
+
+// The high 64 bits of a * b, per lane.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i mul_high64(
+    __m512i a, __m512i b) noexcept {
+  const __m512i low32 = _mm512_set1_epi64(0xffffffff);
+  const __m512i a_hi = _mm512_srli_epi64(a, 32);
+  const __m512i b_hi = _mm512_srli_epi64(b, 32);
+  const __m512i ll = _mm512_mul_epu32(a, b);
+  const __m512i lh = _mm512_mul_epu32(a, b_hi);
+  const __m512i hl = _mm512_mul_epu32(a_hi, b);
+  const __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
+  const __m512i mid =
+      _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(ll, 32), _mm512_and_si512(lh, low32)),
+                       _mm512_and_si512(hl, low32));
+  return _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
+                          _mm512_add_epi64(_mm512_srli_epi64(lh, 32), _mm512_srli_epi64(hl, 32)));
+}
+
+// Whether a std::string_view is {size, data} in two 64-bit words, so that eight of them load
+// as two vectors. Checked once at run time; hash8 is used only where it holds.
+const bool g_view_is_size_then_data = [] {
+  static const char text[] = "xy";
+  const std::string_view view(text, 2);
+  static_assert(sizeof view == 16);
+  std::uint64_t words[2];
+  std::memcpy(words, &view, sizeof words);
+  return words[0] == 2 && words[1] == reinterpret_cast<std::uintptr_t>(text);
+}();
+
+// The inputs go from general registers into the vector by inserts, not through memory (eight
+// scalar stores read back by one vector load stall on store forwarding) and not by gathers
+// (microcoded, and slowed further by the Gather Data Sampling mitigation on recent Intel
+// CPUs): either costs more than the scalar hash it replaces.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
+    const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
+  // XXH3_len_4to8_128b's constants: the bitflip of the default secret's bytes 16..31, and
+  // PRIME64_1 to which the length times 4 is added.
+  constexpr std::uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull;
+  constexpr std::uint64_t kPrimeMx1 = 0x165667919E3779F9ull;
+  constexpr std::uint64_t kPrimeMx2 = 0x9FB21C651E98DF25ull;
+  std::uint64_t secret[2];
+  std::memcpy(secret, XXH3_kSecret + 16, sizeof secret);
+  const std::uint64_t bitflip = secret[0] ^ secret[1];
+
+  const __m512i views_0 = _mm512_loadu_si512(items);
+  const __m512i views_1 = _mm512_loadu_si512(items + 4);
+  const __m512i lengths =
+      _mm512_permutex2var_epi64(views_0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), views_1);
+  const __m512i four = _mm512_set1_epi64(4);
+  // length - 4 <= 4, unsigned: 4 to 8 bytes.
+  const __mmask8 short_items = _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, four), four);
+  // Each lane's first and last 4 bytes (XXH3's input_lo and input_hi), read from a 4-byte dummy
+  // for lanes of another length, without a branch.
+  static constexpr char kDummy[4] = {};
+  std::uint64_t input_words[8];
+  for (unsigned j = 0; j < 8; ++j) {
+    const bool short_item = (short_items >> j) & 1;
+    const char* bytes = short_item ? items[j].data() : kDummy;
+    const std::size_t last_at = short_item ? items[j].size() - 4 : 0;
+    std::uint32_t first, last;
+    std::memcpy(&first, bytes, 4);
+    std::memcpy(&last, bytes + last_at, 4);
+    input_words[j] = first | std::uint64_t{last} << 32;
+  }
+  const __m512i input = _mm512_set_epi64(
+      static_cast<long long>(input_words[7]), static_cast<long long>(input_words[6]),
+      static_cast<long long>(input_words[5]), static_cast<long long>(input_words[4]),
+      static_cast<long long>(input_words[3]), static_cast<long long>(input_words[2]),
+      static_cast<long long>(input_words[1]), static_cast<long long>(input_words[0]));
+  const __m512i keyed = _mm512_xor_si512(input, _mm512_set1_epi64(static_cast<long long>(bitflip)));
+  const __m512i factor = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(kPrime64_1)),
+                                          _mm512_slli_epi64(lengths, 2));
+  __m512i low = _mm512_mullo_epi64(keyed, factor);
+  __m512i high = mul_high64(keyed, factor);
+  high = _mm512_add_epi64(high, _mm512_slli_epi64(low, 1));
+  low = _mm512_xor_si512(low, _mm512_srli_epi64(high, 3));
+  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 35));
+  low = _mm512_mullo_epi64(low, _mm512_set1_epi64(static_cast<long long>(kPrimeMx2)));
+  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 28));
+  high = _mm512_xor_si512(high, _mm512_srli_epi64(high, 37));
+  high = _mm512_mullo_epi64(high, _mm512_set1_epi64(static_cast<long long>(kPrimeMx1)));
+  high = _mm512_xor_si512(high, _mm512_srli_epi64(high, 32));
+  for (unsigned others = static_cast<std::uint8_t>(~short_items); others != 0;
+       others &= others - 1) {
+    const unsigned j = static_cast<unsigned>(__builtin_ctz(others));
+    const ItemHash h = detail::hash_inline(items[j]);
+    const auto lane = static_cast<__mmask8>(1u << j);
+    low = _mm512_mask_set1_epi64(low, lane, static_cast<long long>(h.lo));
+    high = _mm512_mask_set1_epi64(high, lane, static_cast<long long>(h.hi));
+  }
+  lo = low;
+  hi = high;
+}
+
+// The batch pipeline over items, eight at a time: hash eight (hash8), compute their lines in
+// vectors, prefetch them, and test (and set) the eight planned kAheadGroups groups before.
+// Items past the last whole group take blocked_pipeline.
+struct PlannedGroup {
+  alignas(64) std::uint64_t line[8];  // addresses
+  alignas(64) std::uint64_t hi[8];
+};
+
+template <Op op>
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void plan_group(
+    const BlockGeometry& geometry, const std::string_view* items, PlannedGroup& slot) noexcept {
+  __m512i lo, hi;
+  hash8(items, lo, hi);
+  const __m512i blocks = _mm512_set1_epi64(static_cast<long long>(geometry.blocks_per_partition));
+  // layout::partition_of and blocked_block_among, per lane.
+  const __m512i partition = _mm512_srli_epi64(
+      _mm512_mullo_epi64(_mm512_and_si512(lo, _mm512_set1_epi64(0xffffffff)),
+                         _mm512_set1_epi64(static_cast<long long>(geometry.partitions))),
+      32);
+  const __m512i block =
+      _mm512_add_epi64(_mm512_mullo_epi64(partition, blocks), mul_high64(lo, blocks));
+  const __m512i words =
+      _mm512_set1_epi64(static_cast<long long>(reinterpret_cast<std::uintptr_t>(geometry.words)));
+  _mm512_store_si512(slot.line, _mm512_add_epi64(words, _mm512_slli_epi64(block, 6)));
+  _mm512_store_si512(slot.hi, hi);
+  for (unsigned j = 0; j < 8; ++j) prefetch<op>(reinterpret_cast<const void*>(slot.line[j]));
+}
+
+// Filters up to this size count as cache-resident for the batch pipeline's prefetch depth.
+constexpr std::uint64_t kCacheResidentBytes = std::uint64_t{8} << 20;
+
+template <Op op, std::size_t kAheadGroups>
+__attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512_items(
+    const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
+  const BlockGeometry geometry(bitmap);
+  const std::size_t groups = items.size() / 8;
+  PlannedGroup ring[kAheadGroups];
+  for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) {
+    plan_group<op>(geometry, items.data() + g * 8, ring[g]);
+  }
+  for (std::size_t g = 0; g < groups; ++g) {
+    const PlannedGroup& slot = ring[g % kAheadGroups];
+    for (unsigned j = 0; j < 8; ++j) {
+      record<op>(
+          out, g * 8 + j,
+          avx512_line_apply<op, false>(reinterpret_cast<std::uint64_t*>(slot.line[j]), slot.hi[j],
+                                       geometry.last_round_lanes, geometry.ones));
+    }
+    if (g + kAheadGroups < groups) {
+      plan_group<op>(geometry, items.data() + (g + kAheadGroups) * 8, ring[g % kAheadGroups]);
+    }
+  }
+  const std::size_t done = groups * 8;
+  blocked_pipeline<op, Avx512Block>(bitmap, HashItems{items.subspan(done)},
+                                    out == nullptr ? nullptr : out + done);
+}
+
 template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_item(
     const Bitmap& bitmap, std::string_view item) {
@@ -464,7 +623,19 @@ void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   if (bitmap.params.layout == Layout::classic) {
     classic<op>(bitmap, hash_of, out);
   } else if (g_simd_enabled && g_avx512 && bitmap.params.hashes <= 8) {
-    blocked_avx512<op>(bitmap, hash_of, out);
+    if constexpr (std::is_same_v<Source, HashItems>) {
+      if (!g_view_is_size_then_data) return blocked_avx512<op>(bitmap, hash_of, out);
+      // In cache a line arrives in tens of cycles: two groups ahead cover it, and a deeper
+      // ring only adds prefetches that wait for fill buffers. Out of cache, eight groups
+      // (64 items) keep enough misses in flight.
+      if (bitmap.params.total_bytes() <= kCacheResidentBytes) {
+        blocked_avx512_items<op, 2>(bitmap, hash_of.items, out);
+      } else {
+        blocked_avx512_items<op, 8>(bitmap, hash_of.items, out);
+      }
+    } else {
+      blocked_avx512<op>(bitmap, hash_of, out);
+    }
   } else if (g_simd_enabled) {
     blocked_avx2<op>(bitmap, hash_of, out);
   } else {
