@@ -114,6 +114,13 @@ TEST(BitOrder, BlockedKernelWritesRedisOffsets) {
 TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
   std::vector<std::string> items;
   for (int i = 0; i < 3000; ++i) items.push_back("item-" + std::to_string(i * 7919));
+  // Runs of 4- to 8-byte keys (64-bit ids and the like): the AVX-512 batch path hashes eight
+  // of them at once, and falls back item by item when a group mixes in other lengths.
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    const std::uint64_t key = (i + 1) * 0x9E3779B97F4A7C15ull;
+    const std::size_t length = i < 2000 ? 8 : 4 + i % 5;
+    items.emplace_back(reinterpret_cast<const char*>(&key), length);
+  }
   const std::vector<std::string_view> views(items.begin(), items.end());
   for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
     for (std::uint32_t k : {1u, 3u, 6u, 8u, 9u, 13u, 16u}) {
@@ -163,6 +170,11 @@ TEST(Kernels, OneItemAndBatchPathsAgree) {
   for (int i = 0; i < 5000; ++i) {
     const int id = i % 4000;
     items.push_back(("one-" + std::to_string(id) + tail).substr(0, id % 41));
+  }
+  // Whole groups of eight 8-byte keys, repeats included, for the eight-at-a-time batch hash.
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    const std::uint64_t key = (i % 2500 + 1) * 0xD1B54A32D192ED03ull;
+    items.emplace_back(reinterpret_cast<const char*>(&key), sizeof key);
   }
   const std::vector<std::string_view> views(items.begin(), items.end());
   const testing::TempDir dir;
