@@ -139,8 +139,7 @@ RedisModuleType* filter_type() noexcept {
 
 std::size_t memory_usage(const FilterChain& chain) noexcept {
   std::size_t bytes = sizeof(FilterChain) + chain.links().size() * sizeof(FilterChain::Link);
-  // The bits' allocations are 63 bytes larger, for their alignment to a cache line.
-  for (const auto& link : chain.links()) bytes += link.params.total_bytes() + 63;
+  for (const auto& link : chain.links()) bytes += link.allocated_bytes;
   return bytes;
 }
 

@@ -139,7 +139,15 @@ FilterChain::Link& FilterChain::add_link_with_params(const FilterParams& params,
                           ", over the limit of " + format_bytes(options_.max_bytes) +
                           " per filter");
   }
-  void* allocation = allocator_.allocate(bytes + 63);
+  // The kernels want the bits on a cache line. Allocators that place blocks of 64-byte
+  // multiples on their own size (jemalloc, Redis's) give that as asked; others get 63 more.
+  std::size_t allocated = bytes;
+  void* allocation = allocator_.allocate(allocated);
+  if (allocation != nullptr && reinterpret_cast<std::uintptr_t>(allocation) % 64 != 0) {
+    allocator_.release(allocation);
+    allocated = bytes + 63;
+    allocation = allocator_.allocate(allocated);
+  }
   if (allocation == nullptr) throw StorageError("out of memory for " + format_bytes(bytes));
   auto address = reinterpret_cast<std::uintptr_t>(allocation);
   auto* words = reinterpret_cast<std::uint64_t*>((address + 63) & ~std::uintptr_t{63});
@@ -150,6 +158,7 @@ FilterChain::Link& FilterChain::add_link_with_params(const FilterParams& params,
   link.items = items;
   link.words = words;
   link.allocation = allocation;
+  link.allocated_bytes = allocated;
   links_.push_back(link);
   return links_.back();
 }

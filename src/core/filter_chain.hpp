@@ -56,6 +56,7 @@ class FilterChain {
     std::uint64_t items = 0;         // new items added to this link
     std::uint64_t* words = nullptr;  // 64-byte aligned
     void* allocation = nullptr;
+    std::size_t allocated_bytes = 0;  // the allocation's size: the bits, maybe 63 more
   };
 
   // Checks the options (InvalidArgument naming the bad one) and makes the first link, zeroed.
