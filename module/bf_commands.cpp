@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
+#include <iterator>
 #include <string>
 
 #include "command_support.hpp"
