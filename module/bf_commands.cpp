@@ -446,6 +446,9 @@ bool register_bf_commands(RedisModuleCtx* ctx) noexcept {
   for (const Command& command : commands) {
     if (RedisModule_CreateCommand(ctx, command.name, command.body, command.flags, 1, 1, 1) !=
         module_api::kOk) {
+      RedisModule_Log(ctx, module_api::kLogWarning,
+                      "redbloom: cannot register %s: another module (RedisBloom?) has it",
+                      command.name);
       return false;
     }
   }
