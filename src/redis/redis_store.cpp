@@ -187,7 +187,9 @@ bool module_on_every_master(redis::Router& router) {
   bool everywhere = true;
   redis::for_each_master(router, [&](std::uint16_t slot) {
     if (!everywhere) return;
-    const redis::Reply reply = router.call(slot, {std::string_view{"RB.VERSION"}});
+    // Asked at open, which waits out a failover like the rest of opening.
+    const redis::Reply reply =
+        router.call(slot, {std::string_view{"RB.VERSION"}}, redis::OnLostNode::retry);
     everywhere = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
   });
   return everywhere;
