@@ -27,8 +27,9 @@
 // half is shown. Cases run --reps times, in a random order per repetition; tables show medians.
 // Then, per filter kind, the memory of a `BF.RESERVE key p n` filter (BF.INFO Size, MEMORY
 // USAGE) and of redbloom's own filter for n. With --redis-benchmark=PATH (and
-// --latency-only to skip the rest): `redis-benchmark -c 50 -n 200000 -r 1000000 --csv
-// BF.ADD key __rand_int__` against a `BF.RESERVE key p 1000000` filter, rps, p50 and p99.
+// --latency-only to skip the rest): `redis-benchmark --csv BF.ADD key __rand_int__` with
+// --latency-clients connections, --latency-requests commands and random ints below
+// --latency-range, against a filter reserved for that range: rps, p50 and p99.
 //
 //   bench_module --blocked=URI --classic=URI --stock=URI [--redisbloom=URI] [--n=1e6]
 //                [--p=0.01] [--reps=3] [--batch=1000] [--in-flight=1,4] [--only=SUBSTRING]
