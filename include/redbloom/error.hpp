@@ -52,6 +52,13 @@ class IncompleteWrite : public StorageError {
   std::size_t committed_;
 };
 
+// A growing or windowed filter needed a link past its byte limit (StreamOptions::max_bytes),
+// its link count or Redis's 512 MiB string: items [0, committed()) were added, the rest not.
+class CapacityExceeded : public IncompleteWrite {
+ public:
+  using IncompleteWrite::IncompleteWrite;
+};
+
 // The stored filter exists and differs from what was asked (created with other parameters),
 // or exists where a new one was to be created.
 class FilterExists : public InvalidArgument {

@@ -24,6 +24,7 @@
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/store.hpp"
+#include "redbloom/stream.hpp"
 
 namespace redbloom {
 
@@ -52,6 +53,11 @@ struct OpenOptions {
   // How long to wait for another process that is still creating the filter (a Redis filter is
   // visible while its partitions are being allocated) before IncompleteFilter.
   std::chrono::milliseconds wait_for_creator{30000};
+  // A windowed or growing filter to create when missing (stream.hpp), instead of `params`;
+  // with require_params an existing one must have these options.
+  std::optional<StreamOptions> stream;
+  // The time windows follow (stream.hpp); empty: the real clock.
+  Clock clock;
 
   // Lookups only.
   [[nodiscard]] static OpenOptions read_only() {
@@ -66,6 +72,14 @@ struct OpenOptions {
     OpenOptions options;
     options.create_if_missing = true;
     options.params = params;
+    options.require_params = require_params;
+    return options;
+  }
+  [[nodiscard]] static OpenOptions create_stream(const StreamOptions& stream,
+                                                 bool require_params = false) {
+    OpenOptions options;
+    options.create_if_missing = true;
+    options.stream = stream;
     options.require_params = require_params;
     return options;
   }
@@ -87,6 +101,10 @@ struct FilterInfo {
   double estimated_error_rate = 0;    // the rate expected at estimated_items
   std::uint64_t created_unix_ns = 0;  // 0 if the store does not record it
   std::uint64_t storage_bytes = 0;    // what the filter occupies where it lives
+  // A windowed or growing filter: its live slices and links. Then set_bits and fill_ratio
+  // cover the live links, estimated_items is their counted adds and estimated_error_rate the
+  // compound rate now.
+  std::optional<StreamInfo> stream;
 };
 
 class Filter {
@@ -100,6 +118,10 @@ class Filter {
   // Creates a new, empty filter; FilterExists if there is one (unless `overwrite`).
   [[nodiscard]] static Filter create(const Location& location, const FilterParams& params,
                                      bool overwrite = false, OpenReport* report = nullptr);
+  // The same for a windowed or growing filter (stream.hpp), whose windows follow `clock`.
+  [[nodiscard]] static Filter create(const Location& location, const StreamOptions& stream,
+                                     bool overwrite = false, OpenReport* report = nullptr,
+                                     Clock clock = {});
   [[nodiscard]] static bool exists(const Location& location);
   // Removes the filter, only after checking that what is there is one, and then its exact set.
   static void drop(const Location& location);

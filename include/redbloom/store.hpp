@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
+#include "redbloom/stream.hpp"
 
 namespace redbloom {
 
@@ -93,6 +95,12 @@ class Store {
   // Local stores split large batches over them (bitmap_store.hpp); remote stores already
   // pipeline their batches and ignore it.
   virtual void use_threads(unsigned threads) { (void)threads; }
+
+  // A windowed or growing filter (stream.hpp): its slices and links now; nullopt for a plain
+  // filter. Such a store's params() are its first link's, its count_set_bits() and
+  // storage_bytes() cover the live links, and read_bytes / write_bytes (whole-filter copies)
+  // throw InvalidArgument.
+  [[nodiscard]] virtual std::optional<StreamInfo> stream_info() const { return std::nullopt; }
 
   // Makes every completed write durable (msync for a file).
   virtual void flush() = 0;

@@ -141,6 +141,18 @@ FilterInfo Filter::info() const {
   info.set_bits = store_->count_set_bits();
   info.created_unix_ns = store_->created_unix_ns();
   info.storage_bytes = store_->storage_bytes();
+  info.stream = store_->stream_info();
+  if (info.stream) {
+    // Counted rather than estimated: each link knows how many adds set a bit of it.
+    const double bits = 8.0 * static_cast<double>(info.stream->bytes);
+    info.fill_ratio = bits > 0 ? static_cast<double>(info.set_bits) / bits : 0.0;
+    info.estimated_items = 0;
+    for (const StreamSegment& segment : info.stream->segments) {
+      info.estimated_items += static_cast<double>(segment.items);
+    }
+    info.estimated_error_rate = info.stream->error_rate_now;
+    return info;
+  }
   const double m = static_cast<double>(info.params.total_bits());
   const double k = info.params.hashes;
   const double ones = static_cast<double>(info.set_bits);
@@ -153,6 +165,11 @@ FilterInfo Filter::info() const {
 }
 
 double Filter::estimate_items(std::uint64_t sample_bytes) const {
+  if (const std::optional<StreamInfo> stream = store_->stream_info()) {
+    double items = 0;
+    for (const StreamSegment& segment : stream->segments) items += double(segment.items);
+    return items;
+  }
   const FilterParams& p = params();
   if (sample_bytes >= p.total_bytes()) {
     return estimated_items_from(p, static_cast<double>(store_->count_set_bits()));
