@@ -109,10 +109,9 @@ StreamShape::StreamShape(const StreamOptions& options) : options_(options) {
   first_ = size_filter(double(link_capacity(0)), link_error_rate(0), options_.layout,
                        options_.max_partition_bytes);
   if (options_.max_bytes != 0 && first_.total_bytes() * live_slices() > options_.max_bytes) {
-    throw InvalidArgument("the live slices need " +
-                          format_bytes(double(first_.total_bytes() * live_slices())) +
-                          " before any growth, over the limit of " +
-                          format_bytes(double(options_.max_bytes)));
+    throw InvalidArgument(
+        "the live slices need " + format_bytes(double(first_.total_bytes() * live_slices())) +
+        " before any growth, over the limit of " + format_bytes(double(options_.max_bytes)));
   }
 }
 
@@ -271,8 +270,8 @@ StreamShape StreamShape::parse(const std::map<std::string, std::string, std::les
     if (shape.first_.partitions != number("partitions") ||
         shape.first_.partition_bits != number("link0_bits") ||
         shape.first_.hashes != number("link0_hashes")) {
-      throw FormatError(what + ": its first link was sized differently (" +
-                        text("partitions") + " partitions of " + text("link0_bits") +
+      throw FormatError(what + ": its first link was sized differently (" + text("partitions") +
+                        " partitions of " + text("link0_bits") +
                         " bits, k=" + text("link0_hashes") +
                         ") than this version sizes it: open it with the version that made it");
     }

@@ -26,6 +26,9 @@ void for_each_chunk(std::span<const std::string_view> items, std::size_t chunk_i
   for (std::size_t offset = 0; offset < items.size(); offset += chunk_items) {
     try {
       apply(items.subspan(offset, std::min(chunk_items, items.size() - offset)), offset);
+    } catch (const CapacityExceeded& e) {
+      if (offset == 0) throw;
+      throw CapacityExceeded(e.what(), offset + e.committed());
     } catch (const IncompleteWrite& e) {
       if (offset == 0) throw;
       throw IncompleteWrite(e.what(), offset + e.committed());

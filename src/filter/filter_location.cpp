@@ -3,7 +3,10 @@
 #include <chrono>
 #include <thread>
 
+#include "core/stream_shape.hpp"
 #include "local/file_store.hpp"
+#include "local/file_stream_store.hpp"
+#include "local/stream_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
@@ -16,7 +19,12 @@ namespace {
 // A Redis filter still being created by another process is waited for (its store does that,
 // in the Redis lifecycle); a file appears complete or not at all.
 Filter open_existing(const Location& location, const OpenOptions& options) {
-  if (!location.in_redis()) return Filter::open_file(location.path, options.access);
+  if (!location.in_redis()) {
+    if (FileStreamStore::is_stream_file(location.path)) {
+      return Filter(FileStreamStore::open(location.path, options.access, options.clock));
+    }
+    return Filter::open_file(location.path, options.access);
+  }
   if (location.servers.size() == 1) {
     return Filter(
         RedisStore::open(location.servers.front(), location.name, {}, options.wait_for_creator));
@@ -24,10 +32,29 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
   return Filter(ShardedRedisStore::open(location.servers, location.name, options.wait_for_creator));
 }
 
+// "windowed 10m in 4 slices, ..." or the plain parameters.
+std::string describe_filter(const Filter& filter) {
+  if (const auto stream = filter.store().stream_info()) {
+    return StreamShape(stream->options).describe();
+  }
+  return describe(filter.params());
+}
+
 void check_parameters(const Filter& filter, const OpenOptions& options) {
-  if (options.require_params && !(filter.params() == *options.params)) {
+  if (!options.require_params) return;
+  if (options.stream) {
+    const auto stream = filter.store().stream_info();
+    const StreamShape wanted(*options.stream);
+    if (!stream || !(stream->options == wanted.options())) {
+      throw FilterExists("filter " + filter.store().location() +
+                         " was created with other parameters: it is " + describe_filter(filter) +
+                         "; the options ask for " + wanted.describe());
+    }
+    return;
+  }
+  if (filter.store().stream_info() || !(filter.params() == *options.params)) {
     throw FilterExists("filter " + filter.store().location() +
-                       " was created with other parameters: it is " + describe(filter.params()) +
+                       " was created with other parameters: it is " + describe_filter(filter) +
                        "; the options ask for " + describe(*options.params));
   }
 }
@@ -80,21 +107,48 @@ Filter Filter::create(const Location& location, const FilterParams& params, bool
   return filter;
 }
 
+Filter Filter::create(const Location& location, const StreamOptions& stream, bool overwrite,
+                      OpenReport* report, Clock clock) {
+  const StreamShape shape(stream);
+  std::unique_ptr<Store> store;
+  switch (location.kind) {
+    case Location::Kind::memory:
+      store = make_memory_stream_store(shape, std::move(clock));
+      break;
+    case Location::Kind::file:
+      if (overwrite && FileStore::exists(location.path) &&
+          !FileStreamStore::is_stream_file(location.path)) {
+        FileStore::remove(location.path);
+      }
+      store = FileStreamStore::create(location.path, shape, std::move(clock), overwrite);
+      break;
+    case Location::Kind::redis:
+      throw InvalidArgument("windowed and growing filters in Redis are not built yet");
+  }
+  if (report) report->created = true;
+  return Filter(std::move(store));
+}
+
 Filter Filter::open(const Location& location, const OpenOptions& options, OpenReport* report) {
-  if ((options.create_if_missing || options.require_params) && !options.params) {
+  if ((options.create_if_missing || options.require_params) && !options.params && !options.stream) {
     throw InvalidArgument("open: create_if_missing and require_params need the parameters");
   }
+  // Creates the filter the options describe.
+  const auto create_asked = [&](bool overwrite) {
+    if (options.stream) return create(location, *options.stream, overwrite, report, options.clock);
+    return create(location, *options.params, overwrite, report);
+  };
   if (location.kind == Location::Kind::memory) {
     if (!options.create_if_missing) {
       throw NotFound(
           "a memory filter exists only in the process that made it: open it with "
           "create_if_missing and its parameters");
     }
-    return create(location, *options.params, false, report);
+    return create_asked(false);
   }
   if (options.create_if_missing && !exists(location)) {
     try {
-      return create(location, *options.params, /*overwrite=*/false, report);
+      return create_asked(false);
     } catch (const FilterExists&) {
       // Another process created it first (or is creating it): use theirs, checked below.
     }
@@ -123,7 +177,11 @@ void Filter::drop(const Location& location) {
     case Location::Kind::memory:
       throw InvalidArgument("a memory filter is dropped by destroying it");
     case Location::Kind::file:
-      FileStore::remove(location.path);
+      if (FileStreamStore::is_stream_file(location.path)) {
+        FileStreamStore::remove(location.path);
+      } else {
+        FileStore::remove(location.path);
+      }
       break;
     case Location::Kind::redis:
       if (location.servers.size() == 1) {

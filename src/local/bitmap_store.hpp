@@ -15,6 +15,7 @@ class ParallelRunner;
 
 class BitmapStore : public Store {
  public:
+  ~BitmapStore() override;
   [[nodiscard]] const FilterParams& params() const noexcept override { return params_; }
   void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
   void load(std::span<const std::string_view> items) override;
@@ -42,10 +43,12 @@ class BitmapStore : public Store {
 
   // The bitmap in Redis bit order: partition i is bytes [i * partition_bytes, (i+1) * ...).
   [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept;
+  // The words and kernel tables, for callers that run the kernels themselves under their own
+  // lock (a windowed filter tests several links per item).
+  [[nodiscard]] const kernels::Bitmap& bitmap() const noexcept { return *bitmap_; }
 
  protected:
   explicit BitmapStore(const FilterParams& params);
-  ~BitmapStore() override;
   // `words` must be 64-byte aligned and hold params.total_bits() bits. `private_memory`: they
   // are this process's anonymous memory, not a file mapping (kernels::make_bitmap says why).
   void attach(std::uint64_t* words, bool private_memory);

@@ -78,20 +78,8 @@ class FileStore::WriteLock {
   WriteLock(const WriteLock&) = delete;
   WriteLock& operator=(const WriteLock&) = delete;
 
-  // Takes (F_WRLCK) or drops (F_UNLCK) the writers' lock: an OFD lock on byte 0.
   static void apply(int fd, const std::string& path, short type) {
-    struct flock lock {};
-    lock.l_type = type;
-    lock.l_whence = SEEK_SET;
-    lock.l_start = 0;
-    lock.l_len = 1;
-    while (::fcntl(fd, F_OFD_SETLKW, &lock) != 0) {
-      if (errno == EINTR) continue;
-      // Unlocking cannot meaningfully fail on a valid descriptor; locking failures must stop
-      // the write, or concurrent writers could both report an item as new.
-      if (type == F_UNLCK) return;
-      throw StorageError(errno_message("cannot lock " + path + " for writing"));
-    }
+    posix::lock_writers(fd, path, type == F_WRLCK);
   }
 
  private:

@@ -22,6 +22,35 @@ void write_at(int fd, const void* data, std::size_t size, std::uint64_t offset,
   }
 }
 
+std::size_t read_at(int fd, void* data, std::size_t size, std::uint64_t offset,
+                    const std::string& path) {
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n =
+        ::pread(fd, static_cast<char*>(data) + got, size - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw StorageError(errno_message("cannot read " + path));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+void lock_writers(int fd, const std::string& path, bool lock) {
+  struct flock range {};
+  range.l_type = lock ? F_WRLCK : F_UNLCK;
+  range.l_whence = SEEK_SET;
+  range.l_start = 0;
+  range.l_len = 1;
+  while (::fcntl(fd, F_OFD_SETLKW, &range) != 0) {
+    if (errno == EINTR) continue;
+    // Unlocking cannot meaningfully fail on a valid descriptor; locking failures must stop
+    // the write, or concurrent writers could both report an item as new.
+    if (!lock) return;
+    throw StorageError(errno_message("cannot lock " + path + " for writing"));
+  }
+}
+
 std::uint64_t file_size(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw StorageError(errno_message("cannot stat " + path));

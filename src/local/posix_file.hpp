@@ -33,7 +33,16 @@ class Fd {
 void write_at(int fd, const void* data, std::size_t size, std::uint64_t offset,
               const std::string& path);
 
+// Reads up to `size` bytes at `offset`; returns how many (fewer only at the end of the file).
+std::size_t read_at(int fd, void* data, std::size_t size, std::uint64_t offset,
+                    const std::string& path);
+
 [[nodiscard]] std::uint64_t file_size(int fd, const std::string& path);
+
+// Takes (`lock`) or drops the writers' lock of a filter file: an open-file-description lock
+// (fcntl F_OFD_SETLKW) on its first byte, waiting for other writers. The kernel drops it when
+// the process dies, so a crash never leaves a filter locked.
+void lock_writers(int fd, const std::string& path, bool lock);
 
 // Opens `path` only if it is a regular file: a FIFO (whose open would wait for a writer), a
 // device or a directory is a FormatError naming it (`what`: "filter", "exact set"). -1 with

@@ -1,0 +1,290 @@
+#include "local/stream_store.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/bitmap_kernels.hpp"
+#include "local/memory_store.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom {
+namespace {
+
+// Per thread, kept between batches.
+struct Scratch {
+  std::vector<ItemHash> hashes;
+  std::vector<std::uint32_t> unknown;
+  std::vector<std::uint32_t> todo;
+  std::vector<std::uint8_t> flags;
+  std::vector<std::uint8_t> elsewhere;
+};
+Scratch& scratch() {
+  thread_local Scratch instance;
+  return instance;
+}
+
+void all_items(std::vector<std::uint32_t>& order, std::size_t n) {
+  order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+}
+
+// Tests the items at `order` in `link` and drops those it holds; flags[j] is for order[j]
+// before the drop.
+void drop_present(const BitmapStore& link, std::span<const ItemHash> hashes,
+                  std::vector<std::uint32_t>& order, std::vector<std::uint8_t>& flags) {
+  if (order.empty()) return;
+  flags.resize(order.size());
+  kernels::test(link.bitmap(), hashes, order, flags.data());
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    order[kept] = order[j];
+    kept += flags[j] == 0;
+  }
+  order.resize(kept);
+}
+
+[[noreturn]] void refuse_copy() {
+  throw InvalidArgument(
+      "copying a windowed or growing filter is not supported (its slices come and go): "
+      "create the destination with the same options and add the items");
+}
+
+class MemoryStreamStore final : public LocalStreamStore {
+ public:
+  MemoryStreamStore(const StreamShape& shape, Clock clock)
+      : LocalStreamStore(shape, std::move(clock)) {}
+  [[nodiscard]] std::string location() const override { return "memory (stream)"; }
+  [[nodiscard]] std::uint64_t storage_bytes() const override {
+    std::uint64_t total = 0;
+    for (const Link& link : links_) total += link.bits->storage_bytes();
+    return total;
+  }
+  void flush() override {}
+
+ protected:
+  void begin_write() override {}
+  void end_write() noexcept override {}
+  void begin_read() const override {}
+  void add_link(std::int64_t slice, std::uint32_t link, std::int64_t retired_below) override {
+    auto bits = std::make_unique<MemoryStore>(link == 0 ? params() : shape().link_params(link));
+    std::erase_if(links_, [&](const Link& l) { return l.slice < retired_below; });
+    links_.push_back(Link{slice, link, now(), 0, std::move(bits)});
+  }
+};
+
+}  // namespace
+
+LocalStreamStore::LocalStreamStore(const StreamShape& shape, Clock clock)
+    : shape_(shape), clock_(std::move(clock)), first_(shape.link_params(0)) {}
+
+void LocalStreamStore::add(std::span<const std::string_view> items,
+                           std::span<std::uint8_t> newly_added) {
+  if (newly_added.size() < items.size()) {
+    throw InvalidArgument("add: output span holds " + std::to_string(newly_added.size()) +
+                          " flags for " + std::to_string(items.size()) + " items");
+  }
+  begin_write();
+  try {
+    add_locked(items, newly_added.data());
+  } catch (...) {
+    end_write();
+    throw;
+  }
+  end_write();
+}
+
+void LocalStreamStore::load(std::span<const std::string_view> items) {
+  std::vector<std::uint8_t> flags(items.size());
+  add(items, flags);
+}
+
+void LocalStreamStore::add_locked(std::span<const std::string_view> items,
+                                  std::uint8_t* newly_added) {
+  const std::size_t n = items.size();
+  std::fill_n(newly_added, n, std::uint8_t{0});
+  std::int64_t current = shape_.slice_at(now());
+  if (!links_.empty()) current = std::max(current, links_.back().slice);
+  if (links_.empty() || links_.back().slice < current) open_slice(current);
+
+  Scratch& work = scratch();
+  work.hashes.resize(n);
+  kernels::hash_items(items, work.hashes.data());
+  work.elsewhere.assign(n, 0);
+  // Older slices, newest first: an item found there is not new but is still set in this slice.
+  all_items(work.unknown, n);
+  for (std::size_t l = links_.size(); l-- > 0 && !work.unknown.empty();) {
+    if (links_[l].slice >= current) continue;
+    work.flags.resize(work.unknown.size());
+    kernels::test(links_[l].bits->bitmap(), work.hashes, work.unknown, work.flags.data());
+    std::size_t kept = 0;
+    for (std::size_t j = 0; j < work.unknown.size(); ++j) {
+      work.elsewhere[work.unknown[j]] |= work.flags[j];
+      work.unknown[kept] = work.unknown[j];
+      kept += work.flags[j] == 0;
+    }
+    work.unknown.resize(kept);
+  }
+  // The current slice's older links: an item there needs no write.
+  all_items(work.todo, n);
+  for (std::size_t l = 0; l + 1 < links_.size(); ++l) {
+    if (links_[l].slice == current) {
+      drop_present(*links_[l].bits, work.hashes, work.todo, work.flags);
+    }
+  }
+  std::size_t pos = 0;
+  while (pos < work.todo.size()) {
+    Link* newest = &links_.back();
+    const std::uint64_t capacity = shape_.link_capacity(newest->link);
+    if (newest->items >= capacity) {
+      grow(work.todo[pos]);
+      // The items left have not met the link that just filled up.
+      work.todo.erase(work.todo.begin(), work.todo.begin() + static_cast<std::ptrdiff_t>(pos));
+      pos = 0;
+      drop_present(*links_[links_.size() - 2].bits, work.hashes, work.todo, work.flags);
+      continue;
+    }
+    const std::size_t chunk = static_cast<std::size_t>(
+        std::min<std::uint64_t>(capacity - newest->items, work.todo.size() - pos));
+    const std::span<const std::uint32_t> owned(work.todo.data() + pos, chunk);
+    work.flags.resize(chunk);
+    kernels::test_and_set(newest->bits->bitmap(), work.hashes, owned, work.flags.data());
+    for (std::size_t j = 0; j < chunk; ++j) {
+      newest->items += work.flags[j];
+      newly_added[owned[j]] = work.flags[j] & (work.elsewhere[owned[j]] ^ 1);
+    }
+    pos += chunk;
+  }
+}
+
+void LocalStreamStore::open_slice(std::int64_t slice) {
+  const std::int64_t retired_below = shape_.oldest_live(slice);
+  std::uint64_t kept = 0;
+  for (const Link& link : links_) {
+    if (link.slice >= retired_below) kept += link.bits->params().total_bytes();
+  }
+  const std::uint64_t limit = shape_.options().max_bytes;
+  if (limit != 0 && kept + first_.total_bytes() > limit) {
+    throw CapacityExceeded(location() + ": a new slice would take the live links to " +
+                               format_bytes(double(kept + first_.total_bytes())) +
+                               ", over the limit of " + format_bytes(double(limit)) +
+                               "; nothing of this batch was added",
+                           0);
+  }
+  add_link(slice, 0, retired_below);
+}
+
+void LocalStreamStore::grow(std::size_t committed) {
+  const Link& newest = links_.back();
+  const std::uint32_t next = newest.link + 1;
+  const std::string done = "; the items before it were added, it and the rest not";
+  FilterParams params;
+  try {
+    params = shape_.link_params(next);
+  } catch (const InvalidArgument& e) {
+    throw CapacityExceeded(location() + ": cannot grow: " + e.what() + done, committed);
+  }
+  const std::uint64_t limit = shape_.options().max_bytes;
+  if (limit != 0 && live_bytes() + params.total_bytes() > limit) {
+    throw CapacityExceeded(location() + ": growing to link " + std::to_string(next) +
+                               " would take the live links to " +
+                               format_bytes(double(live_bytes() + params.total_bytes())) +
+                               ", over the limit of " + format_bytes(double(limit)) + done,
+                           committed);
+  }
+  add_link(newest.slice, next, std::numeric_limits<std::int64_t>::min());
+}
+
+std::uint64_t LocalStreamStore::live_bytes() const noexcept {
+  std::uint64_t total = 0;
+  for (const Link& link : links_) total += link.bits->params().total_bytes();
+  return total;
+}
+
+void LocalStreamStore::contains(std::span<const std::string_view> items,
+                                std::span<std::uint8_t> present) const {
+  if (present.size() < items.size()) {
+    throw InvalidArgument("contains: output span holds " + std::to_string(present.size()) +
+                          " flags for " + std::to_string(items.size()) + " items");
+  }
+  begin_read();
+  const std::size_t n = items.size();
+  std::fill_n(present.data(), n, std::uint8_t{0});
+  if (links_.empty()) return;
+  const std::int64_t oldest = oldest_live_now();
+  Scratch& work = scratch();
+  work.hashes.resize(n);
+  kernels::hash_items(items, work.hashes.data());
+  all_items(work.unknown, n);
+  // Newest first: recent items are the ones asked about most.
+  for (std::size_t l = links_.size(); l-- > 0 && !work.unknown.empty();) {
+    if (links_[l].slice < oldest) continue;
+    work.flags.resize(work.unknown.size());
+    kernels::test(links_[l].bits->bitmap(), work.hashes, work.unknown, work.flags.data());
+    std::size_t kept = 0;
+    for (std::size_t j = 0; j < work.unknown.size(); ++j) {
+      present[work.unknown[j]] = work.flags[j];
+      work.unknown[kept] = work.unknown[j];
+      kept += work.flags[j] == 0;
+    }
+    work.unknown.resize(kept);
+  }
+}
+
+std::uint64_t LocalStreamStore::count_set_bits() const {
+  begin_read();
+  if (links_.empty()) return 0;
+  const std::int64_t oldest = oldest_live_now();
+  std::uint64_t total = 0;
+  for (const Link& link : links_) {
+    if (link.slice >= oldest) total += link.bits->count_set_bits();
+  }
+  return total;
+}
+
+std::int64_t LocalStreamStore::oldest_live_now() const {
+  return shape_.oldest_live(std::max(shape_.slice_at(now()), links_.back().slice));
+}
+
+void LocalStreamStore::read_bytes(std::uint64_t, std::uint64_t, std::span<std::uint8_t>) const {
+  refuse_copy();
+}
+
+void LocalStreamStore::write_bytes(std::uint64_t, std::uint64_t, std::span<const std::uint8_t>) {
+  refuse_copy();
+}
+
+std::optional<StreamInfo> LocalStreamStore::stream_info() const {
+  begin_read();
+  StreamInfo info;
+  info.options = shape_.options();
+  info.now_unix_ns = now();
+  if (links_.empty()) return info;
+  const std::int64_t oldest =
+      shape_.oldest_live(std::max(shape_.slice_at(info.now_unix_ns), links_.back().slice));
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> rates;
+  for (const Link& link : links_) {
+    if (link.slice < oldest) continue;
+    const FilterParams& p = link.bits->params();
+    StreamSegment segment;
+    segment.slice = link.slice;
+    segment.link = link.link;
+    segment.created_unix_ns = link.created_unix_ns;
+    segment.expires_unix_ns = shape_.retire_ns(link.slice);
+    segment.items = link.items;
+    segment.capacity = shape_.link_capacity(link.link);
+    segment.bytes = p.total_bytes();
+    segment.error_rate_now = expected_false_positive_rate(p, double(link.items));
+    segment.partitions = p.partitions;
+    info.bytes += segment.bytes;
+    rates.emplace_back(link.link, link.items);
+    info.segments.push_back(segment);
+  }
+  info.error_rate_now = shape_.compound_rate(rates);
+  return info;
+}
+
+std::unique_ptr<Store> make_memory_stream_store(const StreamShape& shape, Clock clock) {
+  return std::make_unique<MemoryStreamStore>(shape, std::move(clock));
+}
+
+}  // namespace redbloom

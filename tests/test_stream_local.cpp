@@ -1,0 +1,384 @@
+// Windowed and growing filters in memory and in files, on a driven clock: zero false
+// negatives inside the window, forgetting after window + one slice, the error rate held by
+// growth, bounded memory, and (files) atomic test-and-set across processes and crashes.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
+#include "temp_dir.hpp"
+
+namespace redbloom {
+namespace {
+
+constexpr std::uint64_t kSecond = 1'000'000'000;
+constexpr std::uint64_t kStart = 1'800'000'000 * kSecond;  // a whole second, so slices align
+
+// A clock the test moves; shared with forked children when it lives in shared memory.
+struct DrivenClock {
+  std::atomic<std::uint64_t>* now;
+  [[nodiscard]] Clock clock() const {
+    auto* at = now;
+    return [at] { return at->load(); };
+  }
+};
+
+DrivenClock shared_clock() {
+  void* memory = ::mmap(nullptr, sizeof(std::atomic<std::uint64_t>), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
+  return DrivenClock{new (memory) std::atomic<std::uint64_t>(kStart)};
+}
+
+StreamOptions window_of(std::uint64_t items_per_window, double p, Layout layout) {
+  StreamOptions options;
+  options.capacity = items_per_window;
+  options.error_rate = p;
+  options.layout = layout;
+  options.window_ns = 4 * kSecond;
+  options.slices = 4;
+  return options;
+}
+
+std::string event(std::uint64_t i) {
+  return "event-" + std::to_string(i);
+}
+
+std::size_t present_count(const Filter& filter, const std::vector<std::string>& items) {
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  return filter.contains_many(views);
+}
+
+class StreamStores : public ::testing::TestWithParam<const char*> {
+ protected:
+  Location location() const {
+    return std::string(GetParam()) == "memory" ? Location::memory()
+                                               : Location::file(dir_.file("clicks.rbf"));
+  }
+  testing::TempDir dir_;
+};
+
+// 25 windows at the rate the filter was sized for: every item added within the window is
+// present at every check; items last added more than window + slice ago are forgotten; absent
+// items read present at no more than the target rate; memory stays flat.
+TEST_P(StreamStores, WindowRemembersTheWindowAndForgetsWhatLeftIt) {
+  for (Layout layout : {Layout::classic, Layout::blocked}) {
+    DrivenClock time = shared_clock();
+    const double p = 0.01;
+    const StreamOptions options = window_of(4000, p, layout);
+    Filter filter = Filter::create(location(), options, /*overwrite=*/true, nullptr, time.clock());
+    std::vector<std::uint64_t> added_at;  // by event number
+    std::uint64_t probes = 0, false_positives = 0, forgotten = 0, stale = 0;
+    std::uint64_t max_bytes = 0;
+    const std::uint64_t tick = kSecond / 10;
+    for (int step = 0; step < 25 * 40; ++step) {
+      std::vector<std::string> batch;
+      for (int i = 0; i < 100; ++i) {
+        batch.push_back(event(added_at.size()));
+        added_at.push_back(time.now->load());
+      }
+      const std::vector<std::string_view> views(batch.begin(), batch.end());
+      std::vector<std::uint8_t> fresh(views.size());
+      filter.add_many(views, fresh);
+      time.now->fetch_add(tick);
+      if (step % 40 != 39) continue;
+      const std::uint64_t now = time.now->load();
+      std::vector<std::string> inside, outside;
+      for (std::uint64_t e = 0; e < added_at.size(); ++e) {
+        if (added_at[e] + options.window_ns > now) inside.push_back(event(e));
+        if (added_at[e] + options.window_ns + kSecond <= now &&
+            added_at[e] + options.window_ns + 3 * kSecond > now) {
+          outside.push_back(event(e));
+        }
+      }
+      ASSERT_EQ(present_count(filter, inside), inside.size()) << "false negative, step " << step;
+      stale += outside.size();
+      forgotten += outside.size() - present_count(filter, outside);
+      std::vector<std::string> absent;
+      for (int i = 0; i < 5000; ++i) absent.push_back("never-" + std::to_string(probes++));
+      false_positives += present_count(filter, absent);
+      max_bytes = std::max(max_bytes, filter.info().stream->bytes);
+    }
+    const double fp_rate = double(false_positives) / double(probes);
+    const double stale_rate = 1.0 - double(forgotten) / double(stale);
+    EXPECT_LE(fp_rate, p) << to_string(layout);
+    EXPECT_LE(stale_rate, 2 * p) << to_string(layout) << ": items older than window + slice";
+    const FilterInfo info = filter.info();
+    ASSERT_TRUE(info.stream);
+    EXPECT_LE(max_bytes, 5 * filter.params().total_bytes()) << "memory grew";
+    EXPECT_LE(info.stream->segments.size(), 5u);
+    EXPECT_LE(info.stream->error_rate_now, p);
+  }
+}
+
+TEST_P(StreamStores, EachAddRestartsTheItemsWindow) {
+  DrivenClock time = shared_clock();
+  Filter filter = Filter::create(location(), window_of(1000, 0.001, Layout::blocked), true, nullptr,
+                                 time.clock());
+  EXPECT_TRUE(filter.add("kept"));
+  EXPECT_TRUE(filter.add("once"));
+  for (int second = 1; second <= 20; ++second) {
+    time.now->fetch_add(kSecond);
+    if (second % 3 == 0) {
+      EXPECT_FALSE(filter.add("kept")) << second;
+    }
+    EXPECT_TRUE(filter.contains("kept")) << second;
+  }
+  EXPECT_FALSE(filter.contains("once"));
+  EXPECT_TRUE(filter.add("once"));  // forgotten: new again
+}
+
+// Ten times the rate inside one slice: links grow, answers stay exact for added items and
+// the rate for absent ones stays at the target.
+TEST_P(StreamStores, BurstGrowsTheSliceInsteadOfTheErrorRate) {
+  DrivenClock time = shared_clock();
+  const double p = 0.01;
+  Filter filter =
+      Filter::create(location(), window_of(4000, p, Layout::blocked), true, nullptr, time.clock());
+  std::vector<std::string> items;
+  for (int i = 0; i < 10000; ++i) items.push_back(event(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  const std::size_t fresh = filter.add_many(views);
+  EXPECT_GE(double(fresh), (1 - p) * double(items.size()));  // the others: false positives
+  EXPECT_EQ(present_count(filter, items), items.size());
+  std::vector<std::string> absent;
+  for (int i = 0; i < 200000; ++i) absent.push_back("never-" + std::to_string(i));
+  EXPECT_LE(double(present_count(filter, absent)) / double(absent.size()), p);
+  const StreamInfo info = *filter.info().stream;
+  ASSERT_GE(info.segments.size(), 3u);
+  EXPECT_EQ(info.segments.back().slice, info.segments.front().slice);
+  std::uint64_t counted = 0;
+  for (const StreamSegment& s : info.segments) counted += s.items;
+  EXPECT_EQ(counted, fresh);
+  EXPECT_LE(info.error_rate_now, p);
+}
+
+TEST_P(StreamStores, GrowingFilterKeepsItsRate) {
+  StreamOptions options;
+  options.capacity = 1000;
+  options.error_rate = 0.01;
+  options.layout = Layout::classic;
+  options.growth = 2;
+  Filter filter = Filter::create(location(), options, true);
+  std::vector<std::string> items;
+  for (int i = 0; i < 100000; ++i) items.push_back(event(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  const std::size_t fresh = filter.add_many(views);
+  EXPECT_GE(double(fresh), 0.99 * double(items.size()));  // the others: false positives
+  EXPECT_EQ(present_count(filter, items), items.size());
+  std::vector<std::string> absent;
+  for (int i = 0; i < 200000; ++i) absent.push_back("never-" + std::to_string(i));
+  EXPECT_LE(double(present_count(filter, absent)) / double(absent.size()), 0.01);
+  const StreamInfo info = *filter.info().stream;
+  EXPECT_EQ(info.segments.size(), 7u);  // 1000 + 2000 + ... + 64000 >= 100000
+  EXPECT_LE(info.error_rate_now, 0.01);
+  EXPECT_EQ(info.segments.back().expires_unix_ns, 0u);
+}
+
+TEST_P(StreamStores, ByteLimitStopsGrowthAndSaysWhatWasAdded) {
+  StreamOptions options;
+  options.capacity = 1000;
+  options.error_rate = 0.01;
+  options.growth = 2;
+  options.max_bytes = 5000;  // link 0 (~1.4 KB) and link 1 (~3 KB), not link 2
+  Filter filter = Filter::create(location(), options, true);
+  std::vector<std::string> items;
+  for (int i = 0; i < 5000; ++i) items.push_back(event(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  std::vector<std::uint8_t> fresh(items.size());
+  try {
+    filter.add_many(views, fresh);
+    FAIL() << "grew past max_bytes";
+  } catch (const CapacityExceeded& e) {
+    // Links 0 and 1 hold 3000 items; inputs that were false positives took no room.
+    EXPECT_GE(e.committed(), 3000u);
+    EXPECT_LE(e.committed(), 3100u);
+    EXPECT_NE(std::string(e.what()).find("over the limit"), std::string::npos) << e.what();
+    const std::vector<std::string> committed(items.begin(), items.begin() + e.committed());
+    EXPECT_EQ(present_count(filter, committed), committed.size());
+  }
+  EXPECT_LE(filter.info().stream->bytes, options.max_bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StreamStores, ::testing::Values("memory", "file"));
+
+TEST(StreamFile, ReopensRetiresOldSlicesAndDrops) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.rbf");
+  DrivenClock time = shared_clock();
+  const StreamOptions options = window_of(1000, 0.01, Layout::blocked);
+  {
+    Filter filter = Filter::create(Location::file(path), options, false, nullptr, time.clock());
+    for (int second = 0; second < 12; ++second) {
+      EXPECT_TRUE(filter.add(event(second)));
+      time.now->fetch_add(kSecond);
+    }
+  }
+  OpenOptions reopen;
+  reopen.clock = time.clock();
+  Filter again = Filter::open(Location::file(path), reopen);
+  ASSERT_TRUE(again.info().stream);
+  for (int second = 8; second < 12; ++second) EXPECT_TRUE(again.contains(event(second)));
+  EXPECT_FALSE(again.add(event(11)));
+  // Five live slices of one link each: five link files and the control file.
+  std::size_t files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    files += entry.path().filename().string().rfind("w.rbf", 0) == 0;
+  }
+  EXPECT_EQ(files, 6u);
+  // Stray link files (a writer killed between creating and publishing) go at the next rotation.
+  { std::ofstream(path + ".s5.0") << "stray"; }
+  time.now->fetch_add(kSecond);
+  EXPECT_TRUE(again.add("next"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".s5.0"));
+  // Parameters: a stream is not a plain filter, nor a stream of other options.
+  StreamOptions other = options;
+  other.slices = 2;
+  EXPECT_THROW((void)Filter::open(Location::file(path), OpenOptions::create_stream(other, true)),
+               FilterExists);
+  EXPECT_THROW(
+      (void)Filter::open(Location::file(path), OpenOptions::create_missing(
+                                                   size_filter(1000, 0.01, Layout::blocked), true)),
+      FilterExists);
+  Filter::drop(Location::file(path));
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    ADD_FAILURE() << "left behind: " << entry.path();
+  }
+}
+
+// Four processes add the same items while the clock crosses a slice boundary and the slice
+// grows: each item is new to exactly one of them.
+TEST(StreamFile, ConcurrentWritersAcrossASliceBoundarySeeEachItemNewOnce) {
+  testing::TempDir dir;
+  const std::string path = dir.file("shared.rbf");
+  DrivenClock time = shared_clock();
+  time.now->store(kStart + kSecond - kSecond / 100);  // just before a boundary
+  constexpr int kProcesses = 4;
+  constexpr int kItems = 40000;
+  // 10000 items a window, 2500 a slice: the 40000 shared items make the slice grow too.
+  const StreamOptions options = window_of(10000, 0.001, Layout::blocked);
+  (void)Filter::create(Location::file(path), options, false, nullptr, time.clock());
+  std::vector<pid_t> children;
+  for (int c = 0; c < kProcesses; ++c) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::vector<int> order(kItems);
+      for (int i = 0; i < kItems; ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), std::mt19937(c));
+      OpenOptions open;
+      open.clock = time.clock();
+      Filter filter = Filter::open(Location::file(path), open);
+      std::ofstream out(dir.file("new-" + std::to_string(c)));
+      std::vector<std::uint8_t> fresh(64);
+      for (int start = 0; start < kItems; start += 64) {
+        std::vector<std::string> batch;
+        for (int i = start; i < start + 64; ++i) batch.push_back(event(order[i]));
+        const std::vector<std::string_view> views(batch.begin(), batch.end());
+        filter.add_many(views, fresh);
+        for (int i = 0; i < 64; ++i) {
+          if (fresh[i]) out << order[start + i] << '\n';
+        }
+        // The child that passes the middle first moves the clock into the next slice.
+        if (start >= kItems / 2) {
+          std::uint64_t expected = kStart + kSecond - kSecond / 100;
+          time.now->compare_exchange_strong(expected, kStart + kSecond + kSecond / 100);
+        }
+      }
+      out.close();
+      ::_exit(out ? 0 : 3);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  std::vector<int> seen(kItems, 0);
+  for (int c = 0; c < kProcesses; ++c) {
+    std::ifstream in(dir.file("new-" + std::to_string(c)));
+    for (int i; in >> i;) ++seen[i];
+  }
+  // An item may be missed as new only as a false positive (target 0.001).
+  EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](int n) { return n > 1; }), 0);
+  EXPECT_LE(std::count(seen.begin(), seen.end(), 0), kItems / 200);
+  OpenOptions open;
+  open.clock = time.clock();
+  const StreamInfo info = *Filter::open(Location::file(path), open).info().stream;
+  EXPECT_GE(info.segments.size(), 3u) << "neither rotated nor grew";
+  EXPECT_EQ(info.segments.front().slice + 1, info.segments.back().slice);
+}
+
+// A writer killed at any point while rotating and growing: the filter opens, and everything
+// the writer was told was committed is present.
+TEST(StreamFile, WriterKilledWhileRotatingAndGrowingLosesNothingReported) {
+  for (int round = 0; round < 6; ++round) {
+    testing::TempDir dir;
+    const std::string path = dir.file("crash.rbf");
+    DrivenClock time = shared_clock();
+    (void)Filter::create(Location::file(path), window_of(400, 0.01, Layout::classic), false,
+                         nullptr, time.clock());
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(pipe_fds[0]);
+      OpenOptions open;
+      open.clock = time.clock();
+      Filter filter = Filter::open(Location::file(path), open);
+      for (std::uint32_t batch = 0;; ++batch) {
+        std::vector<std::string> items;
+        for (int i = 0; i < 50; ++i) items.push_back(event(batch * 50 + i));
+        const std::vector<std::string_view> views(items.begin(), items.end());
+        filter.add_many(views);
+        if (::write(pipe_fds[1], &batch, sizeof batch) != sizeof batch) ::_exit(4);
+        time.now->fetch_add(kSecond / 7);  // rotations every ~7 batches, growth in between
+      }
+    }
+    ::close(pipe_fds[1]);
+    std::uint32_t last = 0, got = 0;
+    for (std::uint32_t read_batches = 0; read_batches < 20u + 7u * round; ++read_batches) {
+      ASSERT_EQ(::read(pipe_fds[0], &got, sizeof got), ssize_t(sizeof got));
+      last = got;
+    }
+    ::usleep(static_cast<useconds_t>(round * 300));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    while (::read(pipe_fds[0], &got, sizeof got) == ssize_t(sizeof got)) last = got;
+    ::close(pipe_fds[0]);
+    OpenOptions open;
+    open.clock = time.clock();
+    Filter filter = Filter::open(Location::file(path), open);
+    // The window is 4 s: batches reported in the last 4 s of the clock must all be present.
+    const std::uint64_t now = time.now->load();
+    std::vector<std::string> recent;
+    for (std::uint32_t batch = 0; batch <= last; ++batch) {
+      const std::uint64_t added = kStart + batch * (kSecond / 7);
+      if (added + 4 * kSecond <= now) continue;
+      for (int i = 0; i < 50; ++i) recent.push_back(event(batch * 50 + i));
+    }
+    ASSERT_FALSE(recent.empty());
+    EXPECT_EQ(present_count(filter, recent), recent.size()) << "round " << round;
+    EXPECT_NO_THROW(filter.add("after the crash"));
+  }
+}
+
+}  // namespace
+}  // namespace redbloom

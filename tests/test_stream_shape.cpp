@@ -1,0 +1,137 @@
+// The pure shape of windowed and growing filters: slices, error budget, link sizing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "core/stream_shape.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom {
+namespace {
+
+StreamOptions window_options() {
+  StreamOptions options;
+  options.capacity = 100000;
+  options.error_rate = 0.01;
+  options.window_ns = parse_duration_ns("10m");
+  return options;
+}
+
+TEST(StreamShape, SlicesCoverTheWindowPlusOne) {
+  const StreamShape shape(window_options());
+  EXPECT_EQ(shape.slices(), kDefaultSlices);
+  EXPECT_EQ(shape.live_slices(), kDefaultSlices + 1);
+  EXPECT_EQ(shape.slice_ns(), parse_duration_ns("150s"));
+  const std::uint64_t t = 1'700'000'000'000'000'000ULL;
+  const std::int64_t g = shape.slice_at(t);
+  EXPECT_EQ(std::uint64_t(g) * shape.slice_ns() <= t, true);
+  EXPECT_GT((std::uint64_t(g) + 1) * shape.slice_ns(), t);
+  EXPECT_EQ(shape.oldest_live(g), g - 4);
+  // Slice g is live until N slices after it end: at least W after any of its items.
+  EXPECT_EQ(shape.retire_ns(g), (std::uint64_t(g) + 5) * shape.slice_ns());
+  EXPECT_GE(shape.retire_ns(g) - t, shape.options().window_ns);
+  EXPECT_LE(shape.retire_ns(g) - t, shape.options().window_ns + shape.slice_ns());
+}
+
+TEST(StreamShape, ErrorBudgetKeepsTheTargetOverEveryLiveLink) {
+  for (bool windowed : {true, false}) {
+    StreamOptions options = window_options();
+    if (!windowed) {
+      options.window_ns = 0;
+      options.growth = 2;
+    }
+    const StreamShape shape(options);
+    // Every live slice holding all kMaxStreamLinks links at their rates.
+    double pass = 1;
+    for (std::uint32_t s = 0; s < shape.live_slices(); ++s) {
+      for (std::uint32_t l = 0; l < kMaxStreamLinks; ++l) pass *= 1 - shape.link_error_rate(l);
+    }
+    EXPECT_LE(1 - pass, options.error_rate * (1 + 1e-9)) << windowed;
+    // And the links as sized, full: their rates at capacity stay under their budgets.
+    for (std::uint32_t l = 0; l < 6; ++l) {
+      const FilterParams p = shape.link_params(l);
+      EXPECT_EQ(p.partitions, shape.partitions());
+      EXPECT_LE(p.error_rate, shape.link_error_rate(l) * (1 + 1e-9)) << l;
+      EXPECT_EQ(p.capacity, shape.link_capacity(l));
+      EXPECT_EQ(shape.link_capacity(l + 1), shape.link_capacity(l) * 2);
+    }
+  }
+}
+
+TEST(StreamShape, WindowCapacityIsPerWindow) {
+  const StreamShape shape(window_options());
+  EXPECT_EQ(shape.link_capacity(0), 25000u);  // 100000 items a window, 4 slices
+  StreamOptions growing = window_options();
+  growing.window_ns = 0;
+  growing.growth = 4;
+  EXPECT_EQ(StreamShape(growing).link_capacity(0), 100000u);
+  EXPECT_EQ(StreamShape(growing).link_capacity(2), 1600000u);
+}
+
+TEST(StreamShape, CompoundRateOfEmptyLinksIsZeroAndGrowsWithItems) {
+  const StreamShape shape(window_options());
+  const std::pair<std::uint32_t, std::uint64_t> empty[] = {{0, 0}, {0, 0}};
+  EXPECT_LT(shape.compound_rate(empty), 1e-9);
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> full(5, {0, shape.link_capacity(0)});
+  const double rate = shape.compound_rate(full);
+  EXPECT_GT(rate, 0.5 * 0.9 * 0.01);
+  EXPECT_LE(rate, 0.01);
+}
+
+TEST(StreamShape, RefusesBadOptions) {
+  StreamOptions options = window_options();
+  options.capacity = 0;
+  EXPECT_THROW(StreamShape{options}, InvalidArgument);
+  options = window_options();
+  options.window_ns = 0;  // no window and no growth: a plain filter
+  EXPECT_THROW(StreamShape{options}, InvalidArgument);
+  options = window_options();
+  options.growth = 1;
+  EXPECT_THROW(StreamShape{options}, InvalidArgument);
+  options = window_options();
+  options.window_ns = 3'000'000;  // 3 ms in 4 slices: not whole milliseconds
+  EXPECT_THROW(StreamShape{options}, InvalidArgument);
+  options = window_options();
+  options.max_bytes = 1000;
+  EXPECT_THROW(StreamShape{options}, InvalidArgument);
+  EXPECT_THROW((void)parse_duration_ns("10x"), InvalidArgument);
+  EXPECT_THROW((void)parse_duration_ns(""), InvalidArgument);
+  EXPECT_THROW((void)parse_duration_ns("0s"), InvalidArgument);
+  EXPECT_EQ(parse_duration_ns("1.5h"), 5400'000'000'000ULL);
+  EXPECT_EQ(parse_duration_ns("30"), 30'000'000'000ULL);
+  EXPECT_EQ(format_duration(parse_duration_ns("10m")), "10m");
+}
+
+TEST(StreamShape, LinksPastRedisStringsAreRefusedWithAReason) {
+  StreamOptions options = window_options();
+  options.window_ns = 0;
+  options.growth = 1024;
+  const StreamShape shape(options);
+  EXPECT_NO_THROW((void)shape.link_params(1));
+  try {
+    (void)shape.link_params(4);
+    FAIL() << "a link of 1e17 items was sized";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("link 4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StreamShape, EncodesAndParsesItsOptions) {
+  const StreamShape shape(window_options());
+  std::map<std::string, std::string, std::less<>> fields;
+  for (const auto& [key, value] : shape.encode()) fields[key] = value;
+  EXPECT_EQ(StreamShape::parse(fields, "t").options(), shape.options());
+  auto changed = fields;
+  changed["link0_bits"] = "512";
+  EXPECT_THROW((void)StreamShape::parse(changed, "t"), FormatError);
+  changed = fields;
+  changed.erase("growth");
+  EXPECT_THROW((void)StreamShape::parse(changed, "t"), FormatError);
+  changed = fields;
+  changed["hash_scheme"] = "99";
+  EXPECT_THROW((void)StreamShape::parse(changed, "t"), FormatError);
+}
+
+}  // namespace
+}  // namespace redbloom
