@@ -30,20 +30,22 @@ void add_on_full_option(CLI::App& command, OnFull& on_full) {
 CapacityWatch::CapacityWatch(const Filter& filter, OnFull on_full, bool fresh, const char* verb,
                              bool printed)
     : filter_(filter), on_full_(on_full), verb_(verb), printed_(printed) {
-  // A filter sized by explicit bits and hashes has no capacity to compare with.
-  if (filter.params().capacity == 0) return;
+  // A filter sized by explicit bits and hashes has no capacity to compare with; a windowed or
+  // growing one keeps its rate by growing (it stops with CapacityExceeded at its limit).
+  watched_ = filter.params().capacity != 0 && !filter.store().stream_info();
+  if (!watched_) return;
   if (!fresh) estimated_ = filter.estimate_items();
   check(0);
 }
 
 void CapacityWatch::added(std::uint64_t newly, std::uint64_t committed) {
-  if (filter_.params().capacity == 0) return;
+  if (!watched_) return;
   estimated_ += static_cast<double>(newly);
   check(committed);
 }
 
 void CapacityWatch::remeasure(std::uint64_t committed) {
-  if (filter_.params().capacity == 0) return;
+  if (!watched_) return;
   estimated_ = filter_.estimate_items();
   check(committed);
 }

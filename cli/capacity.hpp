@@ -36,6 +36,7 @@ class CapacityWatch {
   bool printed_;
   double estimated_ = 0;
   bool warned_ = false;
+  bool watched_ = false;
 };
 
 }  // namespace redbloom::cli

@@ -76,11 +76,15 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       } catch (const IncompleteWrite& e) {
         // Print what is known committed, then say exactly where the input stops being certain.
         print(e.committed());
+        // A full windowed or growing filter stops before an item, writing nothing of the rest.
+        const bool clean_stop = dynamic_cast<const CapacityExceeded*>(&e) != nullptr;
         throw StorageError(std::string(e.what()) + "\n" +
                            committed_note(verb, items + e.committed(), emit) + "; items " +
                            std::to_string(items + e.committed() + 1) + " to " +
                            std::to_string(items + batch.size()) +
-                           " may be partly written: added again, some may count as duplicates");
+                           (clean_stop ? " and the rest of the input were not added"
+                                       : " may be partly written: added again, some may count "
+                                         "as duplicates"));
       }
       added += batch_added;
       items += batch.size();

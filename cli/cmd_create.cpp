@@ -30,17 +30,21 @@ void register_create(CLI::App& app, int& exit_code) {
                 "What was created as one JSON object on stdout (warnings as JSON on stderr)");
   sub->callback([cmd, &exit_code] {
     // create_filter also drops an exact set left from a former filter of that name.
-    const Filter filter = create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
+    const std::optional<StreamOptions> stream = requested_stream(cmd->sizing);
+    const Filter filter =
+        stream ? create_stream_filter(cmd->location, *stream, cmd->force)
+               : create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);
+    const std::string made = stream ? describe(*stream) : describe(filter.params());
     if (cmd->exact) (void)exact_set_for_writing(cmd->location.resolve(), filter, /*create=*/true);
     if (cmd->quiet) {
     } else if (cmd->json) {
-      std::printf("{\"created\": %s, \"location\": %s, %s, \"exact\": %s}\n",
+      std::printf("{\"created\": %s, \"location\": %s, %s, \"stream\": %s, \"exact\": %s}\n",
                   json_string(cmd->location.describe()).c_str(),
                   json_string(filter.store().location()).c_str(),
-                  params_json_members(filter.params()).c_str(), cmd->exact ? "true" : "false");
+                  params_json_members(filter.params()).c_str(),
+                  stream ? json_string(made).c_str() : "null", cmd->exact ? "true" : "false");
     } else {
-      std::printf("created %s: %s\n", cmd->location.describe().c_str(),
-                  describe(filter.params()).c_str());
+      std::printf("created %s: %s\n", cmd->location.describe().c_str(), made.c_str());
     }
     exit_code = kExitOk;
   });

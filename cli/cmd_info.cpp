@@ -23,10 +23,79 @@ std::string iso_time(std::uint64_t unix_ns) {
   return buf;
 }
 
-// Past the item count it was sized for (unknown for a filter made from explicit bits).
+// Past the item count it was sized for (unknown for a filter made from explicit bits; a
+// windowed or growing filter grows instead).
 bool over_capacity(const FilterInfo& info) {
-  return info.params.capacity > 0 &&
+  return info.params.capacity > 0 && !info.stream &&
          info.estimated_items > static_cast<double>(info.params.capacity);
+}
+
+std::string age(std::uint64_t from_ns, std::uint64_t to_ns) {
+  return to_ns >= from_ns ? format_duration(to_ns - from_ns)
+                          : "-" + format_duration(from_ns - to_ns);
+}
+
+// Its options, then one line per live link: how old, when it leaves, how full.
+void print_stream(const StreamInfo& stream, double set_bits) {
+  std::printf("stream            %s\n", describe(stream.options).c_str());
+  std::printf("live links        %zu, %s\n", stream.segments.size(),
+              format_bytes(double(stream.bytes)).c_str());
+  std::printf("rate now          %.4g (target %.4g; every live link counted)\n",
+              stream.error_rate_now, stream.options.error_rate);
+  std::printf("set bits          %.0f\n", set_bits);
+  std::printf("  %-12s %-5s %-9s %-10s %-21s %-11s %s\n", "slice", "link", "age", "leaves in",
+              "items / capacity", "memory", "rate now");
+  for (const StreamSegment& s : stream.segments) {
+    const std::string leaves =
+        s.expires_unix_ns == 0 ? "never" : age(stream.now_unix_ns, s.expires_unix_ns);
+    char items[48];
+    std::snprintf(items, sizeof items, "%llu / %llu", static_cast<unsigned long long>(s.items),
+                  static_cast<unsigned long long>(s.capacity));
+    std::printf("  %-12lld %-5u %-9s %-10s %-21s %-11s %.3g\n", static_cast<long long>(s.slice),
+                s.link, age(s.created_unix_ns, stream.now_unix_ns).c_str(), leaves.c_str(), items,
+                format_bytes(double(s.bytes)).c_str(), s.error_rate_now);
+  }
+}
+
+std::string stream_json(const StreamInfo& stream) {
+  std::string links;
+  for (const StreamSegment& s : stream.segments) {
+    if (!links.empty()) links += ", ";
+    links += "{\"slice\": " + std::to_string(s.slice) + ", \"link\": " + std::to_string(s.link) +
+             ", \"created_unix_ns\": " + std::to_string(s.created_unix_ns) +
+             ", \"expires_unix_ns\": " + std::to_string(s.expires_unix_ns) +
+             ", \"items\": " + std::to_string(s.items) +
+             ", \"capacity\": " + std::to_string(s.capacity) +
+             ", \"bytes\": " + std::to_string(s.bytes) +
+             ", \"partitions\": " + std::to_string(s.partitions) +
+             ", \"error_rate_now\": " + json_number(s.error_rate_now) + "}";
+  }
+  const StreamOptions& o = stream.options;
+  return "{\"description\": " + json_string(describe(o)) +
+         ", \"capacity\": " + std::to_string(o.capacity) +
+         ", \"error_rate\": " + json_number(o.error_rate) +
+         ", \"window_ns\": " + std::to_string(o.window_ns) +
+         ", \"slices\": " + std::to_string(o.slices) + ", \"growth\": " + std::to_string(o.growth) +
+         ", \"max_bytes\": " + std::to_string(o.max_bytes) +
+         ", \"now_unix_ns\": " + std::to_string(stream.now_unix_ns) +
+         ", \"bytes\": " + std::to_string(stream.bytes) +
+         ", \"error_rate_now\": " + json_number(stream.error_rate_now) + ", \"links\": [" + links +
+         "]}";
+}
+
+void print_exact(const std::optional<ExactSetSummary>& exact) {
+  if (!exact) {
+    std::printf("exact set         none (diff --exact needs one: add or load --exact)\n");
+    return;
+  }
+  std::printf("exact set         %s (%s)\n", exact->location.c_str(),
+              format_bytes(double(exact->storage_bytes)).c_str());
+  std::printf("exact entries     %llu", static_cast<unsigned long long>(exact->entries));
+  if (exact->entries > 0) {
+    std::printf(" (%.2f bytes each)", double(exact->storage_bytes) / double(exact->entries));
+  }
+  std::printf("\nfalse match       %.2g per query for an absent item\n",
+              exact->false_match_probability);
 }
 
 void print_text(const std::string& where, const FilterInfo& info,
@@ -35,6 +104,12 @@ void print_text(const std::string& where, const FilterInfo& info,
   std::printf("filter            %s\n", where.c_str());
   std::printf("stored in         %s (%s)\n", info.location.c_str(),
               format_bytes(double(info.storage_bytes)).c_str());
+  if (info.stream) {
+    std::printf("created           %s\n", iso_time(info.created_unix_ns).c_str());
+    print_stream(*info.stream, double(info.set_bits));
+    print_exact(exact);
+    return;
+  }
   std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
   std::printf("hash scheme       %u (XXH3-128)\n", p.hash_scheme);
   std::printf("bits (m)          %llu in %llu partition(s) of %s\n",
@@ -62,18 +137,7 @@ void print_text(const std::string& where, const FilterInfo& info,
         info.estimated_items, static_cast<unsigned long long>(p.capacity),
         info.estimated_error_rate, p.error_rate);
   }
-  if (!exact) {
-    std::printf("exact set         none (diff --exact needs one: add or load --exact)\n");
-    return;
-  }
-  std::printf("exact set         %s (%s)\n", exact->location.c_str(),
-              format_bytes(double(exact->storage_bytes)).c_str());
-  std::printf("exact entries     %llu", static_cast<unsigned long long>(exact->entries));
-  if (exact->entries > 0) {
-    std::printf(" (%.2f bytes each)", double(exact->storage_bytes) / double(exact->entries));
-  }
-  std::printf("\nfalse match       %.2g per query for an absent item\n",
-              exact->false_match_probability);
+  print_exact(exact);
 }
 
 void print_json(const std::string& where, const FilterInfo& info,
@@ -90,13 +154,14 @@ void print_json(const std::string& where, const FilterInfo& info,
       "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, %s, "
       "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
       "\"estimated_items\": %s, \"estimated_error_rate\": %s, \"over_capacity\": %s, "
-      "\"exact\": %s}\n",
+      "\"stream\": %s, \"exact\": %s}\n",
       json_string(where).c_str(), json_string(info.location).c_str(),
       static_cast<unsigned long long>(info.storage_bytes), params_json_members(info.params).c_str(),
       static_cast<unsigned long long>(info.created_unix_ns),
       static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
       json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str(),
-      over_capacity(info) ? "true" : "false", exact_json.c_str());
+      over_capacity(info) ? "true" : "false",
+      info.stream ? stream_json(*info.stream).c_str() : "null", exact_json.c_str());
 }
 
 }  // namespace

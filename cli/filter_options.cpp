@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "diagnostics.hpp"
 #include "redbloom/error.hpp"
@@ -24,7 +25,9 @@ bool given(const CLI::Option* option) {
 
 bool any_sizing_given(const SizingOptions& o) {
   return given(o.capacity_option) || given(o.error_rate_option) || given(o.layout_option) ||
-         given(o.bits_option) || given(o.hashes_option) || given(o.partition_option);
+         given(o.bits_option) || given(o.hashes_option) || given(o.partition_option) ||
+         given(o.window_option) || given(o.slices_option) || given(o.growth_option) ||
+         given(o.rate_option) || given(o.max_bytes_option);
 }
 
 }  // namespace
@@ -95,9 +98,76 @@ void add_sizing_options(CLI::App& command, SizingOptions& o) {
   o.partition_option =
       command.add_option("--partition-size", o.partition_size,
                          "Largest partition (one Redis key later): default 64MiB, at most 512MiB");
+  o.window_option = command.add_option(
+      "--window", o.window,
+      "Remember items this long (10m, 1h, 7d): -n is then items per window; memory stays bounded");
+  o.slices_option = command.add_option(
+      "--slices", o.slices,
+      "Slices per window (default 4): items are forgotten window + one slice after their last add");
+  o.growth_option = command.add_option(
+      "--growth", o.growth,
+      "Grow by a link of this many times the capacity when full (default 2 with --window)");
+  o.rate_option = command.add_option(
+      "--rate", o.rate, "Expected items per time (12000/s, 1e6/h), instead of -n, with --window");
+  o.max_bytes_option =
+      command.add_option("--max-bytes", o.max_bytes,
+                         "Limit of a windowed or growing filter's memory (e.g. 2GiB): adds past "
+                         "it fail, saying what was committed");
   o.bits_option->needs(o.hashes_option);
   o.hashes_option->needs(o.bits_option);
   o.bits_option->excludes(o.error_rate_option);
+  o.slices_option->needs(o.window_option);
+  o.rate_option->needs(o.window_option);
+  o.rate_option->excludes(o.capacity_option);
+  o.bits_option->excludes(o.window_option);
+  o.bits_option->excludes(o.growth_option);
+}
+
+double parse_rate(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const std::string count = text.substr(0, slash);
+  const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
+  const std::map<std::string, double> per{
+      {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}};
+  char* end = nullptr;
+  const double value = std::strtod(count.c_str(), &end);
+  const auto found = per.find(unit);
+  if (count.empty() || *end != '\0' || found == per.end() || !(value > 0) || !(value < 1e15)) {
+    throw InvalidArgument("bad rate '" + text + "': give items per time, e.g. 12000/s or 1e6/h");
+  }
+  return value / found->second;
+}
+
+std::optional<StreamOptions> requested_stream(const SizingOptions& o) {
+  if (!given(o.window_option) && !given(o.growth_option)) {
+    if (given(o.max_bytes_option)) {
+      throw InvalidArgument(
+          "--max-bytes limits a windowed or growing filter: add --window or "
+          "--growth (a plain filter's size is fixed by -n and -p)");
+    }
+    return std::nullopt;
+  }
+  const auto layout = parse_layout(o.layout);
+  if (!layout) throw InvalidArgument("unknown layout '" + o.layout + "' (use classic or blocked)");
+  StreamOptions stream;
+  stream.layout = *layout;
+  stream.error_rate = o.error_rate;
+  stream.max_partition_bytes = parse_size(o.partition_size);
+  if (given(o.window_option)) stream.window_ns = parse_duration_ns(o.window);
+  stream.slices = o.slices;
+  stream.growth = o.growth;
+  if (given(o.max_bytes_option)) stream.max_bytes = parse_size(o.max_bytes);
+  double capacity = o.capacity;
+  if (given(o.rate_option)) capacity = parse_rate(o.rate) * double(stream.window_ns) / 1e9;
+  if (!(capacity >= 1) || capacity > 1e15) {
+    throw InvalidArgument(
+        "a windowed or growing filter needs at least 1 item per window (or in "
+        "its first link); got " +
+        shown(capacity));
+  }
+  stream.capacity = static_cast<std::uint64_t>(std::ceil(capacity));
+  (void)describe(stream);  // checks the combination, naming what is wrong
+  return stream;
 }
 
 std::uint64_t parse_size(const std::string& text) {
@@ -160,18 +230,32 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
   return filter;
 }
 
+Filter create_stream_filter(const FilterLocation& location, const StreamOptions& stream,
+                            bool overwrite) {
+  const Location where = location.resolve();
+  OpenReport report;
+  Filter filter = Filter::create(where, stream, overwrite, &report);
+  drop_stale_exact_set(where, filter);
+  for (const std::string& warning : report.warnings) report_warning(warning);
+  return filter;
+}
+
 WritableFilter open_for_writing(const FilterLocation& location, const SizingOptions& options,
                                 bool create_if_missing) {
   // Validate the options even when the filter exists: a typo must not pass silently.
+  const std::optional<StreamOptions> stream = requested_stream(options);
   const FilterParams requested = requested_params(options);
   const Location where = location.resolve();
   OpenReport report;
-  OpenOptions open_options = OpenOptions::create_missing(requested, any_sizing_given(options));
+  OpenOptions open_options =
+      stream ? OpenOptions::create_stream(*stream, any_sizing_given(options))
+             : OpenOptions::create_missing(requested, any_sizing_given(options));
   open_options.create_if_missing = create_if_missing;
   Filter filter = Filter::open(where, open_options, &report);
   for (const std::string& warning : report.warnings) report_warning(warning);
   if (report.created) {
-    std::string note = "created filter " + where.describe() + ": " + describe(requested);
+    std::string note = "created filter " + where.describe() + ": " +
+                       (stream ? describe(*stream) : describe(requested));
     if (!any_sizing_given(options)) {
       note +=
           " (the default size, -n 1e6 -p 0.01); past its capacity new items are ever more "

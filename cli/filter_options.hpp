@@ -4,12 +4,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "redbloom/filter.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
+#include "redbloom/stream.hpp"
 
 namespace redbloom::cli {
 
@@ -27,6 +29,17 @@ struct SizingOptions {
   CLI::Option* bits_option = nullptr;
   CLI::Option* hashes_option = nullptr;
   CLI::Option* partition_option = nullptr;
+  // Windowed and growing filters (stream.hpp).
+  std::string window;
+  std::uint32_t slices = 0;
+  std::uint32_t growth = 0;
+  std::string rate;
+  std::string max_bytes;
+  CLI::Option* window_option = nullptr;
+  CLI::Option* slices_option = nullptr;
+  CLI::Option* growth_option = nullptr;
+  CLI::Option* rate_option = nullptr;
+  CLI::Option* max_bytes_option = nullptr;
 };
 
 // Where a filter lives, as the options give it: a local file (--filter PATH) or Redis (--name
@@ -55,6 +68,10 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 
 // The parameters the options ask for. Throws InvalidArgument for bad values.
 [[nodiscard]] FilterParams requested_params(const SizingOptions& options);
+// A windowed or growing filter, when --window or --growth asks for one; nullopt otherwise.
+[[nodiscard]] std::optional<StreamOptions> requested_stream(const SizingOptions& options);
+// "12000/s", "1e6/m", "500/h", "20/d"; a bare number is per second. Items per second.
+[[nodiscard]] double parse_rate(const std::string& text);
 
 // Opens the filter for writing (Filter::open). A missing filter is created from the options
 // when `create_if_missing` (and a note on stderr says so, with its size); an existing one must
@@ -69,6 +86,8 @@ struct WritableFilter {
 // Filter::create, its warnings (a server that may evict the filter) on stderr.
 [[nodiscard]] Filter create_filter(const FilterLocation& location, const FilterParams& params,
                                    bool overwrite);
+[[nodiscard]] Filter create_stream_filter(const FilterLocation& location,
+                                          const StreamOptions& stream, bool overwrite);
 
 // "64MiB", "512M", "1GiB", "4096" -> bytes. Throws InvalidArgument.
 [[nodiscard]] std::uint64_t parse_size(const std::string& text);

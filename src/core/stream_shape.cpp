@@ -75,6 +75,10 @@ std::string format_duration(std::uint64_t ns) {
   return text;
 }
 
+std::string describe(const StreamOptions& options) {
+  return StreamShape(options).describe();
+}
+
 StreamShape::StreamShape(const StreamOptions& options) : options_(options) {
   if (options_.capacity < 1) throw InvalidArgument("capacity must be at least 1 item");
   if (!(options_.error_rate > 0.0 && options_.error_rate <= kMaxErrorRate)) {

@@ -35,7 +35,7 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
 // "windowed 10m in 4 slices, ..." or the plain parameters.
 std::string describe_filter(const Filter& filter) {
   if (const auto stream = filter.store().stream_info()) {
-    return StreamShape(stream->options).describe();
+    return redbloom::describe(stream->options);
   }
   return describe(filter.params());
 }
@@ -274,6 +274,12 @@ void drop_stale_exact_set(const Location& location, const Filter& filter) {
 
 std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const Filter& filter,
                                                 bool create) {
+  if (const auto stream = filter.store().stream_info(); stream && stream->options.window_ns != 0) {
+    if (!create) return nullptr;
+    throw InvalidArgument("filter " + location.describe() +
+                          " is windowed: it forgets items, and an exact set beside it would "
+                          "not; use --exact with a plain or growing filter");
+  }
   // Emptiness is read before the set is looked for: a racing writer may create the set and
   // add items in between, and its items must not be taken for ones added without a set.
   const bool empty = filter.store().count_set_bits() == 0;
