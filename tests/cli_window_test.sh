@@ -63,6 +63,11 @@ committed=$(grep -o 'committed the first [0-9]*' <<<"$err" | grep -o '[0-9]*$')
 check "growing: printed only committed items" 1 "$((printed <= committed - 5000))"
 check "growing: printed nearly all of them" 1 "$((printed * 100 >= (committed - 5000) * 98))"
 
+# --- copies move plain filters only
+run import --from g.rbf --name g --redis redis://127.0.0.1:1
+check "import of a growing filter: usage error" 2 "$rc"
+check_contains "import of a growing filter: why" "copying one is not supported" "$err"
+
 # --- option errors, each naming the problem
 run create --filter bad.rbf --window 10x
 check "bad duration: usage error" 2 "$rc"

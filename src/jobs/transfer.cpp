@@ -56,6 +56,12 @@ void copy_exact_set(const ExactSet& from, ExactSet& to) {
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
                        const CopyProgress& progress) {
   const Filter source = Filter::open(from, OpenOptions::read_only());
+  if (source.store().stream_info()) {
+    throw InvalidArgument("filter " + from.describe() +
+                          " is windowed or growing: copying one is not supported (its slices "
+                          "come and go); create the destination with the same options and add "
+                          "the items there");
+  }
   const std::unique_ptr<ExactSet> source_exact =
       exact_set_exists(from) ? open_exact_set(from, source, /*writable=*/false) : nullptr;
   OpenReport created;
