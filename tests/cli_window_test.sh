@@ -18,7 +18,7 @@ run info --filter w.rbf
 check "info: exit" 0 "$rc"
 check_contains "info: the stream" "stream            windowed 10m" "$out"
 check_contains "info: one live link" "live links        1," "$out"
-check_contains "info: counted items" "30000 / 150000" "$out"
+check_contains "info: counted items" "30000 / 165000" "$out"
 run info --filter w.rbf --json
 check_contains "info --json: links" '"links": [{"slice": ' "$out"
 check_contains "info --json: window" '"window_ns": 600000000000' "$out"

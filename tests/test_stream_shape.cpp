@@ -61,7 +61,7 @@ TEST(StreamShape, ErrorBudgetKeepsTheTargetOverEveryLiveLink) {
 
 TEST(StreamShape, WindowCapacityIsPerWindow) {
   const StreamShape shape(window_options());
-  EXPECT_EQ(shape.link_capacity(0), 25000u);  // 100000 items a window, 4 slices
+  EXPECT_EQ(shape.link_capacity(0), 27500u);  // 100000 items a window, 4 slices, 10% headroom
   StreamOptions growing = window_options();
   growing.window_ns = 0;
   growing.growth = 4;

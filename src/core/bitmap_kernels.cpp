@@ -102,9 +102,9 @@ struct BlockGeometry {
 // with loads only, and store only if a bit was missing and this is a write (so a page of a
 // file mapping that only sees duplicates is never dirtied).
 
-template <Op op>
-inline bool apply_block_scalar(std::uint64_t* line, std::uint64_t hi, std::uint32_t k) noexcept {
-  std::uint64_t mask[kWordsPerBlock] = {};
+inline void block_masks_scalar(std::uint64_t hi, std::uint32_t k,
+                               std::uint64_t (&mask)[kWordsPerBlock]) noexcept {
+  std::fill(std::begin(mask), std::end(mask), 0);
   const unsigned s = layout::blocked_start_word(hi);
   for (std::uint32_t base = 0; base < k; base += 8) {
     const std::uint64_t x = hi * layout::kRoundMultipliers[base / 8];
@@ -114,6 +114,12 @@ inline bool apply_block_scalar(std::uint64_t* line, std::uint64_t hi, std::uint3
       mask[w] |= word_mask((x >> layout::blocked_field_shift(w)) & 63);
     }
   }
+}
+
+template <Op op>
+inline bool apply_block_scalar(std::uint64_t* line, std::uint64_t hi, std::uint32_t k) noexcept {
+  std::uint64_t mask[kWordsPerBlock];
+  block_masks_scalar(hi, k, mask);
   std::uint64_t old[kWordsPerBlock];
   std::uint64_t missing = 0;
   for (std::uint64_t w = 0; w < kWordsPerBlock; ++w) {
@@ -146,12 +152,13 @@ struct Avx2Block {
     hi = _mm256_sllv_epi64(one, _mm256_xor_si256(_mm256_and_si256(field_hi, six_bits), seven));
   }
 
-  template <Op op, bool kOneRound = false>
-  __attribute__((target("avx2"))) static inline bool apply(const BlockGeometry& geometry,
-                                                           std::uint64_t* line,
-                                                           std::uint64_t hi) noexcept {
-    __m256i mask_lo = _mm256_setzero_si256();
-    __m256i mask_hi = _mm256_setzero_si256();
+  // The item's probe bits in its block, words 0-3 and 4-7.
+  template <bool kOneRound = false>
+  __attribute__((target("avx2"))) static inline void masks(const BlockGeometry& geometry,
+                                                           std::uint64_t hi, __m256i& mask_lo,
+                                                           __m256i& mask_hi) noexcept {
+    mask_lo = _mm256_setzero_si256();
+    mask_hi = _mm256_setzero_si256();
     const std::uint32_t last = kOneRound ? 0 : geometry.last_round;
     for (std::uint32_t round = 0; round < last; ++round) {
       __m256i lo, high;
@@ -166,6 +173,14 @@ struct Avx2Block {
     const __m256i words_hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(words + 4));
     mask_lo = _mm256_or_si256(mask_lo, _mm256_and_si256(lo, words_lo));
     mask_hi = _mm256_or_si256(mask_hi, _mm256_and_si256(high, words_hi));
+  }
+
+  template <Op op, bool kOneRound = false>
+  __attribute__((target("avx2"))) static inline bool apply(const BlockGeometry& geometry,
+                                                           std::uint64_t* line,
+                                                           std::uint64_t hi) noexcept {
+    __m256i mask_lo, mask_hi;
+    masks<kOneRound>(geometry, hi, mask_lo, mask_hi);
 
     auto* lo_address = reinterpret_cast<__m256i*>(line);
     auto* hi_address = reinterpret_cast<__m256i*>(line + 4);
@@ -615,6 +630,116 @@ bool classic_insert_rewriting(const void* context, std::string_view item) {
   return fresh;
 }
 
+// --- one item in any of several bitmaps of the same parameters -------------------------------
+// The item's block (or bit offsets) and probe masks are the same in each, so they are computed
+// once; its line in every bitmap is requested at once, so their misses overlap.
+
+constexpr std::size_t kMaxAnyBitmaps = 64;
+
+template <class Source, class Test>
+inline void blocked_any_pipeline(std::span<const Bitmap* const> bitmaps, Source hash_of,
+                                 std::uint8_t* out, Test&& test_line) {
+  constexpr std::size_t kAhead = 16;
+  const BlockGeometry geometry(*bitmaps[0]);
+  std::uint64_t* words[kMaxAnyBitmaps];
+  const std::size_t count = bitmaps.size();
+  for (std::size_t b = 0; b < count; ++b) words[b] = bitmaps[b]->words;
+  struct Slot {
+    std::uint64_t offset;
+    std::uint64_t hi;
+  };
+  const std::size_t n = hash_of.size();
+  Slot ring[kAhead];
+  std::size_t planned = 0;
+  auto plan_next = [&] {
+    const ItemHash h = hash_of(planned);
+    const std::uint64_t offset = static_cast<std::uint64_t>(geometry.line(h) - geometry.words);
+    for (std::size_t b = 0; b < count; ++b) prefetch<Op::test>(words[b] + offset);
+    ring[planned % kAhead] = Slot{offset, h.hi};
+    ++planned;
+  };
+  while (planned < std::min(kAhead, n)) plan_next();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Slot slot = ring[i % kAhead];
+    if (planned < n) plan_next();
+    out[i] = test_line(geometry, words, count, slot.offset, slot.hi);
+  }
+}
+
+template <class Source>
+__attribute__((target("avx2"), flatten)) void blocked_any_avx2(
+    std::span<const Bitmap* const> bitmaps, Source hash_of, std::uint8_t* out) {
+  blocked_any_pipeline(
+      bitmaps, hash_of, out,
+      [](const BlockGeometry& geometry, std::uint64_t* const* words, std::size_t count,
+         std::uint64_t offset, std::uint64_t hi) __attribute__((target("avx2"))) {
+        __m256i mask_lo, mask_hi;
+        Avx2Block::masks(geometry, hi, mask_lo, mask_hi);
+        for (std::size_t b = 0; b < count; ++b) {
+          const auto* line = reinterpret_cast<const __m256i*>(words[b] + offset);
+          if (_mm256_testc_si256(_mm256_load_si256(line), mask_lo) &
+              _mm256_testc_si256(_mm256_load_si256(line + 1), mask_hi)) {
+            return true;
+          }
+        }
+        return false;
+      });
+}
+
+template <class Source>
+__attribute__((flatten)) void blocked_any_scalar(std::span<const Bitmap* const> bitmaps,
+                                                 Source hash_of, std::uint8_t* out) {
+  blocked_any_pipeline(bitmaps, hash_of, out,
+                       [](const BlockGeometry& geometry, std::uint64_t* const* words,
+                          std::size_t count, std::uint64_t offset, std::uint64_t hi) {
+                         std::uint64_t mask[kWordsPerBlock];
+                         block_masks_scalar(hi, geometry.hashes, mask);
+                         for (std::size_t b = 0; b < count; ++b) {
+                           std::uint64_t missing = 0;
+                           for (std::uint64_t w = 0; w < kWordsPerBlock; ++w) {
+                             missing |= mask[w] & ~load(words[b][offset + w]);
+                           }
+                           if (missing == 0) return true;
+                         }
+                         return false;
+                       });
+}
+
+template <class Source>
+void classic_any(std::span<const Bitmap* const> bitmaps, Source hash_of, std::uint8_t* out) {
+  constexpr std::size_t kAhead = 4;
+  const FilterParams& p = bitmaps[0]->params;
+  const std::size_t count = bitmaps.size();
+  std::uint64_t ring[kAhead][kMaxHashes];
+  const std::size_t n = hash_of.size();
+  auto plan = [&](std::size_t i) {
+    const ItemHash h = hash_of(i);
+    const std::uint64_t base = layout::partition_of(h, p.partitions) * p.partition_bits;
+    std::uint64_t* bits = ring[i % kAhead];
+    layout::classic_probes(h, p.partition_bits, p.hashes, [&](std::uint64_t offset) {
+      *bits = base + offset;
+      for (std::size_t b = 0; b < count; ++b) {
+        __builtin_prefetch(bitmaps[b]->words + word_index(*bits), 0, 1);
+      }
+      ++bits;
+    });
+  };
+  for (std::size_t i = 0; i < std::min(kAhead, n); ++i) plan(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t* bits = ring[i % kAhead];
+    bool found = false;
+    for (std::size_t b = 0; b < count && !found; ++b) {
+      std::uint64_t missing = 0;
+      for (std::uint32_t j = 0; j < p.hashes; ++j) {
+        missing |= word_mask(bits[j]) & ~load(bitmaps[b]->words[word_index(bits[j])]);
+      }
+      found = missing == 0;
+    }
+    out[i] = found;
+    if (i + kAhead < n) plan(i + kAhead);
+  }
+}
+
 bool g_simd_enabled = __builtin_cpu_supports("avx2");
 const bool g_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 
@@ -739,6 +864,33 @@ void set(const Bitmap& bitmap, std::span<const ItemHash> hashes,
 void test(const Bitmap& bitmap, std::span<const ItemHash> hashes,
           std::span<const std::uint32_t> owned, std::uint8_t* present) {
   run<Op::test>(bitmap, OwnedHashes{hashes, owned}, present);
+}
+
+void test_any(std::span<const Bitmap* const> bitmaps, std::span<const ItemHash> hashes,
+              std::span<const std::uint32_t> owned, std::uint8_t* present) {
+  if (bitmaps.empty()) {
+    std::fill_n(present, owned.size(), std::uint8_t{0});
+    return;
+  }
+  if (bitmaps.size() > kMaxAnyBitmaps) {
+    // Rare (a window of more slices): in groups, keeping a hit from an earlier group.
+    std::vector<std::uint8_t> part(owned.size());
+    std::fill_n(present, owned.size(), std::uint8_t{0});
+    for (std::size_t first = 0; first < bitmaps.size(); first += kMaxAnyBitmaps) {
+      test_any(bitmaps.subspan(first, std::min(kMaxAnyBitmaps, bitmaps.size() - first)), hashes,
+               owned, part.data());
+      for (std::size_t j = 0; j < owned.size(); ++j) present[j] |= part[j];
+    }
+    return;
+  }
+  const OwnedHashes source{hashes, owned};
+  if (bitmaps[0]->params.layout == Layout::classic) {
+    classic_any(bitmaps, source, present);
+  } else if (g_simd_enabled) {
+    blocked_any_avx2(bitmaps, source, present);
+  } else {
+    blocked_any_scalar(bitmaps, source, present);
+  }
 }
 
 __attribute__((target_clones("popcnt", "default"))) std::uint64_t popcount(std::uint64_t* words,

@@ -59,6 +59,11 @@ void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::ui
 // The lookup for the items at `owned`, already hashed; present[j] is for owned[j].
 void test(const Bitmap& bitmap, std::span<const ItemHash> hashes,
           std::span<const std::uint32_t> owned, std::uint8_t* present);
+// present[j] = 1 iff the item at owned[j] is in any of `bitmaps`, which must all have the same
+// parameters (a windowed filter's slices): its block and probes are computed once, and its
+// lines in all of them are requested together.
+void test_any(std::span<const Bitmap* const> bitmaps, std::span<const ItemHash> hashes,
+              std::span<const std::uint32_t> owned, std::uint8_t* present);
 // The blocked layout has an AVX2 path (and for one-item calls with k <= 8 an AVX-512 one),
 // chosen at run time by what the CPU has; every path sets identical bits. use_simd(false)
 // forces the scalar path (tests compare them) for the batch calls and for the one-item paths

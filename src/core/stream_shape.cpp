@@ -16,6 +16,10 @@ namespace {
 constexpr double kWindowFirstShare = 0.9;
 constexpr double kGrowingFirstShare = 0.5;
 constexpr double kMaxLinkItems = 9007199254740992.0;  // 2^53: counts stay exact in a double
+// A slice's first link holds a tenth more than its share of the window: arrivals fluctuate,
+// and a stream at the rate it was sized for should not add a link (a whole link's memory) for
+// the few items a slice gets past its share.
+constexpr std::uint64_t kSliceHeadroomTenths = 11;
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -80,7 +84,9 @@ std::string describe(const StreamOptions& options) {
 }
 
 StreamShape::StreamShape(const StreamOptions& options) : options_(options) {
-  if (options_.capacity < 1) throw InvalidArgument("capacity must be at least 1 item");
+  if (options_.capacity < 1 || options_.capacity > 1'000'000'000'000'000) {
+    throw InvalidArgument("capacity must be between 1 and 1e15 items");
+  }
   if (!(options_.error_rate > 0.0 && options_.error_rate <= kMaxErrorRate)) {
     throw InvalidArgument("error rate must be above 0 and at most 0.5");
   }
@@ -142,8 +148,10 @@ double StreamShape::link_error_rate(std::uint32_t link) const noexcept {
 }
 
 std::uint64_t StreamShape::link_capacity(std::uint32_t link) const noexcept {
-  const double first = windowed() ? std::ceil(double(options_.capacity) / options_.slices)
-                                  : double(options_.capacity);
+  const std::uint64_t share = std::uint64_t{10} * options_.slices;
+  const double first = windowed()
+                           ? double((options_.capacity * kSliceHeadroomTenths + share - 1) / share)
+                           : double(options_.capacity);
   const double capacity = first * std::pow(double(options_.growth), double(link));
   return capacity >= kMaxLinkItems ? static_cast<std::uint64_t>(kMaxLinkItems)
                                    : static_cast<std::uint64_t>(capacity);

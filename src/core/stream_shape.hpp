@@ -10,6 +10,9 @@
 // A window grows only on bursts, so its first link takes f = 0.9; a growing filter grows as a
 // rule and halves from the start (f = 0.5: p/2, p/4, ..., as RedisBloom's scaling filters).
 //
+// A window's slices are sized for a tenth more than their share of the window's items (n/N), so
+// that a stream at the rate it was sized for does not grow a link for its fluctuations.
+//
 // Slices. With a window W in N slices of S = W / N, slice g covers [g S, (g + 1) S) of Unix
 // time. At time t in slice G the live slices are G - N .. G: an item added at t0 (slice g0) is
 // present until slice g0 + N ends, at least W and at most W + S after t0.

@@ -17,6 +17,7 @@ struct Scratch {
   std::vector<std::uint32_t> todo;
   std::vector<std::uint8_t> flags;
   std::vector<std::uint8_t> elsewhere;
+  std::vector<const BitmapStore*> links;
 };
 Scratch& scratch() {
   thread_local Scratch instance;
@@ -28,19 +29,39 @@ void all_items(std::vector<std::uint32_t>& order, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
 }
 
-// Tests the items at `order` in `link` and drops those it holds; flags[j] is for order[j]
-// before the drop.
+// Drops from `order` the items some link of `links` holds, marking them in `found` (by item
+// index) when given. Links of equal parameters (every slice's first link) are tested in one
+// pass: an item's probes are computed once and its lines in all of them fetched together.
+void drop_present(std::span<const BitmapStore* const> links, std::span<const ItemHash> hashes,
+                  std::vector<std::uint32_t>& order, std::vector<std::uint8_t>& flags,
+                  std::uint8_t* found) {
+  std::vector<bool> tested(links.size(), false);
+  std::vector<const kernels::Bitmap*> group;
+  for (std::size_t i = 0; i < links.size() && !order.empty(); ++i) {
+    if (tested[i]) continue;
+    group.clear();
+    for (std::size_t j = i; j < links.size(); ++j) {
+      if (!tested[j] && links[j]->params() == links[i]->params()) {
+        tested[j] = true;
+        group.push_back(&links[j]->bitmap());
+      }
+    }
+    flags.resize(order.size());
+    kernels::test_any(group, hashes, order, flags.data());
+    std::size_t kept = 0;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      if (found != nullptr) found[order[j]] |= flags[j];
+      order[kept] = order[j];
+      kept += flags[j] == 0;
+    }
+    order.resize(kept);
+  }
+}
+
 void drop_present(const BitmapStore& link, std::span<const ItemHash> hashes,
                   std::vector<std::uint32_t>& order, std::vector<std::uint8_t>& flags) {
-  if (order.empty()) return;
-  flags.resize(order.size());
-  kernels::test(link.bitmap(), hashes, order, flags.data());
-  std::size_t kept = 0;
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    order[kept] = order[j];
-    kept += flags[j] == 0;
-  }
-  order.resize(kept);
+  const BitmapStore* one = &link;
+  drop_present({&one, 1}, hashes, order, flags, nullptr);
 }
 
 [[noreturn]] void refuse_copy() {
@@ -110,27 +131,20 @@ void LocalStreamStore::add_locked(std::span<const std::string_view> items,
   work.hashes.resize(n);
   kernels::hash_items(items, work.hashes.data());
   work.elsewhere.assign(n, 0);
-  // Older slices, newest first: an item found there is not new but is still set in this slice.
+  // Older slices: an item found there is not new but is still set in this slice.
+  work.links.clear();
+  for (const Link& link : links_) {
+    if (link.slice < current) work.links.push_back(link.bits.get());
+  }
   all_items(work.unknown, n);
-  for (std::size_t l = links_.size(); l-- > 0 && !work.unknown.empty();) {
-    if (links_[l].slice >= current) continue;
-    work.flags.resize(work.unknown.size());
-    kernels::test(links_[l].bits->bitmap(), work.hashes, work.unknown, work.flags.data());
-    std::size_t kept = 0;
-    for (std::size_t j = 0; j < work.unknown.size(); ++j) {
-      work.elsewhere[work.unknown[j]] |= work.flags[j];
-      work.unknown[kept] = work.unknown[j];
-      kept += work.flags[j] == 0;
-    }
-    work.unknown.resize(kept);
-  }
+  drop_present(work.links, work.hashes, work.unknown, work.flags, work.elsewhere.data());
   // The current slice's older links: an item there needs no write.
-  all_items(work.todo, n);
+  work.links.clear();
   for (std::size_t l = 0; l + 1 < links_.size(); ++l) {
-    if (links_[l].slice == current) {
-      drop_present(*links_[l].bits, work.hashes, work.todo, work.flags);
-    }
+    if (links_[l].slice == current) work.links.push_back(links_[l].bits.get());
   }
+  all_items(work.todo, n);
+  drop_present(work.links, work.hashes, work.todo, work.flags, nullptr);
   std::size_t pos = 0;
   while (pos < work.todo.size()) {
     Link* newest = &links_.back();
@@ -214,20 +228,12 @@ void LocalStreamStore::contains(std::span<const std::string_view> items,
   Scratch& work = scratch();
   work.hashes.resize(n);
   kernels::hash_items(items, work.hashes.data());
-  all_items(work.unknown, n);
-  // Newest first: recent items are the ones asked about most.
-  for (std::size_t l = links_.size(); l-- > 0 && !work.unknown.empty();) {
-    if (links_[l].slice < oldest) continue;
-    work.flags.resize(work.unknown.size());
-    kernels::test(links_[l].bits->bitmap(), work.hashes, work.unknown, work.flags.data());
-    std::size_t kept = 0;
-    for (std::size_t j = 0; j < work.unknown.size(); ++j) {
-      present[work.unknown[j]] = work.flags[j];
-      work.unknown[kept] = work.unknown[j];
-      kept += work.flags[j] == 0;
-    }
-    work.unknown.resize(kept);
+  work.links.clear();
+  for (const Link& link : links_) {
+    if (link.slice >= oldest) work.links.push_back(link.bits.get());
   }
+  all_items(work.unknown, n);
+  drop_present(work.links, work.hashes, work.unknown, work.flags, present.data());
 }
 
 std::uint64_t LocalStreamStore::count_set_bits() const {
