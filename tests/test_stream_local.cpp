@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/bitmap_kernels.hpp"
+#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "temp_dir.hpp"
@@ -210,6 +212,43 @@ TEST_P(StreamStores, ByteLimitStopsGrowthAndSaysWhatWasAdded) {
     EXPECT_EQ(present_count(filter, committed), committed.size());
   }
   EXPECT_LE(filter.info().stream->bytes, options.max_bytes);
+}
+
+// The fused lookup over a window's slices answers as the lookups one slice at a time, for both
+// layouts, on the SIMD and the scalar paths.
+TEST(StreamKernels, TestAnyIsTheUnionOfTheSlicesLookups) {
+  for (Layout layout : {Layout::classic, Layout::blocked}) {
+    for (bool simd : {true, false}) {
+      const bool before = kernels::use_simd(simd);
+      const FilterParams params = size_filter(2000, 0.05, layout);
+      std::vector<std::unique_ptr<MemoryStore>> slices;
+      std::vector<const kernels::Bitmap*> bitmaps;
+      for (int s = 0; s < 5; ++s) {
+        slices.push_back(std::make_unique<MemoryStore>(params));
+        std::vector<std::string> items;
+        for (int i = 0; i < 2000; ++i) items.push_back(event(s * 100000 + i));
+        const std::vector<std::string_view> views(items.begin(), items.end());
+        slices.back()->load(views);
+        bitmaps.push_back(&slices.back()->bitmap());
+      }
+      std::vector<std::string> probes;
+      for (int i = 0; i < 20000; ++i) probes.push_back(event(i * 37 % 500000));
+      const std::vector<std::string_view> views(probes.begin(), probes.end());
+      std::vector<ItemHash> hashes(views.size());
+      kernels::hash_items(views, hashes.data());
+      std::vector<std::uint32_t> owned(views.size());
+      for (std::size_t i = 0; i < owned.size(); ++i) owned[i] = static_cast<std::uint32_t>(i);
+      std::vector<std::uint8_t> fused(views.size()), one(views.size()), expected(views.size());
+      kernels::test_any(bitmaps, hashes, owned, fused.data());
+      for (const kernels::Bitmap* bitmap : bitmaps) {
+        kernels::test(*bitmap, hashes, owned, one.data());
+        for (std::size_t i = 0; i < one.size(); ++i) expected[i] |= one[i];
+      }
+      EXPECT_EQ(fused, expected) << to_string(layout) << " simd " << simd;
+      EXPECT_GT(std::count(fused.begin(), fused.end(), 1), 1000);  // hits, not only misses
+      kernels::use_simd(before);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StreamStores, ::testing::Values("memory", "file"));
