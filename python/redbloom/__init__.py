@@ -9,6 +9,7 @@ server, several, or a cluster) or in memory; the same bits as the redbloom CLI a
 """
 
 from ._errors import (
+    CapacityExceeded,
     Error,
     FilterExists,
     FormatError,
@@ -33,16 +34,23 @@ __all__ = [
     "FormatError",
     "IncompleteFilter",
     "IncompleteWrite",
+    "CapacityExceeded",
     "RedbloomWarning",
 ]
 
 
 def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits=None,
-         hashes=None, create=True, read_only=False):
+         hashes=None, create=True, read_only=False, window=None, slices=None, growth=None,
+         max_bytes=None):
     """Opens the filter at `location` (a path, "redis://host:port#name", "redis://a,redis://b#name",
     "redis+cluster://host:port#name" or "memory:"); with a size (capacity=, error_rate=, layout=)
     and create=True, creates it when missing. A size given must match the filter's
-    (FilterExists otherwise); without one, the filter must exist (NotFound)."""
+    (FilterExists otherwise); without one, the filter must exist (NotFound).
+
+    window= (seconds, or "10m") makes a filter that remembers items that long, capacity= being
+    the items per window; growth= (e.g. 2) one that grows instead of filling up; max_bytes=
+    caps either (CapacityExceeded when reached)."""
     return Filter.open(location, name=name, capacity=capacity, error_rate=error_rate,
                        layout=layout, bits=bits, hashes=hashes, create=create,
-                       read_only=read_only)
+                       read_only=read_only, window=window, slices=slices, growth=growth,
+                       max_bytes=max_bytes)

@@ -41,5 +41,10 @@ class IncompleteWrite(StorageError):
         return (type(self), (str(self), self.committed))
 
 
+class CapacityExceeded(IncompleteWrite):
+    """A windowed or growing filter needed a link past its max_bytes (or its other limits):
+    items [0, committed) of the call were added, the rest not."""
+
+
 class RedbloomWarning(UserWarning):
     """Something a user should know, e.g. a Redis server that may evict the filter's keys."""

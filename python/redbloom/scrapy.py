@@ -10,6 +10,9 @@ settings.py:
     REDBLOOM_KEY = "%(spider)s:dupefilter"      # the filter's name in Redis
     REDBLOOM_CAPACITY = 10_000_000              # requests expected over the filter's life
     REDBLOOM_ERROR_RATE = 1e-4                  # chance that a new request is wrongly dropped
+    REDBLOOM_GROWTH = 2                         # optional: grow past the capacity (by links of
+                                                # 2x, 4x, ... at tighter rates) instead of
+                                                # dropping ever more new requests
 
 The filter holds the 20-byte fingerprints of the crawler's request fingerprinter, so the
 fingerprinter is part of the filter's identity: the one that built the filter is recorded
@@ -43,8 +46,9 @@ def _fingerprinter_identity(fingerprinter, settings):
 class RedbloomDupeFilter(BaseDupeFilter):
     def __init__(self, location, key=DEFAULT_KEY, capacity=DEFAULT_CAPACITY,
                  error_rate=DEFAULT_ERROR_RATE, fingerprinter=None, settings=None, stats=None,
-                 debug=False):
+                 debug=False, growth=None):
         self.location = location
+        self.growth = growth
         self.key = key
         self.capacity = capacity
         self.error_rate = error_rate
@@ -76,7 +80,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
                    error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
                    fingerprinter=getattr(crawler, "request_fingerprinter", None),
                    settings=settings, stats=crawler.stats,
-                   debug=settings.getbool("DUPEFILTER_DEBUG"))
+                   debug=settings.getbool("DUPEFILTER_DEBUG"),
+                   growth=settings.getint("REDBLOOM_GROWTH") or None)
         dupefilter._crawler = crawler  # its spider names the Redis key when the crawl opens
         return dupefilter
 
@@ -87,7 +92,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
         return cls(location, key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
                    capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
                    error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
-                   settings=settings, debug=settings.getbool("DUPEFILTER_DEBUG"))
+                   settings=settings, debug=settings.getbool("DUPEFILTER_DEBUG"),
+                   growth=settings.getint("REDBLOOM_GROWTH") or None)
 
     def _fingerprint(self, request):
         if self.fingerprinter is not None:
@@ -103,7 +109,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
         if in_redis and "#" not in self.location:
             name = self.key % {"spider": getattr(spider, "name", "scrapy")}
         self.filter = _redbloom.Filter.open(self.location, name=name, capacity=self.capacity,
-                                            error_rate=self.error_rate, create=True)
+                                            error_rate=self.error_rate, growth=self.growth,
+                                            create=True)
         self._start_items = len(self.filter)
         self._check_fingerprinter(self.location.partition("#")[2] or name)
 

@@ -1,5 +1,6 @@
 #include "convert.hpp"
 
+#include <cmath>
 #include <cstdint>
 
 #include "redbloom/error.hpp"
@@ -62,6 +63,44 @@ std::optional<FilterParams> requested_params(const py::object& capacity,
   return size_filter(n, p, layout_of(layout));
 }
 
+std::optional<StreamOptions> requested_stream(const py::object& capacity,
+                                              const py::object& error_rate,
+                                              const py::object& layout, const py::object& window,
+                                              const py::object& slices, const py::object& growth,
+                                              const py::object& max_bytes) {
+  if (window.is_none() && growth.is_none()) {
+    if (!slices.is_none() || !max_bytes.is_none()) {
+      throw InvalidArgument(
+          "slices= and max_bytes= belong to a windowed or growing filter: "
+          "give window= or growth=");
+    }
+    return std::nullopt;
+  }
+  if (capacity.is_none()) {
+    throw InvalidArgument("capacity= (items per window, or of the first link) is needed");
+  }
+  StreamOptions stream;
+  stream.capacity = whole(capacity, "capacity");
+  stream.error_rate = error_rate.is_none() ? 0.01 : number(error_rate, "error_rate");
+  stream.layout = layout_of(layout);
+  if (!window.is_none()) {
+    if (py::isinstance<py::str>(window)) {
+      stream.window_ns = parse_duration_ns(window.cast<std::string>());
+    } else {
+      const double seconds = number(window, "window");
+      if (!(seconds >= 0.001) || !(seconds < 1e9)) {
+        throw InvalidArgument("window must be at least 0.001 seconds (or a string like '10m')");
+      }
+      stream.window_ns = static_cast<std::uint64_t>(std::llround(seconds * 1e9));
+    }
+  }
+  if (!slices.is_none()) stream.slices = static_cast<std::uint32_t>(whole(slices, "slices"));
+  if (!growth.is_none()) stream.growth = static_cast<std::uint32_t>(whole(growth, "growth"));
+  if (!max_bytes.is_none()) stream.max_bytes = whole(max_bytes, "max_bytes");
+  (void)describe(stream);  // refuses what no filter can have, naming it
+  return stream;
+}
+
 py::dict params_dict(const FilterParams& params) {
   py::dict d;
   d["layout"] = std::string(to_string(params.layout));
@@ -85,6 +124,36 @@ py::dict info_dict(const FilterInfo& info) {
   d["estimated_error_rate"] = info.estimated_error_rate;
   d["created_unix_ns"] = info.created_unix_ns;
   d["storage_bytes"] = info.storage_bytes;
+  if (info.stream) {
+    const StreamInfo& stream = *info.stream;
+    py::dict s;
+    s["description"] = describe(stream.options);
+    s["capacity"] = stream.options.capacity;
+    s["error_rate"] = stream.options.error_rate;
+    s["window_seconds"] = double(stream.options.window_ns) / 1e9;
+    s["slices"] = stream.options.slices;
+    s["growth"] = stream.options.growth;
+    s["max_bytes"] = stream.options.max_bytes;
+    s["bytes"] = stream.bytes;
+    s["error_rate_now"] = stream.error_rate_now;
+    py::list links;
+    for (const StreamSegment& segment : stream.segments) {
+      py::dict link;
+      link["slice"] = segment.slice;
+      link["link"] = segment.link;
+      link["created_unix_ns"] = segment.created_unix_ns;
+      link["expires_unix_ns"] = segment.expires_unix_ns;
+      link["items"] = segment.items;
+      link["capacity"] = segment.capacity;
+      link["bytes"] = segment.bytes;
+      link["error_rate_now"] = segment.error_rate_now;
+      links.append(link);
+    }
+    s["links"] = links;
+    d["stream"] = s;
+  } else {
+    d["stream"] = py::none();
+  }
   return d;
 }
 

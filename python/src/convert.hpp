@@ -10,6 +10,7 @@
 
 #include "redbloom/filter.hpp"
 #include "redbloom/params.hpp"
+#include "redbloom/stream.hpp"
 
 namespace redbloom::python {
 
@@ -20,6 +21,14 @@ namespace py = pybind11;
 std::optional<FilterParams> requested_params(const py::object& capacity,
                                              const py::object& error_rate, const py::object& layout,
                                              const py::object& bits, const py::object& hashes);
+
+// A windowed or growing filter, when window= or growth= was given (window: seconds or "10m";
+// capacity: items per window). nullopt otherwise.
+std::optional<StreamOptions> requested_stream(const py::object& capacity,
+                                              const py::object& error_rate,
+                                              const py::object& layout, const py::object& window,
+                                              const py::object& slices, const py::object& growth,
+                                              const py::object& max_bytes);
 
 py::dict params_dict(const FilterParams& params);
 py::dict info_dict(const FilterInfo& info);

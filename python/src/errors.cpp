@@ -27,6 +27,8 @@ void register_error_translation() {
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {
       if (pointer) std::rethrow_exception(pointer);
+    } catch (const CapacityExceeded& e) {
+      raise("CapacityExceeded", e.what(), e.committed());
     } catch (const IncompleteWrite& e) {
       raise("IncompleteWrite", e.what(), e.committed());
     } catch (const IncompleteFilter& e) {

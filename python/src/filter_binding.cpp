@@ -30,6 +30,9 @@ class PyFilter {
  public:
   PyFilter(Filter filter, const Location& location, FileAccess access)
       : params_(filter.params()),
+        stream_(filter.store().stream_info()
+                    ? std::optional<StreamOptions>(filter.store().stream_info()->options)
+                    : std::nullopt),
         location_(location),
         remote_(location.in_redis()),
         handle_(std::move(filter), reopener(location, access)) {}
@@ -83,6 +86,7 @@ class PyFilter {
   void close() { handle_.close(); }
   [[nodiscard]] bool closed() const { return handle_.closed(); }
   [[nodiscard]] const FilterParams& params() const { return params_; }
+  [[nodiscard]] const std::optional<StreamOptions>& stream() const { return stream_; }
   [[nodiscard]] std::string location() const { return location_.describe(); }
 
  private:
@@ -95,6 +99,7 @@ class PyFilter {
   };
 
   FilterParams params_;
+  std::optional<StreamOptions> stream_;
   Location location_;
   bool remote_;
   SharedHandle<Filter> handle_;
@@ -113,6 +118,8 @@ class PyFilter {
   static void committed_so_far(std::size_t done, Body&& body) {
     try {
       body();
+    } catch (const CapacityExceeded& e) {
+      throw CapacityExceeded(e.what(), done + e.committed());
     } catch (const IncompleteWrite& e) {
       throw IncompleteWrite(e.what(), done + e.committed());
     }
@@ -159,13 +166,21 @@ class PyFilter {
 std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::string& name,
                                       const py::object& capacity, const py::object& error_rate,
                                       const py::object& layout, const py::object& bits,
-                                      const py::object& hashes, bool create, bool read_only) {
+                                      const py::object& hashes, bool create, bool read_only,
+                                      const py::object& window, const py::object& slices,
+                                      const py::object& growth, const py::object& max_bytes) {
   const Location location = Location::parse(where, name);
+  const std::optional<StreamOptions> stream =
+      requested_stream(capacity, error_rate, layout, window, slices, growth, max_bytes);
   const std::optional<FilterParams> params =
-      requested_params(capacity, error_rate, layout, bits, hashes);
+      stream ? std::nullopt : requested_params(capacity, error_rate, layout, bits, hashes);
   OpenOptions options;
   options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
-  if (params) {
+  if (stream) {
+    options.stream = stream;
+    options.require_params = true;
+    options.create_if_missing = create && !read_only;
+  } else if (params) {
     options.params = params;
     options.require_params = true;  // a filter made otherwise is refused, naming both sizes
     options.create_if_missing = create && !read_only;
@@ -176,7 +191,7 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
   std::optional<Filter> filter;
   {
     py::gil_scoped_release no_gil;
-    if (!params && create && !read_only && !Filter::exists(location)) {
+    if (!params && !stream && create && !read_only && !Filter::exists(location)) {
       throw NotFound(location.describe() +
                      " does not exist; pass capacity= (and error_rate=) to create it");
     }
@@ -189,16 +204,23 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
 std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::string& name,
                                         const py::object& capacity, const py::object& error_rate,
                                         const py::object& layout, const py::object& bits,
-                                        const py::object& hashes, bool overwrite) {
+                                        const py::object& hashes, bool overwrite,
+                                        const py::object& window, const py::object& slices,
+                                        const py::object& growth, const py::object& max_bytes) {
   const Location location = Location::parse(where, name);
+  const std::optional<StreamOptions> stream =
+      requested_stream(capacity, error_rate, layout, window, slices, growth, max_bytes);
   const std::optional<FilterParams> params =
-      requested_params(capacity, error_rate, layout, bits, hashes);
-  if (!params) throw InvalidArgument("create needs a size: capacity= (or bits= and hashes=)");
+      stream ? std::nullopt : requested_params(capacity, error_rate, layout, bits, hashes);
+  if (!params && !stream) {
+    throw InvalidArgument("create needs a size: capacity= (or bits= and hashes=)");
+  }
   OpenReport report;
   std::optional<Filter> filter;
   {
     py::gil_scoped_release no_gil;
-    filter.emplace(Filter::create(location, *params, overwrite, &report));
+    filter.emplace(stream ? Filter::create(location, *stream, overwrite, &report)
+                          : Filter::create(location, *params, overwrite, &report));
   }
   warn(report.warnings);
   return std::make_unique<PyFilter>(std::move(*filter), location, FileAccess::read_write);
@@ -214,14 +236,20 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
                   py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
                   py::arg("layout") = py::none(), py::arg("bits") = py::none(),
                   py::arg("hashes") = py::none(), py::arg("create") = false,
-                  py::arg("read_only") = false,
+                  py::arg("read_only") = false, py::arg("window") = py::none(),
+                  py::arg("slices") = py::none(), py::arg("growth") = py::none(),
+                  py::arg("max_bytes") = py::none(),
                   "Opens a filter; with a size and create=True, creates it if missing. A size "
-                  "given must match an existing filter's (FilterExists otherwise).")
+                  "given must match an existing filter's (FilterExists otherwise). window= "
+                  "(seconds or '10m') makes a windowed filter, capacity= then being items per "
+                  "window; growth= a growing one (docs/streams.md).")
       .def_static("create", &create_filter, py::arg("location"), py::kw_only(),
                   py::arg("name") = "", py::arg("capacity") = py::none(),
                   py::arg("error_rate") = py::none(), py::arg("layout") = py::none(),
                   py::arg("bits") = py::none(), py::arg("hashes") = py::none(),
-                  py::arg("overwrite") = false,
+                  py::arg("overwrite") = false, py::arg("window") = py::none(),
+                  py::arg("slices") = py::none(), py::arg("growth") = py::none(),
+                  py::arg("max_bytes") = py::none(),
                   "Creates a new, empty filter (FilterExists if there is one, unless overwrite).")
       .def("add", &PyFilter::add, py::arg("item"),
            "Adds the item; True iff it was new (as BF.ADD). Atomic: of concurrent writers "
@@ -254,7 +282,7 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
           "layout", [](const PyFilter& f) { return std::string(to_string(f.params().layout)); })
       .def("__repr__", [](const PyFilter& f) {
         return "<redbloom.Filter " + f.location() + (f.closed() ? " (closed)" : "") + ": " +
-               describe(f.params()) + ">";
+               (f.stream() ? describe(*f.stream()) : describe(f.params())) + ">";
       });
 }
 

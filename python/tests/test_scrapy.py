@@ -51,6 +51,18 @@ def test_the_scheduler_builds_it_and_it_filters_canonical_duplicates(workdir):
     again.df.close("finished")
 
 
+def test_a_growing_filter_takes_more_requests_than_its_capacity(workdir):
+    _, scheduler = scheduler_for({"JOBDIR": str(workdir / "grow"), "REDBLOOM_CAPACITY": 100,
+                                  "REDBLOOM_GROWTH": 2})
+    df = scheduler.df
+    df.open()
+    seen = [df.request_seen(Request("http://example.com/p%d" % i)) for i in range(3000)]
+    assert sum(seen) <= 3  # false positives at 1e-4, well under one expected
+    assert all(df.request_seen(Request("http://example.com/p%d" % i)) for i in range(3000))
+    assert len(df.filter.info()["stream"]["links"]) >= 5  # 100, 200, ... up to 3000
+    df.close("finished")
+
+
 def test_a_changed_fingerprinter_is_reported(workdir, caplog):
     record = workdir / "job" / "requests.rbf.scrapy.json"
     _, scheduler = scheduler_for({"JOBDIR": str(workdir / "job")})

@@ -1,0 +1,64 @@
+"""Windowed and growing filters from Python: window= forgets after window + one slice, growth=
+keeps the rate, max_bytes= stops with CapacityExceeded and what was committed, info() shows the
+links. (Windows here run on the real clock: the C++ tests drive a clock.)"""
+
+import time
+
+import pytest
+
+import redbloom
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_window_remembers_then_forgets(workdir, where):
+    location = "memory:" if where == "memory" else str(workdir / "w.rbf")
+    with redbloom.open(location, capacity=1000, error_rate=0.001, window=0.6, slices=2) as f:
+        assert f.add_many(["a", "b"]) == [True, True]
+        assert f.add("a") is False
+        assert "b" in f
+        stream = f.info()["stream"]
+        assert stream["window_seconds"] == pytest.approx(0.6)
+        assert stream["slices"] == 2 and stream["growth"] == 2
+        assert len(stream["links"]) == 1
+        assert "windowed" in repr(f)
+        time.sleep(0.95)  # window + one slice, and a little
+        assert "b" not in f
+        assert f.add("b") is True
+
+
+def test_window_string_and_reopen_with_other_options(workdir):
+    path = str(workdir / "w10m.rbf")
+    with redbloom.open(path, capacity=10000, window="10m") as f:
+        f.add("x")
+    with redbloom.open(path) as again:  # no options: the filter as it is
+        assert "x" in again
+        assert again.info()["stream"]["window_seconds"] == 600
+    with pytest.raises(redbloom.FilterExists, match="windowed 20m"):
+        redbloom.open(path, capacity=10000, window="20m")
+
+
+def test_growing_filter_keeps_its_rate_and_stops_at_max_bytes(workdir):
+    with redbloom.open(str(workdir / "g.rbf"), capacity=1000, error_rate=0.01, growth=2) as f:
+        items = ["item-%d" % i for i in range(50000)]
+        assert sum(f.add_many(items)) >= 0.99 * len(items)
+        assert all(f.contains_many(items))
+        absent = sum(f.contains_many("never-%d" % i for i in range(100000)))
+        assert absent / 100000 <= 0.01
+        stream = f.info()["stream"]
+        assert len(stream["links"]) == 6 and stream["error_rate_now"] <= 0.01
+    with redbloom.open("memory:", capacity=1000, error_rate=0.01, growth=2, max_bytes=5000) as f:
+        with pytest.raises(redbloom.CapacityExceeded, match="over the limit") as raised:
+            f.add_many("item-%d" % i for i in range(10000))
+        assert 3000 <= raised.value.committed <= 3100
+        assert isinstance(raised.value, redbloom.IncompleteWrite)
+
+
+def test_bad_stream_options_name_the_problem():
+    with pytest.raises(redbloom.InvalidArgument, match="capacity"):
+        redbloom.open("memory:", window="10m")
+    with pytest.raises(redbloom.InvalidArgument, match="unit"):
+        redbloom.open("memory:", capacity=10, window="10 parsecs")
+    with pytest.raises(redbloom.InvalidArgument, match="window= or growth="):
+        redbloom.open("memory:", capacity=10, max_bytes=10**6)
+    with pytest.raises(redbloom.InvalidArgument, match="growth"):
+        redbloom.open("memory:", capacity=10, growth=1)
