@@ -12,4 +12,5 @@
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/sizing.hpp"
 #include "redbloom/store.hpp"
+#include "redbloom/stream.hpp"
 #include "redbloom/transfer.hpp"
