@@ -218,10 +218,14 @@ FilterParams requested_params(const SizingOptions& o) {
   return size_filter(o.capacity, o.error_rate, *layout, partition_bytes);
 }
 
-Filter create_filter(const FilterLocation& location, const FilterParams& params, bool overwrite) {
+namespace {
+
+// Filter::create with a plain filter's parameters or a stream's options.
+template <class Shape>
+Filter create_any(const FilterLocation& location, const Shape& shape, bool overwrite) {
   const Location where = location.resolve();
   OpenReport report;
-  Filter filter = Filter::create(where, params, overwrite, &report);
+  Filter filter = Filter::create(where, shape, overwrite, &report);
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
   // unlinked by hand) describes other items: adopted, it would hide orphans. One another
   // process already made for this new filter stays.
@@ -230,14 +234,15 @@ Filter create_filter(const FilterLocation& location, const FilterParams& params,
   return filter;
 }
 
+}  // namespace
+
+Filter create_filter(const FilterLocation& location, const FilterParams& params, bool overwrite) {
+  return create_any(location, params, overwrite);
+}
+
 Filter create_stream_filter(const FilterLocation& location, const StreamOptions& stream,
                             bool overwrite) {
-  const Location where = location.resolve();
-  OpenReport report;
-  Filter filter = Filter::create(where, stream, overwrite, &report);
-  drop_stale_exact_set(where, filter);
-  for (const std::string& warning : report.warnings) report_warning(warning);
-  return filter;
+  return create_any(location, stream, overwrite);
 }
 
 WritableFilter open_for_writing(const FilterLocation& location, const SizingOptions& options,
