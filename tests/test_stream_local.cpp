@@ -246,6 +246,22 @@ TEST(StreamKernels, TestAnyIsTheUnionOfTheSlicesLookups) {
       }
       EXPECT_EQ(fused, expected) << to_string(layout) << " simd " << simd;
       EXPECT_GT(std::count(fused.begin(), fused.end(), 1), 1000);  // hits, not only misses
+
+      // The windowed add in one pass: the same lookups in the first four, and the same
+      // test-and-set in the fifth as the plain kernel makes on a copy of it.
+      MemoryStore copy(params);
+      const auto fifth = slices[4]->bytes();
+      copy.write_bytes(0, 0, fifth.subspan(0, params.partition_bytes()));
+      std::vector<std::uint8_t> both(views.size()), newly(views.size()), older(views.size());
+      kernels::test_any(std::span(bitmaps).first(4), hashes, owned, older.data());
+      kernels::test_and_set(copy.bitmap(), hashes, owned, newly.data());
+      kernels::test_any_and_set(std::span(bitmaps).first(4), *bitmaps[4], hashes, owned,
+                                both.data());
+      for (std::size_t i = 0; i < both.size(); ++i) {
+        ASSERT_EQ(both[i] & 1, older[i]) << i;
+        ASSERT_EQ(both[i] >> 1, newly[i]) << i;
+      }
+      EXPECT_TRUE(std::equal(fifth.begin(), fifth.end(), copy.bytes().begin()));
       kernels::use_simd(before);
     }
   }

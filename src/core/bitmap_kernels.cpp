@@ -666,7 +666,9 @@ inline void blocked_any_pipeline(std::span<const Bitmap* const> bitmaps, Source 
   }
 }
 
-template <class Source>
+// kSetLast: the last bitmap is not looked up but tested-and-set (a windowed filter's current
+// slice), and an item's answer is bit 0: in one of the others, bit 1: new to the last.
+template <bool kSetLast, class Source>
 __attribute__((target("avx2"), flatten)) void blocked_any_avx2(
     std::span<const Bitmap* const> bitmaps, Source hash_of, std::uint8_t* out) {
   blocked_any_pipeline(
@@ -675,18 +677,32 @@ __attribute__((target("avx2"), flatten)) void blocked_any_avx2(
          std::uint64_t offset, std::uint64_t hi) __attribute__((target("avx2"))) {
         __m256i mask_lo, mask_hi;
         Avx2Block::masks(geometry, hi, mask_lo, mask_hi);
-        for (std::size_t b = 0; b < count; ++b) {
+        std::uint8_t found = 0;
+        for (std::size_t b = 0; b + kSetLast < count; ++b) {
           const auto* line = reinterpret_cast<const __m256i*>(words[b] + offset);
           if (_mm256_testc_si256(_mm256_load_si256(line), mask_lo) &
               _mm256_testc_si256(_mm256_load_si256(line + 1), mask_hi)) {
-            return true;
+            found = 1;
+            break;
           }
         }
-        return false;
+        if constexpr (kSetLast) {
+          auto* line = reinterpret_cast<__m256i*>(words[count - 1] + offset);
+          const __m256i old_lo = _mm256_load_si256(line);
+          const __m256i old_hi = _mm256_load_si256(line + 1);
+          const bool all_set =
+              _mm256_testc_si256(old_lo, mask_lo) & _mm256_testc_si256(old_hi, mask_hi);
+          if (!all_set) {
+            _mm256_store_si256(line, _mm256_or_si256(old_lo, mask_lo));
+            _mm256_store_si256(line + 1, _mm256_or_si256(old_hi, mask_hi));
+          }
+          found |= static_cast<std::uint8_t>(!all_set << 1);
+        }
+        return found;
       });
 }
 
-template <class Source>
+template <bool kSetLast, class Source>
 __attribute__((flatten)) void blocked_any_scalar(std::span<const Bitmap* const> bitmaps,
                                                  Source hash_of, std::uint8_t* out) {
   blocked_any_pipeline(bitmaps, hash_of, out,
@@ -694,18 +710,27 @@ __attribute__((flatten)) void blocked_any_scalar(std::span<const Bitmap* const> 
                           std::size_t count, std::uint64_t offset, std::uint64_t hi) {
                          std::uint64_t mask[kWordsPerBlock];
                          block_masks_scalar(hi, geometry.hashes, mask);
-                         for (std::size_t b = 0; b < count; ++b) {
+                         std::uint8_t found = 0;
+                         for (std::size_t b = 0; b + kSetLast < count; ++b) {
                            std::uint64_t missing = 0;
                            for (std::uint64_t w = 0; w < kWordsPerBlock; ++w) {
                              missing |= mask[w] & ~load(words[b][offset + w]);
                            }
-                           if (missing == 0) return true;
+                           if (missing == 0) {
+                             found = 1;
+                             break;
+                           }
                          }
-                         return false;
+                         if constexpr (kSetLast) {
+                           const bool all_set = apply_block_scalar<Op::test_and_set>(
+                               words[count - 1] + offset, hi, geometry.hashes);
+                           found |= static_cast<std::uint8_t>(!all_set << 1);
+                         }
+                         return found;
                        });
 }
 
-template <class Source>
+template <bool kSetLast, class Source>
 void classic_any(std::span<const Bitmap* const> bitmaps, Source hash_of, std::uint8_t* out) {
   constexpr std::size_t kAhead = 4;
   const FilterParams& p = bitmaps[0]->params;
@@ -727,21 +752,39 @@ void classic_any(std::span<const Bitmap* const> bitmaps, Source hash_of, std::ui
   for (std::size_t i = 0; i < std::min(kAhead, n); ++i) plan(i);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t* bits = ring[i % kAhead];
-    bool found = false;
-    for (std::size_t b = 0; b < count && !found; ++b) {
+    std::uint8_t found = 0;
+    for (std::size_t b = 0; b + kSetLast < count && found == 0; ++b) {
       std::uint64_t missing = 0;
       for (std::uint32_t j = 0; j < p.hashes; ++j) {
         missing |= word_mask(bits[j]) & ~load(bitmaps[b]->words[word_index(bits[j])]);
       }
       found = missing == 0;
     }
+    if constexpr (kSetLast) {
+      const bool all_set = apply_classic<Op::test_and_set>(*bitmaps[count - 1], bits);
+      found |= static_cast<std::uint8_t>(!all_set << 1);
+    }
     out[i] = found;
     if (i + kAhead < n) plan(i + kAhead);
   }
 }
 
+template <bool kSetLast>
+void run_any(std::span<const Bitmap* const> bitmaps, const OwnedHashes& source, std::uint8_t* out);
+
 bool g_simd_enabled = __builtin_cpu_supports("avx2");
 const bool g_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+
+template <bool kSetLast>
+void run_any(std::span<const Bitmap* const> bitmaps, const OwnedHashes& source, std::uint8_t* out) {
+  if (bitmaps[0]->params.layout == Layout::classic) {
+    classic_any<kSetLast>(bitmaps, source, out);
+  } else if (g_simd_enabled) {
+    blocked_any_avx2<kSetLast>(bitmaps, source, out);
+  } else {
+    blocked_any_scalar<kSetLast>(bitmaps, source, out);
+  }
+}
 
 template <Op op, class Source>
 void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
@@ -883,14 +926,26 @@ void test_any(std::span<const Bitmap* const> bitmaps, std::span<const ItemHash> 
     }
     return;
   }
-  const OwnedHashes source{hashes, owned};
-  if (bitmaps[0]->params.layout == Layout::classic) {
-    classic_any(bitmaps, source, present);
-  } else if (g_simd_enabled) {
-    blocked_any_avx2(bitmaps, source, present);
-  } else {
-    blocked_any_scalar(bitmaps, source, present);
+  run_any<false>(bitmaps, OwnedHashes{hashes, owned}, present);
+}
+
+void test_any_and_set(std::span<const Bitmap* const> older, const Bitmap& current,
+                      std::span<const ItemHash> hashes, std::span<const std::uint32_t> owned,
+                      std::uint8_t* out) {
+  if (older.size() + 1 > kMaxAnyBitmaps) {
+    // In two passes: the lookups in groups, then the test-and-set.
+    std::vector<std::uint8_t> found(owned.size());
+    test_any(older, hashes, owned, found.data());
+    test_and_set(current, hashes, owned, out);
+    for (std::size_t j = 0; j < owned.size(); ++j) {
+      out[j] = static_cast<std::uint8_t>(found[j] | (out[j] << 1));
+    }
+    return;
   }
+  const Bitmap* all[kMaxAnyBitmaps];
+  std::copy(older.begin(), older.end(), all);
+  all[older.size()] = &current;
+  run_any<true>({all, older.size() + 1}, OwnedHashes{hashes, owned}, out);
 }
 
 __attribute__((target_clones("popcnt", "default"))) std::uint64_t popcount(std::uint64_t* words,

@@ -64,6 +64,13 @@ void test(const Bitmap& bitmap, std::span<const ItemHash> hashes,
 // lines in all of them are requested together.
 void test_any(std::span<const Bitmap* const> bitmaps, std::span<const ItemHash> hashes,
               std::span<const std::uint32_t> owned, std::uint8_t* present);
+// A windowed add in one pass over bitmaps of the same parameters: out[j], for the item at
+// owned[j], has bit 0 set if the item is in one of `older`, and bit 1 if some bit of it was
+// clear in `current`, where it is then set (in order, so the second of two equal items is not
+// new to it).
+void test_any_and_set(std::span<const Bitmap* const> older, const Bitmap& current,
+                      std::span<const ItemHash> hashes, std::span<const std::uint32_t> owned,
+                      std::uint8_t* out);
 // The blocked layout has an AVX2 path (and for one-item calls with k <= 8 an AVX-512 one),
 // chosen at run time by what the CPU has; every path sets identical bits. use_simd(false)
 // forces the scalar path (tests compare them) for the batch calls and for the one-item paths

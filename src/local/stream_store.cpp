@@ -18,6 +18,7 @@ struct Scratch {
   std::vector<std::uint8_t> flags;
   std::vector<std::uint8_t> elsewhere;
   std::vector<const BitmapStore*> links;
+  std::vector<const kernels::Bitmap*> bitmaps;
 };
 Scratch& scratch() {
   thread_local Scratch instance;
@@ -130,6 +131,7 @@ void LocalStreamStore::add_locked(std::span<const std::string_view> items,
   Scratch& work = scratch();
   work.hashes.resize(n);
   kernels::hash_items(items, work.hashes.data());
+  if (add_in_one_pass(current, newly_added)) return;
   work.elsewhere.assign(n, 0);
   // Older slices: an item found there is not new but is still set in this slice.
   work.links.clear();
@@ -168,6 +170,32 @@ void LocalStreamStore::add_locked(std::span<const std::string_view> items,
     }
     pos += chunk;
   }
+}
+
+// The steady state of a window: the current slice has one link with room for the batch, and
+// every older slice one link of the same parameters. Then one pass per item looks it up in the
+// older slices and tests-and-sets it in the current one.
+bool LocalStreamStore::add_in_one_pass(std::int64_t current, std::uint8_t* newly_added) {
+  Scratch& work = scratch();
+  Link& newest = links_.back();
+  const std::size_t n = work.hashes.size();
+  if (newest.items + n > shape_.link_capacity(newest.link)) return false;
+  work.bitmaps.clear();
+  for (std::size_t l = 0; l + 1 < links_.size(); ++l) {
+    const Link& link = links_[l];
+    if (link.slice == current || !(link.bits->params() == newest.bits->params())) return false;
+    work.bitmaps.push_back(&link.bits->bitmap());
+  }
+  all_items(work.todo, n);
+  work.flags.resize(n);
+  kernels::test_any_and_set(work.bitmaps, newest.bits->bitmap(), work.hashes, work.todo,
+                            work.flags.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t fresh_here = work.flags[i] >> 1;
+    newest.items += fresh_here;
+    newly_added[i] = fresh_here & ~work.flags[i] & 1;
+  }
+  return true;
 }
 
 void LocalStreamStore::open_slice(std::int64_t slice) {

@@ -67,6 +67,8 @@ class LocalStreamStore : public Store {
 
  private:
   void add_locked(std::span<const std::string_view> items, std::uint8_t* newly_added);
+  // The add of a window in its steady state (stream_store.cpp); false when it does not apply.
+  bool add_in_one_pass(std::int64_t current, std::uint8_t* newly_added);
   // Appends link 0 of `slice` (retiring what left the window) or the next link of the newest
   // slice; CapacityExceeded (committed = `committed`) when it may not exist.
   void open_slice(std::int64_t slice);
