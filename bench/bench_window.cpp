@@ -1,0 +1,852 @@
+// Windowed and growing filters (stream.hpp): what a window keeps, forgets and costs.
+//
+// Part "stream", on a driven clock (a hundred windows take seconds), in --store (memory, file
+// in --dir, or redis with --redis): a steady stream of --items-per-window fresh items per
+// --window, in --slices, added in batches (--steps-per-slice per slice), for every
+// --error-rate and --layout. After --warmup windows, one nanosecond before each window boundary
+// (the oldest slice is still live and the current one full: the filter at its fullest):
+//   false negatives  items added within the last window reported absent (must be 0);
+//   stale present    items last added between window + slice and 2 windows + slice ago that
+//                    are reported present (they must be forgotten: expect the FPR);
+//   FPR              --probes items never added reported present;
+//   bytes            info().stream->bytes, and the live links.
+// Then the bits per item of the window against one plain filter sized for a window's items at
+// the same rate and against the Age-Partitioned Bloom Filter (apbf_for below). Then
+// a burst: one slice at --burst times the rate, then the steady stream until that slice has
+// retired; measured at the end of each slice.
+//
+// Part "throughput", on the real clock: dedup-style add_many (--batch items a call, the
+// per-item answers asked) of --items fresh items (--redis-items on Redis) into
+//   plain         a plain filter sized for them (size_filter);
+//   plain-window  a plain filter sized for the items of a window's live slices, holding those
+//                 of the older slices first: the windowed filter's memory without its slices;
+//   windowed      a window of --tp-window whose current slice is sized for them and whose
+//                 older slices hold as many items each (added untimed first, at earlier
+//                 times): every add tests the older slices, as in a stream that has run for a
+//                 window;
+//   growing       no window, a first link of items / --growing-start, growth 2.
+// Memory and file stores (--dir), and one Redis server with --redis. The cases of a
+// repetition run in a random order, --reps repetitions; the table shows medians, and the
+// ratio to plain is the median of each repetition's ratio.
+//
+//   bench_window [--part=stream|throughput|all] [--store=memory|file|redis] [--redis=URI]
+//                [--dir=/tmp] [--items-per-window=1e5] [--windows=100] [--warmup=2]
+//                [--slices=4] [--window=10s] [--steps-per-slice=25] [--error-rate=0.01,0.001]
+//                [--layout=blocked,classic] [--probes=1e5] [--burst=10] [--items=1e6]
+//                [--redis-items=2e5] [--batch=1024] [--reps=5] [--growing-start=8]
+//                [--tp-window=1h] [--shuffle-seed=1]
+// Options take "--key=value" or "--key value". Throughput uses the first error rate and
+// layout. Exits 1 if a check fails (a false negative, a mean FPR over its target), 3 if a
+// Redis part could not run (its reason printed), 2 on bad arguments.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/location.hpp"
+#include "redbloom/params.hpp"
+#include "redbloom/stream.hpp"
+#include "redis_bench_support.hpp"
+
+namespace {
+
+using redbloom::Filter;
+using redbloom::FilterParams;
+using redbloom::Layout;
+using redbloom::Location;
+using redbloom::StreamOptions;
+using redbloom_bench::fixed;
+using redbloom_bench::Items;
+using redbloom_bench::median;
+using redbloom_bench::rate;
+
+// The issue's targets: a windowed or growing filter's adds, as a share of a plain filter's.
+constexpr double kLocalRateTarget = 0.5;
+constexpr double kRedisRateTarget = 0.7;
+
+// Item ids of the parts never meet: stream items count up from 0, probes and prefills start
+// far above anything a run adds.
+constexpr std::uint64_t kProbeIds = std::uint64_t{1} << 50;
+constexpr std::uint64_t kPrefillIds = std::uint64_t{1} << 51;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitRedisSkipped = 3;
+
+struct Args {
+  std::string part = "all";
+  std::string store = "memory";
+  std::string redis;
+  std::string dir = "/tmp";
+  std::uint64_t items_per_window = 100'000;
+  std::uint64_t windows = 100;
+  std::uint64_t warmup = 2;
+  std::uint32_t slices = 4;
+  std::uint64_t window_ns = 10'000'000'000;
+  std::uint64_t steps_per_slice = 25;
+  std::vector<double> error_rates{0.01, 0.001};
+  std::vector<Layout> layouts{Layout::blocked, Layout::classic};
+  std::uint64_t probes = 100'000;
+  std::uint64_t burst = 10;
+  std::uint64_t items = 1'000'000;
+  std::uint64_t redis_items = 200'000;
+  std::uint64_t batch = 1024;
+  int reps = 5;
+  std::uint64_t growing_start = 8;
+  std::uint64_t tp_window_ns = 3'600'000'000'000;
+  std::uint64_t shuffle_seed = 1;
+};
+
+int usage(const char* message) {
+  std::fprintf(stderr,
+               "bench_window: %s\nusage: bench_window [--part=stream|throughput|all] "
+               "[--store=memory|file|redis] [--redis=URI] [--dir=/tmp] [--items-per-window=N] "
+               "[--windows=N] [--warmup=N] [--slices=N] [--window=DURATION] "
+               "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
+               "[--probes=N] [--burst=X] [--items=N] [--redis-items=N] [--batch=N] [--reps=N] "
+               "[--growing-start=D] [--tp-window=DURATION] [--shuffle-seed=N]\n",
+               message);
+  return kExitUsage;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    parts.push_back(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return parts;
+}
+
+std::uint64_t count(const std::string& value) {
+  return static_cast<std::uint64_t>(redbloom_bench::parse_count(value));
+}
+
+// Applies one option; false for a key it does not know. Bad values throw.
+bool apply(Args& args, const std::string& key, const std::string& value) {
+  if (key == "--part") {
+    if (value != "stream" && value != "throughput" && value != "all") return false;
+    args.part = value;
+  } else if (key == "--store") {
+    if (value != "memory" && value != "file" && value != "redis") return false;
+    args.store = value;
+  } else if (key == "--redis") {
+    args.redis = value;
+  } else if (key == "--dir") {
+    args.dir = value;
+  } else if (key == "--items-per-window") {
+    args.items_per_window = count(value);
+  } else if (key == "--windows") {
+    args.windows = count(value);
+  } else if (key == "--warmup") {
+    args.warmup = count(value);
+  } else if (key == "--slices") {
+    args.slices = static_cast<std::uint32_t>(count(value));
+  } else if (key == "--window") {
+    args.window_ns = redbloom::parse_duration_ns(value);
+  } else if (key == "--steps-per-slice") {
+    args.steps_per_slice = count(value);
+  } else if (key == "--error-rate") {
+    args.error_rates.clear();
+    for (const std::string& p : split(value)) args.error_rates.push_back(std::stod(p));
+  } else if (key == "--layout") {
+    args.layouts.clear();
+    for (const std::string& name : split(value)) {
+      const std::optional<Layout> layout = redbloom::parse_layout(name);
+      if (!layout) return false;
+      args.layouts.push_back(*layout);
+    }
+  } else if (key == "--probes") {
+    args.probes = count(value);
+  } else if (key == "--burst") {
+    args.burst = count(value);
+  } else if (key == "--items") {
+    args.items = count(value);
+  } else if (key == "--redis-items") {
+    args.redis_items = count(value);
+  } else if (key == "--batch") {
+    args.batch = count(value);
+  } else if (key == "--reps") {
+    args.reps = static_cast<int>(count(value));
+  } else if (key == "--growing-start") {
+    args.growing_start = count(value);
+  } else if (key == "--tp-window") {
+    args.tp_window_ns = redbloom::parse_duration_ns(value);
+  } else if (key == "--shuffle-seed") {
+    args.shuffle_seed = count(value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> parse_args(int argc, char** argv, Args& args) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      usage("windowed and growing filters: memory, error rates, throughput");
+      return 0;
+    }
+    std::string key = arg;
+    std::string value;
+    if (const std::size_t eq = arg.find('='); eq != std::string::npos) {
+      key = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return usage(("no value for " + arg).c_str());
+    }
+    try {
+      if (!apply(args, key, value)) return usage(("bad argument " + arg).c_str());
+    } catch (const std::exception& e) {
+      return usage(("bad value in " + arg + ": " + e.what()).c_str());
+    }
+  }
+  if (args.error_rates.empty() || args.layouts.empty() || args.slices == 0 ||
+      args.steps_per_slice == 0 || args.items_per_window == 0 || args.batch == 0 || args.reps < 1 ||
+      args.growing_start == 0 || args.windows <= args.warmup + 1) {
+    return usage("counts must be positive, and --windows above --warmup + 1");
+  }
+  if (args.warmup < 2) {
+    // The stale items of a window are those of two windows and a slice before it.
+    return usage("--warmup must be at least 2");
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Age-Partitioned Bloom Filter (Shtul, Baquero, Almeida 2020, arXiv 2001.03147), as a
+// figure to compare with: k + l slices of m_s bits and one hash function each; an add sets its
+// bit in the k newest slices; after every g adds the oldest slice is cleared and becomes the
+// newest. A lookup is positive when k consecutive slices hold its bits. A slice receives k
+// generations of g items before it is cleared, so it is sized for k g items at fill 1/2:
+// m_s = k g / ln 2. An item keeps all its k bits for l generations after its own, so a sliding
+// window of N items takes g = N / l, and the filter k + l slices of m_s bits:
+//   bits per window item = (k + l) ceil(k ceil(N / l) / ln 2) / N  ~  (k + l) k / (l ln 2).
+// The paper's false-positive estimate, with the newest generation full: slice i (0 = newest)
+// is filled to r_i = (i + 1) / (2k) for i < k and 1/2 beyond; the rate is the chance that a
+// run of k consecutive slices answers yes, by the recurrence over (run length a, slice i):
+//   P(k, i) = 1;  P(a, i) = 0 if i > l + a;  P(a, i) = r_i P(a+1, i+1) + (1 - r_i) P(0, i+1);
+//   rate = P(0, 0).
+// For a target p, the (k, l) of fewest bits with rate <= p.
+
+double apbf_rate(std::uint32_t k, std::uint32_t l) {
+  // next[a] is P(a, i + 1) while row i is computed; past the last slice only a full run counts.
+  std::vector<double> next(k + 1, 0.0);
+  std::vector<double> row(k + 1, 0.0);
+  next[k] = 1;
+  for (std::uint32_t i = k + l; i-- > 0;) {
+    const double fill = i < k ? double(i + 1) / (2.0 * k) : 0.5;
+    for (std::uint32_t a = 0; a < k; ++a) {
+      row[a] = i > l + a ? 0.0 : fill * next[a + 1] + (1 - fill) * next[0];
+    }
+    row[k] = 1;
+    std::swap(row, next);
+  }
+  return next[0];
+}
+
+struct Apbf {
+  std::uint32_t k = 0;
+  std::uint32_t l = 0;
+  double rate = 0;
+  double bits_per_item = std::numeric_limits<double>::infinity();
+};
+
+Apbf apbf_for(double window_items, double p) {
+  constexpr std::uint32_t kMaxK = 40;
+  constexpr std::uint32_t kMaxL = 4096;
+  Apbf best;
+  for (std::uint32_t k = 1; k <= kMaxK; ++k) {
+    if (apbf_rate(k, 1) > p) continue;
+    // More slices only add chances of a run of k: the rate grows with l, the bits shrink.
+    std::uint32_t ok = 1;
+    std::uint32_t bad = kMaxL + 1;
+    while (bad - ok > 1) {
+      const std::uint32_t mid = ok + (bad - ok) / 2;
+      (apbf_rate(k, mid) <= p ? ok : bad) = mid;
+    }
+    const double g = std::ceil(window_items / ok);
+    const double slice_bits = std::ceil(k * g / std::log(2.0));
+    const double bits = (k + ok) * slice_bits / window_items;
+    if (bits < best.bits_per_item) best = Apbf{k, ok, apbf_rate(k, ok), bits};
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces.
+
+std::string layout_name(Layout layout) {
+  return std::string(redbloom::to_string(layout));
+}
+
+std::string mib(double bytes) {
+  return fixed(bytes / (1024.0 * 1024.0), 2);
+}
+
+std::string rate_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+// Where a part's filter named `name` lives in `store`.
+Location location_of(const Args& args, const std::string& store, const std::string& name) {
+  if (store == "memory") return Location::memory();
+  if (store == "file") return Location::file(args.dir + "/bench_window_" + name + ".rbf");
+  return Location::parse(args.redis + "#bench:window:" + name);
+}
+
+void drop_quietly(const Location& location) {
+  if (location.kind == Location::Kind::memory) return;
+  try {
+    Filter::drop(location);
+  } catch (const std::exception&) {
+    // Nothing there (a create that failed): nothing to remove.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part "stream".
+
+// One batch of the stream: its items are ids first .. first + count - 1, added at `time`.
+struct Step {
+  std::uint64_t time = 0;
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+};
+
+struct StreamResult {
+  double p = 0;
+  Layout layout = Layout::blocked;
+  std::uint64_t recent_checked = 0;
+  std::uint64_t false_negatives = 0;
+  std::uint64_t stale_checked = 0;
+  std::uint64_t stale_present = 0;
+  std::vector<double> fpr;
+  std::uint64_t bytes_min = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t bytes_max = 0;
+  std::size_t links_min = std::numeric_limits<std::size_t>::max();
+  std::size_t links_max = 0;
+  double info_rate_max = 0;
+};
+
+struct BurstRow {
+  std::int64_t slice = 0;  // slices after the burst's own (0)
+  std::uint64_t items = 0;
+  std::size_t links = 0;
+  std::uint64_t bytes = 0;
+  double info_rate = 0;
+  double fpr = 0;
+  std::uint64_t false_negatives = 0;
+};
+
+class StreamRun {
+ public:
+  StreamRun(const Args& args, double p, Layout layout)
+      : args_(args), now_(std::make_shared<std::uint64_t>(0)) {
+    options_.capacity = args.items_per_window;
+    options_.error_rate = p;
+    options_.layout = layout;
+    options_.window_ns = args.window_ns;
+    options_.slices = args.slices;
+    slice_ns_ = args.window_ns / args.slices;
+    step_ns_ = slice_ns_ / args.steps_per_slice;
+    // The driven clock starts at a window boundary no earlier than the real time, so a store
+    // that also looks at the real time (key expiry in Redis) never sees the stream's items as
+    // already past.
+    const std::uint64_t real = redbloom::system_now_ns();
+    *now_ = (real / args.window_ns + 1) * args.window_ns;
+    result_.p = p;
+    result_.layout = layout;
+  }
+
+  // Creates the filter; false with `reason` when the store cannot hold a windowed filter.
+  bool create(std::string& reason) {
+    location_ = location_of(args_, args_.store, "stream");
+    const std::shared_ptr<std::uint64_t> now = now_;
+    try {
+      filter_.emplace(Filter::create(location_, options_, true, nullptr, [now] { return *now; }));
+    } catch (const redbloom::Error& e) {
+      reason = e.what();
+      return false;
+    }
+    return true;
+  }
+  ~StreamRun() {
+    filter_.reset();
+    drop_quietly(location_);
+  }
+  StreamRun(const StreamRun&) = delete;
+  StreamRun& operator=(const StreamRun&) = delete;
+
+  void run_steady() {
+    const std::uint64_t per_window = args_.slices * args_.steps_per_slice;
+    for (std::uint64_t w = 0; w < args_.windows; ++w) {
+      for (std::uint64_t s = 0; s < per_window; ++s) {
+        // Spread the window's items evenly: step s ends at item N (s + 1) / steps.
+        const std::uint64_t n = args_.items_per_window;
+        add_step((n * (s + 1)) / per_window - (n * s) / per_window);
+      }
+      if (w < args_.warmup) continue;
+      measure_at_boundary();
+    }
+  }
+
+  // One slice at `burst` times the steady rate, then the steady rate until the burst's slice
+  // has left the window; a row at the end of each slice.
+  void run_burst() {
+    const std::uint64_t per_window = args_.slices * args_.steps_per_slice;
+    const std::uint64_t n = args_.items_per_window;
+    for (std::uint32_t slice = 0; slice <= args_.slices + 1; ++slice) {
+      const std::uint64_t scale = slice == 0 ? args_.burst : 1;
+      std::uint64_t added = 0;
+      for (std::uint64_t s = 0; s < args_.steps_per_slice; ++s) {
+        const std::uint64_t items = scale * ((n * (s + 1)) / per_window - (n * s) / per_window);
+        add_step(items);
+        added += items;
+      }
+      BurstRow row;
+      row.slice = slice;
+      row.items = added;
+      const Measure m = measure(*now_ - 1);
+      row.links = m.links;
+      row.bytes = m.bytes;
+      row.info_rate = m.info_rate;
+      row.fpr = m.fpr;
+      row.false_negatives = m.false_negatives;
+      burst_.push_back(row);
+    }
+  }
+
+  [[nodiscard]] const StreamResult& result() const { return result_; }
+  [[nodiscard]] const std::vector<BurstRow>& burst() const { return burst_; }
+
+ private:
+  struct Measure {
+    std::uint64_t recent_checked = 0;
+    std::uint64_t false_negatives = 0;
+    double fpr = 0;
+    std::size_t links = 0;
+    std::uint64_t bytes = 0;
+    double info_rate = 0;
+  };
+
+  void add_step(std::uint64_t items) {
+    const Items batch = Items::range(next_id_, items);
+    flags_.resize(items);
+    filter_->add_many(batch.views(), flags_);
+    steps_.push_back(Step{*now_, next_id_, items});
+    next_id_ += items;
+    *now_ += step_ns_;
+  }
+
+  // The ids added at times in [from, to].
+  [[nodiscard]] std::vector<std::uint64_t> ids_between(std::uint64_t from, std::uint64_t to) const {
+    std::vector<std::uint64_t> ids;
+    for (const Step& step : steps_) {
+      if (step.time < from || step.time > to) continue;
+      for (std::uint64_t i = 0; i < step.count; ++i) ids.push_back(step.first + i);
+    }
+    return ids;
+  }
+
+  std::uint64_t present(const std::vector<std::uint64_t>& ids) {
+    if (ids.empty()) return 0;
+    const Items items(ids);
+    flags_.resize(ids.size());
+    return filter_->contains_many(items.views(), flags_);
+  }
+
+  // The checks at `at` (the clock is set there for them).
+  Measure measure(std::uint64_t at) {
+    const std::uint64_t saved = *now_;
+    *now_ = at;
+    Measure m;
+    const std::vector<std::uint64_t> recent = ids_between(at - args_.window_ns, at);
+    m.false_negatives = recent.size() - present(recent);
+    m.recent_checked = recent.size();
+
+    std::vector<std::uint64_t> probes(args_.probes);
+    for (std::uint64_t i = 0; i < args_.probes; ++i) probes[i] = kProbeIds + next_probe_ + i;
+    next_probe_ += args_.probes;
+    m.fpr = double(present(probes)) / double(args_.probes);
+
+    const redbloom::FilterInfo info = filter_->info();
+    m.links = info.stream ? info.stream->segments.size() : 0;
+    m.bytes = info.stream ? info.stream->bytes : 0;
+    m.info_rate = info.stream ? info.stream->error_rate_now : 0;
+    *now_ = saved;
+    return m;
+  }
+
+  void measure_at_boundary() {
+    const std::uint64_t at = *now_ - 1;
+    const Measure m = measure(at);
+    // Forgotten by now: last added more than a window and a slice ago (one window's worth).
+    const std::uint64_t forgotten = at - args_.window_ns - slice_ns_;
+    const std::vector<std::uint64_t> stale =
+        ids_between(forgotten - args_.window_ns + 1, forgotten);
+    const std::uint64_t saved = *now_;
+    *now_ = at;
+    result_.stale_present += present(stale);
+    *now_ = saved;
+    result_.stale_checked += stale.size();
+    result_.recent_checked += m.recent_checked;
+    result_.false_negatives += m.false_negatives;
+    result_.fpr.push_back(m.fpr);
+    result_.bytes_min = std::min(result_.bytes_min, m.bytes);
+    result_.bytes_max = std::max(result_.bytes_max, m.bytes);
+    result_.links_min = std::min(result_.links_min, m.links);
+    result_.links_max = std::max(result_.links_max, m.links);
+    result_.info_rate_max = std::max(result_.info_rate_max, m.info_rate);
+  }
+
+  const Args& args_;
+  StreamOptions options_;
+  std::uint64_t slice_ns_ = 0;
+  std::uint64_t step_ns_ = 0;
+  std::shared_ptr<std::uint64_t> now_;
+  Location location_;
+  std::optional<Filter> filter_;
+  std::vector<Step> steps_;
+  std::vector<std::uint8_t> flags_;
+  std::uint64_t next_id_ = 0;
+  std::uint64_t next_probe_ = 0;
+  StreamResult result_;
+  std::vector<BurstRow> burst_;
+};
+
+int stream_part(const Args& args) {
+  std::printf("## Simulated stream (driven clock), store %s\n\n", args.store.c_str());
+  std::printf(
+      "%llu items per window of %s in %u slices, added in %llu batches per slice; %llu windows "
+      "(checks after the first %llu, 1 ns before each window boundary); %llu never-added "
+      "probes per check\n\n",
+      static_cast<unsigned long long>(args.items_per_window),
+      redbloom::format_duration(args.window_ns).c_str(), args.slices,
+      static_cast<unsigned long long>(args.steps_per_slice),
+      static_cast<unsigned long long>(args.windows), static_cast<unsigned long long>(args.warmup),
+      static_cast<unsigned long long>(args.probes));
+
+  std::vector<StreamResult> results;
+  std::vector<std::vector<BurstRow>> bursts;
+  for (const double p : args.error_rates) {
+    for (const Layout layout : args.layouts) {
+      StreamRun run(args, p, layout);
+      std::string reason;
+      if (!run.create(reason)) {
+        std::printf("skipped: a windowed filter in %s could not be created: %s\n",
+                    args.store.c_str(), reason.c_str());
+        return kExitRedisSkipped;
+      }
+      const auto start = redbloom_bench::Clock::now();
+      run.run_steady();
+      run.run_burst();
+      std::fprintf(stderr, "stream p=%g %s: %.1f s\n", p, layout_name(layout).c_str(),
+                   redbloom_bench::seconds_since(start));
+      results.push_back(run.result());
+      bursts.push_back(run.burst());
+    }
+  }
+
+  bool failed = false;
+  const double n = double(args.items_per_window);
+  std::printf(
+      "| p | layout | false negatives (of checked) | stale present | FPR mean | FPR max | "
+      "info rate max | links | bytes min–max | bits/item | plain bits/item | × plain | "
+      "APBF (k, l) bits/item | × APBF |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const StreamResult& r : results) {
+    double fpr_sum = 0;
+    double fpr_max = 0;
+    for (const double f : r.fpr) {
+      fpr_sum += f;
+      fpr_max = std::max(fpr_max, f);
+    }
+    const double fpr_mean = fpr_sum / double(r.fpr.size());
+    const double bits = double(r.bytes_max) * 8 / n;
+    const double plain = double(redbloom::size_filter(n, r.p, r.layout).total_bits()) / n;
+    const Apbf apbf = apbf_for(n, r.p);
+    const bool over = fpr_mean > r.p;
+    failed = failed || r.false_negatives != 0 || over;
+    std::printf(
+        "| %g | %s | %llu (of %llu) | %s | %s%s | %s | %s | %zu–%zu | %llu–%llu | %s | %s | %s | "
+        "(%u, %u) %s | %s |\n",
+        r.p, layout_name(r.layout).c_str(), static_cast<unsigned long long>(r.false_negatives),
+        static_cast<unsigned long long>(r.recent_checked),
+        rate_text(double(r.stale_present) / double(r.stale_checked)).c_str(),
+        rate_text(fpr_mean).c_str(), over ? " (over target)" : "", rate_text(fpr_max).c_str(),
+        rate_text(r.info_rate_max).c_str(), r.links_min, r.links_max,
+        static_cast<unsigned long long>(r.bytes_min), static_cast<unsigned long long>(r.bytes_max),
+        fixed(bits, 2).c_str(), fixed(plain, 2).c_str(), fixed(bits / plain, 2).c_str(), apbf.k,
+        apbf.l, fixed(apbf.bits_per_item, 2).c_str(), fixed(bits / apbf.bits_per_item, 2).c_str());
+  }
+  std::printf(
+      "\nAPBF: the (k, l) of fewest bits whose estimated rate (the paper's recurrence, newest "
+      "generation full) is at most p, with generations of N / l items so that the last N items "
+      "are always present.\n");
+
+  std::printf(
+      "\nBurst: one slice at %llu× the rate, then the steady rate until that slice has "
+      "retired (a row at the end of each slice; slice 0 is the burst's).\n\n",
+      static_cast<unsigned long long>(args.burst));
+  std::printf(
+      "| p | layout | slice | items added | links | bytes | info rate | FPR | "
+      "false negatives |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    for (const BurstRow& row : bursts[i]) {
+      const bool over = row.fpr > results[i].p;
+      failed = failed || row.false_negatives != 0;
+      std::printf("| %g | %s | %lld | %llu | %zu | %llu | %s | %s%s | %llu |\n", results[i].p,
+                  layout_name(results[i].layout).c_str(), static_cast<long long>(row.slice),
+                  static_cast<unsigned long long>(row.items), row.links,
+                  static_cast<unsigned long long>(row.bytes), rate_text(row.info_rate).c_str(),
+                  rate_text(row.fpr).c_str(), over ? " (over p)" : "",
+                  static_cast<unsigned long long>(row.false_negatives));
+    }
+  }
+  std::printf("\n");
+  if (failed) std::printf("FAILED: a false negative, or a mean FPR over its target (above)\n\n");
+  return failed ? kExitFailed : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part "throughput".
+
+// plain_window: a plain filter sized for all the items a window's live slices hold, as full
+// as the windowed filter's older slices: what the windowed filter's size alone costs.
+enum class Kind { plain, plain_window, windowed, growing };
+constexpr std::size_t kKinds = 4;
+constexpr const char* kKindNames[kKinds] = {"plain", "plain-window", "windowed", "growing"};
+
+struct Timed {
+  double items_per_second = 0;
+  std::size_t links = 0;
+  std::uint64_t bytes = 0;
+  double reported_new = 0;  // share of the run's (fresh) items add_many called new
+};
+
+class ThroughputStore {
+ public:
+  ThroughputStore(const Args& args, std::string store, std::uint64_t items)
+      : args_(args),
+        store_(std::move(store)),
+        items_(Items::range(0, items)),
+        count_(items),
+        lag_(std::make_shared<std::uint64_t>(0)) {}
+
+  // One timed run of `kind` on a fresh filter; throws what the store throws.
+  Timed run(Kind kind) {
+    const Location location = location_of(args_, store_, kKindNames[std::size_t(kind)]);
+    const double p = args_.error_rates.front();
+    const Layout layout = args_.layouts.front();
+    std::optional<Filter> filter;
+    if (kind == Kind::plain || kind == Kind::plain_window) {
+      const double capacity =
+          double(count_) * (kind == Kind::plain ? 1.0 : double(args_.slices + 1));
+      filter.emplace(Filter::create(location, redbloom::size_filter(capacity, p, layout), true));
+      if (kind == Kind::plain_window) prefill(*filter);
+    } else {
+      StreamOptions options;
+      options.error_rate = p;
+      options.layout = layout;
+      if (kind == Kind::windowed) {
+        options.capacity = count_ * args_.slices;
+        options.window_ns = args_.tp_window_ns;
+        options.slices = args_.slices;
+      } else {
+        options.capacity = std::max<std::uint64_t>(1, count_ / args_.growing_start);
+        options.growth = 2;
+      }
+      // The real clock, put back by `lag` while the older slices are filled.
+      const std::shared_ptr<std::uint64_t> lag = lag_;
+      filter.emplace(Filter::create(location, options, true, nullptr,
+                                    [lag] { return redbloom::system_now_ns() - *lag; }));
+      if (kind == Kind::windowed) prefill(*filter);
+    }
+
+    std::vector<std::uint8_t> flags(args_.batch);
+    const std::span<const std::string_view> views = items_.views();
+    std::uint64_t added = 0;
+    const auto start = redbloom_bench::Clock::now();
+    for (std::size_t at = 0; at < views.size(); at += args_.batch) {
+      const std::size_t size = std::min<std::size_t>(args_.batch, views.size() - at);
+      added += filter->add_many(views.subspan(at, size), std::span(flags).first(size));
+    }
+    const double seconds = redbloom_bench::seconds_since(start);
+    Timed timed;
+    timed.items_per_second = double(count_) / seconds;
+    timed.reported_new = double(added) / double(count_);
+    const redbloom::FilterInfo info = filter->info();
+    timed.links = info.stream ? info.stream->segments.size() : 1;
+    timed.bytes = info.stream ? info.stream->bytes : filter->params().total_bytes();
+    filter.reset();
+    drop_quietly(location);
+    return timed;
+  }
+
+  [[nodiscard]] const std::string& store() const { return store_; }
+  [[nodiscard]] std::uint64_t count() const { return count_; }
+
+ private:
+  // As many items as the timed run adds, per older slice of the window (oldest first, at its
+  // time), untimed.
+  void prefill(Filter& filter) {
+    const std::uint64_t slice_ns = args_.tp_window_ns / args_.slices;
+    for (std::uint32_t back = args_.slices; back >= 1; --back) {
+      *lag_ = back * slice_ns;
+      for (std::uint64_t at = 0; at < count_; at += args_.batch) {
+        const Items batch =
+            Items::range(kPrefillIds + next_prefill_, std::min(args_.batch, count_ - at));
+        next_prefill_ += batch.size();
+        filter.load_many(batch.views());
+      }
+    }
+    *lag_ = 0;
+  }
+
+  const Args& args_;
+  std::string store_;
+  Items items_;
+  std::uint64_t count_ = 0;
+  std::shared_ptr<std::uint64_t> lag_;
+  std::uint64_t next_prefill_ = 0;
+};
+
+// The median over repetitions of run[i] / base[i].
+double median_ratio(const std::vector<Timed>& run, const std::vector<Timed>& base) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < run.size() && i < base.size(); ++i) {
+    ratios.push_back(run[i].items_per_second / base[i].items_per_second);
+  }
+  return ratios.empty() ? 0.0 : median(ratios);
+}
+
+// Runs the cases on one store and prints its rows; false (reason printed) when a case could
+// not run there.
+bool throughput_store(const Args& args, ThroughputStore& store, double target,
+                      bool& missed_target) {
+  std::vector<std::vector<Timed>> runs(kKinds);
+  std::string skipped;
+  std::vector<bool> available(kKinds, true);
+  redbloom_bench::run_shuffled(kKinds, args.reps, args.shuffle_seed, [&](int, std::size_t c) {
+    if (!available[c]) return;
+    try {
+      runs[c].push_back(store.run(Kind(c)));
+    } catch (const redbloom::Error& e) {
+      available[c] = false;
+      skipped += std::string(kKindNames[c]) + ": " + e.what() + "; ";
+    }
+  });
+  const auto plain = std::size_t(Kind::plain);
+  const auto plain_window = std::size_t(Kind::plain_window);
+  for (std::size_t c = 0; c < kKinds; ++c) {
+    if (!available[c]) continue;
+    const std::vector<Timed>& r = runs[c];
+    const bool targeted = c == std::size_t(Kind::windowed) || c == std::size_t(Kind::growing);
+    std::string ratio = "—";
+    std::string versus_window = "—";
+    std::string verdict = "—";
+    if (c != plain && available[plain]) {
+      const double mid = median_ratio(r, runs[plain]);
+      ratio = fixed(mid, 2) + "×";
+      if (targeted) {
+        verdict = (mid >= target ? "met (≥ " : "**missed** (≥ ") + fixed(target, 2) + "×)";
+        missed_target = missed_target || mid < target;
+      }
+    }
+    if (c == std::size_t(Kind::windowed) && available[plain_window]) {
+      versus_window = fixed(median_ratio(r, runs[plain_window]), 2) + "×";
+    }
+    std::printf(
+        "| %s | %s | %llu | %s | %s | %s | %s | %s | %zu | %s |\n", store.store().c_str(),
+        kKindNames[c], static_cast<unsigned long long>(store.count()),
+        rate(redbloom_bench::median_of(r, [](const Timed& t) { return t.items_per_second; }))
+            .c_str(),
+        ratio.c_str(), verdict.c_str(), versus_window.c_str(),
+        fixed(redbloom_bench::median_of(r, [](const Timed& t) { return t.reported_new; }), 4)
+            .c_str(),
+        r.back().links, mib(double(r.back().bytes)).c_str());
+  }
+  if (!skipped.empty()) {
+    std::printf("| %s | skipped | | | | | | | | %s |\n", store.store().c_str(), skipped.c_str());
+    return false;
+  }
+  return true;
+}
+
+int throughput_part(const Args& args) {
+  std::printf("## Throughput (real clock)\n\n");
+  std::printf(
+      "dedup-style add_many, %llu items a call with per-item answers, fresh items, p = %g, %s; "
+      "windowed: %s in %u slices, the current slice sized for the run's items and the %u older "
+      "ones holding as many; plain-window: a plain filter sized for the %u slices' items, "
+      "holding the older ones' first; growing: first link items / %llu, growth 2; %d "
+      "repetitions, cases in random order; medians (× plain: median of each repetition's "
+      "ratio)\n\n",
+      static_cast<unsigned long long>(args.batch), args.error_rates.front(),
+      layout_name(args.layouts.front()).c_str(),
+      redbloom::format_duration(args.tp_window_ns).c_str(), args.slices, args.slices,
+      args.slices + 1, static_cast<unsigned long long>(args.growing_start), args.reps);
+  std::printf(
+      "| store | filter | items | items/s | × plain | issue target | × plain-window | reported "
+      "new | links | MiB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  bool missed = false;
+  int status = 0;
+  {
+    ThroughputStore memory(args, "memory", args.items);
+    throughput_store(args, memory, kLocalRateTarget, missed);
+  }
+  {
+    ThroughputStore file(args, "file", args.items);
+    throughput_store(args, file, kLocalRateTarget, missed);
+  }
+  if (args.redis.empty()) {
+    std::printf("| redis | skipped | | | | | | | | no --redis given |\n");
+    status = kExitRedisSkipped;
+  } else {
+    ThroughputStore redis(args, "redis", args.redis_items);
+    if (!throughput_store(args, redis, kRedisRateTarget, missed)) status = kExitRedisSkipped;
+  }
+  std::printf("\n");
+  if (missed) std::printf("Targets missed where marked (measured, not a failure of a check).\n\n");
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (const std::optional<int> stop = parse_args(argc, argv, args)) return *stop;
+  try {
+    if (args.store == "redis" && args.redis.empty()) return usage("--store=redis needs --redis");
+    int status = 0;
+    if (args.part == "stream" || args.part == "all") status = stream_part(args);
+    if (args.part == "throughput" || args.part == "all") {
+      const int throughput = throughput_part(args);
+      if (status == 0) status = throughput;
+    }
+    return status;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_window: %s\n", e.what());
+    return kExitFailed;
+  }
+}
