@@ -3,8 +3,10 @@
 // Part "stream", on a driven clock (a hundred windows take seconds), in --store (memory, file
 // in --dir, or redis with --redis): a steady stream of --items-per-window fresh items per
 // --window, in --slices, added in batches (--steps-per-slice per slice), for every
-// --error-rate and --layout. After --warmup windows, one nanosecond before each window boundary
-// (the oldest slice is still live and the current one full: the filter at its fullest):
+// --error-rate and --layout; with --again=F, a share F of each batch adds again items first
+// added between 1.5 and 0.5 windows before (the rest fresh). After --warmup windows, one nanosecond
+// before each window boundary (the oldest slice is still live and the current one full: the filter
+// at its fullest):
 //   false negatives  items added within the last window reported absent (must be 0);
 //   stale present    items last added between window + slice and 2 windows + slice ago that
 //                    are reported present (they must be forgotten: expect the FPR);
@@ -32,7 +34,7 @@
 //   bench_window [--part=stream|throughput|all] [--store=memory|file|redis] [--redis=URI]
 //                [--dir=/tmp] [--items-per-window=1e5] [--windows=100] [--warmup=2]
 //                [--slices=4] [--window=10s] [--steps-per-slice=25] [--error-rate=0.01,0.001]
-//                [--layout=blocked,classic] [--probes=1e5] [--burst=10] [--items=1e6]
+//                [--layout=blocked,classic] [--probes=1e5] [--again=0] [--burst=10] [--items=1e6]
 //                [--redis-items=2e5] [--batch=1024] [--reps=5] [--growing-start=8]
 //                [--tp-window=1h] [--shuffle-seed=1]
 // Options take "--key=value" or "--key value". Throughput uses the first error rate and
@@ -47,6 +49,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -99,6 +102,7 @@ struct Args {
   std::vector<double> error_rates{0.01, 0.001};
   std::vector<Layout> layouts{Layout::blocked, Layout::classic};
   std::uint64_t probes = 100'000;
+  double again = 0;
   std::uint64_t burst = 10;
   std::uint64_t items = 1'000'000;
   std::uint64_t redis_items = 200'000;
@@ -110,14 +114,15 @@ struct Args {
 };
 
 int usage(const char* message) {
-  std::fprintf(stderr,
-               "bench_window: %s\nusage: bench_window [--part=stream|throughput|all] "
-               "[--store=memory|file|redis] [--redis=URI] [--dir=/tmp] [--items-per-window=N] "
-               "[--windows=N] [--warmup=N] [--slices=N] [--window=DURATION] "
-               "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
-               "[--probes=N] [--burst=X] [--items=N] [--redis-items=N] [--batch=N] [--reps=N] "
-               "[--growing-start=D] [--tp-window=DURATION] [--shuffle-seed=N]\n",
-               message);
+  std::fprintf(
+      stderr,
+      "bench_window: %s\nusage: bench_window [--part=stream|throughput|all] "
+      "[--store=memory|file|redis] [--redis=URI] [--dir=/tmp] [--items-per-window=N] "
+      "[--windows=N] [--warmup=N] [--slices=N] [--window=DURATION] "
+      "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
+      "[--probes=N] [--again=F] [--burst=X] [--items=N] [--redis-items=N] [--batch=N] [--reps=N] "
+      "[--growing-start=D] [--tp-window=DURATION] [--shuffle-seed=N]\n",
+      message);
   return kExitUsage;
 }
 
@@ -172,6 +177,9 @@ bool apply(Args& args, const std::string& key, const std::string& value) {
     }
   } else if (key == "--probes") {
     args.probes = count(value);
+  } else if (key == "--again") {
+    args.again = std::stod(value);
+    if (!(args.again >= 0 && args.again < 1)) return false;
   } else if (key == "--burst") {
     args.burst = count(value);
   } else if (key == "--items") {
@@ -325,11 +333,13 @@ void drop_quietly(const Location& location) {
 // ---------------------------------------------------------------------------------------------
 // Part "stream".
 
-// One batch of the stream: its items are ids first .. first + count - 1, added at `time`.
+// One batch of the stream, added at `time`: fresh ids first .. first + count - 1, and earlier
+// items added again.
 struct Step {
   std::uint64_t time = 0;
   std::uint64_t first = 0;
   std::uint64_t count = 0;
+  std::vector<std::uint64_t> again;
 };
 
 struct StreamResult {
@@ -360,7 +370,7 @@ struct BurstRow {
 class StreamRun {
  public:
   StreamRun(const Args& args, double p, Layout layout)
-      : args_(args), now_(std::make_shared<std::uint64_t>(0)) {
+      : args_(args), now_(std::make_shared<std::uint64_t>(0)), rng_(args.shuffle_seed) {
     options_.capacity = args.items_per_window;
     options_.error_rate = p;
     options_.layout = layout;
@@ -449,20 +459,58 @@ class StreamRun {
   };
 
   void add_step(std::uint64_t items) {
-    const Items batch = Items::range(next_id_, items);
-    flags_.resize(items);
+    Step step;
+    step.time = *now_;
+    step.first = next_id_;
+    step.again = pick_again(items);
+    step.count = items - step.again.size();
+    std::vector<std::uint64_t> ids = step.again;
+    for (std::uint64_t i = 0; i < step.count; ++i) ids.push_back(next_id_ + i);
+    const Items batch(ids);
+    flags_.resize(ids.size());
     filter_->add_many(batch.views(), flags_);
-    steps_.push_back(Step{*now_, next_id_, items});
-    next_id_ += items;
+    next_id_ += step.count;
+    last_step_.resize(next_id_);
+    for (const std::uint64_t id : ids) last_step_[id] = steps_.size();
+    steps_.push_back(std::move(step));
     *now_ += step_ns_;
+  }
+
+  // --again of a batch: items first added between a window and a half and half a window ago,
+  // so some would have been forgotten within the next slice without this add.
+  std::vector<std::uint64_t> pick_again(std::uint64_t items) {
+    std::vector<std::uint64_t> ids;
+    const auto wanted = static_cast<std::uint64_t>(std::llround(args_.again * double(items)));
+    const std::uint64_t from = first_id_at(*now_ - args_.window_ns - args_.window_ns / 2);
+    const std::uint64_t to = first_id_at(*now_ - args_.window_ns / 2);
+    if (wanted == 0 || to <= from) return ids;
+    std::uniform_int_distribution<std::uint64_t> pick(from, to - 1);
+    for (std::uint64_t i = 0; i < wanted; ++i) ids.push_back(pick(rng_));
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  }
+
+  // The first fresh id added at `time` or later.
+  [[nodiscard]] std::uint64_t first_id_at(std::uint64_t time) const {
+    const auto step = std::lower_bound(steps_.begin(), steps_.end(), time,
+                                       [](const Step& s, std::uint64_t t) { return s.time < t; });
+    return step == steps_.end() ? next_id_ : step->first;
   }
 
   // The ids added at times in [from, to].
   [[nodiscard]] std::vector<std::uint64_t> ids_between(std::uint64_t from, std::uint64_t to) const {
+    // Last added: an item added again counts from its latest add only.
     std::vector<std::uint64_t> ids;
-    for (const Step& step : steps_) {
+    for (std::size_t s = 0; s < steps_.size(); ++s) {
+      const Step& step = steps_[s];
       if (step.time < from || step.time > to) continue;
-      for (std::uint64_t i = 0; i < step.count; ++i) ids.push_back(step.first + i);
+      for (std::uint64_t i = 0; i < step.count; ++i) {
+        if (last_step_[step.first + i] == s) ids.push_back(step.first + i);
+      }
+      for (const std::uint64_t id : step.again) {
+        if (last_step_[id] == s) ids.push_back(id);
+      }
     }
     return ids;
   }
@@ -526,6 +574,8 @@ class StreamRun {
   Location location_;
   std::optional<Filter> filter_;
   std::vector<Step> steps_;
+  std::vector<std::size_t> last_step_;  // per fresh id, the step that added it last
+  std::mt19937_64 rng_;
   std::vector<std::uint8_t> flags_;
   std::uint64_t next_id_ = 0;
   std::uint64_t next_probe_ = 0;
@@ -538,12 +588,13 @@ int stream_part(const Args& args) {
   std::printf(
       "%llu items per window of %s in %u slices, added in %llu batches per slice; %llu windows "
       "(checks after the first %llu, 1 ns before each window boundary); %llu never-added "
-      "probes per check\n\n",
+      "probes per check; %g of each batch added again (items first added 1.5 to 0.5 windows "
+      "before)\n\n",
       static_cast<unsigned long long>(args.items_per_window),
       redbloom::format_duration(args.window_ns).c_str(), args.slices,
       static_cast<unsigned long long>(args.steps_per_slice),
       static_cast<unsigned long long>(args.windows), static_cast<unsigned long long>(args.warmup),
-      static_cast<unsigned long long>(args.probes));
+      static_cast<unsigned long long>(args.probes), args.again);
 
   std::vector<StreamResult> results;
   std::vector<std::vector<BurstRow>> bursts;
