@@ -27,7 +27,7 @@
 //                 times): every add tests the older slices, as in a stream that has run for a
 //                 window;
 //   growing       no window, a first link of items / --growing-start, growth 2.
-// Memory and file stores (--dir), and one Redis server with --redis. The cases of a
+// Memory and file stores (--dir), and one Redis server with --redis (--tp-stores). The cases of a
 // repetition run in a random order, --reps repetitions; the table shows medians, and the
 // ratio to plain is the median of each repetition's ratio.
 //
@@ -36,7 +36,7 @@
 //                [--slices=4] [--window=10s] [--steps-per-slice=25] [--error-rate=0.01,0.001]
 //                [--layout=blocked,classic] [--probes=1e5] [--again=0] [--burst=10] [--items=1e6]
 //                [--redis-items=2e5] [--batch=1024] [--reps=5] [--growing-start=8]
-//                [--tp-window=1h] [--shuffle-seed=1]
+//                [--tp-window=1h] [--tp-stores=memory,file,redis] [--shuffle-seed=1]
 // Options take "--key=value" or "--key value". Throughput uses the first error rate and
 // layout. Exits 1 if a check fails (a false negative, a mean FPR over its target), 3 if a
 // Redis part could not run (its reason printed), 2 on bad arguments.
@@ -110,6 +110,7 @@ struct Args {
   int reps = 5;
   std::uint64_t growing_start = 8;
   std::uint64_t tp_window_ns = 3'600'000'000'000;
+  std::vector<std::string> tp_stores{"memory", "file", "redis"};
   std::uint64_t shuffle_seed = 1;
 };
 
@@ -121,7 +122,7 @@ int usage(const char* message) {
       "[--windows=N] [--warmup=N] [--slices=N] [--window=DURATION] "
       "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
       "[--probes=N] [--again=F] [--burst=X] [--items=N] [--redis-items=N] [--batch=N] [--reps=N] "
-      "[--growing-start=D] [--tp-window=DURATION] [--shuffle-seed=N]\n",
+      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--shuffle-seed=N]\n",
       message);
   return kExitUsage;
 }
@@ -194,6 +195,11 @@ bool apply(Args& args, const std::string& key, const std::string& value) {
     args.growing_start = count(value);
   } else if (key == "--tp-window") {
     args.tp_window_ns = redbloom::parse_duration_ns(value);
+  } else if (key == "--tp-stores") {
+    args.tp_stores = split(value);
+    for (const std::string& store : args.tp_stores) {
+      if (store != "memory" && store != "file" && store != "redis") return false;
+    }
   } else if (key == "--shuffle-seed") {
     args.shuffle_seed = count(value);
   } else {
@@ -862,15 +868,20 @@ int throughput_part(const Args& args) {
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   bool missed = false;
   int status = 0;
-  {
+  const auto wanted = [&](const char* store) {
+    return std::find(args.tp_stores.begin(), args.tp_stores.end(), store) != args.tp_stores.end();
+  };
+  if (wanted("memory")) {
     ThroughputStore memory(args, "memory", args.items);
     throughput_store(args, memory, kLocalRateTarget, missed);
   }
-  {
+  if (wanted("file")) {
     ThroughputStore file(args, "file", args.items);
     throughput_store(args, file, kLocalRateTarget, missed);
   }
-  if (args.redis.empty()) {
+  if (!wanted("redis")) {
+    // Not asked for: nothing to report.
+  } else if (args.redis.empty()) {
     std::printf("| redis | skipped | | | | | | | | no --redis given |\n");
     status = kExitRedisSkipped;
   } else {
