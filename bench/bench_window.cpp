@@ -609,7 +609,7 @@ int stream_part(const Args& args) {
       StreamRun run(args, p, layout);
       std::string reason;
       if (!run.create(reason)) {
-        std::printf("skipped: a windowed filter in %s could not be created: %s\n",
+        std::printf("skipped: a windowed filter in %s could not be created: %s\n\n",
                     args.store.c_str(), reason.c_str());
         return kExitRedisSkipped;
       }
@@ -809,7 +809,7 @@ bool throughput_store(const Args& args, ThroughputStore& store, double target,
       runs[c].push_back(store.run(Kind(c)));
     } catch (const redbloom::Error& e) {
       available[c] = false;
-      skipped += std::string(kKindNames[c]) + ": " + e.what() + "; ";
+      skipped += (skipped.empty() ? "" : "; ") + std::string(kKindNames[c]) + ": " + e.what();
     }
   });
   const auto plain = std::size_t(Kind::plain);
