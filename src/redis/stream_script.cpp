@@ -95,22 +95,24 @@ local function probe(key, l, found)
   local per = math.max(1, math.floor(2000 / hashes[l]))
   local i = 1
   while i <= n do
-    local args, which = {'BITFIELD', key}, {}
-    while i <= n and #which < per do
+    local args, which, na, nw = {'BITFIELD', key}, {}, 2, 0
+    while i <= n and nw < per do
       if not found[i] then
-        which[#which + 1] = i
+        nw = nw + 1
+        which[nw] = i
         local o = base + (i - 1) * stride + koff[l]
-        for j = 0, hashes[l] - 1 do
-          args[#args + 1] = 'GET'
-          args[#args + 1] = 'u1'
-          args[#args + 1] = ARGV[o + j]
+        for j = o, o + hashes[l] - 1 do
+          args[na + 1] = 'GET'
+          args[na + 2] = 'u1'
+          args[na + 3] = ARGV[j]
+          na = na + 3
         end
       end
       i = i + 1
     end
-    if #which > 0 then
-      local bits = redis.call(unpack(args))
-      for w = 1, #which do
+    if nw > 0 then
+      local bits = redis.call(unpack(args, 1, na))
+      for w = 1, nw do
         local all = true
         for j = 1, hashes[l] do
           if bits[(w - 1) * hashes[l] + j] == 0 then
@@ -127,55 +129,53 @@ end
 local found = {}
 for i = 1, n do found[i] = false end
 if mode == 'l' then
-  for g = G - older, G do
-    for l = 0, L[g] - 1 do probe(KEYS[g - first + 1], l, found) end
+  -- Newest first: most items asked about were added lately, and found items are not probed on.
+  for g = G, G - older, -1 do
+    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 1], l, found) end
   end
   local flags = {}
   for i = 1, n do flags[i] = found[i] and '1' or '0' end
   return {'ok', n, table.concat(flags), most, G, now}
 end
 
--- add: found = in an older slice (the add still sets it in G, restarting its window).
-for g = G - older, G - 1 do
-  for l = 0, L[g] - 1 do probe(KEYS[g - first + 1], l, found) end
-end
 local key = KEYS[G - first + 1]
 local links = L[G]
 local count = 0
 if links > 0 then count = redis.call('BITFIELD', key, 'GET', 'i64', 64 * (2 * links - 1))[1] end
+-- inG: in a link of G. Exact for the links that are no longer the newest; the newest one's
+-- test-and-set below sees what earlier items of this unit wrote into it.
+local inG = {}
+for i = 1, n do inG[i] = false end
+for l = 0, links - 1 do probe(key, l, inG) end
+-- found: in G or an older slice. An item only in an older slice is not new, but the add still
+-- sets it in G, restarting its window.
+for i = 1, n do found[i] = inG[i] end
+for g = G - 1, G - older, -1 do
+  for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 1], l, found) end
+end
+local function save_count()
+  if links > 0 then redis.call('BITFIELD', key, 'SET', 'i64', 64 * (2 * links - 1), int(count)) end
+end
 local flags = {}
 for i = 1, n do
-  local present = false
-  if links > 0 then
-    local args = {'BITFIELD', key}
-    for l = 0, links - 1 do
-      local o = base + (i - 1) * stride + koff[l]
-      for j = 0, hashes[l] - 1 do
-        args[#args + 1] = 'GET'
-        args[#args + 1] = 'u1'
-        args[#args + 1] = ARGV[o + j]
-      end
-    end
-    local bits = redis.call(unpack(args))
-    local b = 0
-    for l = 0, links - 1 do
-      local all = true
-      for j = 1, hashes[l] do
-        if bits[b + j] == 0 then all = false end
-      end
-      b = b + hashes[l]
-      if all then present = true end
-    end
+  if not inG[i] and links > 0 and count >= cap[links - 1] then
+    -- The newest link is full and about to be frozen: what this unit wrote into it counts.
+    probe(key, links - 1, inG)
   end
-  if present then
+  if inG[i] then
     flags[i] = '0'
   else
     if links == 0 or count >= cap[links - 1] then
       local make = links
       if make >= M or (budget > 0 and used + size[make] > budget) then
+        save_count()
         return {'full', i - 1, table.concat(flags), make, G, now}
       end
-      if make >= K then return {'links', i - 1, table.concat(flags), make + 1, G, now} end
+      if make >= K then
+        save_count()
+        return {'links', i - 1, table.concat(flags), make + 1, G, now}
+      end
+      save_count()
       redis.call('SETRANGE', key, int(start[make + 1] - 1), '\0')
       redis.call('BITFIELD', key, 'SET', 'i64', 0, make + 1, 'SET', 'i64', 64 * (2 + 2 * make),
                  int(now))
@@ -186,23 +186,34 @@ for i = 1, n do
       used = used + size[make]
       count = 0
     end
-    local args = {'BITFIELD', key}
+    -- Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
+    -- already set them all (then nothing changed and the item is not new).
+    local args, na = {'BITFIELD', key}, 2
     local o = base + (i - 1) * stride + koff[links - 1]
-    for j = 0, hashes[links - 1] - 1 do
-      args[#args + 1] = 'SET'
-      args[#args + 1] = 'u1'
-      args[#args + 1] = ARGV[o + j]
-      args[#args + 1] = '1'
+    for j = o, o + hashes[links - 1] - 1 do
+      args[na + 1] = 'SET'
+      args[na + 2] = 'u1'
+      args[na + 3] = ARGV[j]
+      args[na + 4] = '1'
+      na = na + 4
     end
-    args[#args + 1] = 'INCRBY'
-    args[#args + 1] = 'i64'
-    args[#args + 1] = 64 * (2 * links - 1)
-    args[#args + 1] = 1
-    redis.call(unpack(args))
-    count = count + 1
-    flags[i] = found[i] and '0' or '1'
+    local old = redis.call(unpack(args, 1, na))
+    local all = true
+    for j = 1, hashes[links - 1] do
+      if old[j] == 0 then
+        all = false
+        break
+      end
+    end
+    if all then
+      flags[i] = '0'
+    else
+      count = count + 1
+      flags[i] = found[i] and '0' or '1'
+    end
   end
 end
+save_count()
 return {'ok', n, table.concat(flags), math.max(most, links), G, now}
 )lua";
 
