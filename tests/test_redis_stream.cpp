@@ -287,7 +287,7 @@ TEST_P(StreamTest, SlicesExpireAtTheirRetirementWithoutAClient) {
   const auto slice_keys = [&] {
     std::vector<std::string> keys;
     for (const std::string& key : servers_.all_keys()) {
-      if (key.starts_with("r:s")) keys.push_back(key);
+      if (key.starts_with("r:s") && !key.starts_with("r:slices:")) keys.push_back(key);
     }
     return keys;
   };
@@ -310,6 +310,12 @@ TEST_P(StreamTest, SlicesExpireAtTheirRetirementWithoutAClient) {
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_EQ(slice_keys(), std::vector<std::string>{});
+  // The rosters (which slices were made) stay, with no expiry: they are the filter's own.
+  for (std::uint64_t p = 0; p < shape.partitions(); ++p) {
+    const std::string tag = store->slice_key(p, 0).substr(std::string("r:s0:bits:").size());
+    const std::string roster = "r:slices:bits:" + tag;
+    EXPECT_EQ(servers_.holder(p, roster).integer({"PTTL", roster}), -1) << roster;
+  }
   EXPECT_EQ(count_of(lookup(*store, items)), 0u);
   EXPECT_EQ(store->stream_info()->segments.size(), 0u);
   // The filter goes on: a new add makes a new slice.
@@ -400,6 +406,15 @@ TEST_P(StreamTest, TheByteLimitStopsGrowthWithTheCommittedPrefix) {
   EXPECT_TRUE(contains_text(message, "first " + std::to_string(committed) + " items")) << message;
   const std::vector<std::string> prefix(items.begin(), items.begin() + committed);
   EXPECT_EQ(count_of(lookup(*store, prefix)), prefix.size());
+  // The item at `committed` is the one that needed the link: alone, it fails at once.
+  std::string_view first_refused = items[committed];
+  std::uint8_t refused_flag = 0;
+  try {
+    store->add({&first_refused, 1}, {&refused_flag, 1});
+    ADD_FAILURE() << "item " << committed << " was added";
+  } catch (const CapacityExceeded& e) {
+    EXPECT_EQ(e.committed(), 0u);
+  }
   // Adding the rest again fails again at the limit, never silently.
   const std::vector<std::string> rest(items.begin() + committed, items.end());
   EXPECT_THROW(add(*store, rest), CapacityExceeded);
@@ -665,6 +680,18 @@ TEST_P(StreamTest, KindsAreToldApartAndDropRemovesEveryKey) {
   EXPECT_TRUE(contains_text(damaged, key)) << damaged;
   const std::string damaged_add = error_of([&] { (void)add(*store, in_zero); });
   EXPECT_TRUE(contains_text(damaged_add, key)) << damaged_add;
+  // A live slice key that vanished (evicted: slice keys have a TTL) is reported by the
+  // partition's roster, not taken for an empty slice.
+  const std::string gone = store->slice_key(1, slice);
+  ASSERT_EQ(servers_.holder(1, gone).integer({"DEL", gone}), 1);
+  std::vector<std::string> in_one;
+  for (const std::string& item : make_items(3000, "e-")) {
+    if (layout::partition_of(hash_item(item), shape.partitions()) == 1) in_one.push_back(item);
+  }
+  const std::string lost = error_of([&] { (void)lookup(*store, in_one); });
+  EXPECT_TRUE(contains_text(lost, gone) && contains_text(lost, "lost")) << lost;
+  const std::string lost_add = error_of([&] { (void)add(*store, in_one); });
+  EXPECT_TRUE(contains_text(lost_add, gone) && contains_text(lost_add, "lost")) << lost_add;
 
   const auto keys_of_s = [&] {
     std::vector<std::string> keys;

@@ -150,6 +150,14 @@ TEST(StreamScript, TheScriptsOwnErrorsNameTheKey) {
         << problem.what();
   }
   try {
+    (void)parse("-REDBLOOMSTREAM lost 2 0\r\n", kKeys);
+    FAIL() << "no error";
+  } catch (const ReplyProblem& problem) {
+    EXPECT_TRUE(problem.lost());
+    EXPECT_NE(std::string(problem.what()).find("'f:s10:bits:{f:0}' is gone"), std::string::npos)
+        << problem.what();
+  }
+  try {
     (void)parse("-OOM command not allowed\r\n", kKeys);
     FAIL() << "no error";
   } catch (const ReplyProblem& problem) {

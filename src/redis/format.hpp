@@ -22,6 +22,8 @@
 //   NAME:s<g>:bits:{NAME:i}       slice g of partition i: a header, then its links' bits;
 //                                 made by the first add into it, with PEXPIREAT at the
 //                                 slice's retirement (no expiry without a window)
+//   NAME:slices:bits:{NAME:i}     partition i's roster of the slices made (no expiry), so a
+//                                 live slice that vanished is reported, not taken for empty
 //
 // Every key of an object carries a hash tag of the object's name, so on a cluster each
 // partition or bucket sits in its own slot (spread over the masters) while a temp key lands in

@@ -96,6 +96,19 @@ bool is_slice_key(std::string_view key, const std::string& name,
   return key == redis::partition_key(name, partition, salts[partition], redis::slice_part(slice));
 }
 
+// Unlinks `keys`, pipelined (one key a unit on a cluster, so each goes to its slot's node).
+void unlink_all(Router& router, const std::vector<std::string>& keys) {
+  redis::for_each_part(
+      router, keys.size(), [&](std::uint64_t i) { return keys[i]; }, "UNLINK",
+      redis::Work::idempotent_write,
+      [](std::uint64_t, const std::string& key, redis::CommandBuffer& buffer) {
+        buffer.command({"UNLINK", key});
+      },
+      [&](std::uint64_t, const redisReply& reply) {
+        router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+      });
+}
+
 // Unlinks every slice key of the filter on this router's servers (every master of a cluster).
 void unlink_slices(Router& router, const std::string& name,
                    const std::vector<std::uint32_t>& salts) {
@@ -118,9 +131,7 @@ void unlink_slices(Router& router, const std::string& name,
       }
     } while (cursor != "0");
   });
-  for (const std::string& key : found) {
-    router.run(slot_of(key), {"UNLINK", key}, OnLostNode::retry);
-  }
+  unlink_all(router, found);
 }
 
 // The metadata at NAME if it is a stream filter's (ready or not); nullopt for no key or a
@@ -263,13 +274,21 @@ bool RedisStreamStore::drop_if_stream(const std::vector<RedisEndpoint>& servers,
                                       const std::string& name) {
   std::vector<std::unique_ptr<Router>> routers = routers_for(servers, name);
   bool dropped = false;
-  for (const auto& router : routers) {
-    const auto fields = stream_fields(*router, name);
+  for (std::size_t r = 0; r < routers.size(); ++r) {
+    Router& router = *routers[r];
+    const auto fields = stream_fields(router, name);
     if (!fields) continue;
     // A creation that never finished recorded its partitions and salts in its claim.
     const redis::StreamMetadata m = redis::parse_stream_metadata(*fields);
-    unlink_slices(*router, name, m.tag_salts);
-    router->run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
+    unlink_slices(router, name, m.tag_salts);
+    const auto server_of = servers_of_partitions(m.tag_salts.size(), routers.size());
+    std::vector<std::string> rosters;
+    for (std::uint64_t p = 0; p < m.tag_salts.size(); ++p) {
+      if (server_of[p] == r)
+        rosters.push_back(redis::partition_key(name, p, m.tag_salts[p], "slices"));
+    }
+    unlink_all(router, rosters);
+    router.run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
     dropped = true;
   }
   return dropped;

@@ -40,7 +40,8 @@ end
 start[M] = at
 local n = tonumber(ARGV[10 + 3 * M])
 local base = 11 + 3 * M
-local last = first + #KEYS - 1
+local roster = KEYS[1]
+local last = first + #KEYS - 2
 local function int(x) return string.format('%.0f', x) end
 
 local G = 0
@@ -48,18 +49,34 @@ if slice_ms > 0 then G = math.floor(now / slice_ms) end
 if G > last then return {'time', 0, '', 0, G, now} end
 local newest = G
 for g = math.max(G + 1, first), last do
-  if redis.call('EXISTS', KEYS[g - first + 1]) == 1 then newest = g end
+  if redis.call('EXISTS', KEYS[g - first + 2]) == 1 then newest = g end
 end
 if newest == last and last > G then return {'time', 0, '', 0, last, now} end
 G = newest
 if G - older < first then return {'time', 0, '', 0, G, now} end
 
+-- The roster: per live slice position g mod R, g + 1 once slice g's key was made. A live slice
+-- that was made and is gone was evicted or deleted: its items are lost, which is an error,
+-- never a silent "absent" or "new".
+local R = older + 1
+local ring = redis.call('GET', roster)
+if ring and #ring ~= 8 * R then return redis.error_reply('REDBLOOMSTREAM roster 1 ' .. #ring) end
+local function made(g)
+  if not ring then return false end
+  local at, v = 8 * (g % R), 0
+  for b = 1, 8 do v = v * 256 + string.byte(ring, at + b) end
+  return v == g + 1
+end
+
 local L, used, need, most = {}, 0, 0, 0
 for g = G - older, G do
-  local index = g - first + 1
+  local index = g - first + 2
   local key = KEYS[index]
   local kind = redis.call('TYPE', key)['ok']
   L[g] = 0
+  if kind == 'none' and made(g) then
+    return redis.error_reply('REDBLOOMSTREAM lost ' .. index .. ' 0')
+  end
   if kind ~= 'none' then
     if kind ~= 'string' then
       return redis.error_reply('REDBLOOMSTREAM wrongtype ' .. index .. ' ' .. kind)
@@ -81,7 +98,7 @@ if mode == 'i' then
   local out = {'ok', 0, '', most, G, now}
   for g = G - older, G do
     if L[g] > 0 then
-      local key = KEYS[g - first + 1]
+      local key = KEYS[g - first + 2]
       out[#out + 1] = {g, redis.call('GETRANGE', key, 0, H - 1), redis.call('STRLEN', key),
                        redis.call('BITCOUNT', key, H, -1)}
     end
@@ -131,14 +148,14 @@ for i = 1, n do found[i] = false end
 if mode == 'l' then
   -- Newest first: most items asked about were added lately, and found items are not probed on.
   for g = G, G - older, -1 do
-    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 1], l, found) end
+    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
   end
   local flags = {}
   for i = 1, n do flags[i] = found[i] and '1' or '0' end
   return {'ok', n, table.concat(flags), most, G, now}
 end
 
-local key = KEYS[G - first + 1]
+local key = KEYS[G - first + 2]
 local links = L[G]
 local count = 0
 if links > 0 then count = redis.call('BITFIELD', key, 'GET', 'i64', 64 * (2 * links - 1))[1] end
@@ -151,7 +168,7 @@ for l = 0, links - 1 do probe(key, l, inG) end
 -- sets it in G, restarting its window.
 for i = 1, n do found[i] = inG[i] end
 for g = G - 1, G - older, -1 do
-  for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 1], l, found) end
+  for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
 end
 local function save_count()
   if links > 0 then redis.call('BITFIELD', key, 'SET', 'i64', 64 * (2 * links - 1), int(count)) end
@@ -179,8 +196,11 @@ for i = 1, n do
       redis.call('SETRANGE', key, int(start[make + 1] - 1), '\0')
       redis.call('BITFIELD', key, 'SET', 'i64', 0, make + 1, 'SET', 'i64', 64 * (2 + 2 * make),
                  int(now))
-      if make == 0 and slice_ms > 0 then
-        redis.call('PEXPIREAT', key, int((G + 1 + older) * slice_ms))
+      if make == 0 then
+        if slice_ms > 0 then redis.call('PEXPIREAT', key, int((G + 1 + older) * slice_ms)) end
+        if not ring then redis.call('SETRANGE', roster, 8 * R - 1, '\0') end
+        redis.call('BITFIELD', roster, 'SET', 'i64', 64 * (G % R), int(G + 1))
+        ring = true
       end
       links = make + 1
       used = used + size[make]
@@ -268,7 +288,7 @@ std::uint64_t header_field(std::string_view header, std::uint64_t field) {
 Reply decode(const redisReply& reply, std::span<const std::string> keys) {
   if (is_error(reply)) {
     const std::string_view text = text_of(reply);
-    for (const std::string_view kind : {"wrongtype", "damaged"}) {
+    for (const std::string_view kind : {"wrongtype", "damaged", "lost", "roster"}) {
       const std::string prefix = "REDBLOOMSTREAM " + std::string(kind) + " ";
       if (!text.starts_with(prefix)) continue;
       const std::string_view rest = text.substr(prefix.size());
@@ -276,6 +296,17 @@ Reply decode(const redisReply& reply, std::span<const std::string> keys) {
       std::from_chars(rest.data(), rest.data() + rest.size(), index);
       const std::string key = index >= 1 && index <= keys.size() ? keys[index - 1] : "?";
       const std::string_view detail = rest.substr(std::min(rest.size(), rest.find(' ') + 1));
+      if (kind == "lost") {
+        throw ReplyProblem("slice key '" + key +
+                               "' is gone though it was made and its slice is still live "
+                               "(evicted or deleted?): the items added in that slice are lost",
+                           true);
+      }
+      if (kind == "roster") {
+        throw ReplyProblem("roster key '" + key + "' is " + std::string(detail) +
+                               " bytes long, not the filter's slice roster (damaged?)",
+                           true);
+      }
       if (kind == "wrongtype") {
         throw ReplyProblem("slice key '" + key + "' holds a " + std::string(detail) +
                                ", not a slice of a redbloom stream filter",

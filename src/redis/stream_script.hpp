@@ -9,8 +9,13 @@
 // first add into the slice, with PEXPIREAT at the slice's retirement (none without a window),
 // and appends a link with SETRANGE when the newest one holds its capacity.
 //
-// Protocol. One EVALSHA per partition and unit of items, all keys of that partition's slices
-// first .. first + #KEYS - 1 declared (they share the partition's hash tag, so its slot):
+// The roster, partition_key(NAME, p, salt, "slices"), no expiry: 8 x (slices + 1) bytes, i64
+// field g mod (slices + 1) = g + 1 once slice g's key was made. A live slice that was made and
+// is gone (evicted: slice keys have a TTL, so volatile-* policies take them) is then an error.
+//
+// Protocol. One EVALSHA per partition and unit of items, declaring KEYS = the roster, then the
+// slice keys of slices first .. first + #KEYS - 2 (all share the partition's hash tag, so its
+// slot):
 //   ARGV  mode ('a' add, 'l' lookup, 'i' info), now_ms (-1: the server's TIME), slice_ms (0: no
 //         window), older (live slices before the current one), first, kHeaderBytes, M (links
 //         described), budget (bytes the partition's live links may hold; 0: no limit), K (links
@@ -28,8 +33,9 @@
 //     time   the declared slices do not cover G - older .. G (or the newest declared one
 //            exists, so there may be newer): nothing ran; declare around slice G and go on
 //   info mode adds, per live slice that exists: {g, header bytes, key length, set bits}.
-//   A key of another type, or of a length its header does not explain, is an error reply
-//   "REDBLOOMSTREAM <wrongtype|damaged> <key index>" and nothing is written.
+//   A key of another type, of a length its header does not explain, or gone while the roster
+//   says it was made and it is live, is an error reply "REDBLOOMSTREAM <wrongtype|damaged|lost|
+//   roster> <key index> <detail>" and nothing is written.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +69,7 @@ struct Call {
   std::uint64_t slice_ms = 0;
   std::uint32_t older = 0;
   std::int64_t first = 0;
-  std::span<const std::string> keys;  // slices first, first + 1, ...
+  std::span<const std::string> keys;  // the roster, then slices first, first + 1, ...
   std::uint64_t budget = 0;
   std::span<const LinkArgs> links;  // every link that can exist
   std::uint32_t with_offsets = 0;   // K

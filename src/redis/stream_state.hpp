@@ -51,6 +51,8 @@ struct RedisStreamStore::State {
   void load_script();
 
   [[nodiscard]] std::string slice_key(std::uint64_t partition, std::int64_t slice) const;
+  // The partition's slice roster (stream_script.hpp).
+  [[nodiscard]] std::string roster_key(std::uint64_t partition) const;
   // The client's now in ms for the script (-1: the server's TIME) and its best guess of the
   // current slice.
   [[nodiscard]] std::int64_t now_ms() const;

@@ -100,6 +100,19 @@ void waves(
   std::vector<std::uint8_t> by_text(s.routers.size(), 0);  // NOSCRIPT seen: EVAL there
   std::mutex mutex;  // make and on_unit of a cluster's masters run on their own threads
   const std::int64_t now = s.now_ms();
+  // The keys a unit of partition p declares: its roster, the live slices around its center, one
+  // before (the server's clock may be behind the guess) and two after (the script then knows
+  // whether a newer slice exists); the one slice of a growing filter. Returns the first one's
+  // slice.
+  const auto declare = [&](std::uint64_t p, std::vector<std::string>& keys) {
+    const std::int64_t older = s.shape.windowed() ? s.shape.slices() : 0;
+    const std::int64_t first = s.shape.windowed() ? center[p] - older - 1 : 0;
+    const std::int64_t last = s.shape.windowed() ? center[p] + 2 : 0;
+    keys.clear();
+    keys.push_back(s.roster_key(p));
+    for (std::int64_t g = first; g <= last; ++g) keys.push_back(s.slice_key(p, g));
+    return first;
+  };
   while (true) {
     std::vector<std::vector<std::uint64_t>> work(s.routers.size());
     bool any = false;
@@ -125,12 +138,7 @@ void waves(
             call.now_ms = now;
             call.slice_ms = s.shape.slice_ns() / 1'000'000;
             call.older = s.shape.windowed() ? s.shape.slices() : 0;
-            call.first = s.shape.windowed() ? center[p] - call.older - 1 : 0;
-            const std::int64_t count = s.shape.windowed() ? call.older + 4 : 1;
-            keys.clear();
-            for (std::int64_t g = call.first; g < call.first + count; ++g) {
-              keys.push_back(s.slice_key(p, g));
-            }
+            call.first = declare(p, keys);
             call.keys = keys;
             call.budget = s.budget;
             call.links = s.link_args;
@@ -147,12 +155,7 @@ void waves(
               by_text[r] = 1;
             } else {
               std::vector<std::string> declared;
-              const std::int64_t first =
-                  s.shape.windowed() ? center[p] - std::int64_t{s.shape.slices()} - 1 : 0;
-              const std::int64_t count = s.shape.windowed() ? s.shape.slices() + 4 : 1;
-              for (std::int64_t g = first; g < first + count; ++g) {
-                declared.push_back(s.slice_key(p, g));
-              }
+              declare(p, declared);
               stream::Reply decoded;
               try {
                 decoded = stream::decode(reply, declared);
@@ -248,6 +251,10 @@ void RedisStreamStore::State::load_script() {
 
 std::string RedisStreamStore::State::slice_key(std::uint64_t partition, std::int64_t slice) const {
   return redis::partition_key(name, partition, salts[partition], redis::slice_part(slice));
+}
+
+std::string RedisStreamStore::State::roster_key(std::uint64_t partition) const {
+  return redis::partition_key(name, partition, salts[partition], "slices");
 }
 
 std::int64_t RedisStreamStore::State::now_ms() const {
