@@ -63,8 +63,8 @@ local ring = redis.call('GET', roster)
 if ring and #ring ~= 8 * R then return redis.error_reply('REDBLOOMSTREAM roster 1 ' .. #ring) end
 local function made(g)
   if not ring then return false end
-  local at, v = 8 * (g % R), 0
-  for b = 1, 8 do v = v * 256 + string.byte(ring, at + b) end
+  local pos, v = 8 * (g % R), 0
+  for b = 1, 8 do v = v * 256 + string.byte(ring, pos + b) end
   return v == g + 1
 end
 
@@ -170,8 +170,11 @@ for i = 1, n do found[i] = inG[i] end
 for g = G - 1, G - older, -1 do
   for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
 end
+local counted = count
 local function save_count()
-  if links > 0 then redis.call('BITFIELD', key, 'SET', 'i64', 64 * (2 * links - 1), int(count)) end
+  if links > 0 and count ~= counted then
+    redis.call('BITFIELD', key, 'SET', 'i64', 64 * (2 * links - 1), int(count))
+  end
 end
 local flags = {}
 for i = 1, n do
@@ -205,6 +208,7 @@ for i = 1, n do
       links = make + 1
       used = used + size[make]
       count = 0
+      counted = 0
     end
     -- Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
     -- already set them all (then nothing changed and the item is not new).

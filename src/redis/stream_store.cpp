@@ -83,6 +83,17 @@ std::size_t handled_prefix(const Queues& q, std::size_t items) {
   return first;
 }
 
+// A reply never answers for more items than the partition has left (a server that did would
+// not be running this script).
+void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
+                const stream::Reply& reply) {
+  if (q.next[p] + reply.done > q.of[p].size()) {
+    s.routers[s.router_of[p]]->fail("EVALSHA", "the stream script answered for " +
+                                                   std::to_string(reply.done) +
+                                                   " items, more than were sent");
+  }
+}
+
 // Runs the script in waves (see the top of the file). units(p) says how many items partition p
 // sends this wave (0: nothing), fill(p, call, offsets) sets the call's mode, items and offsets,
 // and handled(p, reply) sees the replies that moved it (ok, links, full). The keys, the time,
@@ -174,7 +185,8 @@ void waves(
                   handled(p, decoded);
                   break;
                 case stream::Reply::Status::ok:
-                  s.known_links[p] = std::max(s.known_links[p], decoded.links);
+                  // Exact: the live slices' most links (fewer once big slices retire).
+                  s.known_links[p] = std::max<std::uint32_t>(1, decoded.links);
                   s.newest_slice[p] = std::max(s.newest_slice[p], decoded.slice);
                   handled(p, decoded);
                   break;
@@ -339,11 +351,12 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
           }
         },
         [&](std::uint64_t p, const stream::Reply& reply) {
+          check_done(s, q, p, reply);
           for (std::size_t j = 0; j < reply.done; ++j) {
             newly_added[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
           }
           q.next[p] += reply.done;
-          if (reply.status != stream::Reply::Status::full) return;
+          if (reply.status != stream::Reply::Status::full || q.next[p] == q.of[p].size()) return;
           const std::size_t at = q.of[p][q.next[p]];
           if (at >= stop) return;
           stop = at;
@@ -395,6 +408,7 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
         }
       },
       [&](std::uint64_t p, const stream::Reply& reply) {
+        check_done(s, q, p, reply);
         for (std::size_t j = 0; j < reply.done; ++j) {
           present[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
         }
