@@ -66,6 +66,13 @@ std::vector<std::uint32_t> parse_salts(const Fields& fields) {
   return salts;
 }
 
+std::string describe_format(std::string_view format) {
+  if (format == kFilterFormat) return "a plain filter";
+  if (format == kStreamFormat) return "a windowed or growing filter";
+  if (format == kExactFormat) return "an exact set";
+  return "unknown to this redbloom";
+}
+
 }  // namespace
 
 void validate_filter_name(std::string_view name) {
@@ -140,6 +147,11 @@ double Fields::real(std::string_view field) const {
 void Fields::check_format(std::string_view format, std::string_view noun,
                           std::uint32_t newest) const {
   const auto found = fields_.find("format");
+  if (found != fields_.end() && found->second != format && found->second.starts_with("redbloom")) {
+    // Another redbloom object (a windowed filter opened as a plain one): say which.
+    throw FormatError(what_ + " holds a redbloom object of format '" + found->second + "' (" +
+                      describe_format(found->second) + "), not a redbloom " + std::string(noun));
+  }
   if (found == fields_.end() || found->second != format) {
     throw FormatError(what_ + " is a Redis hash but not a redbloom " + std::string(noun));
   }

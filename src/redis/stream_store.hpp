@@ -8,7 +8,8 @@
 // the protocol), which runs atomically on the server: of several writers adding one item,
 // exactly one sees it as new, across a slice boundary and while a link grows. The client
 // hashes the items and sends each link's bit offsets; the script takes the server's time
-// unless the store was given a Clock (then the client's now, in ms, goes with each call).
+// unless the store was given a Clock (then the client's now, in ms, goes with each call, and
+// the expiries follow it too: a Clock behind the servers' would have Redis retire slices early).
 //
 // The metadata hash NAME (format "redbloom-stream", format.hpp) goes through the one object
 // lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr for
