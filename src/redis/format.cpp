@@ -147,13 +147,14 @@ double Fields::real(std::string_view field) const {
 void Fields::check_format(std::string_view format, std::string_view noun,
                           std::uint32_t newest) const {
   const auto found = fields_.find("format");
-  if (found != fields_.end() && found->second != format && found->second.starts_with("redbloom")) {
-    // Another redbloom object (a windowed filter opened as a plain one): say which.
-    throw FormatError(what_ + " holds a redbloom object of format '" + found->second + "' (" +
-                      describe_format(found->second) + "), not a redbloom " + std::string(noun));
-  }
   if (found == fields_.end() || found->second != format) {
-    throw FormatError(what_ + " is a Redis hash but not a redbloom " + std::string(noun));
+    std::string message = what_ + " is a Redis hash but not a redbloom " + std::string(noun);
+    // Another redbloom object (a windowed filter opened as a plain one): say which.
+    if (found != fields_.end() && found->second.starts_with("redbloom")) {
+      message +=
+          ": it holds " + describe_format(found->second) + " (format '" + found->second + "')";
+    }
+    throw FormatError(message);
   }
   const std::uint64_t v = number("version");
   if (v < 1 || v > newest) {
