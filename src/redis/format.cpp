@@ -66,6 +66,13 @@ std::vector<std::uint32_t> parse_salts(const Fields& fields) {
   return salts;
 }
 
+std::string describe_format(std::string_view format) {
+  if (format == kFilterFormat) return "a plain filter";
+  if (format == kStreamFormat) return "a windowed or growing filter";
+  if (format == kExactFormat) return "an exact set";
+  return "unknown to this redbloom";
+}
+
 }  // namespace
 
 void validate_filter_name(std::string_view name) {
@@ -141,7 +148,13 @@ void Fields::check_format(std::string_view format, std::string_view noun,
                           std::uint32_t newest) const {
   const auto found = fields_.find("format");
   if (found == fields_.end() || found->second != format) {
-    throw FormatError(what_ + " is a Redis hash but not a redbloom " + std::string(noun));
+    std::string message = what_ + " is a Redis hash but not a redbloom " + std::string(noun);
+    // Another redbloom object (a windowed filter opened as a plain one): say which.
+    if (found != fields_.end() && found->second.starts_with("redbloom")) {
+      message +=
+          ": it holds " + describe_format(found->second) + " (format '" + found->second + "')";
+    }
+    throw FormatError(message);
   }
   const std::uint64_t v = number("version");
   if (v < 1 || v > newest) {
@@ -276,6 +289,84 @@ ExactMetadata parse_exact_metadata(const Fields& fields) {
   }
   m.bucket_bits = static_cast<unsigned>(bits);
   return m;
+}
+
+std::string slice_part(std::int64_t slice) {
+  std::string part(1, 's');  // appended: GCC 12 at -O3 warns falsely (-Wrestrict) on "s" + string
+  part += std::to_string(slice);
+  return part;
+}
+
+std::vector<std::pair<std::string, std::string>> stream_claim_fields(const StreamMetadata& m) {
+  std::string partitions = "0";
+  for (const auto& [field, value] : m.shape_fields) {
+    if (field == "partitions") partitions = value;
+  }
+  return {
+      {"format", std::string(kStreamFormat)},
+      {"version", std::to_string(m.version)},
+      {"state", "creating"},
+      {"partitions", partitions},
+      {"tag_salts", encode_salts(m.tag_salts)},
+      {"claimed_unix_ns", std::to_string(m.claimed_unix_ns)},
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> encode_stream_metadata(const StreamMetadata& m) {
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"format", std::string(kStreamFormat)},
+      {"version", std::to_string(m.version)},
+      {"state", m.ready ? "ready" : "creating"},
+      {"created_unix_ns", std::to_string(m.created_unix_ns)},
+      {"shards", std::to_string(m.shards)},
+      {"shard", std::to_string(m.shard)},
+      {"shard_set", m.shard_set},
+      {"tag_salts", encode_salts(m.tag_salts)},
+  };
+  fields.insert(fields.end(), m.shape_fields.begin(), m.shape_fields.end());
+  return fields;
+}
+
+StreamMetadata parse_stream_metadata(const Fields& fields) {
+  fields.check_format(kStreamFormat, "stream filter", kStreamVersion);
+  StreamMetadata m;
+  m.version = fields.version();
+  m.tag_salts = parse_salts(fields);
+  m.ready = fields.ready();
+  if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
+  const std::uint64_t partitions = fields.has("partitions") ? fields.number("partitions") : 0;
+  if (!m.ready) {
+    if (m.tag_salts.size() != partitions) m.tag_salts.assign(partitions, 0);
+    m.shape_fields.emplace_back("partitions", std::to_string(partitions));
+    return m;
+  }
+  m.created_unix_ns = fields.number("created_unix_ns");
+  m.shards = static_cast<std::uint32_t>(fields.number("shards"));
+  m.shard = static_cast<std::uint32_t>(fields.number("shard"));
+  m.shard_set = fields.text("shard_set");
+  if (m.shards == 0 || m.shard >= m.shards) {
+    throw FormatError(fields.what() + ": shard " + std::to_string(m.shard) + " of " +
+                      std::to_string(m.shards) + " is not a shard");
+  }
+  if (!m.tag_salts.empty() && m.tag_salts.size() != partitions) {
+    throw FormatError(fields.what() + ": metadata field 'tag_salts' has " +
+                      std::to_string(m.tag_salts.size()) + " entries for " +
+                      std::to_string(partitions) + " partitions");
+  }
+  m.tag_salts.resize(partitions, 0);
+  static constexpr std::string_view kOwn[] = {"format",          "version",   "state",
+                                              "created_unix_ns", "shards",    "shard",
+                                              "shard_set",       "tag_salts", "claimed_unix_ns"};
+  for (const auto& [field, value] : fields.all()) {
+    if (std::find(std::begin(kOwn), std::end(kOwn), field) == std::end(kOwn)) {
+      m.shape_fields.emplace_back(field, value);
+    }
+  }
+  return m;
+}
+
+std::map<std::string, std::string, std::less<>> stream_shape_fields(const StreamMetadata& m) {
+  return {m.shape_fields.begin(), m.shape_fields.end()};
 }
 
 }  // namespace redbloom::redis

@@ -17,6 +17,13 @@
 // Parts of one filter that come and go (growth links, window generations) take a part id
 // outside the hash tag, "NAME:<part>:bits:{NAME:i}", so every part of partition i shares its
 // slot and one script can reach them all.
+// A windowed or growing filter (format "redbloom-stream", version 1, stream_script.hpp):
+//   NAME                          hash: the metadata (StreamMetadata: the shape's fields)
+//   NAME:s<g>:bits:{NAME:i}       slice g of partition i: a header, then its links' bits;
+//                                 made by the first add into it, with PEXPIREAT at the
+//                                 slice's retirement (no expiry without a window)
+//   NAME:slices:bits:{NAME:i}     partition i's roster of the slices made (no expiry), so a
+//                                 live slice that vanished is reported, not taken for empty
 //
 // Every key of an object carries a hash tag of the object's name, so on a cluster each
 // partition or bucket sits in its own slot (spread over the masters) while a temp key lands in
@@ -78,6 +85,9 @@ class Fields {
   void check_format(std::string_view format, std::string_view noun, std::uint32_t newest) const;
   [[nodiscard]] std::uint32_t version() const;
   [[nodiscard]] bool ready() const;
+  [[nodiscard]] const std::map<std::string, std::string, std::less<>>& all() const noexcept {
+    return fields_;
+  }
 
  private:
   std::map<std::string, std::string, std::less<>> fields_;
@@ -133,5 +143,37 @@ struct ExactMetadata {
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> exact_claim_fields(
     const ExactMetadata& metadata);
 [[nodiscard]] ExactMetadata parse_exact_metadata(const Fields& fields);
+
+inline constexpr std::string_view kStreamFormat = "redbloom-stream";
+inline constexpr std::uint32_t kStreamVersion = 1;
+
+// The part id of window slice g ("s<g>"; slice 0 is the one slice of a growing filter).
+[[nodiscard]] std::string slice_part(std::int64_t slice);
+
+// A stream filter's metadata: the shape's own fields (StreamShape::encode) and, as a plain
+// filter has them, the sharding and the hash-tag salts.
+struct StreamMetadata {
+  std::uint32_t version = kStreamVersion;
+  std::vector<std::pair<std::string, std::string>> shape_fields;
+  std::uint64_t created_unix_ns = 0;
+  bool ready = false;
+  std::uint32_t shards = 1;
+  std::uint32_t shard = 0;
+  std::string shard_set;
+  std::vector<std::uint32_t> tag_salts;
+  std::uint64_t claimed_unix_ns = 0;
+};
+
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> stream_claim_fields(
+    const StreamMetadata& metadata);
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> encode_stream_metadata(
+    const StreamMetadata& metadata);
+// Checks the format and version (FormatError naming the key otherwise). The shape's fields are
+// returned as they are (StreamShape::parse reads them); a creation that has not finished has
+// only the partitions and salts.
+[[nodiscard]] StreamMetadata parse_stream_metadata(const Fields& fields);
+// The fields as a map, for StreamShape::parse.
+[[nodiscard]] std::map<std::string, std::string, std::less<>> stream_shape_fields(
+    const StreamMetadata& metadata);
 
 }  // namespace redbloom::redis

@@ -76,6 +76,23 @@ void for_each_part(
       per_unit);
 }
 
+std::vector<std::uint32_t> spread_tags(const Router& router, const std::string& name,
+                                       std::uint64_t partitions) {
+  constexpr std::uint32_t kTries = 1u << 16;
+  std::vector<std::uint32_t> salts(partitions, 0);
+  const std::size_t masters = router.masters();
+  if (masters <= 1) return salts;
+  for (std::uint64_t p = 0; p < partitions; ++p) {
+    for (std::uint32_t salt = 0; salt < kTries; ++salt) {
+      if (router.master_of(slot_of(partition_key(name, p, salt))) == p % masters) {
+        salts[p] = salt;
+        break;
+      }
+    }
+  }
+  return salts;
+}
+
 std::string describe_key(const Router& router, std::string_view key) {
   return "key '" + std::string(key) + "' on redis " + router.endpoint().describe();
 }

@@ -103,6 +103,12 @@ void mark_ready(Router& router, const std::string& meta_key,
 // the metadata.
 void drop_object(Router& router, const PartSet& parts, bool finished, const std::string& meta_key);
 
+// Hash-tag salts that put partition p of filter `name` on master p mod M of a cluster's M
+// masters (partition_key), so a filter's memory and load spread evenly over them; all 0 on
+// one server.
+[[nodiscard]] std::vector<std::uint32_t> spread_tags(const Router& router, const std::string& name,
+                                                     std::uint64_t partitions);
+
 // "key 'NAME' on redis HOST".
 [[nodiscard]] std::string describe_key(const Router& router, std::string_view key);
 

@@ -20,26 +20,6 @@ std::string where(const Router& router, std::string_view name) {
   return "filter '" + std::string(name) + "' on redis " + router.endpoint().describe();
 }
 
-// Hash-tag salts that put partition p on master p mod M of a cluster's M masters, so a
-// filter's memory and load spread evenly over them (a tag's slot is the CRC16 of its text, so
-// a few tries find one; 0, the plain tag, on one server or if none is found).
-std::vector<std::uint32_t> spread_tags(const Router& router, const std::string& name,
-                                       std::uint64_t partitions) {
-  constexpr std::uint32_t kTries = 1u << 16;
-  std::vector<std::uint32_t> salts(partitions, 0);
-  const std::size_t masters = router.masters();
-  if (masters <= 1) return salts;
-  for (std::uint64_t p = 0; p < partitions; ++p) {
-    for (std::uint32_t salt = 0; salt < kTries; ++salt) {
-      if (router.master_of(slot_of(redis::partition_key(name, p, salt))) == p % masters) {
-        salts[p] = salt;
-        break;
-      }
-    }
-  }
-  return salts;
-}
-
 // One INFO field as a number (0 if absent).
 std::uint64_t info_number(std::string_view info, std::string_view field) {
   // Built by appending: GCC 12 at -O3 warns falsely (-Wrestrict) on "\n" + std::string.
@@ -192,7 +172,7 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
   metadata.shard = shard.index;
   metadata.shard_set = shard.set_id;
   // The salts go into the claim, so that drop() finds the partitions of a creation that died.
-  metadata.tag_salts = spread_tags(router, meta, params.partitions);
+  metadata.tag_salts = redis::spread_tags(router, meta, params.partitions);
   metadata.claimed_unix_ns = redis::unix_now_ns();
   if (!redis::claim(router, meta, redis::filter_claim_fields(metadata))) {
     const auto existing = redis::read_metadata(router, meta, "filter");

@@ -1,0 +1,297 @@
+// A stream filter's life in Redis: create, open, drop. The metadata follows the one object
+// lifecycle (object.hpp); the slices are no parts of it (the script makes them as the stream
+// needs them, and Redis retires them), so drop finds them by SCAN and keeps only the names
+// that are exactly this filter's slice keys.
+#include <charconv>
+#include <cstdio>
+#include <random>
+#include <set>
+
+#include "core/sharding.hpp"
+#include "format.hpp"
+#include "object.hpp"
+#include "redbloom/error.hpp"
+#include "redis/redis_store.hpp"
+#include "stream_state.hpp"
+
+namespace redbloom {
+namespace {
+
+using redis::OnLostNode;
+using redis::Router;
+using redis::slot_of;
+
+std::string where(const Router& router, std::string_view name) {
+  return "stream filter '" + std::string(name) + "' on redis " + router.endpoint().describe();
+}
+
+std::vector<std::unique_ptr<Router>> routers_for(const std::vector<RedisEndpoint>& servers,
+                                                 const std::string& name) {
+  redis::validate_filter_name(name);
+  if (servers.empty()) throw InvalidArgument("no Redis server given");
+  std::vector<std::unique_ptr<Router>> routers;
+  for (const RedisEndpoint& server : servers) routers.push_back(redis::make_router(server));
+  return routers;
+}
+
+std::string random_set_id() {
+  std::random_device device;
+  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// Which server holds partition p: the only one, or as a sharded plain filter spreads them.
+std::vector<std::uint32_t> servers_of_partitions(std::uint64_t partitions, std::size_t servers) {
+  std::vector<std::uint32_t> of(partitions, 0);
+  if (servers == 1) return of;
+  for (std::uint64_t p = 0; p < partitions; ++p) {
+    of[p] = sharding::shard_of_partition(p, static_cast<std::uint32_t>(servers));
+  }
+  return of;
+}
+
+// The server's clock minus this machine's, so that the client's guess of the current slice
+// matches the script's (a wrong guess costs one more round trip, never a wrong answer).
+std::int64_t server_offset_ms(Router& router, const std::string& name) {
+  const redis::Reply reply = router.run(slot_of(name), {"TIME"}, OnLostNode::retry);
+  router.expect(*reply, REDIS_REPLY_ARRAY, "TIME");
+  if (reply->elements != 2) router.fail("TIME", "not a time");
+  const std::int64_t server = std::stoll(std::string(redis::text_of(*reply->element[0]))) * 1000 +
+                              std::stoll(std::string(redis::text_of(*reply->element[1]))) / 1000;
+  return server - static_cast<std::int64_t>(system_now_ns() / 1'000'000);
+}
+
+// `text` with the glob characters of SCAN MATCH escaped.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// True if `key` is exactly slice key "NAME:s<g>:bits:{NAME:p[:salt]}" of this filter.
+bool is_slice_key(std::string_view key, const std::string& name,
+                  const std::vector<std::uint32_t>& salts) {
+  const std::string prefix = name + ":s";
+  if (!key.starts_with(prefix)) return false;
+  const std::string_view rest = key.substr(prefix.size());
+  const std::size_t bits = rest.find(":bits:{");
+  if (bits == std::string_view::npos) return false;
+  std::int64_t slice = 0;
+  const auto [slice_end, slice_error] = std::from_chars(rest.data(), rest.data() + bits, slice);
+  if (slice_error != std::errc{} || slice_end != rest.data() + bits) return false;
+  const std::string tag_start = "{" + name + ":";
+  const std::string_view tag = rest.substr(bits + 6);
+  if (!tag.starts_with(tag_start)) return false;
+  std::uint64_t partition = 0;
+  const std::string_view number = tag.substr(tag_start.size());
+  const auto [end, error] =
+      std::from_chars(number.data(), number.data() + number.size(), partition);
+  if (error != std::errc{} || partition >= salts.size()) return false;
+  (void)end;
+  return key == redis::partition_key(name, partition, salts[partition], redis::slice_part(slice));
+}
+
+// Unlinks `keys`, pipelined (one key a unit on a cluster, so each goes to its slot's node).
+void unlink_all(Router& router, const std::vector<std::string>& keys) {
+  redis::for_each_part(
+      router, keys.size(), [&](std::uint64_t i) { return keys[i]; }, "UNLINK",
+      redis::Work::idempotent_write,
+      [](std::uint64_t, const std::string& key, redis::CommandBuffer& buffer) {
+        buffer.command({"UNLINK", key});
+      },
+      [&](std::uint64_t, const redisReply& reply) {
+        router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+      });
+}
+
+// Unlinks every slice key of the filter on this router's servers (every master of a cluster).
+void unlink_slices(Router& router, const std::string& name,
+                   const std::vector<std::uint32_t>& salts) {
+  const std::string pattern = glob_escape(name) + ":s*:bits:{*";
+  std::vector<std::string> found;
+  redis::for_each_master(router, [&](std::uint16_t slot) {
+    std::string cursor = "0";
+    do {
+      const redis::Reply reply =
+          router.run(slot, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, OnLostNode::retry);
+      router.expect(*reply, REDIS_REPLY_ARRAY, "SCAN");
+      if (reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        router.fail("SCAN", "not a SCAN reply");
+      }
+      cursor = redis::text_of(*reply->element[0]);
+      const redisReply& keys = *reply->element[1];
+      for (std::size_t i = 0; i < keys.elements; ++i) {
+        const std::string_view key = redis::text_of(*keys.element[i]);
+        if (is_slice_key(key, name, salts)) found.emplace_back(key);
+      }
+    } while (cursor != "0");
+  });
+  unlink_all(router, found);
+}
+
+// The metadata at NAME if it is a stream filter's (ready or not); nullopt for no key or a
+// plain filter; FormatError for another kind of key.
+std::optional<redis::Fields> stream_fields(Router& router, const std::string& name) {
+  std::optional<redis::Fields> fields = redis::read_metadata(router, name, "stream filter");
+  if (!fields) return std::nullopt;
+  if (fields->has("format") && fields->text("format") == redis::kFilterFormat) return std::nullopt;
+  fields->check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
+  return fields;
+}
+
+std::string shard_text(std::uint32_t index, std::uint32_t count) {
+  return count == 1 ? std::string("an unsharded filter")
+                    : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
+}
+
+}  // namespace
+
+std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
+    const std::vector<RedisEndpoint>& servers, const std::string& name, const StreamShape& shape,
+    Clock clock, bool overwrite) {
+  auto state = std::make_unique<State>(shape, name, std::move(clock));
+  state->routers = routers_for(servers, name);
+  const auto count = static_cast<std::uint32_t>(servers.size());
+  if (count > 1) {
+    std::set<std::string> keyspaces;
+    for (const auto& router : state->routers) {
+      if (!keyspaces.insert(router->keyspace_id()).second) {
+        throw InvalidArgument("redis " + router->endpoint().describe() +
+                              " is listed twice (or under two addresses): each shard needs its "
+                              "own server or database");
+      }
+    }
+  }
+  if (overwrite && !drop_if_stream(servers, name)) {
+    for (const RedisEndpoint& server : servers) {
+      if (RedisStore::exists(server, name)) RedisStore::drop(server, name);
+    }
+  }
+  const std::uint64_t partitions = shape.partitions();
+  state->router_of = servers_of_partitions(partitions, count);
+  state->salts.assign(partitions, 0);
+  const std::string set_id = count > 1 ? random_set_id() : std::string();
+  std::vector<redis::StreamMetadata> metadata(count);
+  for (std::uint32_t r = 0; r < count; ++r) {
+    redis::StreamMetadata& m = metadata[r];
+    m.shape_fields = shape.encode();
+    m.shards = count;
+    m.shard = r;
+    m.shard_set = set_id;
+    m.tag_salts = redis::spread_tags(*state->routers[r], name, partitions);
+    m.claimed_unix_ns = redis::unix_now_ns();
+    for (std::uint64_t p = 0; p < partitions; ++p) {
+      if (state->router_of[p] == r) state->salts[p] = m.tag_salts[p];
+    }
+    Router& router = *state->routers[r];
+    if (redis::claim(router, name, redis::stream_claim_fields(m))) continue;
+    // Taken: undo this call's claims on the servers before, then say by what.
+    for (std::uint32_t before = 0; before < r; ++before) {
+      state->routers[before]->run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
+    }
+    const auto existing = redis::read_metadata(router, name, "stream filter");
+    if (!existing) router.fail("create", "the name changed while it was being claimed");
+    const bool plain = existing->has("format") && existing->text("format") == redis::kFilterFormat;
+    if (!plain)
+      existing->check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
+    throw FilterExists(where(router, name) + " already exists" +
+                       (plain               ? " as a plain filter (use --force to replace it)"
+                        : existing->ready() ? " (use --force to replace it)"
+                                            : " and is being created by another process" +
+                                                  redis::creation_age(*existing) +
+                                                  "; if that process is gone, drop it first"));
+  }
+  state->created_unix_ns = redis::unix_now_ns();
+  for (std::uint32_t r = 0; r < count; ++r) {
+    metadata[r].ready = true;
+    metadata[r].created_unix_ns = state->created_unix_ns;
+    redis::mark_ready(*state->routers[r], name, redis::encode_stream_metadata(metadata[r]));
+  }
+  state->prepare();
+  state->load_script();
+  state->server_offset_ms = server_offset_ms(*state->routers[0], name);
+  return std::unique_ptr<RedisStreamStore>(new RedisStreamStore(std::move(state)));
+}
+
+std::unique_ptr<RedisStreamStore> RedisStreamStore::open_if_stream(
+    const std::vector<RedisEndpoint>& servers, const std::string& name, Clock clock,
+    std::chrono::milliseconds wait_for_creator) {
+  std::vector<std::unique_ptr<Router>> routers = routers_for(servers, name);
+  if (!stream_fields(*routers[0], name)) return nullptr;
+  const auto count = static_cast<std::uint32_t>(servers.size());
+  std::vector<redis::StreamMetadata> metadata;
+  for (std::uint32_t r = 0; r < count; ++r) {
+    Router& router = *routers[r];
+    const auto fields = redis::read_ready(router, name, redis::kStreamFormat, "stream filter",
+                                          redis::kStreamVersion, wait_for_creator);
+    if (!fields) {
+      throw FormatError(where(router, name) +
+                        " does not exist, though the first server holds it: give the servers "
+                        "it was created on, in the same order");
+    }
+    redis::StreamMetadata m = redis::parse_stream_metadata(*fields);
+    if (m.shards != count || m.shard != r || (r > 0 && m.shard_set != metadata[0].shard_set)) {
+      throw FormatError(where(router, name) + " holds " + shard_text(m.shard, m.shards) +
+                        " but was opened as " + shard_text(r, count) +
+                        (m.shards == count && m.shard == r ? " of another set of servers" : "") +
+                        ": give the servers it was created on, in the same order");
+    }
+    if (r > 0 && redis::stream_shape_fields(m) != redis::stream_shape_fields(metadata[0])) {
+      throw FormatError(where(router, name) + " has other stream options than on " +
+                        routers[0]->endpoint().describe());
+    }
+    metadata.push_back(std::move(m));
+  }
+  const StreamShape shape = StreamShape::parse(redis::stream_shape_fields(metadata[0]),
+                                               redis::describe_key(*routers[0], name));
+  auto state = std::make_unique<State>(shape, name, std::move(clock));
+  state->routers = std::move(routers);
+  state->created_unix_ns = metadata[0].created_unix_ns;
+  const std::uint64_t partitions = shape.partitions();
+  state->router_of = servers_of_partitions(partitions, count);
+  state->salts.assign(partitions, 0);
+  for (std::uint64_t p = 0; p < partitions; ++p) {
+    const auto& salts = metadata[state->router_of[p]].tag_salts;
+    if (salts.size() != partitions) {
+      throw FormatError(where(*state->routers[state->router_of[p]], name) + ": " +
+                        std::to_string(salts.size()) + " tag salts for " +
+                        std::to_string(partitions) + " partitions");
+    }
+    state->salts[p] = salts[p];
+  }
+  state->prepare();
+  state->load_script();
+  state->server_offset_ms = server_offset_ms(*state->routers[0], name);
+  return std::unique_ptr<RedisStreamStore>(new RedisStreamStore(std::move(state)));
+}
+
+bool RedisStreamStore::drop_if_stream(const std::vector<RedisEndpoint>& servers,
+                                      const std::string& name) {
+  std::vector<std::unique_ptr<Router>> routers = routers_for(servers, name);
+  bool dropped = false;
+  for (std::size_t r = 0; r < routers.size(); ++r) {
+    Router& router = *routers[r];
+    const auto fields = stream_fields(router, name);
+    if (!fields) continue;
+    // A creation that never finished recorded its partitions and salts in its claim.
+    const redis::StreamMetadata m = redis::parse_stream_metadata(*fields);
+    unlink_slices(router, name, m.tag_salts);
+    const auto server_of = servers_of_partitions(m.tag_salts.size(), routers.size());
+    std::vector<std::string> rosters;
+    for (std::uint64_t p = 0; p < m.tag_salts.size(); ++p) {
+      if (server_of[p] == r)
+        rosters.push_back(redis::partition_key(name, p, m.tag_salts[p], "slices"));
+    }
+    unlink_all(router, rosters);
+    router.run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
+    dropped = true;
+  }
+  return dropped;
+}
+
+}  // namespace redbloom

@@ -1,0 +1,380 @@
+#include "stream_script.hpp"
+
+#include <charconv>
+
+#include "partition_ops.hpp"
+
+namespace redbloom::redis::stream {
+namespace {
+
+// The protocol is in stream_script.hpp. Lua 5.1 unpacks at most ~8000 values onto its stack,
+// so bulk reads go in calls of at most ~2000 probes. Numbers written back into keys (times,
+// expiries) are formatted with %.0f: Lua's own conversion switches to exponents past 14 digits.
+constexpr std::string_view kScript = R"lua(
+local mode = ARGV[1]
+local now = tonumber(ARGV[2])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local slice_ms = tonumber(ARGV[3])
+local older = tonumber(ARGV[4])
+local first = tonumber(ARGV[5])
+local H = tonumber(ARGV[6])
+local M = tonumber(ARGV[7])
+local budget = tonumber(ARGV[8])
+local K = tonumber(ARGV[9])
+local size, cap, hashes, start, koff = {}, {}, {}, {}, {}
+local at, stride = H, 0
+for l = 0, M - 1 do
+  size[l] = tonumber(ARGV[10 + 3 * l])
+  cap[l] = tonumber(ARGV[11 + 3 * l])
+  hashes[l] = tonumber(ARGV[12 + 3 * l])
+  start[l] = at
+  at = at + size[l]
+  if l < K then
+    koff[l] = stride
+    stride = stride + hashes[l]
+  end
+end
+start[M] = at
+local n = tonumber(ARGV[10 + 3 * M])
+local base = 11 + 3 * M
+local roster = KEYS[1]
+local last = first + #KEYS - 2
+local function int(x) return string.format('%.0f', x) end
+
+local G = 0
+if slice_ms > 0 then G = math.floor(now / slice_ms) end
+if G > last then return {'time', 0, '', 0, G, now} end
+local newest = G
+for g = math.max(G + 1, first), last do
+  if redis.call('EXISTS', KEYS[g - first + 2]) == 1 then newest = g end
+end
+if newest == last and last > G then return {'time', 0, '', 0, last, now} end
+G = newest
+if G - older < first then return {'time', 0, '', 0, G, now} end
+
+-- The roster: per live slice position g mod R, g + 1 once slice g's key was made. A live slice
+-- that was made and is gone was evicted or deleted: its items are lost, which is an error,
+-- never a silent "absent" or "new".
+local R = older + 1
+local ring = redis.call('GET', roster)
+if ring and #ring ~= 8 * R then return redis.error_reply('REDBLOOMSTREAM roster 1 ' .. #ring) end
+local function made(g)
+  if not ring then return false end
+  local pos, v = 8 * (g % R), 0
+  for b = 1, 8 do v = v * 256 + string.byte(ring, pos + b) end
+  return v == g + 1
+end
+
+local L, used, need, most = {}, 0, 0, 0
+for g = G - older, G do
+  local index = g - first + 2
+  local key = KEYS[index]
+  local kind = redis.call('TYPE', key)['ok']
+  L[g] = 0
+  if kind == 'none' and made(g) then
+    return redis.error_reply('REDBLOOMSTREAM lost ' .. index .. ' 0')
+  end
+  if kind ~= 'none' then
+    if kind ~= 'string' then
+      return redis.error_reply('REDBLOOMSTREAM wrongtype ' .. index .. ' ' .. kind)
+    end
+    local len = redis.call('STRLEN', key)
+    local links = -1
+    if len >= H then links = redis.call('BITFIELD', key, 'GET', 'i64', 0)[1] end
+    if links < 1 or links > M or len ~= start[links] then
+      return redis.error_reply('REDBLOOMSTREAM damaged ' .. index .. ' ' .. len)
+    end
+    if links > K then need = math.max(need, links) end
+    used = used + start[links] - H
+    L[g] = links
+    most = math.max(most, links)
+  end
+end
+
+if mode == 'i' then
+  local out = {'ok', 0, '', most, G, now}
+  for g = G - older, G do
+    if L[g] > 0 then
+      local key = KEYS[g - first + 2]
+      out[#out + 1] = {g, redis.call('GETRANGE', key, 0, H - 1), redis.call('STRLEN', key),
+                       redis.call('BITCOUNT', key, H, -1)}
+    end
+  end
+  return out
+end
+if need > 0 then return {'links', 0, '', need, G, now} end
+
+-- found[i] = true for the items whose bits are all set in link l of `key`.
+local function probe(key, l, found)
+  local per = math.max(1, math.floor(2000 / hashes[l]))
+  local i = 1
+  while i <= n do
+    local args, which, na, nw = {'BITFIELD', key}, {}, 2, 0
+    while i <= n and nw < per do
+      if not found[i] then
+        nw = nw + 1
+        which[nw] = i
+        local o = base + (i - 1) * stride + koff[l]
+        for j = o, o + hashes[l] - 1 do
+          args[na + 1] = 'GET'
+          args[na + 2] = 'u1'
+          args[na + 3] = ARGV[j]
+          na = na + 3
+        end
+      end
+      i = i + 1
+    end
+    if nw > 0 then
+      local bits = redis.call(unpack(args, 1, na))
+      for w = 1, nw do
+        local all = true
+        for j = 1, hashes[l] do
+          if bits[(w - 1) * hashes[l] + j] == 0 then
+            all = false
+            break
+          end
+        end
+        if all then found[which[w]] = true end
+      end
+    end
+  end
+end
+
+local found = {}
+for i = 1, n do found[i] = false end
+if mode == 'l' then
+  -- Newest first: most items asked about were added lately, and found items are not probed on.
+  for g = G, G - older, -1 do
+    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+  end
+  local flags = {}
+  for i = 1, n do flags[i] = found[i] and '1' or '0' end
+  return {'ok', n, table.concat(flags), most, G, now}
+end
+
+local key = KEYS[G - first + 2]
+local links = L[G]
+local count = 0
+if links > 0 then count = redis.call('BITFIELD', key, 'GET', 'i64', 64 * (2 * links - 1))[1] end
+-- inG: in a link of G. Exact for the links that are no longer the newest; the newest one's
+-- test-and-set below sees what earlier items of this unit wrote into it.
+local inG = {}
+for i = 1, n do inG[i] = false end
+for l = 0, links - 1 do probe(key, l, inG) end
+-- found: in G or an older slice. An item only in an older slice is not new, but the add still
+-- sets it in G, restarting its window.
+for i = 1, n do found[i] = inG[i] end
+for g = G - 1, G - older, -1 do
+  for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+end
+local counted = count
+local function save_count()
+  if links > 0 and count ~= counted then
+    redis.call('BITFIELD', key, 'SET', 'i64', 64 * (2 * links - 1), int(count))
+  end
+end
+local flags = {}
+for i = 1, n do
+  if not inG[i] and links > 0 and count >= cap[links - 1] then
+    -- The newest link is full and about to be frozen: what this unit wrote into it counts.
+    probe(key, links - 1, inG)
+  end
+  if inG[i] then
+    flags[i] = '0'
+  else
+    if links == 0 or count >= cap[links - 1] then
+      local make = links
+      if make >= M or (budget > 0 and used + size[make] > budget) then
+        save_count()
+        return {'full', i - 1, table.concat(flags), make, G, now}
+      end
+      if make >= K then
+        save_count()
+        return {'links', i - 1, table.concat(flags), make + 1, G, now}
+      end
+      save_count()
+      redis.call('SETRANGE', key, int(start[make + 1] - 1), '\0')
+      redis.call('BITFIELD', key, 'SET', 'i64', 0, make + 1, 'SET', 'i64', 64 * (2 + 2 * make),
+                 int(now))
+      if make == 0 then
+        if slice_ms > 0 then redis.call('PEXPIREAT', key, int((G + 1 + older) * slice_ms)) end
+        if not ring then redis.call('SETRANGE', roster, 8 * R - 1, '\0') end
+        redis.call('BITFIELD', roster, 'SET', 'i64', 64 * (G % R), int(G + 1))
+        ring = true
+      end
+      links = make + 1
+      used = used + size[make]
+      count = 0
+      counted = 0
+    end
+    -- Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
+    -- already set them all (then nothing changed and the item is not new).
+    local args, na = {'BITFIELD', key}, 2
+    local o = base + (i - 1) * stride + koff[links - 1]
+    for j = o, o + hashes[links - 1] - 1 do
+      args[na + 1] = 'SET'
+      args[na + 2] = 'u1'
+      args[na + 3] = ARGV[j]
+      args[na + 4] = '1'
+      na = na + 4
+    end
+    local old = redis.call(unpack(args, 1, na))
+    local all = true
+    for j = 1, hashes[links - 1] do
+      if old[j] == 0 then
+        all = false
+        break
+      end
+    end
+    if all then
+      flags[i] = '0'
+    else
+      count = count + 1
+      flags[i] = found[i] and '0' or '1'
+    end
+  end
+end
+save_count()
+return {'ok', n, table.concat(flags), math.max(most, links), G, now}
+)lua";
+
+std::int64_t integer_of(const redisReply& reply, const char* what) {
+  if (reply.type != REDIS_REPLY_INTEGER) {
+    throw ReplyProblem(std::string("stream script: ") + what + " is not an integer", false);
+  }
+  return reply.integer;
+}
+
+}  // namespace
+
+std::string_view script_text() noexcept {
+  return kScript;
+}
+
+std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
+  const std::size_t fixed = 10 + 3 * call.links.size();
+  out.begin(3 + call.keys.size() + fixed + call.offsets.size());
+  out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
+  out.arg(sha.empty() ? kScript : sha);
+  out.arg(std::uint64_t{call.keys.size()});
+  for (const std::string& key : call.keys) out.arg(key);
+  const char mode = static_cast<char>(call.mode);
+  out.arg(std::string_view(&mode, 1));
+  out.arg(call.now_ms < 0 ? std::string_view("-1") : std::to_string(call.now_ms));
+  out.arg(call.slice_ms);
+  out.arg(std::uint64_t{call.older});
+  out.arg(std::to_string(call.first));
+  out.arg(kHeaderBytes);
+  out.arg(std::uint64_t{call.links.size()});
+  out.arg(call.budget);
+  out.arg(std::uint64_t{call.with_offsets});
+  for (const LinkArgs& link : call.links) {
+    out.arg(link.bytes);
+    out.arg(link.capacity);
+    out.arg(std::uint64_t{link.hashes});
+  }
+  out.arg(std::uint64_t{call.items});
+  for (const std::uint64_t offset : call.offsets) out.arg(offset);
+  return 1;
+}
+
+std::uint64_t header_field(std::string_view header, std::uint64_t field) {
+  std::uint64_t value = 0;
+  for (std::size_t b = 0; b < 8; ++b) {
+    value = (value << 8) | static_cast<unsigned char>(header[8 * field + b]);
+  }
+  return value;
+}
+
+Reply decode(const redisReply& reply, std::span<const std::string> keys) {
+  if (is_error(reply)) {
+    const std::string_view text = text_of(reply);
+    for (const std::string_view kind : {"wrongtype", "damaged", "lost", "roster"}) {
+      const std::string prefix = "REDBLOOMSTREAM " + std::string(kind) + " ";
+      if (!text.starts_with(prefix)) continue;
+      const std::string_view rest = text.substr(prefix.size());
+      std::size_t index = 0;
+      std::from_chars(rest.data(), rest.data() + rest.size(), index);
+      const std::string key = index >= 1 && index <= keys.size() ? keys[index - 1] : "?";
+      const std::string_view detail = rest.substr(std::min(rest.size(), rest.find(' ') + 1));
+      if (kind == "lost") {
+        throw ReplyProblem("slice key '" + key +
+                               "' is gone though it was made and its slice is still live "
+                               "(evicted or deleted?): the items added in that slice are lost",
+                           true);
+      }
+      if (kind == "roster") {
+        throw ReplyProblem("roster key '" + key + "' is " + std::string(detail) +
+                               " bytes long, not the filter's slice roster (damaged?)",
+                           true);
+      }
+      if (kind == "wrongtype") {
+        throw ReplyProblem("slice key '" + key + "' holds a " + std::string(detail) +
+                               ", not a slice of a redbloom stream filter",
+                           true);
+      }
+      throw ReplyProblem("slice key '" + key + "' is " + std::string(detail) +
+                             " bytes long, which its header does not explain (damaged, or "
+                             "written outside redbloom?)",
+                         true);
+    }
+    throw ReplyProblem(std::string(text), false);
+  }
+  if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 6 ||
+      reply.element[0]->type != REDIS_REPLY_STRING ||
+      reply.element[2]->type != REDIS_REPLY_STRING) {
+    throw ReplyProblem("stream script: not a reply of this redbloom's script", false);
+  }
+  Reply out;
+  const std::string_view status = text_of(*reply.element[0]);
+  if (status == "ok") {
+    out.status = Reply::Status::ok;
+  } else if (status == "links") {
+    out.status = Reply::Status::links;
+  } else if (status == "full") {
+    out.status = Reply::Status::full;
+  } else if (status == "time") {
+    out.status = Reply::Status::time;
+  } else {
+    throw ReplyProblem("stream script: unknown status '" + std::string(status) + "'", false);
+  }
+  out.done = static_cast<std::size_t>(integer_of(*reply.element[1], "done"));
+  out.flags = text_of(*reply.element[2]);
+  out.links = static_cast<std::uint32_t>(integer_of(*reply.element[3], "links"));
+  out.slice = integer_of(*reply.element[4], "slice");
+  out.now_ms = integer_of(*reply.element[5], "now");
+  if (out.flags.size() != out.done) {
+    throw ReplyProblem("stream script: " + std::to_string(out.flags.size()) + " answers for " +
+                           std::to_string(out.done) + " items",
+                       false);
+  }
+  for (std::size_t e = 6; e < reply.elements; ++e) {
+    const redisReply& entry = *reply.element[e];
+    if (entry.type != REDIS_REPLY_ARRAY || entry.elements != 4 ||
+        entry.element[1]->type != REDIS_REPLY_STRING ||
+        entry.element[1]->len != static_cast<std::size_t>(kHeaderBytes)) {
+      throw ReplyProblem("stream script: a malformed slice in an info reply", false);
+    }
+    SliceState slice;
+    slice.slice = integer_of(*entry.element[0], "slice");
+    const std::string_view header = text_of(*entry.element[1]);
+    slice.links = static_cast<std::uint32_t>(header_field(header, 0));
+    if (slice.links < 1 || slice.links > kMaxStreamLinks) {
+      throw ReplyProblem(
+          "stream script: a slice header with " + std::to_string(slice.links) + " links", true);
+    }
+    for (std::uint32_t l = 0; l < slice.links; ++l) {
+      slice.items.push_back(header_field(header, 1 + 2 * std::uint64_t{l}));
+      slice.created_ms.push_back(header_field(header, 2 + 2 * std::uint64_t{l}));
+    }
+    slice.length = static_cast<std::uint64_t>(integer_of(*entry.element[2], "length"));
+    slice.set_bits = static_cast<std::uint64_t>(integer_of(*entry.element[3], "set bits"));
+    out.slices.push_back(std::move(slice));
+  }
+  return out;
+}
+
+}  // namespace redbloom::redis::stream

@@ -1,0 +1,111 @@
+// The one Lua script behind a windowed or growing filter in Redis, and the pure encoding of its
+// arguments and decoding of its replies (no I/O; stream_store.cpp sends them).
+//
+// Keys. Slice g of partition p is one string, partition_key(NAME, p, salt, "s<g>"):
+//   header   kHeaderBytes: big-endian i64 fields (BITFIELD i64), field 0 the link count L,
+//            then per link l: field 1 + 2l its item count, field 2 + 2l its creation (Unix ms)
+//   links    link 0's partition bytes, link 1's, ... (link l sized by StreamShape::link_params)
+// so its length is kHeaderBytes + the bytes of links 0..L-1, always. The script makes it at the
+// first add into the slice, with PEXPIREAT at the slice's retirement (none without a window),
+// and appends a link with SETRANGE when the newest one holds its capacity.
+//
+// The roster, partition_key(NAME, p, salt, "slices"), no expiry: 8 x (slices + 1) bytes, i64
+// field g mod (slices + 1) = g + 1 once slice g's key was made. A live slice that was made and
+// is gone (evicted: slice keys have a TTL, so volatile-* policies take them) is then an error.
+//
+// Protocol. One EVALSHA per partition and unit of items, declaring KEYS = the roster, then the
+// slice keys of slices first .. first + #KEYS - 2 (all share the partition's hash tag, so its
+// slot):
+//   ARGV  mode ('a' add, 'l' lookup, 'i' info), now_ms (-1: the server's TIME), slice_ms (0: no
+//         window), older (live slices before the current one), first, kHeaderBytes, M (links
+//         described), budget (bytes the partition's live links may hold; 0: no limit), K (links
+//         with offsets), M x (bytes, capacity per partition, hashes), n (items), then per item
+//         and per link l < K its k_l absolute bit offsets in the key (the client hashes: Lua's
+//         numbers are doubles)
+//   The current slice G is the one of now, or the newest declared slice that exists (time never
+//   goes back for a partition, whatever the writers' clocks say); live are G - older .. G.
+//   Reply {status, done, flags, links, G, now_ms[, info...]}:
+//     ok     every item handled; flags: one '0'/'1' per item (new / present)
+//     links  a live slice has more links than K, or the add must grow past K: items [0, done)
+//            were handled, the rest not; send offsets for `links` links and go on
+//     full   the add needs link `links`, which cannot exist (M) or would exceed the budget:
+//            items [0, done) were handled, the rest not
+//     time   the declared slices do not cover G - older .. G (or the newest declared one
+//            exists, so there may be newer): nothing ran; declare around slice G and go on
+//   info mode adds, per live slice that exists: {g, header bytes, key length, set bits}.
+//   A key of another type, of a length its header does not explain, or gone while the roster
+//   says it was made and it is live, is an error reply "REDBLOOMSTREAM <wrongtype|damaged|lost|
+//   roster> <key index> <detail>" and nothing is written.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "connection.hpp"
+#include "redbloom/stream.hpp"
+
+namespace redbloom::redis::stream {
+
+inline constexpr std::uint64_t kHeaderFields = 1 + 2 * std::uint64_t{kMaxStreamLinks};
+inline constexpr std::uint64_t kHeaderBytes = 8 * kHeaderFields;
+
+[[nodiscard]] std::string_view script_text() noexcept;
+
+enum class Mode : char { add = 'a', lookup = 'l', info = 'i' };
+
+// One link as the script needs it.
+struct LinkArgs {
+  std::uint64_t bytes = 0;     // of one partition
+  std::uint64_t capacity = 0;  // items per partition before the next link is made
+  std::uint32_t hashes = 0;
+};
+
+struct Call {
+  Mode mode = Mode::lookup;
+  std::int64_t now_ms = -1;
+  std::uint64_t slice_ms = 0;
+  std::uint32_t older = 0;
+  std::int64_t first = 0;
+  std::span<const std::string> keys;  // the roster, then slices first, first + 1, ...
+  std::uint64_t budget = 0;
+  std::span<const LinkArgs> links;  // every link that can exist
+  std::uint32_t with_offsets = 0;   // K
+  std::size_t items = 0;
+  // items x (sum of hashes of links < K) offsets, item by item, link by link.
+  std::span<const std::uint64_t> offsets;
+};
+
+// EVALSHA sha ... (or EVAL with the script's text when `sha` is empty). Returns 1 (commands).
+std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha);
+
+// A slice as info mode reports it.
+struct SliceState {
+  std::int64_t slice = 0;
+  std::uint32_t links = 0;
+  std::vector<std::uint64_t> items;       // per link
+  std::vector<std::uint64_t> created_ms;  // per link
+  std::uint64_t length = 0;
+  std::uint64_t set_bits = 0;
+};
+
+struct Reply {
+  enum class Status { ok, links, full, time } status = Status::ok;
+  std::size_t done = 0;
+  std::string flags;  // '0' / '1' per handled item
+  std::uint32_t links = 0;
+  std::int64_t slice = 0;
+  std::int64_t now_ms = 0;
+  std::vector<SliceState> slices;  // info mode
+};
+
+// Throws ReplyProblem (partition_ops.hpp) naming the key for the script's own errors (lost =
+// true: a damaged or foreign key) and for anything that is not a reply of this protocol.
+[[nodiscard]] Reply decode(const redisReply& reply, std::span<const std::string> keys);
+
+// The header's fields as the bytes of a key hold them (big-endian i64).
+[[nodiscard]] std::uint64_t header_field(std::string_view header, std::uint64_t field);
+
+}  // namespace redbloom::redis::stream

@@ -1,0 +1,554 @@
+// A stream filter's data paths in Redis: each call hashes its items, queues them by partition
+// and sends each partition's queue through the script (stream_script.hpp) in waves: one unit a
+// partition a wave, so a partition's items are handled in batch order (the second of two equal
+// items is not new) while all partitions, servers and masters work at the same time. Between
+// waves the client answers what the script asked for: offsets for more links, or keys around
+// another slice.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "core/item_hash_inline.hpp"
+#include "core/layout.hpp"
+#include "format.hpp"
+#include "partition_ops.hpp"
+#include "redbloom/error.hpp"
+#include "run_each.hpp"
+#include "stream_state.hpp"
+
+namespace redbloom {
+namespace {
+
+using redis::CommandBuffer;
+using redis::OnLostNode;
+using redis::Replies;
+using redis::UnitRoute;
+namespace stream = redis::stream;
+
+// Items per script call: bounds how long one call blocks its server (two commands an item).
+constexpr std::size_t kUnitItems = 512;
+// Replies in a row that move a partition no further (more links, another slice, NOSCRIPT)
+// before a call gives up: each of them answers a finite question, so this is never reached
+// by a sound server.
+constexpr int kMaxDetours = 2 * static_cast<int>(kMaxStreamLinks) + 16;
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
+}
+
+// The item's absolute bit offsets in a slice key for links 0..links-1, appended to `out`.
+void append_offsets(const RedisStreamStore::State& s, const ItemHash& h, std::uint32_t links,
+                    std::vector<std::uint64_t>& out) {
+  for (std::uint32_t l = 0; l < links; ++l) {
+    const FilterParams& p = s.links[l];
+    const std::uint64_t base = 8 * s.link_start[l];
+    const auto visit = [&](std::uint64_t bit) { out.push_back(base + bit); };
+    if (p.layout == Layout::blocked) {
+      layout::blocked_probes(h, p.partition_bits, p.hashes, visit);
+    } else {
+      layout::classic_probes(h, p.partition_bits, p.hashes, visit);
+    }
+  }
+}
+
+// A call's items queued by partition, in batch order.
+struct Queues {
+  std::vector<ItemHash> hashes;
+  std::vector<std::vector<std::uint32_t>> of;  // per partition: batch indices
+  std::vector<std::size_t> next;               // per partition: first not yet handled
+};
+
+Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string_view> items) {
+  if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
+  Queues q;
+  const std::uint64_t partitions = s.shape.partitions();
+  q.hashes.resize(items.size());
+  q.of.resize(partitions);
+  q.next.assign(partitions, 0);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    q.hashes[i] = detail::hash_inline(items[i]);
+    q.of[layout::partition_of(q.hashes[i], partitions)].push_back(static_cast<std::uint32_t>(i));
+  }
+  return q;
+}
+
+// The first item (batch index) that some partition has not handled: everything before it is.
+std::size_t handled_prefix(const Queues& q, std::size_t items) {
+  std::size_t first = items;
+  for (std::size_t p = 0; p < q.of.size(); ++p) {
+    if (q.next[p] < q.of[p].size()) first = std::min<std::size_t>(first, q.of[p][q.next[p]]);
+  }
+  return first;
+}
+
+// A reply never answers for more items than the partition has left (a server that did would
+// not be running this script).
+void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
+                const stream::Reply& reply) {
+  if (q.next[p] + reply.done > q.of[p].size()) {
+    s.routers[s.router_of[p]]->fail("EVALSHA", "the stream script answered for " +
+                                                   std::to_string(reply.done) +
+                                                   " items, more than were sent");
+  }
+}
+
+// Runs the script in waves (see the top of the file). units(p) says how many items partition p
+// sends this wave (0: nothing), fill(p, call, offsets) sets the call's mode, items and offsets,
+// and handled(p, reply) sees the replies that moved it (ok, links, full). The keys, the time,
+// more links, another slice and NOSCRIPT are dealt with here.
+void waves(
+    RedisStreamStore::State& s, std::string_view operation, bool writes,
+    const std::function<std::size_t(std::uint64_t)>& units,
+    const std::function<void(std::uint64_t, stream::Call&, std::vector<std::uint64_t>&)>& fill,
+    const std::function<void(std::uint64_t, const stream::Reply&)>& handled) {
+  const std::uint64_t partitions = s.shape.partitions();
+  const std::int64_t guess = s.guess_slice();
+  std::vector<std::int64_t> center(partitions);
+  for (std::uint64_t p = 0; p < partitions; ++p) center[p] = std::max(guess, s.newest_slice[p]);
+  std::vector<int> detours(partitions, 0);
+  std::vector<std::uint8_t> by_text(s.routers.size(), 0);  // NOSCRIPT seen: EVAL there
+  std::mutex mutex;  // make and on_unit of a cluster's masters run on their own threads
+  const std::int64_t now = s.now_ms();
+  // The keys a unit of partition p declares: its roster, the live slices around its center, one
+  // before (the server's clock may be behind the guess) and two after (the script then knows
+  // whether a newer slice exists); the one slice of a growing filter. Returns the first one's
+  // slice.
+  const auto declare = [&](std::uint64_t p, std::vector<std::string>& keys) {
+    const std::int64_t older = s.shape.windowed() ? s.shape.slices() : 0;
+    const std::int64_t first = s.shape.windowed() ? center[p] - older - 1 : 0;
+    const std::int64_t last = s.shape.windowed() ? center[p] + 2 : 0;
+    keys.clear();
+    keys.push_back(s.roster_key(p));
+    for (std::int64_t g = first; g <= last; ++g) keys.push_back(s.slice_key(p, g));
+    return first;
+  };
+  while (true) {
+    std::vector<std::vector<std::uint64_t>> work(s.routers.size());
+    bool any = false;
+    for (std::uint64_t p = 0; p < partitions; ++p) {
+      if (units(p) == 0) continue;
+      work[s.router_of[p]].push_back(p);
+      any = true;
+    }
+    if (!any) return;
+    redis::run_each(s.routers.size(), [&](std::size_t r) {
+      const std::vector<std::uint64_t>& mine = work[r];
+      std::vector<std::string> keys;
+      std::vector<std::uint64_t> offsets;
+      s.routers[r]->pipeline(
+          mine.size(), operation,
+          [&](std::size_t u) {
+            return UnitRoute{s.slots[mine[u]], u, writes, {}};
+          },
+          [&](std::size_t u, CommandBuffer& buffer) {
+            std::lock_guard lock(mutex);
+            const std::uint64_t p = mine[u];
+            stream::Call call;
+            call.now_ms = now;
+            call.slice_ms = s.shape.slice_ns() / 1'000'000;
+            call.older = s.shape.windowed() ? s.shape.slices() : 0;
+            call.first = declare(p, keys);
+            call.keys = keys;
+            call.budget = s.budget;
+            call.links = s.link_args;
+            offsets.clear();
+            fill(p, call, offsets);
+            call.offsets = offsets;
+            return stream::encode(buffer, call, by_text[r] != 0 ? std::string_view{} : s.sha);
+          },
+          [&](std::size_t u, Replies replies) {
+            std::lock_guard lock(mutex);
+            const std::uint64_t p = mine[u];
+            const redisReply& reply = *replies[0];
+            if (redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
+              by_text[r] = 1;
+            } else {
+              std::vector<std::string> declared;
+              declare(p, declared);
+              stream::Reply decoded;
+              try {
+                decoded = stream::decode(reply, declared);
+              } catch (const redis::ReplyProblem& problem) {
+                if (problem.lost()) {
+                  throw FormatError(s.routers[r]->message(operation, problem.what()));
+                }
+                s.routers[r]->fail(operation, problem.what());
+              }
+              switch (decoded.status) {
+                case stream::Reply::Status::time:
+                  center[p] = decoded.slice;
+                  break;
+                case stream::Reply::Status::links:
+                  s.known_links[p] = std::max(s.known_links[p], decoded.links);
+                  handled(p, decoded);
+                  break;
+                case stream::Reply::Status::ok:
+                  // Exact: the live slices' most links (fewer once big slices retire).
+                  s.known_links[p] = std::max<std::uint32_t>(1, decoded.links);
+                  s.newest_slice[p] = std::max(s.newest_slice[p], decoded.slice);
+                  handled(p, decoded);
+                  break;
+                case stream::Reply::Status::full:
+                  handled(p, decoded);
+                  break;
+              }
+              if (decoded.status == stream::Reply::Status::ok || decoded.done > 0) {
+                detours[p] = 0;
+                return;
+              }
+            }
+            if (++detours[p] > kMaxDetours) {
+              s.routers[r]->fail(operation, "the stream script for slice key '" +
+                                                s.slice_key(p, center[p]) +
+                                                "' kept asking for more links or another slice");
+            }
+          },
+          writes ? OnLostNode::fail : OnLostNode::retry);
+    });
+  }
+}
+
+}  // namespace
+
+// --- State -------------------------------------------------------------------------------------
+
+void RedisStreamStore::State::prepare() {
+  first = shape.link_params(0);
+  const std::uint64_t partitions = shape.partitions();
+  links.clear();
+  link_args.clear();
+  link_start.assign(1, stream::kHeaderBytes);
+  for (std::uint32_t l = 0;; ++l) {
+    if (l >= kMaxStreamLinks) {
+      no_more_links = "a slice has at most " + std::to_string(kMaxStreamLinks) + " links";
+      break;
+    }
+    FilterParams params;
+    try {
+      params = shape.link_params(l);
+    } catch (const InvalidArgument& e) {
+      no_more_links = e.what();
+      break;
+    }
+    // A slice key holds all its links: it may not pass Redis's 512 MiB string.
+    if (link_start[l] + params.partition_bytes() > kRedisMaxStringBits / 8) {
+      no_more_links =
+          "link " + std::to_string(l) + " would take a slice key past Redis's 512 MiB string limit";
+      break;
+    }
+    links.push_back(params);
+    const std::uint64_t capacity = (shape.link_capacity(l) + partitions - 1) / partitions;
+    link_args.push_back({params.partition_bytes(), capacity, params.hashes});
+    link_start.push_back(link_start[l] + params.partition_bytes());
+  }
+  budget = shape.options().max_bytes / partitions;
+  known_links.assign(partitions, 1);
+  newest_slice.assign(partitions, INT64_MIN);
+  slots.clear();
+  for (std::uint64_t p = 0; p < partitions; ++p) slots.push_back(redis::slot_of(slice_key(p, 0)));
+}
+
+void RedisStreamStore::State::load_script() {
+  for (const auto& router : routers) {
+    redis::for_each_master(*router, [&](std::uint16_t slot) {
+      const redis::Reply reply =
+          router->run(slot, {"SCRIPT", "LOAD", stream::script_text()}, OnLostNode::retry);
+      router->expect(*reply, REDIS_REPLY_STRING, "SCRIPT LOAD");
+      sha = redis::text_of(*reply);
+    });
+  }
+}
+
+std::string RedisStreamStore::State::slice_key(std::uint64_t partition, std::int64_t slice) const {
+  return redis::partition_key(name, partition, salts[partition], redis::slice_part(slice));
+}
+
+std::string RedisStreamStore::State::roster_key(std::uint64_t partition) const {
+  return redis::partition_key(name, partition, salts[partition], "slices");
+}
+
+std::int64_t RedisStreamStore::State::now_ms() const {
+  if (!clock) return -1;
+  return static_cast<std::int64_t>(clock() / 1'000'000);
+}
+
+std::int64_t RedisStreamStore::State::guess_slice() const {
+  if (!shape.windowed()) return 0;
+  const std::int64_t now =
+      clock ? static_cast<std::int64_t>(clock() / 1'000'000)
+            : static_cast<std::int64_t>(system_now_ns() / 1'000'000) + server_offset_ms;
+  return floor_div(now, static_cast<std::int64_t>(shape.slice_ns() / 1'000'000));
+}
+
+std::string RedisStreamStore::State::describe_servers() const {
+  std::string text;
+  for (const auto& router : routers) {
+    if (!text.empty()) text += ", ";
+    text += router->endpoint().describe();
+  }
+  return text;
+}
+
+// --- the store ---------------------------------------------------------------------------------
+
+RedisStreamStore::RedisStreamStore(std::unique_ptr<State> state) : state_(std::move(state)) {}
+RedisStreamStore::~RedisStreamStore() = default;
+
+const FilterParams& RedisStreamStore::params() const noexcept {
+  return state_->first;
+}
+const StreamShape& RedisStreamStore::shape() const noexcept {
+  return state_->shape;
+}
+std::uint64_t RedisStreamStore::created_unix_ns() const {
+  return state_->created_unix_ns;
+}
+std::string RedisStreamStore::slice_key(std::uint64_t partition, std::int64_t slice) const {
+  if (partition >= state_->shape.partitions()) {
+    throw InvalidArgument("partition " + std::to_string(partition) + " of " + location() +
+                          " does not exist");
+  }
+  return state_->slice_key(partition, slice);
+}
+std::string RedisStreamStore::location() const {
+  return "redis " + state_->describe_servers() + " filter " + state_->name +
+         (state_->shape.windowed() ? " (windowed)" : " (growing)");
+}
+
+void RedisStreamStore::read_bytes(std::uint64_t, std::uint64_t, std::span<std::uint8_t>) const {
+  throw InvalidArgument("copying a windowed or growing filter is not supported");
+}
+void RedisStreamStore::write_bytes(std::uint64_t, std::uint64_t, std::span<const std::uint8_t>) {
+  throw InvalidArgument("copying a windowed or growing filter is not supported");
+}
+
+void RedisStreamStore::add(std::span<const std::string_view> items,
+                           std::span<std::uint8_t> newly_added) {
+  if (newly_added.size() < items.size()) throw InvalidArgument("add: flag span too small");
+  State& s = *state_;
+  Queues q = queue_items(s, items);
+  // Once a partition cannot grow, no partition goes past the item that needed it.
+  std::size_t stop = items.size();
+  std::string full;
+  const auto unit_of = [&](std::uint64_t p) {
+    const auto& of = q.of[p];
+    std::size_t end = q.next[p];
+    while (end < of.size() && end - q.next[p] < kUnitItems && of[end] < stop) ++end;
+    return end - q.next[p];
+  };
+  try {
+    waves(
+        s, "EVALSHA (adding to a stream filter)", true, unit_of,
+        [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
+          call.mode = stream::Mode::add;
+          call.items = unit_of(p);
+          call.with_offsets =
+              std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
+          for (std::size_t j = 0; j < call.items; ++j) {
+            append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
+          }
+        },
+        [&](std::uint64_t p, const stream::Reply& reply) {
+          check_done(s, q, p, reply);
+          for (std::size_t j = 0; j < reply.done; ++j) {
+            newly_added[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
+          }
+          q.next[p] += reply.done;
+          if (reply.status != stream::Reply::Status::full || q.next[p] == q.of[p].size()) return;
+          const std::size_t at = q.of[p][q.next[p]];
+          if (at >= stop) return;
+          stop = at;
+          const bool exists = reply.links < s.links.size();
+          full = "partition " + std::to_string(p) + " of slice " + std::to_string(reply.slice) +
+                 " holds its links' capacity and needs link " + std::to_string(reply.links) +
+                 ", which " +
+                 (exists ? "would take its live links past the limit of " +
+                               format_bytes(double(s.shape.options().max_bytes)) + " (" +
+                               format_bytes(double(s.budget)) + " a partition)"
+                         : "cannot exist: " + s.no_more_links);
+        });
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(
+        std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
+        handled_prefix(q, items.size()));
+  }
+  if (!full.empty()) {
+    const std::size_t committed = std::min(stop, handled_prefix(q, items.size()));
+    throw CapacityExceeded(location() + ": " + full + ": the first " + std::to_string(committed) +
+                               " items of the call were added; the rest were not (a few of "
+                               "other partitions may have been)",
+                           committed);
+  }
+}
+
+void RedisStreamStore::load(std::span<const std::string_view> items) {
+  std::vector<std::uint8_t> ignored(items.size());
+  add(items, ignored);
+}
+
+void RedisStreamStore::contains(std::span<const std::string_view> items,
+                                std::span<std::uint8_t> present) const {
+  if (present.size() < items.size()) throw InvalidArgument("contains: flag span too small");
+  State& s = *state_;
+  Queues q = queue_items(s, items);
+  const auto unit_of = [&](std::uint64_t p) {
+    return std::min(kUnitItems, q.of[p].size() - q.next[p]);
+  };
+  waves(
+      s, "EVALSHA (looking up in a stream filter)", false, unit_of,
+      [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
+        call.mode = stream::Mode::lookup;
+        call.items = unit_of(p);
+        call.with_offsets =
+            std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
+        for (std::size_t j = 0; j < call.items; ++j) {
+          append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
+        }
+      },
+      [&](std::uint64_t p, const stream::Reply& reply) {
+        check_done(s, q, p, reply);
+        for (std::size_t j = 0; j < reply.done; ++j) {
+          present[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
+        }
+        q.next[p] += reply.done;
+      });
+}
+
+namespace {
+
+// Every partition's live slices, as the script's info mode reports them.
+struct LiveSlices {
+  std::vector<std::vector<stream::SliceState>> of;  // per partition
+  std::int64_t now_ms = 0;
+};
+
+LiveSlices live_slices(RedisStreamStore::State& s) {
+  const std::uint64_t partitions = s.shape.partitions();
+  LiveSlices live;
+  live.of.resize(partitions);
+  std::vector<std::uint8_t> done(partitions, 0);
+  waves(
+      s, "EVALSHA (reading a stream filter)", false,
+      [&](std::uint64_t p) { return std::size_t{done[p] == 0 ? 1u : 0u}; },
+      [&](std::uint64_t, stream::Call& call, std::vector<std::uint64_t>&) {
+        call.mode = stream::Mode::info;
+        call.with_offsets = 0;
+        call.items = 0;
+      },
+      [&](std::uint64_t p, const stream::Reply& reply) {
+        if (reply.status != stream::Reply::Status::ok) return;
+        for (const stream::SliceState& slice : reply.slices) {
+          if (slice.links > s.links.size() || slice.length != s.link_start[slice.links]) {
+            throw FormatError(s.routers[s.router_of[p]]->message(
+                "EVALSHA (reading a stream filter)",
+                "slice key '" + s.slice_key(p, slice.slice) + "' is " +
+                    std::to_string(slice.length) +
+                    " bytes long, which its header does not explain (damaged?)"));
+          }
+        }
+        live.of[p] = reply.slices;
+        live.now_ms = std::max(live.now_ms, reply.now_ms);
+        done[p] = 1;
+      });
+  return live;
+}
+
+}  // namespace
+
+std::uint64_t RedisStreamStore::count_set_bits() const {
+  const LiveSlices live = live_slices(*state_);
+  std::uint64_t ones = 0;
+  for (const auto& slices : live.of) {
+    for (const stream::SliceState& slice : slices) ones += slice.set_bits;
+  }
+  return ones;
+}
+
+std::uint64_t RedisStreamStore::storage_bytes() const {
+  State& s = *state_;
+  const LiveSlices live = live_slices(s);
+  std::uint64_t total = 0;
+  std::mutex mutex;
+  redis::run_each(s.routers.size(), [&](std::size_t r) {
+    std::vector<std::string> keys{s.name};
+    std::vector<std::uint16_t> slots{redis::slot_of(s.name)};
+    for (std::uint64_t p = 0; p < live.of.size(); ++p) {
+      if (s.router_of[p] != r) continue;
+      for (const stream::SliceState& slice : live.of[p]) {
+        keys.push_back(s.slice_key(p, slice.slice));
+        slots.push_back(s.slots[p]);
+      }
+    }
+    s.routers[r]->pipeline(
+        keys.size(), "MEMORY USAGE",
+        [&](std::size_t i) {
+          return UnitRoute{slots[i], i, false, {}};
+        },
+        [&](std::size_t i, CommandBuffer& buffer) {
+          buffer.command({"MEMORY", "USAGE", keys[i]});
+          return std::size_t{1};
+        },
+        [&](std::size_t, Replies replies) {
+          const redisReply& reply = *replies[0];
+          if (redis::is_error(reply)) s.routers[r]->fail("MEMORY USAGE", redis::text_of(reply));
+          std::lock_guard lock(mutex);
+          // A slice that expired since it was listed answers nil: it holds nothing now.
+          if (reply.type == REDIS_REPLY_INTEGER) total += static_cast<std::uint64_t>(reply.integer);
+        },
+        OnLostNode::retry);
+  });
+  return total;
+}
+
+std::optional<StreamInfo> RedisStreamStore::stream_info() const {
+  State& s = *state_;
+  const LiveSlices live = live_slices(s);
+  const std::uint64_t partitions = s.shape.partitions();
+  struct Merged {
+    std::uint64_t items = 0;
+    std::uint64_t created_ms = UINT64_MAX;
+    std::uint64_t partitions = 0;
+  };
+  std::map<std::pair<std::int64_t, std::uint32_t>, Merged> merged;
+  for (const auto& slices : live.of) {
+    for (const stream::SliceState& slice : slices) {
+      for (std::uint32_t l = 0; l < slice.links; ++l) {
+        Merged& m = merged[{slice.slice, l}];
+        m.items += slice.items[l];
+        m.created_ms = std::min(m.created_ms, slice.created_ms[l]);
+        ++m.partitions;
+      }
+    }
+  }
+  StreamInfo info;
+  info.options = s.shape.options();
+  info.now_unix_ns = s.clock ? s.clock() : static_cast<std::uint64_t>(live.now_ms) * 1'000'000;
+  double log_pass = 0;  // log of the chance that every live link answers "absent"
+  for (const auto& [at, m] : merged) {
+    const auto [slice, link] = at;
+    StreamSegment segment;
+    segment.slice = slice;
+    segment.link = link;
+    segment.created_unix_ns = m.created_ms * 1'000'000;
+    segment.expires_unix_ns = s.shape.retire_ns(slice);
+    segment.items = m.items;
+    segment.capacity = s.shape.link_capacity(link);
+    segment.bytes = s.links[link].partition_bytes() * m.partitions;
+    segment.partitions = m.partitions;
+    // Made by some partitions only: a lookup meets it with that share, and those partitions
+    // hold all of its items (as a whole link would hold items x partitions / having).
+    const double share = double(m.partitions) / double(partitions);
+    const std::pair<std::uint32_t, std::uint64_t> as_whole{
+        link, static_cast<std::uint64_t>(std::llround(double(m.items) / share))};
+    segment.error_rate_now = share * s.shape.compound_rate({&as_whole, 1});
+    log_pass += std::log1p(-std::min(segment.error_rate_now, 1.0 - 1e-300));
+    info.bytes += segment.bytes;
+    info.segments.push_back(segment);
+  }
+  info.error_rate_now = -std::expm1(log_pass);
+  return info;
+}
+
+}  // namespace redbloom

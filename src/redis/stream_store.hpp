@@ -1,0 +1,86 @@
+// A windowed or growing filter (stream.hpp) in Redis: on one server, spread over several
+// servers (partition p on sharding::shard_of_partition(p, servers), as ShardedRedisStore), or
+// in a Redis Cluster (its partitions spread over the masters by hash-tag salts, as a plain
+// filter's).
+//
+// Each (slice, partition) is one key that Redis itself retires (PEXPIREAT); every add and
+// lookup is one Lua script per partition and unit of items (stream_script.hpp has the keys and
+// the protocol), which runs atomically on the server: of several writers adding one item,
+// exactly one sees it as new, across a slice boundary and while a link grows. The client
+// hashes the items and sends each link's bit offsets; the script takes the server's time
+// unless the store was given a Clock (then the client's now, in ms, goes with each call, and
+// the expiries follow it too: a Clock behind the servers' would have Redis retire slices early).
+//
+// The metadata hash NAME (format "redbloom-stream", format.hpp) goes through the one object
+// lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr for
+// a plain filter. Not thread-safe: one store (its connections) per thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stream_shape.hpp"
+#include "redbloom/redis_endpoint.hpp"
+#include "redbloom/store.hpp"
+#include "redbloom/stream.hpp"
+
+namespace redbloom {
+
+class RedisStreamStore final : public Store {
+ public:
+  // Creates the metadata on every server (no slice key exists until the first add). An
+  // existing filter of that name (stream or plain) throws FilterExists unless `overwrite`;
+  // a server listed twice is refused.
+  static std::unique_ptr<RedisStreamStore> create(const std::vector<RedisEndpoint>& servers,
+                                                  const std::string& name, const StreamShape& shape,
+                                                  Clock clock, bool overwrite);
+  // nullptr when NAME holds no stream filter (no key, or a plain filter); waits for a creator
+  // like RedisStore::open. Opened with another server list than it was made on: FormatError.
+  static std::unique_ptr<RedisStreamStore> open_if_stream(
+      const std::vector<RedisEndpoint>& servers, const std::string& name, Clock clock,
+      std::chrono::milliseconds wait_for_creator);
+  // Drops every key of the stream filter (metadata and all slices on every server); false when
+  // NAME is not a stream filter.
+  static bool drop_if_stream(const std::vector<RedisEndpoint>& servers, const std::string& name);
+
+  ~RedisStreamStore() override;
+
+  // The first link's parameters.
+  [[nodiscard]] const FilterParams& params() const noexcept override;
+  void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
+  void load(std::span<const std::string_view> items) override;
+  void contains(std::span<const std::string_view> items,
+                std::span<std::uint8_t> present) const override;
+  // Over the live slices' links.
+  [[nodiscard]] std::uint64_t count_set_bits() const override;
+  // MEMORY USAGE of the metadata and the live slice keys.
+  [[nodiscard]] std::uint64_t storage_bytes() const override;
+  [[nodiscard]] std::optional<StreamInfo> stream_info() const override;
+  // InvalidArgument: a window's slices come and go, so there is no fixed set of bytes to copy.
+  void read_bytes(std::uint64_t partition, std::uint64_t offset,
+                  std::span<std::uint8_t> out) const override;
+  void write_bytes(std::uint64_t partition, std::uint64_t offset,
+                   std::span<const std::uint8_t> bytes) override;
+  [[nodiscard]] std::uint64_t created_unix_ns() const override;
+  void flush() override {}
+  // "redis 127.0.0.1:6379 filter clicks (windowed)".
+  [[nodiscard]] std::string location() const override;
+  [[nodiscard]] std::size_t batch_items() const noexcept override { return std::size_t{1} << 16; }
+
+  [[nodiscard]] const StreamShape& shape() const noexcept;
+  // The key of slice `slice` of partition `partition` (tests look at its TTL).
+  [[nodiscard]] std::string slice_key(std::uint64_t partition, std::int64_t slice) const;
+
+  // What the store knows (internal: stream_state.hpp).
+  struct State;
+
+ private:
+  explicit RedisStreamStore(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace redbloom
