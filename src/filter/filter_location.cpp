@@ -12,6 +12,7 @@
 #include "redbloom/filter.hpp"
 #include "redis/redis_store.hpp"
 #include "redis/sharded_store.hpp"
+#include "redis/stream_store.hpp"
 
 namespace redbloom {
 namespace {
@@ -24,6 +25,10 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
       return Filter(FileStreamStore::open(location.path, options.access, options.clock));
     }
     return Filter::open_file(location.path, options.access);
+  }
+  if (auto stream = RedisStreamStore::open_if_stream(location.servers, location.name, options.clock,
+                                                     options.wait_for_creator)) {
+    return Filter(std::move(stream));
   }
   if (location.servers.size() == 1) {
     return Filter(
@@ -97,6 +102,14 @@ Filter Filter::create(const Location& location, const FilterParams& params, bool
     if (report) report->created = true;
     return in_memory(params);
   }
+  if (overwrite) {
+    // A windowed or growing filter of that name goes whole, its links and slices too.
+    if (location.in_redis()) {
+      (void)RedisStreamStore::drop_if_stream(location.servers, location.name);
+    } else if (FileStreamStore::is_stream_file(location.path)) {
+      FileStreamStore::remove(location.path);
+    }
+  }
   Filter filter = location.in_redis()
                       ? create_redis(location.servers, location.name, params, overwrite)
                       : create_file(location.path, params, overwrite);
@@ -123,9 +136,14 @@ Filter Filter::create(const Location& location, const StreamOptions& stream, boo
       store = FileStreamStore::create(location.path, shape, std::move(clock), overwrite);
       break;
     case Location::Kind::redis:
-      throw InvalidArgument("windowed and growing filters in Redis are not built yet");
+      store = RedisStreamStore::create(location.servers, location.name, shape, std::move(clock),
+                                       overwrite);
+      break;
   }
-  if (report) report->created = true;
+  if (report) {
+    report->created = true;
+    if (location.in_redis()) note_eviction_risks(location, report->warnings);
+  }
   return Filter(std::move(store));
 }
 
@@ -184,6 +202,7 @@ void Filter::drop(const Location& location) {
       }
       break;
     case Location::Kind::redis:
+      if (RedisStreamStore::drop_if_stream(location.servers, location.name)) break;
       if (location.servers.size() == 1) {
         RedisStore::drop(location.servers.front(), location.name);
       } else {
