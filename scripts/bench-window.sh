@@ -4,11 +4,12 @@
 #   1. the simulated stream (driven clock) in memory: --windows windows of 1e5 items, p = 1%
 #      and 0.1%, both layouts: false negatives, forgetting, FPR, memory against a plain filter
 #      and APBF, then a burst of 10x the rate for one slice;
-#   2. the same stream in Redis, shorter (--redis-windows windows, p = 1%, blocked);
+#   2. the same stream in Redis, shorter (--redis-windows windows of 2e4 items, p = 1%,
+#      blocked);
 #   3. add_many throughput on the real clock: plain, windowed and growing filters, in memory,
 #      in files (under $TMPDIR or /tmp) and in Redis, --reps repetitions in random order.
 # Prints bench_window's markdown tables; the server is killed by pid on exit, whatever happens.
-#   scripts/bench-window.sh [--windows=100] [--redis-windows=10] [--reps=5] [--module]
+#   scripts/bench-window.sh [--windows=100] [--redis-windows=6] [--reps=5] [--module]
 # --module loads this build's redbloom.so into the server. Other --key=value arguments go to
 # every bench_window run as they are (bench/bench_window.cpp). Exit status: 1 if a check failed
 # (a false negative, a mean FPR over target), else 3 if a Redis part could not run, else 0.
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 windows=100
-redis_windows=10
+redis_windows=6
 reps=5
 module=no
 passed=()
@@ -73,7 +74,8 @@ private_redis_run "$bench_bin" --part=stream --store=memory --windows="$windows"
 record "$code"
 code=0
 private_redis_run "$bench_bin" --part=stream --store=redis --redis="$uri" \
-  --windows="$redis_windows" --error-rate=0.01 --layout=blocked "${passed[@]}" || code=$?
+  --windows="$redis_windows" --items-per-window=2e4 --probes=2e4 --error-rate=0.01 \
+  --layout=blocked "${passed[@]}" || code=$?
 record "$code"
 code=0
 private_redis_run "$bench_bin" --part=throughput --redis="$uri" --reps="$reps" \
