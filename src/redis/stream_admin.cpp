@@ -134,12 +134,18 @@ void unlink_slices(Router& router, const std::string& name,
   unlink_all(router, found);
 }
 
-// The metadata at NAME if it is a stream filter's (ready or not); nullopt for no key or a
-// plain filter; FormatError for another kind of key.
+// The metadata at NAME if it is a stream filter's (ready or not); nullopt for anything else
+// (no key, a plain filter, a key of another program: the plain filter's paths name those).
 std::optional<redis::Fields> stream_fields(Router& router, const std::string& name) {
-  std::optional<redis::Fields> fields = redis::read_metadata(router, name, "stream filter");
-  if (!fields) return std::nullopt;
-  if (fields->has("format") && fields->text("format") == redis::kFilterFormat) return std::nullopt;
+  std::optional<redis::Fields> fields;
+  try {
+    fields = redis::read_metadata(router, name, "stream filter");
+  } catch (const FormatError&) {
+    return std::nullopt;  // not a hash
+  }
+  if (!fields || !fields->has("format") || fields->text("format") != redis::kStreamFormat) {
+    return std::nullopt;
+  }
   fields->check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
   return fields;
 }
