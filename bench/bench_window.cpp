@@ -488,8 +488,8 @@ class StreamRun {
     *now_ += step_ns_;
   }
 
-  // --again of a batch: items first added between a window and a half and half a window ago,
-  // so some would have been forgotten within the next slice without this add.
+  // --again of a batch: items first added between one and a half windows and half a window
+  // ago, some already forgotten, some that this add keeps from being forgotten.
   std::vector<std::uint64_t> pick_again(std::uint64_t items) {
     std::vector<std::uint64_t> ids;
     const auto wanted = static_cast<std::uint64_t>(std::llround(args_.again * double(items)));
