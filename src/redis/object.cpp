@@ -1,5 +1,7 @@
 #include "object.hpp"
 
+#include <cstdio>
+#include <random>
 #include <thread>
 
 #include "redbloom/error.hpp"
@@ -244,6 +246,14 @@ void drop_object(Router& router, const PartSet& parts, bool finished, const std:
         router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
       });
   router.run(slot_of(meta_key), {"UNLINK", meta_key}, OnLostNode::retry);
+}
+
+std::string random_set_id() {
+  std::random_device device;
+  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
 }
 
 }  // namespace redbloom::redis

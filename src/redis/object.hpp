@@ -112,6 +112,10 @@ void drop_object(Router& router, const PartSet& parts, bool finished, const std:
 // "key 'NAME' on redis HOST".
 [[nodiscard]] std::string describe_key(const Router& router, std::string_view key);
 
+// A random id naming a set of servers created together (the shard_set metadata field), so
+// that opening with another set of servers is refused.
+[[nodiscard]] std::string random_set_id();
+
 // Now, in nanoseconds since the Unix epoch (the claim time of a creation).
 [[nodiscard]] std::uint64_t unix_now_ns();
 

@@ -8,6 +8,7 @@
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
 #include "core/sharding.hpp"
+#include "object.hpp"
 #include "redbloom/error.hpp"
 #include "run_each.hpp"
 
@@ -34,14 +35,6 @@ Split split(std::span<const std::string_view> batch, const FilterParams& params,
     out.index[s].push_back(i);
   }
   return out;
-}
-
-std::string random_set_id() {
-  std::random_device device;
-  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
 }
 
 std::string server_list(const std::vector<std::unique_ptr<RedisStore>>& shards) {
@@ -72,7 +65,7 @@ std::unique_ptr<ShardedRedisStore> ShardedRedisStore::create(
     }
   }
   const auto count = static_cast<std::uint32_t>(servers.size());
-  const std::string set_id = random_set_id();
+  const std::string set_id = redis::random_set_id();
   std::vector<std::unique_ptr<RedisStore>> shards;
   try {
     for (std::uint32_t i = 0; i < count; ++i) {

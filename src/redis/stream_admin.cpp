@@ -34,14 +34,6 @@ std::vector<std::unique_ptr<Router>> routers_for(const std::vector<RedisEndpoint
   return routers;
 }
 
-std::string random_set_id() {
-  std::random_device device;
-  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 // Which server holds partition p: the only one, or as a sharded plain filter spreads them.
 std::vector<std::uint32_t> servers_of_partitions(std::uint64_t partitions, std::size_t servers) {
   std::vector<std::uint32_t> of(partitions, 0);
@@ -181,7 +173,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
   const std::uint64_t partitions = shape.partitions();
   state->router_of = servers_of_partitions(partitions, count);
   state->salts.assign(partitions, 0);
-  const std::string set_id = count > 1 ? random_set_id() : std::string();
+  const std::string set_id = count > 1 ? redis::random_set_id() : std::string();
   std::vector<redis::StreamMetadata> metadata(count);
   for (std::uint32_t r = 0; r < count; ++r) {
     redis::StreamMetadata& m = metadata[r];

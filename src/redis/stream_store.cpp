@@ -85,6 +85,20 @@ std::size_t handled_prefix(const Queues& q, std::size_t items) {
 
 // A reply never answers for more items than the partition has left (a server that did would
 // not be running this script).
+// Sets up partition p's next call: `items` items from its queue, each with the bit offsets of
+// every link the store knows the partition to have.
+void prepare_call(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
+                  stream::Mode mode, std::size_t items, stream::Call& call,
+                  std::vector<std::uint64_t>& offsets) {
+  call.mode = mode;
+  call.items = items;
+  call.with_offsets =
+      std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
+  for (std::size_t j = 0; j < items; ++j) {
+    append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
+  }
+}
+
 void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
                 const stream::Reply& reply) {
   if (q.next[p] + reply.done > q.of[p].size()) {
@@ -342,13 +356,7 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
     waves(
         s, "EVALSHA (adding to a stream filter)", true, unit_of,
         [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
-          call.mode = stream::Mode::add;
-          call.items = unit_of(p);
-          call.with_offsets =
-              std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
-          for (std::size_t j = 0; j < call.items; ++j) {
-            append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
-          }
+          prepare_call(s, q, p, stream::Mode::add, unit_of(p), call, offsets);
         },
         [&](std::uint64_t p, const stream::Reply& reply) {
           check_done(s, q, p, reply);
@@ -399,13 +407,7 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
   waves(
       s, "EVALSHA (looking up in a stream filter)", false, unit_of,
       [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
-        call.mode = stream::Mode::lookup;
-        call.items = unit_of(p);
-        call.with_offsets =
-            std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
-        for (std::size_t j = 0; j < call.items; ++j) {
-          append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
-        }
+        prepare_call(s, q, p, stream::Mode::lookup, unit_of(p), call, offsets);
       },
       [&](std::uint64_t p, const stream::Reply& reply) {
         check_done(s, q, p, reply);
