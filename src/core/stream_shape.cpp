@@ -159,6 +159,14 @@ std::uint64_t StreamShape::link_capacity(std::uint32_t link) const noexcept {
 
 FilterParams StreamShape::link_params(std::uint32_t link) const {
   if (link == 0) return first_;
+  if (link < sized_.size() && sized_[link].partitions != 0) return sized_[link];
+  FilterParams params = size_link(link);
+  if (sized_.size() <= link) sized_.resize(link + 1);
+  sized_[link] = params;
+  return params;
+}
+
+FilterParams StreamShape::size_link(std::uint32_t link) const {
   if (link >= kMaxStreamLinks) {
     throw InvalidArgument("a slice has at most " + std::to_string(kMaxStreamLinks) + " links");
   }

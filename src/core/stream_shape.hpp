@@ -73,11 +73,16 @@ class StreamShape {
                                          const std::string& what);
 
  private:
+  [[nodiscard]] FilterParams size_link(std::uint32_t link) const;
+
   StreamOptions options_;
   std::uint64_t slice_ns_ = 0;
   double slice_error_ = 0;
   double first_share_ = 0;
   FilterParams first_;
+  // Links sized so far: a blocked sizing searches m and k and costs milliseconds, and growth,
+  // info and the rate now ask for the same links again and again.
+  mutable std::vector<FilterParams> sized_;
 };
 
 }  // namespace redbloom
