@@ -12,6 +12,8 @@
 
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
+#include "core/module_protocol.hpp"
+#include "core/packed_items.hpp"
 #include "format.hpp"
 #include "partition_ops.hpp"
 #include "redbloom/error.hpp"
@@ -55,6 +57,7 @@ void append_offsets(const RedisStreamStore::State& s, const ItemHash& h, std::ui
 
 // A call's items queued by partition, in batch order.
 struct Queues {
+  std::span<const std::string_view> items;
   std::vector<ItemHash> hashes;
   std::vector<std::vector<std::uint32_t>> of;  // per partition: batch indices
   std::vector<std::size_t> next;               // per partition: first not yet handled
@@ -63,6 +66,7 @@ struct Queues {
 Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string_view> items) {
   if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
   Queues q;
+  q.items = items;
   const std::uint64_t partitions = s.shape.partitions();
   q.hashes.resize(items.size());
   q.of.resize(partitions);
@@ -72,6 +76,31 @@ Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string
     q.of[layout::partition_of(q.hashes[i], partitions)].push_back(static_cast<std::uint32_t>(i));
   }
   return q;
+}
+
+// A unit's items as its command takes them: bit offsets for the script, the items themselves
+// for RB.STREAM (which hashes them).
+struct UnitArgs {
+  std::vector<std::uint64_t> offsets;
+  std::string packed;
+};
+
+// Appends partition p's next `count` items for a unit that describes `links` links.
+void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
+                 std::size_t count, std::uint32_t links, UnitArgs& out) {
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint32_t i = q.of[p][q.next[p] + j];
+    if (s.module) {
+      packed::append(out.packed, q.items[i]);
+    } else {
+      append_offsets(s, q.hashes[i], links, out.offsets);
+    }
+  }
+}
+
+// The command's name in messages: "EVALSHA (adding to a stream filter)".
+std::string operation_of(const RedisStreamStore::State& s, std::string_view what) {
+  return std::string(s.module ? "RB.STREAM" : "EVALSHA") + " (" + std::string(what) + ")";
 }
 
 // The first item (batch index) that some partition has not handled: everything before it is.
@@ -88,21 +117,21 @@ std::size_t handled_prefix(const Queues& q, std::size_t items) {
 void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
                 const stream::Reply& reply) {
   if (q.next[p] + reply.done > q.of[p].size()) {
-    s.routers[s.router_of[p]]->fail("EVALSHA", "the stream script answered for " +
-                                                   std::to_string(reply.done) +
-                                                   " items, more than were sent");
+    s.routers[s.router_of[p]]->fail(operation_of(s, "stream"), "the stream command answered for " +
+                                                                   std::to_string(reply.done) +
+                                                                   " items, more than were sent");
   }
 }
 
-// Runs the script in waves (see the top of the file). units(p) says how many items partition p
-// sends this wave (0: nothing), fill(p, call, offsets) sets the call's mode, items and offsets,
+// Runs the script (or RB.STREAM) in waves (see the top of the file). units(p) says how many items
+// partition p sends this wave (0: nothing), fill(p, call, unit) sets the call's mode and items,
 // and handled(p, reply) sees the replies that moved it (ok, links, full). The keys, the time,
 // more links, another slice and NOSCRIPT are dealt with here.
-void waves(
-    RedisStreamStore::State& s, std::string_view operation, bool writes,
-    const std::function<std::size_t(std::uint64_t)>& units,
-    const std::function<void(std::uint64_t, stream::Call&, std::vector<std::uint64_t>&)>& fill,
-    const std::function<void(std::uint64_t, const stream::Reply&)>& handled) {
+void waves(RedisStreamStore::State& s, std::string_view what, bool writes,
+           const std::function<std::size_t(std::uint64_t)>& units,
+           const std::function<void(std::uint64_t, stream::Call&, UnitArgs&)>& fill,
+           const std::function<void(std::uint64_t, const stream::Reply&)>& handled) {
+  const std::string operation = operation_of(s, what);
   const std::uint64_t partitions = s.shape.partitions();
   const std::int64_t guess = s.guess_slice();
   std::vector<std::int64_t> center(partitions);
@@ -136,7 +165,7 @@ void waves(
     redis::run_each(s.routers.size(), [&](std::size_t r) {
       const std::vector<std::uint64_t>& mine = work[r];
       std::vector<std::string> keys;
-      std::vector<std::uint64_t> offsets;
+      UnitArgs unit;
       s.routers[r]->pipeline(
           mine.size(), operation,
           [&](std::size_t u) {
@@ -153,9 +182,15 @@ void waves(
             call.keys = keys;
             call.budget = s.budget;
             call.links = s.link_args;
-            offsets.clear();
-            fill(p, call, offsets);
-            call.offsets = offsets;
+            call.link_params = s.links;
+            call.partitions = partitions;
+            call.partition = p;
+            unit.offsets.clear();
+            unit.packed.clear();
+            fill(p, call, unit);
+            call.offsets = unit.offsets;
+            call.packed = unit.packed;
+            if (s.module) return stream::encode_module(buffer, call);
             return stream::encode(buffer, call, by_text[r] != 0 ? std::string_view{} : s.sha);
           },
           [&](std::size_t u, Replies replies) {
@@ -250,8 +285,10 @@ void RedisStreamStore::State::prepare() {
   for (std::uint64_t p = 0; p < partitions; ++p) slots.push_back(redis::slot_of(slice_key(p, 0)));
 }
 
-void RedisStreamStore::State::load_script() {
+void RedisStreamStore::State::load_commands() {
+  module = true;
   for (const auto& router : routers) {
+    if (redis::module_version(*router) < module_protocol::kStreamCommand) module = false;
     redis::for_each_master(*router, [&](std::uint16_t slot) {
       const redis::Reply reply =
           router->run(slot, {"SCRIPT", "LOAD", stream::script_text()}, OnLostNode::retry);
@@ -340,15 +377,13 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
   };
   try {
     waves(
-        s, "EVALSHA (adding to a stream filter)", true, unit_of,
-        [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
+        s, "adding to a stream filter", true, unit_of,
+        [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
           call.mode = stream::Mode::add;
           call.items = unit_of(p);
           call.with_offsets =
               std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
-          for (std::size_t j = 0; j < call.items; ++j) {
-            append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
-          }
+          append_unit(s, q, p, call.items, call.with_offsets, unit);
         },
         [&](std::uint64_t p, const stream::Reply& reply) {
           check_done(s, q, p, reply);
@@ -397,15 +432,13 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
     return std::min(kUnitItems, q.of[p].size() - q.next[p]);
   };
   waves(
-      s, "EVALSHA (looking up in a stream filter)", false, unit_of,
-      [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
+      s, "looking up in a stream filter", false, unit_of,
+      [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
         call.mode = stream::Mode::lookup;
         call.items = unit_of(p);
         call.with_offsets =
             std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
-        for (std::size_t j = 0; j < call.items; ++j) {
-          append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
-        }
+        append_unit(s, q, p, call.items, call.with_offsets, unit);
       },
       [&](std::uint64_t p, const stream::Reply& reply) {
         check_done(s, q, p, reply);
@@ -430,9 +463,9 @@ LiveSlices live_slices(RedisStreamStore::State& s) {
   live.of.resize(partitions);
   std::vector<std::uint8_t> done(partitions, 0);
   waves(
-      s, "EVALSHA (reading a stream filter)", false,
+      s, "reading a stream filter", false,
       [&](std::uint64_t p) { return std::size_t{done[p] == 0 ? 1u : 0u}; },
-      [&](std::uint64_t, stream::Call& call, std::vector<std::uint64_t>&) {
+      [&](std::uint64_t, stream::Call& call, UnitArgs&) {
         call.mode = stream::Mode::info;
         call.with_offsets = 0;
         call.items = 0;
@@ -442,7 +475,7 @@ LiveSlices live_slices(RedisStreamStore::State& s) {
         for (const stream::SliceState& slice : reply.slices) {
           if (slice.links > s.links.size() || slice.length != s.link_start[slice.links]) {
             throw FormatError(s.routers[s.router_of[p]]->message(
-                "EVALSHA (reading a stream filter)",
+                operation_of(s, "reading a stream filter"),
                 "slice key '" + s.slice_key(p, slice.slice) + "' is " +
                     std::to_string(slice.length) +
                     " bytes long, which its header does not explain (damaged?)"));
