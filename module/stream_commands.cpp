@@ -222,28 +222,15 @@ class Probe {
   explicit Probe(const std::vector<ItemHash>& hashes) : hashes_(hashes) {}
 
   // found[i] = 1 for the items not yet found whose bits are all set in `link` at `bytes`.
-  void operator()(std::uint8_t* bytes, const Link& link, std::vector<std::uint8_t>& found) {
-    which_.clear();
-    batch_.clear();
-    for (std::size_t i = 0; i < hashes_.size(); ++i) {
-      if (found[i] != 0) continue;
-      which_.push_back(i);
-      batch_.push_back(hashes_[i]);
-    }
-    if (batch_.empty()) return;
-    present_.assign(batch_.size(), 0);
+  void operator()(std::uint8_t* bytes, const Link& link, std::vector<std::uint8_t>& found) const {
     const PartitionView view(bytes, link.params);
-    view.contains(batch_, present_.data());
-    for (std::size_t w = 0; w < which_.size(); ++w) {
-      if (present_[w] != 0) found[which_[w]] = 1;
+    for (std::size_t i = 0; i < hashes_.size(); ++i) {
+      if (found[i] == 0) view.contains(std::span<const ItemHash>(&hashes_[i], 1), &found[i]);
     }
   }
 
  private:
   const std::vector<ItemHash>& hashes_;
-  std::vector<std::size_t> which_;
-  std::vector<ItemHash> batch_;
-  std::vector<std::uint8_t> present_;
 };
 
 // Replicates the command as it ran, with the time it used: a replica or an AOF replay reading
@@ -377,7 +364,7 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
 
   const std::size_t n = hashes.size();
-  Probe probe(hashes);
+  const Probe probe(hashes);
   std::vector<std::uint8_t> found(n, 0);
   if (r.mode == 'l') {
     // Newest first: most items asked about were added lately, and found ones are not probed on.
@@ -400,10 +387,13 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   std::uint32_t links = cur.links;
   std::int64_t count = links > 0 ? field(cur.bytes, 2 * std::uint64_t{links} - 1) : 0;
-  // in_current: in a link of the current slice. Exact for the links that are no longer the
-  // newest; the newest one's test-and-set below sees what earlier items wrote into it.
+  // in_current: in a link of the current slice before the newest. The script also probes the
+  // newest one first; its test-and-set below answers the same (all bits set: not new, nothing
+  // counted), and a full newest link is probed before it is frozen, as the script does.
   std::vector<std::uint8_t> in_current(n, 0);
-  for (std::uint32_t l = 0; l < links; ++l) probe(cur.bytes + r.start[l], r.links[l], in_current);
+  for (std::uint32_t l = 0; l + 1 < links; ++l) {
+    probe(cur.bytes + r.start[l], r.links[l], in_current);
+  }
   // found: in the current slice or an older one. An item only in an older slice is not new,
   // but the add still sets it in the current one, restarting its window.
   found = in_current;

@@ -3,7 +3,8 @@
 // partition a wave, so a partition's items are handled in batch order (the second of two equal
 // items is not new) while all partitions, servers and masters work at the same time. Between
 // waves the client answers what the script asked for: offsets for more links, or keys around
-// another slice.
+// another slice. RB.STREAM (where every master has the module) takes the items instead of
+// offsets and answers the same way, but never asks for links.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -30,7 +31,9 @@ using redis::UnitRoute;
 namespace stream = redis::stream;
 
 // Items per script call: bounds how long one call blocks its server (two commands an item).
+// RB.STREAM handles an item in a fraction of that time, so its units are larger.
 constexpr std::size_t kUnitItems = 512;
+constexpr std::size_t kModuleUnitItems = 4096;
 // Replies in a row that move a partition no further (more links, another slice, NOSCRIPT)
 // before a call gives up: each of them answers a finite question, so this is never reached
 // by a sound server.
@@ -365,6 +368,7 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
                            std::span<std::uint8_t> newly_added) {
   if (newly_added.size() < items.size()) throw InvalidArgument("add: flag span too small");
   State& s = *state_;
+  const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
   // Once a partition cannot grow, no partition goes past the item that needed it.
   std::size_t stop = items.size();
@@ -372,7 +376,7 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
   const auto unit_of = [&](std::uint64_t p) {
     const auto& of = q.of[p];
     std::size_t end = q.next[p];
-    while (end < of.size() && end - q.next[p] < kUnitItems && of[end] < stop) ++end;
+    while (end < of.size() && end - q.next[p] < unit_items && of[end] < stop) ++end;
     return end - q.next[p];
   };
   try {
@@ -427,9 +431,10 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
                                 std::span<std::uint8_t> present) const {
   if (present.size() < items.size()) throw InvalidArgument("contains: flag span too small");
   State& s = *state_;
+  const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
   const auto unit_of = [&](std::uint64_t p) {
-    return std::min(kUnitItems, q.of[p].size() - q.next[p]);
+    return std::min(unit_items, q.of[p].size() - q.next[p]);
   };
   waves(
       s, "looking up in a stream filter", false, unit_of,

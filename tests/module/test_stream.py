@@ -4,10 +4,12 @@ script in tests/test_module_stream.cpp; here are its own argument checks, its ke
 and the keys it makes."""
 
 import struct
+import threading
+import time
 
 import pytest
 
-from module_util import Error, items, packed
+from module_util import Error, Resp, items, packed, wait_until
 
 HEADER = 8 * (1 + 2 * 32)
 BITS = 4096
@@ -85,3 +87,35 @@ def test_a_foreign_slice_key_is_an_error_that_writes_nothing(raw):
     reply = stream(raw, "a", items("x", 3))
     assert isinstance(reply, Error) and str(reply).startswith("REDBLOOMSTREAM damaged 2 600")
     assert raw("EXISTS", "r") == 0
+
+
+def test_a_replica_that_runs_late_writes_the_slice_its_master_chose(make_server):
+    """RB.STREAM on the server's clock replicates itself with the time it read: a replica (or an
+    AOF replay) that ran it on its own clock later could pick another slice."""
+    master_server = make_server(options=("--repl-diskless-sync-delay", "0"))
+    master = master_server.client()
+    replica_server = make_server(options=("--enable-debug-command", "yes", "--replicaof",
+                                          "127.0.0.1", str(master_server.port)))
+    replica = replica_server.client()
+    wait_until(lambda: replica.info("replication")["master_link_status"] == "up",
+               "the replica's link to come up")
+    slice_ms = 500
+    current = int(time.time() * 1000) // slice_ms
+    older = 8  # live for 4.5 s, past the replica's nap
+    keys = ["r"] + ["s%d" % g for g in range(current - older - 1, current + 8)]
+    sleeper = threading.Thread(target=lambda: replica_server.client().execute_command(
+        "DEBUG", "SLEEP", "1.5"))
+    sleeper.start()
+    time.sleep(0.2)  # the replica is asleep: it reads the command 1.5 s (3 slices) later
+    with Resp(master_server.port) as raw:
+        reply = stream(raw, "a", items("late", 20), keys=keys, now=-1, slice_ms=slice_ms,
+                       older=older, first=current - older - 1)
+    assert reply[:2] == [b"ok", 20], reply
+    made = "s%d" % reply[4]
+    sleeper.join()
+    assert master.execute_command("WAIT", 1, 60000) == 1
+    assert master.get(made) is not None
+    for key in keys:
+        assert replica.get(key) == master.get(key), key
+    assert replica.execute_command("PEXPIRETIME", made) == \
+        master.execute_command("PEXPIRETIME", made) == (reply[4] + 1 + older) * slice_ms
