@@ -110,10 +110,11 @@ def test_a_replica_that_runs_late_writes_the_slice_its_master_chose(make_server)
     with Resp(master_server.port) as raw:
         reply = stream(raw, "a", items("late", 20), keys=keys, now=-1, slice_ms=slice_ms,
                        older=older, first=current - older - 1)
-    assert reply[:2] == [b"ok", 20], reply
+        assert reply[:2] == [b"ok", 20], reply
+        sleeper.join()
+        # On the connection that wrote: WAIT waits for that client's own last write.
+        assert raw("WAIT", 1, 60000) == 1
     made = "s%d" % reply[4]
-    sleeper.join()
-    assert master.execute_command("WAIT", 1, 60000) == 1
     assert master.get(made) is not None
     for key in keys:
         assert replica.get(key) == master.get(key), key
