@@ -114,8 +114,9 @@ Trace run(RedisStreamStore& store, std::uint64_t& now, std::uint64_t slice_ns) {
   return trace;
 }
 
-StreamOptions options_for(bool windowed) {
+StreamOptions options_for(bool windowed, Layout layout = Layout::blocked) {
   StreamOptions options;
+  options.layout = layout;
   options.capacity = 4000;
   options.error_rate = 0.01;
   options.window_ns = windowed ? 40'000 * kMsNs : 0;
@@ -126,10 +127,10 @@ StreamOptions options_for(bool windowed) {
   return options;
 }
 
-void expect_same(bool windowed) {
+void expect_same(bool windowed, Layout layout = Layout::blocked) {
   RedisServer stock;
   RedisServer with_module(kWithModule);
-  const StreamShape shape(options_for(windowed));
+  const StreamShape shape(options_for(windowed, layout));
   const std::uint64_t slice_ns = windowed ? shape.slice_ns() : 10'000 * kMsNs;
   // A slice boundary in the servers' future, so that every expiry lies ahead of their clocks.
   const std::uint64_t start = (system_now_ns() / slice_ns + 2) * slice_ns;
@@ -177,6 +178,11 @@ TEST(ModuleStream, AWindowedFilterAnswersAndWritesAsTheScriptDoes) {
 
 TEST(ModuleStream, AGrowingFilterAnswersAndWritesAsTheScriptDoes) {
   expect_same(false);
+}
+
+// The classic layout goes through PartitionView, the blocked one through word masks.
+TEST(ModuleStream, AClassicWindowedFilterAnswersAndWritesAsTheScriptDoes) {
+  expect_same(true, Layout::classic);
 }
 
 // The items of partition `p` among `items`.
