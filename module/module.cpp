@@ -16,6 +16,7 @@
 #include "bloom_type.hpp"
 #include "command_support.hpp"
 #include "partition_commands.hpp"
+#include "stream_commands.hpp"
 
 namespace redbloom::module {
 
@@ -119,5 +120,6 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (!module::register_type(ctx)) return module_api::kErr;
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
+  if (!module::register_stream_commands(ctx)) return module_api::kErr;
   return module_api::kOk;
 }

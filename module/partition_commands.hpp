@@ -3,13 +3,14 @@
 // written in place, same bits, both layouts.
 #pragma once
 
+#include "core/module_protocol.hpp"
 #include "redis_module_api.hpp"
 
 namespace redbloom::module {
 
-// The version of the RB.PART* protocol, answered by RB.VERSION (clients detect the module
-// with it).
-inline constexpr long long kPartitionProtocolVersion = 1;
+// The version of the module's commands, answered by RB.VERSION (clients detect the module
+// and what it offers with it).
+inline constexpr long long kPartitionProtocolVersion = module_protocol::kVersion;
 
 bool register_partition_commands(RedisModuleCtx* ctx) noexcept;
 

@@ -69,7 +69,12 @@ inline constexpr int kWrite = 1 << 1;
 // RedisModule_KeyType answers.
 inline constexpr int kKeyTypeEmpty = 0;
 inline constexpr int kKeyTypeString = 1;
+inline constexpr int kKeyTypeList = 2;
+inline constexpr int kKeyTypeHash = 3;
+inline constexpr int kKeyTypeSet = 4;
+inline constexpr int kKeyTypeZset = 5;
 inline constexpr int kKeyTypeModule = 6;
+inline constexpr int kKeyTypeStream = 7;
 // Keyspace notification class of module commands' events.
 inline constexpr int kNotifyGeneric = 1 << 2;
 // RedisModule_SetModuleOptions: loading functions report errors instead of exiting.
@@ -117,6 +122,15 @@ inline constexpr const char* kWrongTypeError =
   X(void, ReplySetArrayLength, (RedisModuleCtx * ctx, long len))                               \
   X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                \
   X(int, ReplicateVerbatim, (RedisModuleCtx * ctx))                                            \
+  X(int, Replicate, (RedisModuleCtx * ctx, const char* cmdname, const char* fmt, ...))         \
+  X(RedisModuleString*, CreateStringFromLongLong, (RedisModuleCtx * ctx, long long ll))        \
+  X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString * str))                         \
+  X(int, StringTruncate, (RedisModuleKey * key, std::size_t newlen))                           \
+  X(int, SetAbsExpire, (RedisModuleKey * key, long long expire))                               \
+  X(long long, Milliseconds, ())                                                               \
+  X(float, GetUsedMemoryRatio, ())                                                             \
+  X(int, IsKeysPositionRequest, (RedisModuleCtx * ctx))                                        \
+  X(void, KeyAtPos, (RedisModuleCtx * ctx, int pos))                                           \
   X(int, NotifyKeyspaceEvent,                                                                  \
     (RedisModuleCtx * ctx, int type, const char* event, RedisModuleString* key))               \
   X(void, SaveUnsigned, (RedisModuleIO * io, std::uint64_t value))                             \

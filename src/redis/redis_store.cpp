@@ -7,6 +7,7 @@
 
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
+#include "core/module_protocol.hpp"
 #include "core/sharding.hpp"
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
@@ -180,21 +181,6 @@ void or_into(RedisStore::State& s, std::span<const Delta> deltas) {
       OnLostNode::retry);
 }
 
-// redbloom's module answers RB.VERSION with the version of its partition commands; a server
-// without it answers "unknown command". Its commands are used only where every master has it
-// (a cluster sends each partition's commands to whichever master serves it).
-bool module_on_every_master(redis::Router& router) {
-  bool everywhere = true;
-  redis::for_each_master(router, [&](std::uint16_t slot) {
-    if (!everywhere) return;
-    // Asked at open, which waits out a failover like the rest of opening.
-    const redis::Reply reply =
-        router.call(slot, {std::string_view{"RB.VERSION"}}, redis::OnLostNode::retry);
-    everywhere = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
-  });
-  return everywhere;
-}
-
 }  // namespace
 
 void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& spec,
@@ -211,8 +197,11 @@ void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& s
     slots.push_back(redis::slot_of(keys.back()));
     if (sharding::shard_of_partition(i, spec.count) == spec.index) owned.push_back(i);
   }
-  commands = module_on_every_master(*router) ? redis::module_partition_commands(params)
-                                             : redis::stock_partition_commands(params);
+  // The module's commands only where every master has them (a cluster sends each partition's
+  // commands to whichever master serves it).
+  commands = redis::module_version(*router) >= module_protocol::kPartitionCommands
+                 ? redis::module_partition_commands(params)
+                 : redis::stock_partition_commands(params);
 }
 
 redis::PartSet RedisStore::State::owned_parts() const {

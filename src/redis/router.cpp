@@ -1,5 +1,6 @@
 #include "router.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "cluster_router.hpp"
@@ -85,6 +86,19 @@ void for_each_master(const Router& router, const std::function<void(std::uint16_
     visited[master] = true;
     visit(static_cast<std::uint16_t>(slot));
   }
+}
+
+long long module_version(Router& router) {
+  long long lowest = -1;
+  for_each_master(router, [&](std::uint16_t slot) {
+    if (lowest == 0) return;
+    // A server without the module answers "unknown command".
+    const Reply reply = router.call(slot, {std::string_view{"RB.VERSION"}}, OnLostNode::retry);
+    const long long version =
+        reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0 ? reply->integer : 0;
+    lowest = lowest < 0 ? version : std::min(lowest, version);
+  });
+  return std::max(lowest, 0LL);
 }
 
 bool claim_hash(Router& router, std::string_view key,

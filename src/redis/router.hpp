@@ -112,6 +112,11 @@ class Router {
 // commands run at that slot (Router::call) reach that master.
 void for_each_master(const Router& router, const std::function<void(std::uint16_t)>& visit);
 
+// The lowest version of redbloom's module commands among the router's masters (RB.VERSION,
+// core/module_protocol.hpp); 0 when one of them lacks the module. Asked at open, which waits
+// out a failover like the rest of opening.
+[[nodiscard]] long long module_version(Router& router);
+
 // A cluster router for a redis+cluster endpoint, else one server.
 [[nodiscard]] std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint);
 

@@ -211,7 +211,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
     redis::mark_ready(*state->routers[r], name, redis::encode_stream_metadata(metadata[r]));
   }
   state->prepare();
-  state->load_script();
+  state->load_commands();
   state->server_offset_ms = server_offset_ms(*state->routers[0], name);
   return std::unique_ptr<RedisStreamStore>(new RedisStreamStore(std::move(state)));
 }
@@ -263,7 +263,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::open_if_stream(
     state->salts[p] = salts[p];
   }
   state->prepare();
-  state->load_script();
+  state->load_commands();
   state->server_offset_ms = server_offset_ms(*state->routers[0], name);
   return std::unique_ptr<RedisStreamStore>(new RedisStreamStore(std::move(state)));
 }

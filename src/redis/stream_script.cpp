@@ -281,6 +281,33 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   return 1;
 }
 
+std::size_t encode_module(CommandBuffer& out, const Call& call) {
+  out.begin(13 + call.keys.size() + 4 * call.links.size());
+  out.arg(std::string_view("RB.STREAM"));
+  out.arg(std::uint64_t{call.keys.size()});
+  for (const std::string& key : call.keys) out.arg(key);
+  const char mode = static_cast<char>(call.mode);
+  out.arg(std::string_view(&mode, 1));
+  out.arg(call.now_ms < 0 ? std::string_view("-1") : std::to_string(call.now_ms));
+  out.arg(call.slice_ms);
+  out.arg(std::uint64_t{call.older});
+  out.arg(std::to_string(call.first));
+  out.arg(kHeaderBytes);
+  out.arg(std::uint64_t{call.links.size()});
+  out.arg(call.budget);
+  out.arg(call.partitions);
+  out.arg(call.partition);
+  for (std::size_t l = 0; l < call.links.size(); ++l) {
+    const FilterParams& params = call.link_params[l];
+    out.arg(to_string(params.layout));
+    out.arg(std::uint64_t{params.hashes});
+    out.arg(params.partition_bits);
+    out.arg(call.links[l].capacity);
+  }
+  out.arg(call.packed);
+  return 1;
+}
+
 std::uint64_t header_field(std::string_view header, std::uint64_t field) {
   std::uint64_t value = 0;
   for (std::size_t b = 0; b < 8; ++b) {

@@ -36,6 +36,12 @@
 //   A key of another type, of a length its header does not explain, or gone while the roster
 //   says it was made and it is live, is an error reply "REDBLOOMSTREAM <wrongtype|damaged|lost|
 //   roster> <key index> <detail>" and nothing is written.
+//
+// Where every master has redbloom's module (core/module_protocol.hpp), RB.STREAM does the same
+// on the same keys and bytes (module/stream_commands.cpp), hashing on the server:
+//   RB.STREAM #KEYS KEYS... mode now_ms slice_ms older first kHeaderBytes M budget partitions
+//             index M x (layout hashes partition-bits capacity) packed-items
+// Same reply and errors; it knows every link, so it never answers `links`.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +51,7 @@
 #include <vector>
 
 #include "connection.hpp"
+#include "redbloom/params.hpp"
 #include "redbloom/stream.hpp"
 
 namespace redbloom::redis::stream {
@@ -76,10 +83,18 @@ struct Call {
   std::size_t items = 0;
   // items x (sum of hashes of links < K) offsets, item by item, link by link.
   std::span<const std::uint64_t> offsets;
+  // RB.STREAM instead: the items packed (core/packed_items.hpp), every link's parameters (as
+  // many as `links`), and the partition.
+  std::string_view packed;
+  std::span<const FilterParams> link_params;
+  std::uint64_t partitions = 0;
+  std::uint64_t partition = 0;
 };
 
 // EVALSHA sha ... (or EVAL with the script's text when `sha` is empty). Returns 1 (commands).
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha);
+// RB.STREAM ... (offsets and with_offsets unused). Returns 1 (commands).
+std::size_t encode_module(CommandBuffer& out, const Call& call);
 
 // A slice as info mode reports it.
 struct SliceState {

@@ -44,11 +44,12 @@ struct RedisStreamStore::State {
   std::vector<std::int64_t> newest_slice;
   std::int64_t server_offset_ms = 0;  // the first server's TIME minus this machine's clock
   std::string sha;                    // of the script (the same on every server)
+  bool module = false;                // every master has RB.STREAM: it runs instead of the script
 
   // Sizes the links and the per-partition state once shape, routers and salts are set.
   void prepare();
-  // Loads the script on every master of every router.
-  void load_script();
+  // Loads the script on every master of every router, and sets `module`.
+  void load_commands();
 
   [[nodiscard]] std::string slice_key(std::uint64_t partition, std::int64_t slice) const;
   // The partition's slice roster (stream_script.hpp).

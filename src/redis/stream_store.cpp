@@ -3,7 +3,8 @@
 // partition a wave, so a partition's items are handled in batch order (the second of two equal
 // items is not new) while all partitions, servers and masters work at the same time. Between
 // waves the client answers what the script asked for: offsets for more links, or keys around
-// another slice.
+// another slice. RB.STREAM (where every master has the module) takes the items instead of
+// offsets and answers the same way, but never asks for links.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -12,6 +13,8 @@
 
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
+#include "core/module_protocol.hpp"
+#include "core/packed_items.hpp"
 #include "format.hpp"
 #include "partition_ops.hpp"
 #include "redbloom/error.hpp"
@@ -28,7 +31,9 @@ using redis::UnitRoute;
 namespace stream = redis::stream;
 
 // Items per script call: bounds how long one call blocks its server (two commands an item).
+// RB.STREAM handles an item in a fraction of that time, so its units are larger.
 constexpr std::size_t kUnitItems = 512;
+constexpr std::size_t kModuleUnitItems = 4096;
 // Replies in a row that move a partition no further (more links, another slice, NOSCRIPT)
 // before a call gives up: each of them answers a finite question, so this is never reached
 // by a sound server.
@@ -55,6 +60,7 @@ void append_offsets(const RedisStreamStore::State& s, const ItemHash& h, std::ui
 
 // A call's items queued by partition, in batch order.
 struct Queues {
+  std::span<const std::string_view> items;
   std::vector<ItemHash> hashes;
   std::vector<std::vector<std::uint32_t>> of;  // per partition: batch indices
   std::vector<std::size_t> next;               // per partition: first not yet handled
@@ -63,6 +69,7 @@ struct Queues {
 Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string_view> items) {
   if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
   Queues q;
+  q.items = items;
   const std::uint64_t partitions = s.shape.partitions();
   q.hashes.resize(items.size());
   q.of.resize(partitions);
@@ -72,6 +79,31 @@ Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string
     q.of[layout::partition_of(q.hashes[i], partitions)].push_back(static_cast<std::uint32_t>(i));
   }
   return q;
+}
+
+// A unit's items as its command takes them: bit offsets for the script, the items themselves
+// for RB.STREAM (which hashes them).
+struct UnitArgs {
+  std::vector<std::uint64_t> offsets;
+  std::string packed;
+};
+
+// Appends partition p's next `count` items for a unit that describes `links` links.
+void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
+                 std::size_t count, std::uint32_t links, UnitArgs& out) {
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint32_t i = q.of[p][q.next[p] + j];
+    if (s.module) {
+      packed::append(out.packed, q.items[i]);
+    } else {
+      append_offsets(s, q.hashes[i], links, out.offsets);
+    }
+  }
+}
+
+// The command's name in messages: "EVALSHA (adding to a stream filter)".
+std::string operation_of(const RedisStreamStore::State& s, std::string_view what) {
+  return std::string(s.module ? "RB.STREAM" : "EVALSHA") + " (" + std::string(what) + ")";
 }
 
 // The first item (batch index) that some partition has not handled: everything before it is.
@@ -88,35 +120,32 @@ std::size_t handled_prefix(const Queues& q, std::size_t items) {
 // Sets up partition p's next call: `items` items from its queue, each with the bit offsets of
 // every link the store knows the partition to have.
 void prepare_call(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
-                  stream::Mode mode, std::size_t items, stream::Call& call,
-                  std::vector<std::uint64_t>& offsets) {
+                  stream::Mode mode, std::size_t items, stream::Call& call, UnitArgs& unit) {
   call.mode = mode;
   call.items = items;
   call.with_offsets =
       std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
-  for (std::size_t j = 0; j < items; ++j) {
-    append_offsets(s, q.hashes[q.of[p][q.next[p] + j]], call.with_offsets, offsets);
-  }
+  append_unit(s, q, p, call.items, call.with_offsets, unit);
 }
 
 void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
                 const stream::Reply& reply) {
   if (q.next[p] + reply.done > q.of[p].size()) {
-    s.routers[s.router_of[p]]->fail("EVALSHA", "the stream script answered for " +
-                                                   std::to_string(reply.done) +
-                                                   " items, more than were sent");
+    s.routers[s.router_of[p]]->fail(operation_of(s, "stream"), "the stream command answered for " +
+                                                                   std::to_string(reply.done) +
+                                                                   " items, more than were sent");
   }
 }
 
-// Runs the script in waves (see the top of the file). units(p) says how many items partition p
-// sends this wave (0: nothing), fill(p, call, offsets) sets the call's mode, items and offsets,
+// Runs the script (or RB.STREAM) in waves (see the top of the file). units(p) says how many items
+// partition p sends this wave (0: nothing), fill(p, call, unit) sets the call's mode and items,
 // and handled(p, reply) sees the replies that moved it (ok, links, full). The keys, the time,
 // more links, another slice and NOSCRIPT are dealt with here.
-void waves(
-    RedisStreamStore::State& s, std::string_view operation, bool writes,
-    const std::function<std::size_t(std::uint64_t)>& units,
-    const std::function<void(std::uint64_t, stream::Call&, std::vector<std::uint64_t>&)>& fill,
-    const std::function<void(std::uint64_t, const stream::Reply&)>& handled) {
+void waves(RedisStreamStore::State& s, std::string_view what, bool writes,
+           const std::function<std::size_t(std::uint64_t)>& units,
+           const std::function<void(std::uint64_t, stream::Call&, UnitArgs&)>& fill,
+           const std::function<void(std::uint64_t, const stream::Reply&)>& handled) {
+  const std::string operation = operation_of(s, what);
   const std::uint64_t partitions = s.shape.partitions();
   const std::int64_t guess = s.guess_slice();
   std::vector<std::int64_t> center(partitions);
@@ -150,7 +179,7 @@ void waves(
     redis::run_each(s.routers.size(), [&](std::size_t r) {
       const std::vector<std::uint64_t>& mine = work[r];
       std::vector<std::string> keys;
-      std::vector<std::uint64_t> offsets;
+      UnitArgs unit;
       s.routers[r]->pipeline(
           mine.size(), operation,
           [&](std::size_t u) {
@@ -167,9 +196,15 @@ void waves(
             call.keys = keys;
             call.budget = s.budget;
             call.links = s.link_args;
-            offsets.clear();
-            fill(p, call, offsets);
-            call.offsets = offsets;
+            call.link_params = s.links;
+            call.partitions = partitions;
+            call.partition = p;
+            unit.offsets.clear();
+            unit.packed.clear();
+            fill(p, call, unit);
+            call.offsets = unit.offsets;
+            call.packed = unit.packed;
+            if (s.module) return stream::encode_module(buffer, call);
             return stream::encode(buffer, call, by_text[r] != 0 ? std::string_view{} : s.sha);
           },
           [&](std::size_t u, Replies replies) {
@@ -264,8 +299,10 @@ void RedisStreamStore::State::prepare() {
   for (std::uint64_t p = 0; p < partitions; ++p) slots.push_back(redis::slot_of(slice_key(p, 0)));
 }
 
-void RedisStreamStore::State::load_script() {
+void RedisStreamStore::State::load_commands() {
+  module = true;
   for (const auto& router : routers) {
+    if (redis::module_version(*router) < module_protocol::kStreamCommand) module = false;
     redis::for_each_master(*router, [&](std::uint16_t slot) {
       const redis::Reply reply =
           router->run(slot, {"SCRIPT", "LOAD", stream::script_text()}, OnLostNode::retry);
@@ -342,6 +379,7 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
                            std::span<std::uint8_t> newly_added) {
   if (newly_added.size() < items.size()) throw InvalidArgument("add: flag span too small");
   State& s = *state_;
+  const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
   // Once a partition cannot grow, no partition goes past the item that needed it.
   std::size_t stop = items.size();
@@ -349,14 +387,14 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
   const auto unit_of = [&](std::uint64_t p) {
     const auto& of = q.of[p];
     std::size_t end = q.next[p];
-    while (end < of.size() && end - q.next[p] < kUnitItems && of[end] < stop) ++end;
+    while (end < of.size() && end - q.next[p] < unit_items && of[end] < stop) ++end;
     return end - q.next[p];
   };
   try {
     waves(
-        s, "EVALSHA (adding to a stream filter)", true, unit_of,
-        [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
-          prepare_call(s, q, p, stream::Mode::add, unit_of(p), call, offsets);
+        s, "adding to a stream filter", true, unit_of,
+        [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
+          prepare_call(s, q, p, stream::Mode::add, unit_of(p), call, unit);
         },
         [&](std::uint64_t p, const stream::Reply& reply) {
           check_done(s, q, p, reply);
@@ -400,14 +438,15 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
                                 std::span<std::uint8_t> present) const {
   if (present.size() < items.size()) throw InvalidArgument("contains: flag span too small");
   State& s = *state_;
+  const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
   const auto unit_of = [&](std::uint64_t p) {
-    return std::min(kUnitItems, q.of[p].size() - q.next[p]);
+    return std::min(unit_items, q.of[p].size() - q.next[p]);
   };
   waves(
-      s, "EVALSHA (looking up in a stream filter)", false, unit_of,
-      [&](std::uint64_t p, stream::Call& call, std::vector<std::uint64_t>& offsets) {
-        prepare_call(s, q, p, stream::Mode::lookup, unit_of(p), call, offsets);
+      s, "looking up in a stream filter", false, unit_of,
+      [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
+        prepare_call(s, q, p, stream::Mode::lookup, unit_of(p), call, unit);
       },
       [&](std::uint64_t p, const stream::Reply& reply) {
         check_done(s, q, p, reply);
@@ -432,9 +471,9 @@ LiveSlices live_slices(RedisStreamStore::State& s) {
   live.of.resize(partitions);
   std::vector<std::uint8_t> done(partitions, 0);
   waves(
-      s, "EVALSHA (reading a stream filter)", false,
+      s, "reading a stream filter", false,
       [&](std::uint64_t p) { return std::size_t{done[p] == 0 ? 1u : 0u}; },
-      [&](std::uint64_t, stream::Call& call, std::vector<std::uint64_t>&) {
+      [&](std::uint64_t, stream::Call& call, UnitArgs&) {
         call.mode = stream::Mode::info;
         call.with_offsets = 0;
         call.items = 0;
@@ -444,7 +483,7 @@ LiveSlices live_slices(RedisStreamStore::State& s) {
         for (const stream::SliceState& slice : reply.slices) {
           if (slice.links > s.links.size() || slice.length != s.link_start[slice.links]) {
             throw FormatError(s.routers[s.router_of[p]]->message(
-                "EVALSHA (reading a stream filter)",
+                operation_of(s, "reading a stream filter"),
                 "slice key '" + s.slice_key(p, slice.slice) + "' is " +
                     std::to_string(slice.length) +
                     " bytes long, which its header does not explain (damaged?)"));

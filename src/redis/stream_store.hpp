@@ -10,6 +10,8 @@
 // hashes the items and sends each link's bit offsets; the script takes the server's time
 // unless the store was given a Clock (then the client's now, in ms, goes with each call, and
 // the expiries follow it too: a Clock behind the servers' would have Redis retire slices early).
+// Where every master has redbloom's module at RB.VERSION 2, RB.STREAM does the script's work on
+// the same keys instead, taking the items and hashing them on the server.
 //
 // The metadata hash NAME (format "redbloom-stream", format.hpp) goes through the one object
 // lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr for

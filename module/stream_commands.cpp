@@ -1,0 +1,575 @@
+#include "stream_commands.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command_support.hpp"
+#include "core/item_hash_inline.hpp"
+#include "core/layout.hpp"
+#include "core/packed_items.hpp"
+#include "core/partition_view.hpp"
+#include "redbloom/stream.hpp"
+
+namespace redbloom::module {
+
+namespace {
+
+// RB.STREAM numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
+//           partitions index M x (layout hashes partition-bits capacity) packed-items
+// The keys, the header, the roster, the statuses, the reply and the REDBLOOMSTREAM errors are
+// the stream script's (src/redis/stream_script.hpp); instead of bit offsets it takes the items
+// and every link's geometry, so it never answers `links`.
+constexpr int kFixedArgs = 10;  // mode .. index
+constexpr int kLinkArgs = 4;
+constexpr long long kMaxHeaderBytes = 1 << 20;
+
+struct Link {
+  FilterParams params;
+  std::uint64_t bytes = 0;
+  std::uint64_t capacity = 0;
+};
+
+struct StreamRequest {
+  std::int64_t numkeys = 0;  // the roster and the slices
+  char mode = 'l';
+  int now_arg = 0;  // where now-ms is in argv
+  std::int64_t now_ms = -1;
+  std::int64_t slice_ms = 0;
+  std::int64_t older = 0;
+  std::int64_t first = 0;
+  std::uint64_t header = 0;
+  std::uint64_t budget = 0;
+  std::uint64_t partitions = 0;
+  std::uint64_t index = 0;
+  std::vector<Link> links;
+  std::vector<std::uint64_t> start;  // byte offset of link l in a slice key; start[M] its end
+  std::vector<std::string_view> items;
+};
+
+bool bad(RedisModuleCtx* ctx, const char* what) {
+  const std::string message = std::string("ERR bad RB.STREAM arguments: ") + what;
+  reply_error(ctx, message.c_str());
+  return false;
+}
+
+bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, StreamRequest& r) {
+  const auto numkeys = integer(argv[1]);
+  if (!numkeys || *numkeys < 2 || *numkeys > argc - 2 - kFixedArgs - kLinkArgs - 1) {
+    return bad(ctx, "numkeys must count the roster and at least one slice key");
+  }
+  r.numkeys = *numkeys;
+  const int base = 2 + static_cast<int>(r.numkeys);
+  const std::string_view mode = text(argv[base]);
+  if (mode != "a" && mode != "l" && mode != "i") return bad(ctx, "mode is a, l or i");
+  r.mode = mode[0];
+  r.now_arg = base + 1;
+  const auto now = integer(argv[base + 1]);
+  const auto slice_ms = integer(argv[base + 2]);
+  const auto older = integer(argv[base + 3]);
+  const auto first = integer(argv[base + 4]);
+  const auto header = integer(argv[base + 5]);
+  const auto links = integer(argv[base + 6]);
+  const auto budget = integer(argv[base + 7]);
+  const auto partitions = integer(argv[base + 8]);
+  const auto index = integer(argv[base + 9]);
+  if (!now || !slice_ms || !older || !first || !header || !links || !budget || !partitions ||
+      !index || *slice_ms < 0 || *older < 0 || *older > INT32_MAX || *budget < 0) {
+    return bad(ctx, "now-ms slice-ms older first header-bytes links budget are integers");
+  }
+  if (*links < 1 || *links > kMaxStreamLinks ||
+      argc != base + kFixedArgs + kLinkArgs * static_cast<int>(*links) + 1) {
+    return bad(ctx, "M links of layout hashes partition-bits capacity, then the packed items");
+  }
+  if (*header % 8 != 0 || *header < 8 * (1 + 2 * *links) || *header > kMaxHeaderBytes) {
+    return bad(ctx, "header-bytes must hold the link count and two fields per link");
+  }
+  if (*partitions < 1 || *partitions > (1LL << 32) || *index < 0 || *index >= *partitions) {
+    return bad(ctx, "index must be a partition of partitions (at most 2^32)");
+  }
+  r.now_ms = *now;
+  r.slice_ms = *slice_ms;
+  r.older = *older;
+  r.first = *first;
+  r.header = static_cast<std::uint64_t>(*header);
+  r.budget = static_cast<std::uint64_t>(*budget);
+  r.partitions = static_cast<std::uint64_t>(*partitions);
+  r.index = static_cast<std::uint64_t>(*index);
+  r.start.assign(1, r.header);
+  for (int l = 0; l < *links; ++l) {
+    const int at = base + kFixedArgs + kLinkArgs * l;
+    const auto layout = parse_layout(text(argv[at]));
+    const auto hashes = integer(argv[at + 1]);
+    const auto bits = integer(argv[at + 2]);
+    const auto capacity = integer(argv[at + 3]);
+    if (!layout || !hashes || !bits || !capacity || *hashes < 1 || *hashes > kMaxHashes ||
+        *bits <= 0 || *bits % kBlockBits != 0 ||
+        static_cast<std::uint64_t>(*bits) > kRedisMaxStringBits || *capacity < 0) {
+      return bad(ctx, "a link is layout, hashes, partition-bits (a multiple of 512) and capacity");
+    }
+    Link link;
+    link.params.layout = *layout;
+    link.params.hashes = static_cast<std::uint32_t>(*hashes);
+    link.params.partition_bits = static_cast<std::uint64_t>(*bits);
+    link.params.partitions = r.partitions;
+    link.params.hash_scheme = kCurrentHashScheme;
+    link.bytes = link.params.partition_bytes();
+    link.capacity = static_cast<std::uint64_t>(*capacity);
+    r.links.push_back(link);
+    r.start.push_back(r.start.back() + link.bytes);
+    if (r.start.back() > kRedisMaxStringBits / 8) {
+      return bad(ctx, "the links would pass Redis's 512 MiB string");
+    }
+  }
+  auto items = packed::split(text(argv[argc - 1]));
+  if (!items) {
+    reply_error(ctx, "ERR packed items end inside an item");
+    return false;
+  }
+  r.items = std::move(*items);
+  return true;
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
+}
+
+std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+  return a - floor_div(a, b) * b;
+}
+
+// The header's and the roster's big-endian i64 fields.
+std::int64_t field(const std::uint8_t* bytes, std::uint64_t index) {
+  std::uint64_t value = 0;
+  for (std::size_t b = 0; b < 8; ++b) value = (value << 8) | bytes[8 * index + b];
+  return static_cast<std::int64_t>(value);
+}
+
+void set_field(std::uint8_t* bytes, std::uint64_t index, std::int64_t value) {
+  auto bits = static_cast<std::uint64_t>(value);
+  for (std::size_t b = 8; b-- > 0;) {
+    bytes[8 * index + b] = static_cast<std::uint8_t>(bits & 0xff);
+    bits >>= 8;
+  }
+}
+
+const char* type_name(int type) {
+  switch (type) {
+    case module_api::kKeyTypeList:
+      return "list";
+    case module_api::kKeyTypeHash:
+      return "hash";
+    case module_api::kKeyTypeSet:
+      return "set";
+    case module_api::kKeyTypeZset:
+      return "zset";
+    case module_api::kKeyTypeStream:
+      return "stream";
+    default:
+      return "module";
+  }
+}
+
+int stream_error(RedisModuleCtx* ctx, const char* kind, std::int64_t index,
+                 const std::string& detail) {
+  const std::string message =
+      std::string("REDBLOOMSTREAM ") + kind + " " + std::to_string(index) + " " + detail;
+  return reply_error(ctx, message.c_str());
+}
+
+// {status, done, flags, links, G, now}, with `extra` more entries to follow.
+void reply_head(RedisModuleCtx* ctx, const char* status, std::size_t done, const std::string& flags,
+                std::int64_t links, std::int64_t slice, std::int64_t now, std::size_t extra = 0) {
+  RedisModule_ReplyWithArray(ctx, static_cast<long>(6 + extra));
+  RedisModule_ReplyWithStringBuffer(ctx, status, std::strlen(status));
+  RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(done));
+  RedisModule_ReplyWithStringBuffer(ctx, flags.data(), flags.size());
+  RedisModule_ReplyWithLongLong(ctx, links);
+  RedisModule_ReplyWithLongLong(ctx, slice);
+  RedisModule_ReplyWithLongLong(ctx, now);
+}
+
+int reply_time(RedisModuleCtx* ctx, std::int64_t slice, std::int64_t now) {
+  reply_head(ctx, "time", 0, {}, 0, slice, now);
+  return module_api::kOk;
+}
+
+std::uint64_t set_bits(const std::uint8_t* bytes, std::uint64_t length) {
+  std::uint64_t ones = 0;
+  std::uint64_t at = 0;
+  for (; at + 8 <= length; at += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes + at, 8);
+    ones += static_cast<std::uint64_t>(std::popcount(word));
+  }
+  for (; at < length; ++at) ones += static_cast<std::uint64_t>(std::popcount(bytes[at]));
+  return ones;
+}
+
+// A live slice: its key, opened for the command, and what its header says.
+struct Slice {
+  std::unique_ptr<OpenKey> key;
+  std::uint32_t links = 0;  // 0: the key does not exist
+  std::uint8_t* bytes = nullptr;
+  std::uint64_t length = 0;
+};
+
+// An item's bits in one link, word by word where it can: a blocked item's k bits lie in one
+// 64-byte block, so its probes become eight word masks, checked and set with eight loads and
+// stores (links of tightened rates have k of 20 and more).
+class LinkBits {
+ public:
+  LinkBits(std::uint8_t* bytes, const Link& link) noexcept : bytes_(bytes), link_(link) {}
+
+  [[nodiscard]] bool contains(const ItemHash& h) const noexcept {
+    if (!words()) {
+      std::uint8_t present = 0;
+      PartitionView(bytes_, link_.params).contains(std::span<const ItemHash>(&h, 1), &present);
+      return present != 0;
+    }
+    std::uint64_t mask[8];
+    masks(h, mask);
+    const std::uint8_t* block = block_of(h);
+    bool all = true;
+    for (std::size_t w = 0; w < 8; ++w) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, block + 8 * w, 8);
+      all = all && (word & mask[w]) == mask[w];
+    }
+    return all;
+  }
+
+  // Sets the item's bits; true iff one of them was clear.
+  bool add(const ItemHash& h) noexcept {
+    if (!words()) {
+      std::uint8_t fresh = 0;
+      PartitionView(bytes_, link_.params).add(std::span<const ItemHash>(&h, 1), &fresh);
+      return fresh != 0;
+    }
+    std::uint64_t mask[8];
+    masks(h, mask);
+    std::uint8_t* block = block_of(h);
+    bool missing = false;
+    for (std::size_t w = 0; w < 8; ++w) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, block + 8 * w, 8);
+      missing = missing || (word & mask[w]) != mask[w];
+      word |= mask[w];
+      std::memcpy(block + 8 * w, &word, 8);
+    }
+    return missing;
+  }
+
+ private:
+  [[nodiscard]] bool words() const noexcept {
+    return link_.params.layout == Layout::blocked && std::endian::native == std::endian::little;
+  }
+  [[nodiscard]] std::uint8_t* block_of(const ItemHash& h) const noexcept {
+    return bytes_ + layout::blocked_block_of(h, link_.params.partition_bits) * (kBlockBits / 8);
+  }
+  // layout::blocked_probes_in_block's probes, one multiply per round of eight. Redis bit order
+  // (bit_order.hpp): bit b is bit 7 - b % 8 of byte b / 8, so bit (b % 64) ^ 7 of the
+  // little-endian word b / 64.
+  void masks(const ItemHash& h, std::uint64_t (&mask)[8]) const noexcept {
+    std::fill(std::begin(mask), std::end(mask), 0);
+    const unsigned start = layout::blocked_start_word(h.hi);
+    const std::uint32_t k = link_.params.hashes;
+    for (std::uint32_t round = 0; 8 * round < k; ++round) {
+      const std::uint64_t x = h.hi * layout::kRoundMultipliers[round];
+      const std::uint32_t in_round = std::min<std::uint32_t>(8, k - 8 * round);
+      for (std::uint32_t j = 0; j < in_round; ++j) {
+        const unsigned w = (start + 8 * round + j) & 7;
+        const auto bit = static_cast<unsigned>((x >> layout::blocked_field_shift(w)) & 63);
+        mask[w] |= std::uint64_t{1} << (bit ^ 7);
+      }
+    }
+  }
+
+  std::uint8_t* bytes_;
+  const Link& link_;
+};
+
+class Probe {
+ public:
+  explicit Probe(const std::vector<ItemHash>& hashes) : hashes_(hashes) {}
+
+  // found[i] = 1 for the items not yet found whose bits are all set in `link` at `bytes`.
+  void operator()(std::uint8_t* bytes, const Link& link, std::vector<std::uint8_t>& found) const {
+    const LinkBits bits(bytes, link);
+    for (std::size_t i = 0; i < hashes_.size(); ++i) {
+      if (found[i] == 0 && bits.contains(hashes_[i])) found[i] = 1;
+    }
+  }
+
+ private:
+  const std::vector<ItemHash>& hashes_;
+};
+
+// Replicates the command as it ran, with the time it used: a replica or an AOF replay reading
+// its own clock could pick another slice.
+void replicate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const StreamRequest& r,
+               std::int64_t now) {
+  if (r.now_ms >= 0) {
+    RedisModule_ReplicateVerbatim(ctx);
+    return;
+  }
+  std::vector<RedisModuleString*> args(argv + 1, argv + argc);
+  RedisModuleString* pinned = RedisModule_CreateStringFromLongLong(ctx, now);
+  args[static_cast<std::size_t>(r.now_arg - 1)] = pinned;
+  RedisModule_Replicate(ctx, "RB.STREAM", "v", args.data(), args.size());
+  RedisModule_FreeString(ctx, pinned);
+}
+
+int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (RedisModule_IsKeysPositionRequest(ctx)) {
+    const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
+    if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
+      for (int i = 0; i < *numkeys; ++i) RedisModule_KeyAtPos(ctx, 2 + i);
+    }
+    return module_api::kOk;
+  }
+  if (argc < 2 + kFixedArgs + kLinkArgs + 1) return RedisModule_WrongArity(ctx);
+  StreamRequest r;
+  if (!parse(ctx, argv, argc, r)) return module_api::kOk;
+  // Every item is hashed and checked first: an item routed to the wrong partition would set
+  // bits that no lookup of it reads.
+  std::vector<ItemHash> hashes(r.items.size());
+  for (std::size_t i = 0; i < r.items.size(); ++i) {
+    hashes[i] = detail::hash_inline(r.items[i]);
+    if (layout::partition_of(hashes[i], r.partitions) != r.index) {
+      return reply_error(
+          ctx, ("ERR item " + std::to_string(i) + " belongs to another partition").c_str());
+    }
+  }
+  const bool adding = r.mode == 'a';
+  const std::int64_t now = r.now_ms >= 0 ? r.now_ms : RedisModule_Milliseconds();
+  const std::int64_t last = r.first + r.numkeys - 2;
+  const auto key_of = [&](std::int64_t g) { return argv[3 + (g - r.first)]; };
+  const auto index_of = [&](std::int64_t g) { return g - r.first + 2; };
+
+  // The current slice: the one of now, or the newest declared one that exists.
+  std::int64_t current = r.slice_ms > 0 ? floor_div(now, r.slice_ms) : 0;
+  if (current > last) return reply_time(ctx, current, now);
+  std::int64_t newest = current;
+  for (std::int64_t g = std::max(current + 1, r.first); g <= last; ++g) {
+    const OpenKey key(ctx, key_of(g), module_api::kRead);
+    if (!key.empty()) newest = g;
+  }
+  if (newest == last && last > current) return reply_time(ctx, last, now);
+  current = newest;
+  if (current - r.older < r.first) return reply_time(ctx, current, now);
+
+  // The roster (stream_script.hpp): a live slice that was made and is gone is an error.
+  const std::int64_t ring_slots = r.older + 1;
+  OpenKey roster(ctx, argv[2], module_api::kRead | module_api::kWrite);
+  std::uint8_t* ring = nullptr;
+  if (!roster.empty()) {
+    if (RedisModule_KeyType(roster.get()) != module_api::kKeyTypeString) {
+      return reply_error(ctx, module_api::kWrongTypeError);
+    }
+    const std::size_t length = RedisModule_ValueLength(roster.get());
+    if (length != 8 * static_cast<std::uint64_t>(ring_slots)) {
+      return stream_error(ctx, "roster", 1, std::to_string(length));
+    }
+    // Write access even to read: a string this short may be stored as a number, and only
+    // writable access hands out its bytes.
+    std::size_t ignored = 0;
+    ring = reinterpret_cast<std::uint8_t*>(
+        RedisModule_StringDMA(roster.get(), &ignored, module_api::kRead | module_api::kWrite));
+  }
+  const auto made = [&](std::int64_t g) {
+    return ring != nullptr &&
+           field(ring, static_cast<std::uint64_t>(floor_mod(g, ring_slots))) == g + 1;
+  };
+
+  const std::uint64_t link_count = r.links.size();
+  std::vector<Slice> live(static_cast<std::size_t>(r.older) + 1);
+  std::uint64_t used = 0;
+  std::int64_t most = 0;
+  for (std::int64_t g = current - r.older; g <= current; ++g) {
+    Slice& slice = live[static_cast<std::size_t>(g - (current - r.older))];
+    const bool writable = adding && g == current;
+    slice.key = std::make_unique<OpenKey>(
+        ctx, key_of(g), writable ? module_api::kRead | module_api::kWrite : module_api::kRead);
+    if (slice.key->empty()) {
+      if (made(g)) return stream_error(ctx, "lost", index_of(g), "0");
+      continue;
+    }
+    const int type = RedisModule_KeyType(slice.key->get());
+    if (type != module_api::kKeyTypeString) {
+      return stream_error(ctx, "wrongtype", index_of(g), type_name(type));
+    }
+    const std::size_t length = RedisModule_ValueLength(slice.key->get());
+    std::int64_t links = -1;
+    std::size_t ignored = 0;
+    // Longer than any number, so its bytes are there to read.
+    auto* bytes = length >= r.header ? reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(
+                                           slice.key->get(), &ignored, module_api::kRead))
+                                     : nullptr;
+    if (bytes != nullptr) links = field(bytes, 0);
+    if (links < 1 || static_cast<std::uint64_t>(links) > link_count ||
+        length != r.start[static_cast<std::size_t>(links)]) {
+      return stream_error(ctx, "damaged", index_of(g), std::to_string(length));
+    }
+    slice.links = static_cast<std::uint32_t>(links);
+    slice.bytes = bytes;
+    slice.length = length;
+    used += r.start[slice.links] - r.header;
+    most = std::max<std::int64_t>(most, links);
+  }
+
+  if (r.mode == 'i') {
+    const auto existing = static_cast<std::size_t>(
+        std::count_if(live.begin(), live.end(), [](const Slice& s) { return s.links > 0; }));
+    reply_head(ctx, "ok", 0, {}, most, current, now, existing);
+    for (std::size_t s = 0; s < live.size(); ++s) {
+      const Slice& slice = live[s];
+      if (slice.links == 0) continue;
+      RedisModule_ReplyWithArray(ctx, 4);
+      RedisModule_ReplyWithLongLong(ctx, current - r.older + static_cast<std::int64_t>(s));
+      RedisModule_ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(slice.bytes), r.header);
+      RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(slice.length));
+      RedisModule_ReplyWithLongLong(
+          ctx, static_cast<long long>(set_bits(slice.bytes + r.header, slice.length - r.header)));
+    }
+    return module_api::kOk;
+  }
+
+  const std::size_t n = hashes.size();
+  const Probe probe(hashes);
+  std::vector<std::uint8_t> found(n, 0);
+  if (r.mode == 'l') {
+    // Newest first: most items asked about were added lately, and found ones are not probed on.
+    for (std::size_t s = live.size(); s-- > 0;) {
+      for (std::uint32_t l = live[s].links; l-- > 0;) {
+        probe(live[s].bytes + r.start[l], r.links[l], found);
+      }
+    }
+    std::string flags(n, '0');
+    for (std::size_t i = 0; i < n; ++i) flags[i] = found[i] != 0 ? '1' : '0';
+    reply_head(ctx, "ok", n, flags, most, current, now);
+    return module_api::kOk;
+  }
+
+  Slice& cur = live.back();
+  std::size_t ignored = 0;
+  if (cur.links > 0) {
+    cur.bytes = reinterpret_cast<std::uint8_t*>(
+        RedisModule_StringDMA(cur.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+  }
+  std::uint32_t links = cur.links;
+  std::int64_t count = links > 0 ? field(cur.bytes, 2 * std::uint64_t{links} - 1) : 0;
+  // in_current: in a link of the current slice before the newest. The script also probes the
+  // newest one first; its test-and-set below answers the same (all bits set: not new, nothing
+  // counted), and a full newest link is probed before it is frozen, as the script does.
+  std::vector<std::uint8_t> in_current(n, 0);
+  for (std::uint32_t l = 0; l + 1 < links; ++l) {
+    probe(cur.bytes + r.start[l], r.links[l], in_current);
+  }
+  // found: in the current slice or an older one. An item only in an older slice is not new,
+  // but the add still sets it in the current one, restarting its window.
+  found = in_current;
+  for (std::size_t s = live.size() - 1; s-- > 0;) {
+    for (std::uint32_t l = live[s].links; l-- > 0;) {
+      probe(live[s].bytes + r.start[l], r.links[l], found);
+    }
+  }
+  std::int64_t counted = count;
+  bool wrote = false;
+  bool roster_written = false;
+  const auto save_count = [&] {
+    if (links > 0 && count != counted) {
+      set_field(cur.bytes, 2 * std::uint64_t{links} - 1, count);
+      counted = count;
+      wrote = true;
+    }
+  };
+  const auto full_at = [&](std::uint32_t link) {
+    return static_cast<std::uint64_t>(count) >= r.links[link].capacity;
+  };
+  const auto finish = [&](const char* status, std::size_t done, const std::string& flags,
+                          std::int64_t answer_links) {
+    save_count();
+    reply_head(ctx, status, done, flags, answer_links, current, now);
+    if (wrote) {
+      RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, "rb.stream",
+                                      key_of(current));
+      if (roster_written) {
+        RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, "rb.stream", argv[2]);
+      }
+      replicate(ctx, argv, argc, r, now);
+    }
+    return module_api::kOk;
+  };
+  std::string flags;
+  flags.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (in_current[i] == 0 && links > 0 && full_at(links - 1)) {
+      // The newest link is full and about to be frozen: what this unit wrote into it counts.
+      probe(cur.bytes + r.start[links - 1], r.links[links - 1], in_current);
+    }
+    if (in_current[i] != 0) {
+      flags.push_back('0');
+      continue;
+    }
+    if (links == 0 || full_at(links - 1)) {
+      const std::uint32_t make = links;
+      if (make >= link_count || (r.budget > 0 && used + r.links[make].bytes > r.budget)) {
+        return finish("full", i, flags, make);
+      }
+      save_count();
+      RedisModule_StringTruncate(cur.key->get(), r.start[make + 1]);
+      cur.bytes = reinterpret_cast<std::uint8_t*>(
+          RedisModule_StringDMA(cur.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+      set_field(cur.bytes, 0, make + 1);
+      set_field(cur.bytes, 2 + 2 * std::uint64_t{make}, now);
+      if (make == 0) {
+        if (r.slice_ms > 0) {
+          RedisModule_SetAbsExpire(cur.key->get(), (current + 1 + r.older) * r.slice_ms);
+        }
+        if (ring == nullptr) {
+          RedisModule_StringTruncate(roster.get(), 8 * static_cast<std::size_t>(ring_slots));
+        }
+        ring = reinterpret_cast<std::uint8_t*>(
+            RedisModule_StringDMA(roster.get(), &ignored, module_api::kRead | module_api::kWrite));
+        set_field(ring, static_cast<std::uint64_t>(floor_mod(current, ring_slots)), current + 1);
+        roster_written = true;
+      }
+      links = make + 1;
+      used += r.links[make].bytes;
+      count = 0;
+      counted = 0;
+      wrote = true;
+    }
+    // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
+    // already set them all (then nothing changed and the item is not new).
+    LinkBits bits(cur.bytes + r.start[links - 1], r.links[links - 1]);
+    if (bits.add(hashes[i])) {
+      ++count;
+      wrote = true;
+      flags.push_back(found[i] != 0 ? '0' : '1');
+    } else {
+      flags.push_back('0');
+    }
+  }
+  return finish("ok", n, flags, std::max<std::int64_t>(most, links));
+}
+
+template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
+int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return guarded(ctx, [&] { return Body(ctx, argv, argc); });
+}
+
+}  // namespace
+
+bool register_stream_commands(RedisModuleCtx* ctx) noexcept {
+  // The keys follow numkeys as EVAL's do: getkeys-api names them, for cluster routing and
+  // ASK/TRYAGAIN during a migration, as no first/last/step could.
+  return RedisModule_CreateCommand(ctx, "rb.stream", guard<stream>, "write deny-oom getkeys-api", 0,
+                                   0, 0) == module_api::kOk;
+}
+
+}  // namespace redbloom::module

@@ -1,0 +1,13 @@
+// The version of redbloom's module commands, answered by RB.VERSION: the module and the library
+// share it, so a client uses only the commands every server it talks to has.
+#pragma once
+
+namespace redbloom::module_protocol {
+
+// The version this build's module answers.
+inline constexpr long long kVersion = 2;
+// The first version with RB.PARTADD / RB.PARTEXISTS, and with RB.STREAM.
+inline constexpr long long kPartitionCommands = 1;
+inline constexpr long long kStreamCommand = 2;
+
+}  // namespace redbloom::module_protocol
