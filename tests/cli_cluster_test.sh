@@ -143,16 +143,16 @@ check "nothing left" 0 "$(dbsizes)"
 # --- a windowed filter on the cluster: dedup within the window, forgotten after it (its
 # expiry by Redis itself is tested in test_redis_stream.cpp)
 before=$(dbsizes)
-run create --redis "$C" --name clicks --window 2s --slices 2 -n 20000 -p 1e-7 --partition-size 4KiB
+run create --redis "$C" --name clicks --window 4s --slices 2 -n 20000 -p 1e-7 --partition-size 4KiB
 check "window: create" 0 "$rc"
-check_contains "window: what" "windowed 2s in 2 slices of 1s" "$out"
+check_contains "window: what" "windowed 4s in 2 slices of 2s" "$out"
 run dedup --redis "$C" --name clicks a.txt
 check "window: dedup a" 20000 "$(wc -l <<< "$out")"
 run dedup --redis "$C" --name clicks b.txt
 check "window: dedup b, only the new half" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
 run info --redis "$C" --name clicks --json
 check_contains "window: info lists links" '"links": [{"slice": ' "$out"
-sleep 3.2  # window + one slice
+sleep 6.2  # window + one slice
 run dedup --redis "$C" --name clicks -q a.txt
 check "window: a forgotten after window + slice" 20000 "$(wc -l <<< "$out")"
 run drop --redis "$C" --name clicks

@@ -34,14 +34,15 @@ run add --filter w.rbf --exact <<<"x"
 check "exact on a window: refused" 2 "$rc"
 check_contains "exact on a window: why" "forgets items" "$err"
 
-# --- a real window of 2 s in 2 slices: items leave it
-run create --filter short.rbf --window 2s --slices 2 -n 1000 -p 0.001
+# --- a real window of 4 s in 2 slices: items leave it (4 s: the "seen" check has time to
+# spare on a loaded machine)
+run create --filter short.rbf --window 4s --slices 2 -n 1000 -p 0.001
 check "short window: created" 0 "$rc"
 out=$(printf 'a\nb\n' | "$redbloom" dedup --filter short.rbf -q)
 check "short window: first sight" $'a\nb' "$out"
 out=$(printf 'a\nb\n' | "$redbloom" dedup --filter short.rbf -q)
 check "short window: seen" "" "$out"
-sleep 3.2  # window + one slice
+sleep 6.2  # window + one slice
 out=$(printf 'a\nc\n' | "$redbloom" dedup --filter short.rbf -q)
 check "short window: forgotten after window + slice" $'a\nc' "$out"
 
