@@ -254,11 +254,11 @@ std::string_view script_text() noexcept {
   return kScript;
 }
 
-std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
-  const std::size_t fixed = 10 + 3 * call.links.size();
-  out.begin(3 + call.keys.size() + fixed + call.offsets.size());
-  out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
-  out.arg(sha.empty() ? kScript : sha);
+namespace {
+
+// What the script and RB.STREAM both take first: numkeys, the keys, then mode, now, slice
+// length, older slices, the first declared slice, the header size, the link count, the budget.
+void encode_common(CommandBuffer& out, const Call& call) {
   out.arg(std::uint64_t{call.keys.size()});
   for (const std::string& key : call.keys) out.arg(key);
   const char mode = static_cast<char>(call.mode);
@@ -270,6 +270,16 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   out.arg(kHeaderBytes);
   out.arg(std::uint64_t{call.links.size()});
   out.arg(call.budget);
+}
+
+}  // namespace
+
+std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
+  const std::size_t fixed = 10 + 3 * call.links.size();
+  out.begin(3 + call.keys.size() + fixed + call.offsets.size());
+  out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
+  out.arg(sha.empty() ? kScript : sha);
+  encode_common(out, call);
   out.arg(std::uint64_t{call.with_offsets});
   for (const LinkArgs& link : call.links) {
     out.arg(link.bytes);
@@ -284,17 +294,7 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
 std::size_t encode_module(CommandBuffer& out, const Call& call) {
   out.begin(13 + call.keys.size() + 4 * call.links.size());
   out.arg(std::string_view("RB.STREAM"));
-  out.arg(std::uint64_t{call.keys.size()});
-  for (const std::string& key : call.keys) out.arg(key);
-  const char mode = static_cast<char>(call.mode);
-  out.arg(std::string_view(&mode, 1));
-  out.arg(call.now_ms < 0 ? std::string_view("-1") : std::to_string(call.now_ms));
-  out.arg(call.slice_ms);
-  out.arg(std::uint64_t{call.older});
-  out.arg(std::to_string(call.first));
-  out.arg(kHeaderBytes);
-  out.arg(std::uint64_t{call.links.size()});
-  out.arg(call.budget);
+  encode_common(out, call);
   out.arg(call.partitions);
   out.arg(call.partition);
   for (std::size_t l = 0; l < call.links.size(); ++l) {
