@@ -273,7 +273,7 @@ TEST_P(StreamTest, AWindowRemembersItsWindowAndForgetsTheRest) {
 }
 
 // Each slice key expires when its slice retires: PEXPIRETIME is retire_ns exactly, and with
-// the servers' own clock (200 ms slices) Redis removes it with no client around.
+// the servers' own clock (slices a fifth of a second long) Redis removes it with no client around.
 TEST_P(StreamTest, SlicesExpireAtTheirRetirementWithoutAClient) {
   {
     constexpr std::uint64_t kSlice = 60'000 * kMs;
@@ -731,8 +731,8 @@ TEST_P(StreamTest, KindsAreToldApartAndDropRemovesEveryKey) {
 }
 
 // Slots of the filter's partitions move between masters, key by key, while writes go on and
-// (200 ms slices on the servers' clock) slices expire: no error, and every item whose add
-// started within the last window before a lookup ended is present.
+// (slices a quarter of a second long, on the servers' clock) slices expire: no error, and every
+// item whose add started within the last window before a lookup ended is present.
 TEST(StreamCluster, SlotsMigratingWhileSlicesExpireLoseNoItemOfTheWindow) {
   RedisCluster cluster(3, 0, server_args());
   constexpr std::uint64_t kSlice = 250 * kMs;

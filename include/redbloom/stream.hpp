@@ -65,7 +65,7 @@ struct StreamOptions {
 // 600e9 -> "10m", 1500e6 -> "1.5s".
 [[nodiscard]] std::string format_duration(std::uint64_t ns);
 
-// "windowed 10m in 4 slices of 2.5m, 7000000 items per window at p=0.001, blocked, growth 2".
+// "windowed 10m in 4 slices of 2.5m, N items per window at p=0.001, blocked, growth 2".
 // Throws InvalidArgument, naming the problem, for options no filter can have.
 [[nodiscard]] std::string describe(const StreamOptions& options);
 

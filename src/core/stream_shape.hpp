@@ -62,7 +62,7 @@ class StreamShape {
   [[nodiscard]] double compound_rate(
       std::span<const std::pair<std::uint32_t, std::uint64_t>> links) const;
 
-  // "windowed 10m in 4 slices, 7000000 items per window at p=0.001, blocked, growth 2".
+  // "windowed 10m in 4 slices of 2.5m, N items per window at p=0.001, blocked, growth 2".
   [[nodiscard]] std::string describe() const;
 
   // The options as text fields (Redis metadata, the file manifest) and back. parse checks that

@@ -196,9 +196,49 @@ std::vector<std::pair<std::string, std::string>> filter_claim_fields(const Filte
   };
 }
 
+namespace {
+
+// The placement's fields as a finished object records them.
+void append_placement(std::vector<std::pair<std::string, std::string>>& fields,
+                      const Placement& m) {
+  fields.emplace_back("created_unix_ns", std::to_string(m.created_unix_ns));
+  fields.emplace_back("shards", std::to_string(m.shards));
+  fields.emplace_back("shard", std::to_string(m.shard));
+  fields.emplace_back("shard_set", m.shard_set);
+  fields.emplace_back("tag_salts", encode_salts(m.tag_salts));
+}
+
+// What a claim records, finished or not: the salts, the state, the claim's time.
+void read_claim(const Fields& fields, Placement& m) {
+  // Recorded from the claim on (older filters have none: every salt 0, the plain tags).
+  m.tag_salts = parse_salts(fields);
+  m.ready = fields.ready();
+  if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
+}
+
+void read_shards(const Fields& fields, Placement& m) {
+  m.shards = static_cast<std::uint32_t>(fields.number("shards"));
+  m.shard = static_cast<std::uint32_t>(fields.number("shard"));
+  m.shard_set = fields.text("shard_set");
+  if (m.shards == 0 || m.shard >= m.shards) {
+    throw FormatError(fields.what() + ": shard " + std::to_string(m.shard) + " of " +
+                      std::to_string(m.shards) + " is not a shard");
+  }
+}
+
+void check_salts(const Fields& fields, const Placement& m, std::uint64_t partitions) {
+  if (!m.tag_salts.empty() && m.tag_salts.size() != partitions) {
+    throw FormatError(fields.what() + ": metadata field 'tag_salts' has " +
+                      std::to_string(m.tag_salts.size()) + " entries for " +
+                      std::to_string(partitions) + " partitions");
+  }
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> encode_filter_metadata(const FilterMetadata& m) {
   const FilterParams& p = m.params;
-  return {
+  std::vector<std::pair<std::string, std::string>> fields = {
       {"format", std::string(kFilterFormat)},
       {"version", std::to_string(m.version)},
       {"state", m.ready ? "ready" : "creating"},
@@ -209,22 +249,16 @@ std::vector<std::pair<std::string, std::string>> encode_filter_metadata(const Fi
       {"capacity", std::to_string(p.capacity)},
       {"error_rate", double_text(p.error_rate)},
       {"hash_scheme", std::to_string(p.hash_scheme)},
-      {"created_unix_ns", std::to_string(m.created_unix_ns)},
-      {"shards", std::to_string(m.shards)},
-      {"shard", std::to_string(m.shard)},
-      {"shard_set", m.shard_set},
-      {"tag_salts", encode_salts(m.tag_salts)},
   };
+  append_placement(fields, m);
+  return fields;
 }
 
 FilterMetadata parse_filter_metadata(const Fields& fields) {
   fields.check_format(kFilterFormat, "filter", kFilterVersion);
   FilterMetadata m;
   m.version = fields.version();
-  // Recorded from the claim on (older filters have none: every salt 0, the plain tags).
-  m.tag_salts = parse_salts(fields);
-  m.ready = fields.ready();
-  if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
+  read_claim(fields, m);
   FilterParams& p = m.params;
   if (!m.ready) {
     // An unfinished creation records its partitions first, so drop can clean them up.
@@ -241,20 +275,8 @@ FilterMetadata parse_filter_metadata(const Fields& fields) {
   p.hash_scheme = static_cast<std::uint32_t>(fields.number("hash_scheme"));
   p.error_rate = fields.real("error_rate");
   m.created_unix_ns = fields.number("created_unix_ns");
-  if (fields.has("shards")) {
-    m.shards = static_cast<std::uint32_t>(fields.number("shards"));
-    m.shard = static_cast<std::uint32_t>(fields.number("shard"));
-    m.shard_set = fields.text("shard_set");
-    if (m.shards == 0 || m.shard >= m.shards) {
-      throw FormatError(fields.what() + ": shard " + std::to_string(m.shard) + " of " +
-                        std::to_string(m.shards) + " is not a shard");
-    }
-  }
-  if (!m.tag_salts.empty() && m.tag_salts.size() != p.partitions) {
-    throw FormatError(fields.what() + ": metadata field 'tag_salts' has " +
-                      std::to_string(m.tag_salts.size()) + " entries for " +
-                      std::to_string(p.partitions) + " partitions");
-  }
+  if (fields.has("shards")) read_shards(fields, m);  // older filters: one server
+  check_salts(fields, m, p.partitions);
   try {
     validate(p, /*from_storage=*/true);
   } catch (const FormatError& e) {
@@ -317,12 +339,8 @@ std::vector<std::pair<std::string, std::string>> encode_stream_metadata(const St
       {"format", std::string(kStreamFormat)},
       {"version", std::to_string(m.version)},
       {"state", m.ready ? "ready" : "creating"},
-      {"created_unix_ns", std::to_string(m.created_unix_ns)},
-      {"shards", std::to_string(m.shards)},
-      {"shard", std::to_string(m.shard)},
-      {"shard_set", m.shard_set},
-      {"tag_salts", encode_salts(m.tag_salts)},
   };
+  append_placement(fields, m);
   fields.insert(fields.end(), m.shape_fields.begin(), m.shape_fields.end());
   return fields;
 }
@@ -331,9 +349,7 @@ StreamMetadata parse_stream_metadata(const Fields& fields) {
   fields.check_format(kStreamFormat, "stream filter", kStreamVersion);
   StreamMetadata m;
   m.version = fields.version();
-  m.tag_salts = parse_salts(fields);
-  m.ready = fields.ready();
-  if (fields.has("claimed_unix_ns")) m.claimed_unix_ns = fields.number("claimed_unix_ns");
+  read_claim(fields, m);
   const std::uint64_t partitions = fields.has("partitions") ? fields.number("partitions") : 0;
   if (!m.ready) {
     if (m.tag_salts.size() != partitions) m.tag_salts.assign(partitions, 0);
@@ -341,18 +357,8 @@ StreamMetadata parse_stream_metadata(const Fields& fields) {
     return m;
   }
   m.created_unix_ns = fields.number("created_unix_ns");
-  m.shards = static_cast<std::uint32_t>(fields.number("shards"));
-  m.shard = static_cast<std::uint32_t>(fields.number("shard"));
-  m.shard_set = fields.text("shard_set");
-  if (m.shards == 0 || m.shard >= m.shards) {
-    throw FormatError(fields.what() + ": shard " + std::to_string(m.shard) + " of " +
-                      std::to_string(m.shards) + " is not a shard");
-  }
-  if (!m.tag_salts.empty() && m.tag_salts.size() != partitions) {
-    throw FormatError(fields.what() + ": metadata field 'tag_salts' has " +
-                      std::to_string(m.tag_salts.size()) + " entries for " +
-                      std::to_string(partitions) + " partitions");
-  }
+  read_shards(fields, m);
+  check_salts(fields, m, partitions);
   m.tag_salts.resize(partitions, 0);
   static constexpr std::string_view kOwn[] = {"format",          "version",   "state",
                                               "created_unix_ns", "shards",    "shard",

@@ -97,9 +97,9 @@ class Fields {
 inline constexpr std::string_view kFilterFormat = "redbloom";
 inline constexpr std::uint32_t kFilterVersion = 2;
 
-struct FilterMetadata {
-  std::uint32_t version = kFilterVersion;
-  FilterParams params;
+// What a filter's metadata says of where its partitions are and of its creation, plain or
+// windowed and growing alike.
+struct Placement {
   std::uint64_t created_unix_ns = 0;
   bool ready = false;
   // Sharded over several servers: this server is shard `shard` of `shards`, of the set of
@@ -112,6 +112,11 @@ struct FilterMetadata {
   // When the creation started (its claim), so that a creation that never finished can be told
   // from one still running.
   std::uint64_t claimed_unix_ns = 0;
+};
+
+struct FilterMetadata : Placement {
+  std::uint32_t version = kFilterVersion;
+  FilterParams params;
 };
 
 // The fields a creation claims the name with (state "creating"): enough for drop() to find the
@@ -152,16 +157,9 @@ inline constexpr std::uint32_t kStreamVersion = 1;
 
 // A stream filter's metadata: the shape's own fields (StreamShape::encode) and, as a plain
 // filter has them, the sharding and the hash-tag salts.
-struct StreamMetadata {
+struct StreamMetadata : Placement {
   std::uint32_t version = kStreamVersion;
   std::vector<std::pair<std::string, std::string>> shape_fields;
-  std::uint64_t created_unix_ns = 0;
-  bool ready = false;
-  std::uint32_t shards = 1;
-  std::uint32_t shard = 0;
-  std::string shard_set;
-  std::vector<std::uint32_t> tag_salts;
-  std::uint64_t claimed_unix_ns = 0;
 };
 
 [[nodiscard]] std::vector<std::pair<std::string, std::string>> stream_claim_fields(
