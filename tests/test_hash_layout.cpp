@@ -11,6 +11,7 @@
 #include "local/memory_store.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
+#include "simd_levels.hpp"
 #include "temp_dir.hpp"
 
 namespace redbloom {
@@ -139,11 +140,11 @@ TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
           layout::blocked_probes(h, params.partition_bits, k, set);
         }
       }
-      for (bool simd : {true, false}) {
-        const bool previous = kernels::use_simd(simd);
+      for (kernels::Simd simd : testing::simd_levels()) {
+        const kernels::Simd previous = kernels::use_simd(simd);
         for (bool one_at_a_time : {false, true}) {
-          SCOPED_TRACE(std::string(to_string(layout_kind)) + " k=" + std::to_string(k) +
-                       (simd ? " simd" : " scalar") + (one_at_a_time ? " add" : " add_many"));
+          SCOPED_TRACE(std::string(to_string(layout_kind)) + " k=" + std::to_string(k) + " " +
+                       testing::to_string(simd) + (one_at_a_time ? " add" : " add_many"));
           auto store = std::make_unique<MemoryStore>(params);
           const MemoryStore& bits = *store;
           Filter filter(std::move(store));
@@ -178,8 +179,9 @@ TEST(Kernels, OneItemAndBatchPathsAgree) {
   }
   const std::vector<std::string_view> views(items.begin(), items.end());
   const testing::TempDir dir;
-  for (bool simd : {true, false}) {
-    const bool previous = kernels::use_simd(simd);
+  for (kernels::Simd simd : testing::simd_levels()) {
+    const kernels::Simd previous = kernels::use_simd(simd);
+    SCOPED_TRACE(testing::to_string(simd));
     for (bool in_file : {false, true}) {
       for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
         for (std::uint64_t partition_bytes : {std::uint64_t{5120}, std::uint64_t{1280}}) {

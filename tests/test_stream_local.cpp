@@ -20,6 +20,7 @@
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "simd_levels.hpp"
 #include "temp_dir.hpp"
 
 namespace redbloom {
@@ -215,11 +216,11 @@ TEST_P(StreamStores, ByteLimitStopsGrowthAndSaysWhatWasAdded) {
 }
 
 // The fused lookup over a window's slices answers as the lookups one slice at a time, for both
-// layouts, on the SIMD and the scalar paths.
+// layouts, on every SIMD path and the scalar one.
 TEST(StreamKernels, TestAnyIsTheUnionOfTheSlicesLookups) {
   for (Layout layout : {Layout::classic, Layout::blocked}) {
-    for (bool simd : {true, false}) {
-      const bool before = kernels::use_simd(simd);
+    for (kernels::Simd simd : testing::simd_levels()) {
+      const kernels::Simd before = kernels::use_simd(simd);
       const FilterParams params = size_filter(2000, 0.05, layout);
       std::vector<std::unique_ptr<MemoryStore>> slices;
       std::vector<const kernels::Bitmap*> bitmaps;
@@ -244,7 +245,7 @@ TEST(StreamKernels, TestAnyIsTheUnionOfTheSlicesLookups) {
         kernels::test(*bitmap, hashes, owned, one.data());
         for (std::size_t i = 0; i < one.size(); ++i) expected[i] |= one[i];
       }
-      EXPECT_EQ(fused, expected) << to_string(layout) << " simd " << simd;
+      EXPECT_EQ(fused, expected) << to_string(layout) << " " << testing::to_string(simd);
       EXPECT_GT(std::count(fused.begin(), fused.end(), 1), 1000);  // hits, not only misses
 
       // The windowed add in one pass: the same lookups in the first four, and the same

@@ -81,7 +81,8 @@ struct BlockGeometry {
         last_round((bitmap.params.hashes - 1) / 8),
         last_round_words(bitmap.last_round_words),
         last_round_lanes(bitmap.last_round_lanes),
-        ones(bitmap.ones) {}
+        ones(bitmap.ones),
+        probed_bytes(bitmap.probed_bytes) {}
   std::uint64_t* line(const ItemHash& h) const noexcept {
     const std::uint64_t block = layout::partition_of(h, partitions) * blocks_per_partition +
                                 layout::blocked_block_among(h, blocks_per_partition);
@@ -95,6 +96,7 @@ struct BlockGeometry {
   const std::uint64_t (*last_round_words)[8];
   const std::uint8_t* last_round_lanes;
   const std::uint64_t* ones;
+  const std::uint64_t* probed_bytes;
 };
 
 // --- blocked layout -------------------------------------------------------------------------
@@ -332,13 +334,14 @@ __attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512(const B
 // XXH3-128 of eight items at once, for items of 4 to 8 bytes (scheme 1's hash, bit for bit:
 // XXH3_len_4to8_128b with seed 0 and the default secret, one item a 64-bit lane). One item's
 // scalar XXH3 is a chain of three multiplies, one of them 64x64->128, and costs more than the
-// rest of a batched in-cache add; in vectors the eight chains share their instructions. The
-// 128-bit product's high half has no instruction of its own: it is built from four 32x32->64
-// multiplies. Lanes with another length are hashed one by one and put in place.
+// rest of a batched in-cache add; in vectors the eight chains share their instructions. Lanes
+// with another length are hashed one by one and put in place.
 
-// The high 64 bits of a * b, per lane.
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i mul_high64(
-    __m512i a, __m512i b) noexcept {
+// a * b per 64-bit lane as 128 bits (XXH_mult64to128), from four 32x32->64 products: AVX-512
+// has no instruction for the high half, and the low half comes from the same products,
+// sparing a VPMULLQ (three micro-ops).
+__attribute__((target("avx512f"), always_inline)) inline void mul_64x64_128(
+    __m512i a, __m512i b, __m512i& low, __m512i& high) noexcept {
   const __m512i low32 = _mm512_set1_epi64(0xffffffff);
   const __m512i a_hi = _mm512_srli_epi64(a, 32);
   const __m512i b_hi = _mm512_srli_epi64(b, 32);
@@ -346,10 +349,12 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i mul_hi
   const __m512i lh = _mm512_mul_epu32(a, b_hi);
   const __m512i hl = _mm512_mul_epu32(a_hi, b);
   const __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
+  // The cross terms' sum may wrap: only its low 32 bits reach the low half.
+  low = _mm512_add_epi64(ll, _mm512_slli_epi64(_mm512_add_epi64(lh, hl), 32));
   const __m512i mid =
       _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(ll, 32), _mm512_and_si512(lh, low32)),
                        _mm512_and_si512(hl, low32));
-  return _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
+  high = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
                           _mm512_add_epi64(_mm512_srli_epi64(lh, 32), _mm512_srli_epi64(hl, 32)));
 }
 
@@ -364,10 +369,35 @@ const bool g_view_is_size_then_data = [] {
   return words[0] == 2 && words[1] == reinterpret_cast<std::uintptr_t>(text);
 }();
 
-// The inputs go from general registers into the vector by inserts, not through memory (eight
-// scalar stores read back by one vector load stall on store forwarding) and not by gathers
-// (microcoded, and slowed further by the Gather Data Sampling mitigation on recent Intel
-// CPUs): either costs more than the scalar hash it replaces.
+// Each lane's XXH3 input word, its first 4 bytes | its last 4 bytes << 32, for items of 4 to 8
+// bytes (`short_items`), and 0 for the others. The words go from general registers into the
+// vector by inserts, not through memory (eight scalar stores read back by one vector load stall
+// on store forwarding) and not by a gather (microcoded, and slowed further by the Gather Data
+// Sampling mitigation on recent Intel CPUs).
+__attribute__((target("avx512f"), always_inline)) inline __m512i input_words(
+    const std::string_view* items, __mmask8 short_items, bool all_eight_bytes) noexcept {
+  std::uint64_t words[8];
+  if (all_eight_bytes) [[likely]] {
+    // 64-bit ids: the first and last 4 bytes are the whole item, one 8-byte load.
+    for (unsigned j = 0; j < 8; ++j) std::memcpy(&words[j], items[j].data(), 8);
+  } else {
+    static constexpr char kDummy[4] = {};
+    for (unsigned j = 0; j < 8; ++j) {
+      const bool short_item = (short_items >> j) & 1;
+      const char* bytes = short_item ? items[j].data() : kDummy;
+      const std::size_t last_at = short_item ? items[j].size() - 4 : 0;
+      std::uint32_t first, last;
+      std::memcpy(&first, bytes, 4);
+      std::memcpy(&last, bytes + last_at, 4);
+      words[j] = first | std::uint64_t{last} << 32;
+    }
+  }
+  return _mm512_set_epi64(static_cast<long long>(words[7]), static_cast<long long>(words[6]),
+                          static_cast<long long>(words[5]), static_cast<long long>(words[4]),
+                          static_cast<long long>(words[3]), static_cast<long long>(words[2]),
+                          static_cast<long long>(words[1]), static_cast<long long>(words[0]));
+}
+
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
     const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
   // XXH3_len_4to8_128b's constants: the bitflip of the default secret's bytes 16..31, and
@@ -386,29 +416,13 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
   const __m512i four = _mm512_set1_epi64(4);
   // length - 4 <= 4, unsigned: 4 to 8 bytes.
   const __mmask8 short_items = _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, four), four);
-  // Each lane's first and last 4 bytes (XXH3's input_lo and input_hi), read from a 4-byte dummy
-  // for lanes of another length, without a branch.
-  static constexpr char kDummy[4] = {};
-  std::uint64_t input_words[8];
-  for (unsigned j = 0; j < 8; ++j) {
-    const bool short_item = (short_items >> j) & 1;
-    const char* bytes = short_item ? items[j].data() : kDummy;
-    const std::size_t last_at = short_item ? items[j].size() - 4 : 0;
-    std::uint32_t first, last;
-    std::memcpy(&first, bytes, 4);
-    std::memcpy(&last, bytes + last_at, 4);
-    input_words[j] = first | std::uint64_t{last} << 32;
-  }
-  const __m512i input = _mm512_set_epi64(
-      static_cast<long long>(input_words[7]), static_cast<long long>(input_words[6]),
-      static_cast<long long>(input_words[5]), static_cast<long long>(input_words[4]),
-      static_cast<long long>(input_words[3]), static_cast<long long>(input_words[2]),
-      static_cast<long long>(input_words[1]), static_cast<long long>(input_words[0]));
-  const __m512i keyed = _mm512_xor_si512(input, _mm512_set1_epi64(static_cast<long long>(bitflip)));
+  const bool all_eight_bytes = _mm512_cmpneq_epu64_mask(lengths, _mm512_set1_epi64(8)) == 0;
+  const __m512i keyed = _mm512_xor_si512(input_words(items, short_items, all_eight_bytes),
+                                         _mm512_set1_epi64(static_cast<long long>(bitflip)));
   const __m512i factor = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(kPrime64_1)),
                                           _mm512_slli_epi64(lengths, 2));
-  __m512i low = _mm512_mullo_epi64(keyed, factor);
-  __m512i high = mul_high64(keyed, factor);
+  __m512i low, high;
+  mul_64x64_128(keyed, factor, low, high);
   high = _mm512_add_epi64(high, _mm512_slli_epi64(low, 1));
   low = _mm512_xor_si512(low, _mm512_srli_epi64(high, 3));
   low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 35));
@@ -429,62 +443,143 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
   hi = high;
 }
 
-// The batch pipeline over items, eight at a time: hash eight (hash8), compute their lines in
-// vectors, prefetch them, and test (and set) the eight planned kAheadGroups groups before.
-// Items past the last whole group take blocked_pipeline.
-struct PlannedGroup {
-  alignas(64) std::uint64_t line[8];  // addresses
-  alignas(64) std::uint64_t hi[8];
-};
+// The batch pipeline over items, eight at a time (k <= 8, blocks below 2^32 a partition):
+// hash eight (hash8), compute their lines in vectors, plan their probes, prefetch the lines,
+// and test (and set) the eight planned kAheadGroups groups before. Items past the last whole
+// group take blocked_pipeline. `Groups` plans and applies the probes: Avx512Groups with
+// AVX-512F/DQ alone, Avx512BitLookups (lookups) with the byte and bit instructions of Ice Lake
+// and Zen 4.
 
-template <Op op>
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline void plan_group(
-    const BlockGeometry& geometry, const std::string_view* items, PlannedGroup& slot) noexcept {
+// The eight items' hashes and lines (line addresses into `lines`); returns their hi.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i plan_lines(
+    const BlockGeometry& geometry, const std::string_view* items, std::uint64_t* lines) noexcept {
   __m512i lo, hi;
   hash8(items, lo, hi);
+  // layout::partition_of and blocked_block_among, per lane; with block and partition counts
+  // below 2^32 each is one or two 32x32->64 products.
   const __m512i blocks = _mm512_set1_epi64(static_cast<long long>(geometry.blocks_per_partition));
-  // layout::partition_of and blocked_block_among, per lane.
-  const __m512i partition = _mm512_srli_epi64(
-      _mm512_mullo_epi64(_mm512_and_si512(lo, _mm512_set1_epi64(0xffffffff)),
-                         _mm512_set1_epi64(static_cast<long long>(geometry.partitions))),
-      32);
-  const __m512i block =
-      _mm512_add_epi64(_mm512_mullo_epi64(partition, blocks), mul_high64(lo, blocks));
+  __m512i block =
+      _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(lo, 32), blocks),
+                                         _mm512_srli_epi64(_mm512_mul_epu32(lo, blocks), 32)),
+                        32);
+  if (geometry.partitions > 1) {
+    const __m512i partition = _mm512_srli_epi64(
+        _mm512_mul_epu32(lo, _mm512_set1_epi64(static_cast<long long>(geometry.partitions))), 32);
+    block = _mm512_add_epi64(block, _mm512_mul_epu32(partition, blocks));
+  }
   const __m512i words =
       _mm512_set1_epi64(static_cast<long long>(reinterpret_cast<std::uintptr_t>(geometry.words)));
-  _mm512_store_si512(slot.line, _mm512_add_epi64(words, _mm512_slli_epi64(block, 6)));
-  _mm512_store_si512(slot.hi, hi);
+  _mm512_store_si512(lines, _mm512_add_epi64(words, _mm512_slli_epi64(block, 6)));
+  return hi;
+}
+
+// Each item's hi, and avx512_line_apply per item.
+struct Avx512Groups {
+  struct Slot {
+    alignas(64) std::uint64_t line[8];  // each item's line, an address
+    alignas(64) std::uint64_t hi[8];
+  };
+  template <Op op>
+  __attribute__((target("avx512f,avx512dq"))) static inline void plan(const BlockGeometry& geometry,
+                                                                      const std::string_view* items,
+                                                                      Slot& slot) noexcept {
+    _mm512_store_si512(slot.hi, plan_lines(geometry, items, slot.line));
+  }
+  template <Op op>
+  __attribute__((target("avx512f,avx512dq"))) static inline bool apply(
+      const BlockGeometry& geometry, const Slot& slot, unsigned j) noexcept {
+    return avx512_line_apply<op, false>(reinterpret_cast<std::uint64_t*>(slot.line[j]), slot.hi[j],
+                                        geometry.last_round_lanes, geometry.ones);
+  }
+};
+
+// Lookups with each item's probes planned as one byte per word: VPMULTISHIFTQB cuts the eight
+// 6-bit fields of layout.hpp out of hi for eight items in one instruction, and a byte holds
+// the bit's position in its word (the Redis bit order's flip folded in). A lookup then reads
+// its k bits out of the line with one VPSHUFBITQMB, which picks the bit named by byte w of a
+// broadcast of those bytes out of word w, under a mask of the probed words' bytes. (Adds keep
+// Avx512Groups: widening the bytes into shift counts costs more than the masks from hi.)
+struct Avx512BitLookups {
+  struct Slot {
+    alignas(64) std::uint64_t line[8];    // each item's line, an address
+    alignas(64) std::uint64_t probes[8];  // byte w: the bit probed in word w (low 6 bits)
+    alignas(64) std::uint64_t probed[8];  // a mask of the line's 64 bytes: bit 9w if w probed
+  };
+  template <Op op>
+  __attribute__((target("avx512f,avx512dq,avx512vbmi"))) static inline void plan(
+      const BlockGeometry& geometry, const std::string_view* items, Slot& slot) noexcept {
+    const __m512i hi = plan_lines(geometry, items, slot.line);
+    // Byte w of each lane: the 8 bits from 16 + 6w on of hi (layout::blocked_field_shift),
+    // the low 3 flipped (Redis bit order); VPSHUFBITQMB reads the low 6.
+    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x3a342e28221c1610), hi);
+    _mm512_store_si512(slot.probes, _mm512_xor_si512(fields, _mm512_set1_epi8(0x07)));
+    // The start word s = hi mod 8 picks each item's row of the table (VPERMQ reads 3 bits).
+    _mm512_store_si512(slot.probed,
+                       _mm512_permutexvar_epi64(hi, _mm512_load_si512(geometry.probed_bytes)));
+  }
+  template <Op op>
+  __attribute__((target("avx512f,avx512bw,avx512bitalg"))) static inline bool apply(
+      const BlockGeometry&, const Slot& slot, unsigned j) noexcept {
+    static_assert(op == Op::test);
+    const __m512i line = _mm512_load_si512(reinterpret_cast<const void*>(slot.line[j]));
+    const __mmask64 probed = _cvtu64_mask64(slot.probed[j]);
+    const __mmask64 set = _mm512_mask_bitshuffle_epi64_mask(
+        probed, line, _mm512_set1_epi64(static_cast<long long>(slot.probes[j])));
+    return _ktestc_mask64_u8(set, probed) != 0;  // no probed bit clear
+  }
+};
+
+template <Op op, class Slot>
+inline void prefetch_group(const Slot& slot) noexcept {
   for (unsigned j = 0; j < 8; ++j) prefetch<op>(reinterpret_cast<const void*>(slot.line[j]));
 }
 
-// Filters up to this size count as cache-resident for the batch pipeline's prefetch depth.
-constexpr std::uint64_t kCacheResidentBytes = std::uint64_t{8} << 20;
-
-template <Op op, std::size_t kAheadGroups>
-__attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512_items(
-    const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
+template <Op op, std::size_t kAheadGroups, class Groups>
+inline void group_pipeline(const Bitmap& bitmap, std::span<const std::string_view> items,
+                           std::uint8_t* out) {
   const BlockGeometry geometry(bitmap);
   const std::size_t groups = items.size() / 8;
-  PlannedGroup ring[kAheadGroups];
+  typename Groups::Slot ring[kAheadGroups];
   for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) {
-    plan_group<op>(geometry, items.data() + g * 8, ring[g]);
+    Groups::template plan<op>(geometry, items.data() + g * 8, ring[g]);
   }
+  for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) prefetch_group<op>(ring[g]);
   for (std::size_t g = 0; g < groups; ++g) {
-    const PlannedGroup& slot = ring[g % kAheadGroups];
+    const auto& slot = ring[g % kAheadGroups];
     for (unsigned j = 0; j < 8; ++j) {
-      record<op>(
-          out, g * 8 + j,
-          avx512_line_apply<op, false>(reinterpret_cast<std::uint64_t*>(slot.line[j]), slot.hi[j],
-                                       geometry.last_round_lanes, geometry.ones));
+      record<op>(out, g * 8 + j, Groups::template apply<op>(geometry, slot, j));
     }
     if (g + kAheadGroups < groups) {
-      plan_group<op>(geometry, items.data() + (g + kAheadGroups) * 8, ring[g % kAheadGroups]);
+      Groups::template plan<op>(geometry, items.data() + (g + kAheadGroups) * 8,
+                                ring[g % kAheadGroups]);
+    }
+    // The lines of the group planned one pass ago: read back at once, the addresses just
+    // stored from a vector register would wait for the store to reach the cache (a 64-byte
+    // store does not forward to 8-byte loads).
+    if (g >= 1 && g + kAheadGroups - 1 < groups) {
+      prefetch_group<op>(ring[(g + kAheadGroups - 1) % kAheadGroups]);
     }
   }
   const std::size_t done = groups * 8;
   blocked_pipeline<op, Avx512Block>(bitmap, HashItems{items.subspan(done)},
                                     out == nullptr ? nullptr : out + done);
 }
+
+template <Op op, std::size_t kAheadGroups>
+__attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512_items(
+    const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
+  group_pipeline<op, kAheadGroups, Avx512Groups>(bitmap, items, out);
+}
+
+template <std::size_t kAheadGroups>
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi,avx512bitalg"), flatten)) void
+blocked_avx512_bit_lookups(const Bitmap& bitmap, std::span<const std::string_view> items,
+                           std::uint8_t* out) {
+  group_pipeline<Op::test, kAheadGroups, Avx512BitLookups>(bitmap, items, out);
+}
+
+// Filters up to this size count as cache-resident for the batch pipeline's prefetch depth.
+constexpr std::uint64_t kCacheResidentBytes = std::uint64_t{8} << 20;
 
 template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_item(
@@ -772,14 +867,24 @@ void classic_any(std::span<const Bitmap* const> bitmaps, Source hash_of, std::ui
 template <bool kSetLast>
 void run_any(std::span<const Bitmap* const> bitmaps, const OwnedHashes& source, std::uint8_t* out);
 
-bool g_simd_enabled = __builtin_cpu_supports("avx2");
-const bool g_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+Simd best_simd() noexcept {
+  if (!__builtin_cpu_supports("avx2")) return Simd::scalar;
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq")) return Simd::avx2;
+  if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vbmi") ||
+      !__builtin_cpu_supports("avx512bitalg")) {
+    return Simd::avx512;
+  }
+  return Simd::avx512_bits;
+}
+
+const Simd g_simd_available = best_simd();
+Simd g_simd = g_simd_available;  // what the kernels use: use_simd lowers it
 
 template <bool kSetLast>
 void run_any(std::span<const Bitmap* const> bitmaps, const OwnedHashes& source, std::uint8_t* out) {
   if (bitmaps[0]->params.layout == Layout::classic) {
     classic_any<kSetLast>(bitmaps, source, out);
-  } else if (g_simd_enabled) {
+  } else if (g_simd >= Simd::avx2) {
     blocked_any_avx2<kSetLast>(bitmaps, source, out);
   } else {
     blocked_any_scalar<kSetLast>(bitmaps, source, out);
@@ -790,21 +895,27 @@ template <Op op, class Source>
 void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
   if (bitmap.params.layout == Layout::classic) {
     classic<op>(bitmap, hash_of, out);
-  } else if (g_simd_enabled && g_avx512 && bitmap.params.hashes <= 8) {
+  } else if (g_simd >= Simd::avx512 && bitmap.params.hashes <= 8) {
     if constexpr (std::is_same_v<Source, HashItems>) {
-      if (!g_view_is_size_then_data) return blocked_avx512<op>(bitmap, hash_of, out);
-      // In cache a line arrives in tens of cycles: two groups ahead cover it, and a deeper
-      // ring only adds prefetches that wait for fill buffers. Out of cache, eight groups
-      // (64 items) keep enough misses in flight.
-      if (bitmap.params.total_bytes() <= kCacheResidentBytes) {
-        blocked_avx512_items<op, 2>(bitmap, hash_of.items, out);
+      // plan_lines multiplies 32-bit block and partition counts (partitions up to 256 GiB).
+      if (!g_view_is_size_then_data || bitmap.blocks_per_partition > 0xffffffff ||
+          bitmap.params.partitions > 0xffffffff) {
+        return blocked_avx512<op>(bitmap, hash_of, out);
+      }
+      // Four groups ahead cover a line from L2 or L3 while the prefetches of a group planned
+      // a pass ago go out; out of cache, eight (64 items) keep enough misses in flight.
+      const bool resident = bitmap.params.total_bytes() <= kCacheResidentBytes;
+      if (op == Op::test && g_simd >= Simd::avx512_bits) {
+        resident ? blocked_avx512_bit_lookups<4>(bitmap, hash_of.items, out)
+                 : blocked_avx512_bit_lookups<8>(bitmap, hash_of.items, out);
       } else {
-        blocked_avx512_items<op, 8>(bitmap, hash_of.items, out);
+        resident ? blocked_avx512_items<op, 4>(bitmap, hash_of.items, out)
+                 : blocked_avx512_items<op, 8>(bitmap, hash_of.items, out);
       }
     } else {
       blocked_avx512<op>(bitmap, hash_of, out);
     }
-  } else if (g_simd_enabled) {
+  } else if (g_simd >= Simd::avx2) {
     blocked_avx2<op>(bitmap, hash_of, out);
   } else {
     blocked_scalar<op>(bitmap, hash_of, out);
@@ -818,9 +929,9 @@ auto one_item_path(const FilterParams& params, bool private_memory) noexcept
     if (op == Op::test_and_set && private_memory) return classic_insert_rewriting;
     return classic_one<op>;
   }
-  if (!g_simd_enabled) return blocked_one_scalar<op>;
+  if (g_simd < Simd::avx2) return blocked_one_scalar<op>;
   if (params.hashes > 8) return blocked_one_avx2<op, false>;
-  if (!g_avx512) return blocked_one_avx2<op, true>;
+  if (g_simd < Simd::avx512) return blocked_one_avx2<op, true>;
   if (op == Op::test_and_set && private_memory) {
     return params.partitions == 1 ? blocked_one_avx512<op, true, true>
                                   : blocked_one_avx512<op, false, true>;
@@ -832,7 +943,10 @@ auto one_item_path(const FilterParams& params, bool private_memory) noexcept
 }  // namespace
 
 Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params, bool private_memory) noexcept {
-  Bitmap bitmap{words, params, params.partition_bits / kBlockBits, {}, {}, {}, nullptr, nullptr};
+  Bitmap bitmap{};
+  bitmap.words = words;
+  bitmap.params = params;
+  bitmap.blocks_per_partition = params.partition_bits / kBlockBits;
   std::fill(std::begin(bitmap.ones), std::end(bitmap.ones), 1);
   bitmap.test_and_set_one = one_item_path<Op::test_and_set>(params, private_memory);
   bitmap.test_one = one_item_path<Op::test>(params, private_memory);
@@ -843,18 +957,19 @@ Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params, bool privat
       const bool probed = ((w - start) & 7) < last_count;
       bitmap.last_round_words[start][w] = probed ? ~std::uint64_t{0} : 0;
       bitmap.last_round_lanes[start] |= static_cast<std::uint8_t>(probed << w);
+      if (probed) bitmap.probed_bytes[start] |= std::uint64_t{1} << (9 * w);
     }
   }
   return bitmap;
 }
 
-bool simd_available() noexcept {
-  return __builtin_cpu_supports("avx2");
+Simd simd_available() noexcept {
+  return g_simd_available;
 }
 
-bool use_simd(bool enabled) noexcept {
-  const bool previous = g_simd_enabled;
-  g_simd_enabled = enabled && simd_available();
+Simd use_simd(Simd highest) noexcept {
+  const Simd previous = g_simd;
+  g_simd = std::min(highest, g_simd_available);
   return previous;
 }
 

@@ -23,6 +23,9 @@ struct Bitmap {
   // A 1 in every word: the AVX-512 one-item kernel rotates it into the probe bits. A load from
   // here is one instruction; a constant the compiler can see it rebuilds with two.
   alignas(64) std::uint64_t ones[8];
+  // The last round's words once more, for the AVX-512 batch lookups' byte-per-word probes:
+  // for start word s, bit 9w (byte w of word w of a line) for each word w it probes.
+  alignas(64) std::uint64_t probed_bytes[8];
   // One item (`bitmap` is this Bitmap): true iff the item was new (test_and_set_one) / is
   // present (test_one). Chosen at make_bitmap for the layout, k and CPU, so that a call is
   // one indirect jump into straight-line code.
@@ -71,12 +74,17 @@ void test_any(std::span<const Bitmap* const> bitmaps, std::span<const ItemHash> 
 void test_any_and_set(std::span<const Bitmap* const> older, const Bitmap& current,
                       std::span<const ItemHash> hashes, std::span<const std::uint32_t> owned,
                       std::uint8_t* out);
-// The blocked layout has an AVX2 path (and for one-item calls with k <= 8 an AVX-512 one),
-// chosen at run time by what the CPU has; every path sets identical bits. use_simd(false)
-// forces the scalar path (tests compare them) for the batch calls and for the one-item paths
-// of bitmaps made after it; it returns the previous setting.
-bool simd_available() noexcept;
-bool use_simd(bool enabled) noexcept;
+// The instruction sets the blocked layout's kernels have paths for, each level including the
+// ones before it: AVX2; AVX-512F/DQ (one-item calls and batches with k <= 8); and with
+// AVX-512BW/VBMI/BITALG as well (Ice Lake, Zen 4), batches that plan probes as bytes. The best
+// the CPU has is chosen at run time; every path sets identical bits.
+enum class Simd : std::uint8_t { scalar, avx2, avx512, avx512_bits };
+// The best level this CPU has.
+Simd simd_available() noexcept;
+// Limits the kernels to `highest` (and what the CPU has), for the batch calls and the one-item
+// paths of bitmaps made after it, so that tests can compare every path; returns the previous
+// limit.
+Simd use_simd(Simd highest) noexcept;
 
 std::uint64_t popcount(std::uint64_t* words, std::uint64_t count);
 
