@@ -82,7 +82,8 @@ struct BlockGeometry {
         last_round_words(bitmap.last_round_words),
         last_round_lanes(bitmap.last_round_lanes),
         ones(bitmap.ones),
-        probed_bytes(bitmap.probed_bytes) {}
+        probed_bytes(bitmap.probed_bytes),
+        unprobed(bitmap.unprobed) {}
   std::uint64_t* line(const ItemHash& h) const noexcept {
     const std::uint64_t block = layout::partition_of(h, partitions) * blocks_per_partition +
                                 layout::blocked_block_among(h, blocks_per_partition);
@@ -97,6 +98,7 @@ struct BlockGeometry {
   const std::uint8_t* last_round_lanes;
   const std::uint64_t* ones;
   const std::uint64_t* probed_bytes;
+  const std::uint64_t* unprobed;
 };
 
 // --- blocked layout -------------------------------------------------------------------------
@@ -447,8 +449,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
 // hash eight (hash8), compute their lines in vectors, plan their probes, prefetch the lines,
 // and test (and set) the eight planned kAheadGroups groups before. Items past the last whole
 // group take blocked_pipeline. `Groups` plans and applies the probes: Avx512Groups with
-// AVX-512F/DQ alone, Avx512BitLookups (lookups) with the byte and bit instructions of Ice Lake
-// and Zen 4.
+// AVX-512F/DQ alone, Avx512BitGroups with the byte and bit instructions of Ice Lake and Zen 4.
 
 // The eight items' hashes and lines (line addresses into `lines`); returns their hi.
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i plan_lines(
@@ -493,39 +494,66 @@ struct Avx512Groups {
   }
 };
 
-// Lookups with each item's probes planned as one byte per word: VPMULTISHIFTQB cuts the eight
-// 6-bit fields of layout.hpp out of hi for eight items in one instruction, and a byte holds
-// the bit's position in its word (the Redis bit order's flip folded in). A lookup then reads
-// its k bits out of the line with one VPSHUFBITQMB, which picks the bit named by byte w of a
-// broadcast of those bytes out of word w, under a mask of the probed words' bytes. (Adds keep
-// Avx512Groups: widening the bytes into shift counts costs more than the masks from hi.)
-struct Avx512BitLookups {
+// Each item's probes planned as one byte per word: VPMULTISHIFTQB cuts the eight 6-bit fields
+// of layout.hpp out of hi for eight items in one instruction, and byte w holds the bit's
+// position in word w (the Redis bit order's flip folded in), plus 64 for a word the item does
+// not probe. A lookup reads its k bits out of the line with one VPSHUFBITQMB, which picks the
+// bit named by byte w of a broadcast of the bytes out of word w, under a mask of the probed
+// words' bytes. An add widens the bytes to words (VPMOVZXBQ) and shifts a 1 by each (VPSLLVQ
+// gives 0 for a count of 64 or more), and stores the line only if that changed it.
+// VPMULTISHIFTQB's control: byte w is the bit where word w's field starts in hi.
+inline constexpr std::uint64_t kFieldStarts = [] {
+  std::uint64_t starts = 0;
+  for (unsigned w = 0; w < 8; ++w) starts |= std::uint64_t{layout::blocked_field_shift(w)} << 8 * w;
+  return starts;
+}();
+
+struct Avx512BitGroups {
   struct Slot {
     alignas(64) std::uint64_t line[8];    // each item's line, an address
-    alignas(64) std::uint64_t probes[8];  // byte w: the bit probed in word w (low 6 bits)
-    alignas(64) std::uint64_t probed[8];  // a mask of the line's 64 bytes: bit 9w if w probed
+    alignas(64) std::uint64_t probes[8];  // byte w: the bit probed in word w (adds: 64+ if none)
+    alignas(64) std::uint64_t probed[8];  // lookups: bit 9w (byte w of word w) if w probed
   };
   template <Op op>
   __attribute__((target("avx512f,avx512dq,avx512vbmi"))) static inline void plan(
       const BlockGeometry& geometry, const std::string_view* items, Slot& slot) noexcept {
     const __m512i hi = plan_lines(geometry, items, slot.line);
-    // Byte w of each lane: the 8 bits from 16 + 6w on of hi (layout::blocked_field_shift),
-    // the low 3 flipped (Redis bit order); VPSHUFBITQMB reads the low 6.
-    const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_set1_epi64(0x3a342e28221c1610), hi);
-    _mm512_store_si512(slot.probes, _mm512_xor_si512(fields, _mm512_set1_epi8(0x07)));
-    // The start word s = hi mod 8 picks each item's row of the table (VPERMQ reads 3 bits).
-    _mm512_store_si512(slot.probed,
-                       _mm512_permutexvar_epi64(hi, _mm512_load_si512(geometry.probed_bytes)));
+    // Byte w of each lane: the 8 bits of hi from word w's field on, the low 3 flipped. The start
+    // word s = hi mod 8 picks each item's row of the tables (VPERMQ reads 3 bits of an index).
+    const __m512i fields =
+        _mm512_multishift_epi64_epi8(_mm512_set1_epi64(static_cast<long long>(kFieldStarts)), hi);
+    if constexpr (op == Op::test) {
+      // VPSHUFBITQMB reads the low 6 bits of a byte, and only the probed words' bytes.
+      _mm512_store_si512(slot.probes, _mm512_xor_si512(fields, _mm512_set1_epi8(0x07)));
+      _mm512_store_si512(slot.probed,
+                         _mm512_permutexvar_epi64(hi, _mm512_load_si512(geometry.probed_bytes)));
+    } else {
+      // Shift counts: (fields & 0x3f) ^ 0x07 in one VPTERNLOGQ, 64 added for skipped words.
+      const __m512i positions =
+          _mm512_ternarylogic_epi64(fields, _mm512_set1_epi8(0x3f), _mm512_set1_epi8(0x07), 0x6a);
+      const __m512i skipped = _mm512_permutexvar_epi64(hi, _mm512_load_si512(geometry.unprobed));
+      _mm512_store_si512(slot.probes, _mm512_or_si512(positions, skipped));
+    }
   }
   template <Op op>
   __attribute__((target("avx512f,avx512bw,avx512bitalg"))) static inline bool apply(
-      const BlockGeometry&, const Slot& slot, unsigned j) noexcept {
-    static_assert(op == Op::test);
-    const __m512i line = _mm512_load_si512(reinterpret_cast<const void*>(slot.line[j]));
-    const __mmask64 probed = _cvtu64_mask64(slot.probed[j]);
-    const __mmask64 set = _mm512_mask_bitshuffle_epi64_mask(
-        probed, line, _mm512_set1_epi64(static_cast<long long>(slot.probes[j])));
-    return _ktestc_mask64_u8(set, probed) != 0;  // no probed bit clear
+      const BlockGeometry& geometry, const Slot& slot, unsigned j) noexcept {
+    auto* line = reinterpret_cast<std::uint64_t*>(slot.line[j]);
+    const __m512i old = _mm512_load_si512(line);
+    if constexpr (op == Op::test) {
+      const __mmask64 probed = _cvtu64_mask64(slot.probed[j]);
+      const __mmask64 set = _mm512_mask_bitshuffle_epi64_mask(
+          probed, old, _mm512_set1_epi64(static_cast<long long>(slot.probes[j])));
+      return _ktestc_mask64_u8(set, probed) != 0;  // no probed bit clear
+    } else {
+      const __m512i counts =
+          _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&slot.probes[j])));
+      const __m512i updated =
+          _mm512_or_si512(old, _mm512_sllv_epi64(_mm512_load_si512(geometry.ones), counts));
+      const __mmask8 changed = _mm512_cmpneq_epu64_mask(updated, old);
+      if (changed != 0) _mm512_store_si512(line, updated);
+      return changed == 0;
+    }
   }
 };
 
@@ -571,11 +599,11 @@ __attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512_items(
   group_pipeline<op, kAheadGroups, Avx512Groups>(bitmap, items, out);
 }
 
-template <std::size_t kAheadGroups>
+template <Op op, std::size_t kAheadGroups>
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi,avx512bitalg"), flatten)) void
-blocked_avx512_bit_lookups(const Bitmap& bitmap, std::span<const std::string_view> items,
-                           std::uint8_t* out) {
-  group_pipeline<Op::test, kAheadGroups, Avx512BitLookups>(bitmap, items, out);
+blocked_avx512_bit_items(const Bitmap& bitmap, std::span<const std::string_view> items,
+                         std::uint8_t* out) {
+  group_pipeline<op, kAheadGroups, Avx512BitGroups>(bitmap, items, out);
 }
 
 // Filters up to this size count as cache-resident for the batch pipeline's prefetch depth.
@@ -905,9 +933,9 @@ void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
       // Four groups ahead cover a line from L2 or L3 while the prefetches of a group planned
       // a pass ago go out; out of cache, eight (64 items) keep enough misses in flight.
       const bool resident = bitmap.params.total_bytes() <= kCacheResidentBytes;
-      if (op == Op::test && g_simd >= Simd::avx512_bits) {
-        resident ? blocked_avx512_bit_lookups<4>(bitmap, hash_of.items, out)
-                 : blocked_avx512_bit_lookups<8>(bitmap, hash_of.items, out);
+      if (g_simd >= Simd::avx512_bits) {
+        resident ? blocked_avx512_bit_items<op, 4>(bitmap, hash_of.items, out)
+                 : blocked_avx512_bit_items<op, 8>(bitmap, hash_of.items, out);
       } else {
         resident ? blocked_avx512_items<op, 4>(bitmap, hash_of.items, out)
                  : blocked_avx512_items<op, 8>(bitmap, hash_of.items, out);
@@ -957,7 +985,11 @@ Bitmap make_bitmap(std::uint64_t* words, const FilterParams& params, bool privat
       const bool probed = ((w - start) & 7) < last_count;
       bitmap.last_round_words[start][w] = probed ? ~std::uint64_t{0} : 0;
       bitmap.last_round_lanes[start] |= static_cast<std::uint8_t>(probed << w);
-      if (probed) bitmap.probed_bytes[start] |= std::uint64_t{1} << (9 * w);
+      if (probed) {
+        bitmap.probed_bytes[start] |= std::uint64_t{1} << (9 * w);
+      } else {
+        bitmap.unprobed[start] |= std::uint64_t{64} << (8 * w);
+      }
     }
   }
   return bitmap;

@@ -23,9 +23,11 @@ struct Bitmap {
   // A 1 in every word: the AVX-512 one-item kernel rotates it into the probe bits. A load from
   // here is one instruction; a constant the compiler can see it rebuilds with two.
   alignas(64) std::uint64_t ones[8];
-  // The last round's words once more, for the AVX-512 batch lookups' byte-per-word probes:
-  // for start word s, bit 9w (byte w of word w of a line) for each word w it probes.
+  // The last round's words once more, for the AVX-512 batch path's byte-per-word probes: for
+  // start word s, probed_bytes[s] has bit 9w (byte w of word w of a line) for each word w the
+  // round probes, and byte w of unprobed[s] is 64 for each word it skips.
   alignas(64) std::uint64_t probed_bytes[8];
+  alignas(64) std::uint64_t unprobed[8];
   // One item (`bitmap` is this Bitmap): true iff the item was new (test_and_set_one) / is
   // present (test_one). Chosen at make_bitmap for the layout, k and CPU, so that a call is
   // one indirect jump into straight-line code.
