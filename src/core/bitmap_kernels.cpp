@@ -494,13 +494,6 @@ struct Avx512Groups {
   }
 };
 
-// Each item's probes planned as one byte per word: VPMULTISHIFTQB cuts the eight 6-bit fields
-// of layout.hpp out of hi for eight items in one instruction, and byte w holds the bit's
-// position in word w (the Redis bit order's flip folded in), plus 64 for a word the item does
-// not probe. A lookup reads its k bits out of the line with one VPSHUFBITQMB, which picks the
-// bit named by byte w of a broadcast of the bytes out of word w, under a mask of the probed
-// words' bytes. An add widens the bytes to words (VPMOVZXBQ) and shifts a 1 by each (VPSLLVQ
-// gives 0 for a count of 64 or more), and stores the line only if that changed it.
 // VPMULTISHIFTQB's control: byte w is the bit where word w's field starts in hi.
 inline constexpr std::uint64_t kFieldStarts = [] {
   std::uint64_t starts = 0;
@@ -508,6 +501,13 @@ inline constexpr std::uint64_t kFieldStarts = [] {
   return starts;
 }();
 
+// Each item's probes planned as one byte per word: VPMULTISHIFTQB cuts the eight 6-bit fields
+// of layout.hpp out of hi for eight items in one instruction, and byte w holds the bit's
+// position in word w (the Redis bit order's flip folded in), plus 64 for a word the item does
+// not probe. A lookup reads its k bits out of the line with one VPSHUFBITQMB, which picks the
+// bit named by byte w of a broadcast of the bytes out of word w, under a mask of the probed
+// words' bytes. An add widens the bytes to words (VPMOVZXBQ) and shifts a 1 by each (VPSLLVQ
+// gives 0 for a count of 64 or more), and stores the line only if that changed it.
 struct Avx512BitGroups {
   struct Slot {
     alignas(64) std::uint64_t line[8];    // each item's line, an address
@@ -582,8 +582,7 @@ inline void group_pipeline(const Bitmap& bitmap, std::span<const std::string_vie
                                 ring[g % kAheadGroups]);
     }
     // The lines of the group planned one pass ago: read back at once, the addresses just
-    // stored from a vector register would wait for the store to reach the cache (a 64-byte
-    // store does not forward to 8-byte loads).
+    // stored from a vector register kept each group waiting on that store.
     if (g >= 1 && g + kAheadGroups - 1 < groups) {
       prefetch_group<op>(ring[(g + kAheadGroups - 1) % kAheadGroups]);
     }
