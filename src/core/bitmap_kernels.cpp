@@ -14,92 +14,15 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <type_traits>
 
-#include "core/bit_order.hpp"
-#include "core/item_hash_inline.hpp"
-#include "core/layout.hpp"
+#include "core/eight_lane_batch.hpp"
+#include "core/kernel_parts.hpp"
 
 namespace redbloom::kernels {
 namespace {
 
-constexpr std::uint64_t kWordsPerBlock = kBlockBits / 64;
-
-inline std::uint64_t load(std::uint64_t& word) noexcept {
-  return std::atomic_ref<std::uint64_t>(word).load(std::memory_order_relaxed);
-}
-inline void store(std::uint64_t& word, std::uint64_t value) noexcept {
-  std::atomic_ref<std::uint64_t>(word).store(value, std::memory_order_relaxed);
-}
-
-enum class Op { test_and_set, set, test };
-
-template <Op op>
-inline void prefetch(const void* address) noexcept {
-  __builtin_prefetch(address, op == Op::test ? 0 : 1, 3);
-}
-
-template <Op op>
-inline void record(std::uint8_t* out, std::size_t i, bool all_set) noexcept {
-  if constexpr (op == Op::test) {
-    out[i] = all_set;
-  } else if constexpr (op == Op::test_and_set) {
-    out[i] = !all_set;
-  }
-}
-
-// Where a pipeline gets item i's hash: hashing the item, or from hashes computed before.
-struct HashItems {
-  std::span<const std::string_view> items;
-  std::size_t size() const noexcept { return items.size(); }
-  ItemHash operator()(std::size_t i) const noexcept { return detail::hash_inline(items[i]); }
-};
-struct OwnedHashes {
-  std::span<const ItemHash> hashes;
-  std::span<const std::uint32_t> owned;
-  std::size_t size() const noexcept { return owned.size(); }
-  ItemHash operator()(std::size_t j) const noexcept { return hashes[owned[j]]; }
-};
-
-// A one-item call answers "was new" for an add, "is present" for a lookup.
-template <Op op>
-inline bool one_item_answer(bool all_set) noexcept {
-  return op == Op::test_and_set ? !all_set : all_set;
-}
-
-// What the blocked kernels read per item, copied out of the Bitmap into locals: stores to the
-// byte-wide output flags could alias any field of it, which would make the compiler reload
-// each field after every item.
-struct BlockGeometry {
-  explicit BlockGeometry(const Bitmap& bitmap) noexcept
-      : words(bitmap.words),
-        partitions(bitmap.params.partitions),
-        blocks_per_partition(bitmap.blocks_per_partition),
-        hashes(bitmap.params.hashes),
-        last_round((bitmap.params.hashes - 1) / 8),
-        last_round_words(bitmap.last_round_words),
-        last_round_lanes(bitmap.last_round_lanes),
-        ones(bitmap.ones),
-        probed_bytes(bitmap.probed_bytes),
-        unprobed(bitmap.unprobed) {}
-  std::uint64_t* line(const ItemHash& h) const noexcept {
-    const std::uint64_t block = layout::partition_of(h, partitions) * blocks_per_partition +
-                                layout::blocked_block_among(h, blocks_per_partition);
-    return words + block * kWordsPerBlock;
-  }
-  std::uint64_t* words;
-  std::uint64_t partitions;
-  std::uint64_t blocks_per_partition;
-  std::uint32_t hashes;
-  std::uint32_t last_round;
-  const std::uint64_t (*last_round_words)[8];
-  const std::uint8_t* last_round_lanes;
-  const std::uint64_t* ones;
-  const std::uint64_t* probed_bytes;
-  const std::uint64_t* unprobed;
-};
+using namespace parts;
 
 // --- blocked layout -------------------------------------------------------------------------
 // Each item's work on its block: build the 8 word masks of its probes (layout.hpp), test them
@@ -210,33 +133,6 @@ struct ScalarBlock {
   }
 };
 
-template <Op op, class Block, class Source>
-inline void blocked_pipeline(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
-  // Far enough ahead that the work on the items in between covers a miss out of memory.
-  constexpr std::size_t kAhead = 64;
-  struct Slot {
-    std::uint64_t* line;
-    std::uint64_t hi;
-  };
-  const BlockGeometry geometry(bitmap);
-  const std::size_t n = hash_of.size();
-  Slot ring[kAhead];
-  std::size_t planned = 0;
-  auto plan_next = [&] {
-    const ItemHash h = hash_of(planned);
-    std::uint64_t* line = geometry.line(h);
-    prefetch<op>(line);
-    ring[planned % kAhead] = Slot{line, h.hi};
-    ++planned;
-  };
-  while (planned < std::min(kAhead, n)) plan_next();
-  for (std::size_t i = 0; i < n; ++i) {
-    const Slot slot = ring[i % kAhead];
-    if (planned < n) plan_next();
-    record<op>(out, i, Block::template apply<op>(geometry, slot.line, slot.hi));
-  }
-}
-
 // flatten: inline the pipeline, the hash and the AVX2 block code into one function compiled
 // for AVX2 (an AVX2 function cannot be inlined into a plain one, only the other way round).
 template <Op op, class Source>
@@ -265,45 +161,13 @@ __attribute__((target("avx2"), flatten)) bool blocked_one_avx2(const void* conte
   return one_item_answer<op>(Avx2Block::apply<op, kOneRound>(geometry, geometry.line(h), h.hi));
 }
 
-// With AVX-512 (k <= 8): the 8 word masks in one register, the k-of-8 word selection as a
-// mask register and the line in one load, ~12 instructions fewer than the two AVX2 halves.
-// A word's bit is the rotation of 1 by (field ^ 7): a rotate takes its count mod 64, so the
-// 6-bit field needs no mask, and the constants are operands in memory rather than built in
-// registers on every call. kOnePartition: a filter of one partition (local filters up to
-// 512 MiB) skips the partition's multiply. kRewrite: adds store the line unconditionally.
-// (GCC 12's avx512fintrin.h trips -W[maybe-]uninitialized on its own _mm512_undefined
-// placeholders.)
+// With AVX-512 (k <= 8), one item: avx512_line_apply (kernel_parts.hpp) on its line.
+// kOnePartition: a filter of one partition (local filters up to 512 MiB) skips the
+// partition's multiply. kRewrite: adds store the line unconditionally. (GCC 12's
+// avx512fintrin.h trips -W[maybe-]uninitialized on its own _mm512_undefined placeholders.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-alignas(64) constexpr std::uint64_t kFieldShifts[8] = {16, 22, 28, 34, 40, 46, 52, 58};
-alignas(64) constexpr std::uint64_t kRedisBitFlip[8] = {7, 7, 7, 7, 7, 7, 7, 7};
-
-// An item's probes in its line, and the test (and set) of them: true iff all were set.
-// `lanes` is the Bitmap's last_round_lanes, `ones` its ones.
-template <Op op, bool kRewrite>
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline bool avx512_line_apply(
-    std::uint64_t* line, std::uint64_t hi, const std::uint8_t* lanes, const std::uint64_t* ones) {
-  const __m512i fields = _mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(hi)),
-                                           _mm512_load_si512(kFieldShifts));
-  const __m512i shifts = _mm512_xor_si512(fields, _mm512_load_si512(kRedisBitFlip));
-  // Straight from memory into the mask register: GCC 12 compiles _load_mask8 as a byte load
-  // into a general register and a move from there (two instructions for one).
-  __mmask8 words;
-  asm("kmovb %1, %0" : "=k"(words) : "m"(lanes[layout::blocked_start_word(hi)]));
-  const __m512i mask = _mm512_maskz_rolv_epi64(words, _mm512_load_si512(ones), shifts);
-  const __m512i old = _mm512_load_si512(line);
-  const __m512i missing = _mm512_andnot_si512(old, mask);
-  const __mmask8 unset = _mm512_test_epi64_mask(missing, missing);
-  const bool all_set = _kortestz_mask8_u8(unset, unset) != 0;
-  if constexpr (op != Op::test) {
-    // Into private memory (kRewrite, see make_bitmap) the line is stored whatever it held, so
-    // no branch waits on the missed load.
-    if (kRewrite || !all_set) _mm512_store_si512(line, _mm512_or_si512(old, mask));
-  }
-  return all_set;
-}
-
 template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_apply(
     const Bitmap& bitmap, const ItemHash& h) {
@@ -316,297 +180,12 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_a
       bitmap.words + block * kWordsPerBlock, h.hi, bitmap.last_round_lanes, bitmap.ones));
 }
 
-// The batch pipeline's block code for k <= 8 (blocked_pipeline): the batch paths serve file
-// mappings too, so a line is stored only if a bit was missing.
-struct Avx512Block {
-  template <Op op>
-  __attribute__((target("avx512f,avx512dq"))) static inline bool apply(
-      const BlockGeometry& geometry, std::uint64_t* line, std::uint64_t hi) noexcept {
-    return avx512_line_apply<op, false>(line, hi, geometry.last_round_lanes, geometry.ones);
-  }
-};
-
 template <Op op, class Source>
 __attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512(const Bitmap& bitmap,
                                                                          Source hash_of,
                                                                          std::uint8_t* out) {
   blocked_pipeline<op, Avx512Block>(bitmap, hash_of, out);
 }
-
-// XXH3-128 of eight items at once, for items of 4 to 8 bytes (scheme 1's hash, bit for bit:
-// XXH3_len_4to8_128b with seed 0 and the default secret, one item a 64-bit lane). One item's
-// scalar XXH3 is a chain of three multiplies, one of them 64x64->128, and costs more than the
-// rest of a batched in-cache add; in vectors the eight chains share their instructions. Lanes
-// with another length are hashed one by one and put in place.
-
-// a * b per 64-bit lane as 128 bits (XXH_mult64to128), from four 32x32->64 products: AVX-512
-// has no instruction for the high half, and the low half comes from the same products,
-// sparing a VPMULLQ (three micro-ops).
-__attribute__((target("avx512f"), always_inline)) inline void mul_64x64_128(
-    __m512i a, __m512i b, __m512i& low, __m512i& high) noexcept {
-  const __m512i low32 = _mm512_set1_epi64(0xffffffff);
-  const __m512i a_hi = _mm512_srli_epi64(a, 32);
-  const __m512i b_hi = _mm512_srli_epi64(b, 32);
-  const __m512i ll = _mm512_mul_epu32(a, b);
-  const __m512i lh = _mm512_mul_epu32(a, b_hi);
-  const __m512i hl = _mm512_mul_epu32(a_hi, b);
-  const __m512i hh = _mm512_mul_epu32(a_hi, b_hi);
-  // The cross terms' sum may wrap: only its low 32 bits reach the low half.
-  low = _mm512_add_epi64(ll, _mm512_slli_epi64(_mm512_add_epi64(lh, hl), 32));
-  const __m512i mid =
-      _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(ll, 32), _mm512_and_si512(lh, low32)),
-                       _mm512_and_si512(hl, low32));
-  high = _mm512_add_epi64(_mm512_add_epi64(hh, _mm512_srli_epi64(mid, 32)),
-                          _mm512_add_epi64(_mm512_srli_epi64(lh, 32), _mm512_srli_epi64(hl, 32)));
-}
-
-// Whether a std::string_view is {size, data} in two 64-bit words, so that eight of them load
-// as two vectors. Checked once at run time; hash8 is used only where it holds.
-const bool g_view_is_size_then_data = [] {
-  static const char text[] = "xy";
-  const std::string_view view(text, 2);
-  static_assert(sizeof view == 16);
-  std::uint64_t words[2];
-  std::memcpy(words, &view, sizeof words);
-  return words[0] == 2 && words[1] == reinterpret_cast<std::uintptr_t>(text);
-}();
-
-// Each lane's XXH3 input word, its first 4 bytes | its last 4 bytes << 32, for items of 4 to 8
-// bytes (`short_items`), and 0 for the others. The words go from general registers into the
-// vector by inserts, not through memory (eight scalar stores read back by one vector load stall
-// on store forwarding) and not by a gather (microcoded, and slowed further by the Gather Data
-// Sampling mitigation on recent Intel CPUs).
-__attribute__((target("avx512f"), always_inline)) inline __m512i input_words(
-    const std::string_view* items, __mmask8 short_items, bool all_eight_bytes) noexcept {
-  std::uint64_t words[8];
-  if (all_eight_bytes) [[likely]] {
-    // 64-bit ids: the first and last 4 bytes are the whole item, one 8-byte load.
-    for (unsigned j = 0; j < 8; ++j) std::memcpy(&words[j], items[j].data(), 8);
-  } else {
-    static constexpr char kDummy[4] = {};
-    for (unsigned j = 0; j < 8; ++j) {
-      const bool short_item = (short_items >> j) & 1;
-      const char* bytes = short_item ? items[j].data() : kDummy;
-      const std::size_t last_at = short_item ? items[j].size() - 4 : 0;
-      std::uint32_t first, last;
-      std::memcpy(&first, bytes, 4);
-      std::memcpy(&last, bytes + last_at, 4);
-      words[j] = first | std::uint64_t{last} << 32;
-    }
-  }
-  return _mm512_set_epi64(static_cast<long long>(words[7]), static_cast<long long>(words[6]),
-                          static_cast<long long>(words[5]), static_cast<long long>(words[4]),
-                          static_cast<long long>(words[3]), static_cast<long long>(words[2]),
-                          static_cast<long long>(words[1]), static_cast<long long>(words[0]));
-}
-
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
-    const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
-  // XXH3_len_4to8_128b's constants: the bitflip of the default secret's bytes 16..31, and
-  // PRIME64_1 to which the length times 4 is added.
-  constexpr std::uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull;
-  constexpr std::uint64_t kPrimeMx1 = 0x165667919E3779F9ull;
-  constexpr std::uint64_t kPrimeMx2 = 0x9FB21C651E98DF25ull;
-  std::uint64_t secret[2];
-  std::memcpy(secret, XXH3_kSecret + 16, sizeof secret);
-  const std::uint64_t bitflip = secret[0] ^ secret[1];
-
-  const __m512i views_0 = _mm512_loadu_si512(items);
-  const __m512i views_1 = _mm512_loadu_si512(items + 4);
-  const __m512i lengths =
-      _mm512_permutex2var_epi64(views_0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), views_1);
-  const __m512i four = _mm512_set1_epi64(4);
-  // length - 4 <= 4, unsigned: 4 to 8 bytes.
-  const __mmask8 short_items = _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, four), four);
-  const bool all_eight_bytes = _mm512_cmpneq_epu64_mask(lengths, _mm512_set1_epi64(8)) == 0;
-  const __m512i keyed = _mm512_xor_si512(input_words(items, short_items, all_eight_bytes),
-                                         _mm512_set1_epi64(static_cast<long long>(bitflip)));
-  const __m512i factor = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(kPrime64_1)),
-                                          _mm512_slli_epi64(lengths, 2));
-  __m512i low, high;
-  mul_64x64_128(keyed, factor, low, high);
-  high = _mm512_add_epi64(high, _mm512_slli_epi64(low, 1));
-  low = _mm512_xor_si512(low, _mm512_srli_epi64(high, 3));
-  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 35));
-  low = _mm512_mullo_epi64(low, _mm512_set1_epi64(static_cast<long long>(kPrimeMx2)));
-  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 28));
-  high = _mm512_xor_si512(high, _mm512_srli_epi64(high, 37));
-  high = _mm512_mullo_epi64(high, _mm512_set1_epi64(static_cast<long long>(kPrimeMx1)));
-  high = _mm512_xor_si512(high, _mm512_srli_epi64(high, 32));
-  for (unsigned others = static_cast<std::uint8_t>(~short_items); others != 0;
-       others &= others - 1) {
-    const unsigned j = static_cast<unsigned>(__builtin_ctz(others));
-    const ItemHash h = detail::hash_inline(items[j]);
-    const auto lane = static_cast<__mmask8>(1u << j);
-    low = _mm512_mask_set1_epi64(low, lane, static_cast<long long>(h.lo));
-    high = _mm512_mask_set1_epi64(high, lane, static_cast<long long>(h.hi));
-  }
-  lo = low;
-  hi = high;
-}
-
-// The batch pipeline over items, eight at a time (k <= 8, blocks below 2^32 a partition):
-// hash eight (hash8), compute their lines in vectors, plan their probes, prefetch the lines,
-// and test (and set) the eight planned kAheadGroups groups before. Items past the last whole
-// group take blocked_pipeline. `Groups` plans and applies the probes: Avx512Groups with
-// AVX-512F/DQ alone, Avx512BitGroups with the byte and bit instructions of Ice Lake and Zen 4.
-
-// The eight items' hashes and lines (line addresses into `lines`); returns their hi.
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i plan_lines(
-    const BlockGeometry& geometry, const std::string_view* items, std::uint64_t* lines) noexcept {
-  __m512i lo, hi;
-  hash8(items, lo, hi);
-  // layout::partition_of and blocked_block_among, per lane; with block and partition counts
-  // below 2^32 each is one or two 32x32->64 products.
-  const __m512i blocks = _mm512_set1_epi64(static_cast<long long>(geometry.blocks_per_partition));
-  __m512i block =
-      _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(lo, 32), blocks),
-                                         _mm512_srli_epi64(_mm512_mul_epu32(lo, blocks), 32)),
-                        32);
-  if (geometry.partitions > 1) {
-    const __m512i partition = _mm512_srli_epi64(
-        _mm512_mul_epu32(lo, _mm512_set1_epi64(static_cast<long long>(geometry.partitions))), 32);
-    block = _mm512_add_epi64(block, _mm512_mul_epu32(partition, blocks));
-  }
-  const __m512i words =
-      _mm512_set1_epi64(static_cast<long long>(reinterpret_cast<std::uintptr_t>(geometry.words)));
-  _mm512_store_si512(lines, _mm512_add_epi64(words, _mm512_slli_epi64(block, 6)));
-  return hi;
-}
-
-// Each item's hi, and avx512_line_apply per item.
-struct Avx512Groups {
-  struct Slot {
-    alignas(64) std::uint64_t line[8];  // each item's line, an address
-    alignas(64) std::uint64_t hi[8];
-  };
-  template <Op op>
-  __attribute__((target("avx512f,avx512dq"))) static inline void plan(const BlockGeometry& geometry,
-                                                                      const std::string_view* items,
-                                                                      Slot& slot) noexcept {
-    _mm512_store_si512(slot.hi, plan_lines(geometry, items, slot.line));
-  }
-  template <Op op>
-  __attribute__((target("avx512f,avx512dq"))) static inline bool apply(
-      const BlockGeometry& geometry, const Slot& slot, unsigned j) noexcept {
-    return avx512_line_apply<op, false>(reinterpret_cast<std::uint64_t*>(slot.line[j]), slot.hi[j],
-                                        geometry.last_round_lanes, geometry.ones);
-  }
-};
-
-// VPMULTISHIFTQB's control: byte w is the bit where word w's field starts in hi.
-inline constexpr std::uint64_t kFieldStarts = [] {
-  std::uint64_t starts = 0;
-  for (unsigned w = 0; w < 8; ++w) starts |= std::uint64_t{layout::blocked_field_shift(w)} << 8 * w;
-  return starts;
-}();
-
-// Each item's probes planned as one byte per word: VPMULTISHIFTQB cuts the eight 6-bit fields
-// of layout.hpp out of hi for eight items in one instruction, and byte w holds the bit's
-// position in word w (the Redis bit order's flip folded in), plus 64 for a word the item does
-// not probe. A lookup reads its k bits out of the line with one VPSHUFBITQMB, which picks the
-// bit named by byte w of a broadcast of the bytes out of word w, under a mask of the probed
-// words' bytes. An add widens the bytes to words (VPMOVZXBQ) and shifts a 1 by each (VPSLLVQ
-// gives 0 for a count of 64 or more), and stores the line only if that changed it.
-struct Avx512BitGroups {
-  struct Slot {
-    alignas(64) std::uint64_t line[8];    // each item's line, an address
-    alignas(64) std::uint64_t probes[8];  // byte w: the bit probed in word w (adds: 64+ if none)
-    alignas(64) std::uint64_t probed[8];  // lookups: bit 9w (byte w of word w) if w probed
-  };
-  template <Op op>
-  __attribute__((target("avx512f,avx512dq,avx512vbmi"))) static inline void plan(
-      const BlockGeometry& geometry, const std::string_view* items, Slot& slot) noexcept {
-    const __m512i hi = plan_lines(geometry, items, slot.line);
-    // Byte w of each lane: the 8 bits of hi from word w's field on, the low 3 flipped. The start
-    // word s = hi mod 8 picks each item's row of the tables (VPERMQ reads 3 bits of an index).
-    const __m512i fields =
-        _mm512_multishift_epi64_epi8(_mm512_set1_epi64(static_cast<long long>(kFieldStarts)), hi);
-    if constexpr (op == Op::test) {
-      // VPSHUFBITQMB reads the low 6 bits of a byte, and only the probed words' bytes.
-      _mm512_store_si512(slot.probes, _mm512_xor_si512(fields, _mm512_set1_epi8(0x07)));
-      _mm512_store_si512(slot.probed,
-                         _mm512_permutexvar_epi64(hi, _mm512_load_si512(geometry.probed_bytes)));
-    } else {
-      // Shift counts: (fields & 0x3f) ^ 0x07 in one VPTERNLOGQ, 64 added for skipped words.
-      const __m512i positions =
-          _mm512_ternarylogic_epi64(fields, _mm512_set1_epi8(0x3f), _mm512_set1_epi8(0x07), 0x6a);
-      const __m512i skipped = _mm512_permutexvar_epi64(hi, _mm512_load_si512(geometry.unprobed));
-      _mm512_store_si512(slot.probes, _mm512_or_si512(positions, skipped));
-    }
-  }
-  template <Op op>
-  __attribute__((target("avx512f,avx512bw,avx512bitalg"))) static inline bool apply(
-      const BlockGeometry& geometry, const Slot& slot, unsigned j) noexcept {
-    auto* line = reinterpret_cast<std::uint64_t*>(slot.line[j]);
-    const __m512i old = _mm512_load_si512(line);
-    if constexpr (op == Op::test) {
-      const __mmask64 probed = _cvtu64_mask64(slot.probed[j]);
-      const __mmask64 set = _mm512_mask_bitshuffle_epi64_mask(
-          probed, old, _mm512_set1_epi64(static_cast<long long>(slot.probes[j])));
-      return _ktestc_mask64_u8(set, probed) != 0;  // no probed bit clear
-    } else {
-      const __m512i counts =
-          _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&slot.probes[j])));
-      const __m512i updated =
-          _mm512_or_si512(old, _mm512_sllv_epi64(_mm512_load_si512(geometry.ones), counts));
-      const __mmask8 changed = _mm512_cmpneq_epu64_mask(updated, old);
-      if (changed != 0) _mm512_store_si512(line, updated);
-      return changed == 0;
-    }
-  }
-};
-
-template <Op op, class Slot>
-inline void prefetch_group(const Slot& slot) noexcept {
-  for (unsigned j = 0; j < 8; ++j) prefetch<op>(reinterpret_cast<const void*>(slot.line[j]));
-}
-
-template <Op op, std::size_t kAheadGroups, class Groups>
-inline void group_pipeline(const Bitmap& bitmap, std::span<const std::string_view> items,
-                           std::uint8_t* out) {
-  const BlockGeometry geometry(bitmap);
-  const std::size_t groups = items.size() / 8;
-  typename Groups::Slot ring[kAheadGroups];
-  for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) {
-    Groups::template plan<op>(geometry, items.data() + g * 8, ring[g]);
-  }
-  for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) prefetch_group<op>(ring[g]);
-  for (std::size_t g = 0; g < groups; ++g) {
-    const auto& slot = ring[g % kAheadGroups];
-    for (unsigned j = 0; j < 8; ++j) {
-      record<op>(out, g * 8 + j, Groups::template apply<op>(geometry, slot, j));
-    }
-    if (g + kAheadGroups < groups) {
-      Groups::template plan<op>(geometry, items.data() + (g + kAheadGroups) * 8,
-                                ring[g % kAheadGroups]);
-    }
-    // The lines of the group planned one pass ago: read back at once, the addresses just
-    // stored from a vector register kept each group waiting on that store.
-    if (g >= 1 && g + kAheadGroups - 1 < groups) {
-      prefetch_group<op>(ring[(g + kAheadGroups - 1) % kAheadGroups]);
-    }
-  }
-  const std::size_t done = groups * 8;
-  blocked_pipeline<op, Avx512Block>(bitmap, HashItems{items.subspan(done)},
-                                    out == nullptr ? nullptr : out + done);
-}
-
-template <Op op, std::size_t kAheadGroups>
-__attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512_items(
-    const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
-  group_pipeline<op, kAheadGroups, Avx512Groups>(bitmap, items, out);
-}
-
-template <Op op, std::size_t kAheadGroups>
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi,avx512bitalg"), flatten)) void
-blocked_avx512_bit_items(const Bitmap& bitmap, std::span<const std::string_view> items,
-                         std::uint8_t* out) {
-  group_pipeline<op, kAheadGroups, Avx512BitGroups>(bitmap, items, out);
-}
-
-// Filters up to this size count as cache-resident for the batch pipeline's prefetch depth.
-constexpr std::uint64_t kCacheResidentBytes = std::uint64_t{8} << 20;
 
 template <Op op, bool kOnePartition, bool kRewrite>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline bool blocked_avx512_item(
@@ -924,21 +503,9 @@ void run(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
     classic<op>(bitmap, hash_of, out);
   } else if (g_simd >= Simd::avx512 && bitmap.params.hashes <= 8) {
     if constexpr (std::is_same_v<Source, HashItems>) {
-      // plan_lines multiplies 32-bit block and partition counts (partitions up to 256 GiB).
-      if (!g_view_is_size_then_data || bitmap.blocks_per_partition > 0xffffffff ||
-          bitmap.params.partitions > 0xffffffff) {
-        return blocked_avx512<op>(bitmap, hash_of, out);
-      }
-      // Four groups ahead cover a line from L2 or L3 while the prefetches of a group planned
-      // a pass ago go out; out of cache, eight (64 items) keep enough misses in flight.
-      const bool resident = bitmap.params.total_bytes() <= kCacheResidentBytes;
-      if (g_simd >= Simd::avx512_bits) {
-        resident ? blocked_avx512_bit_items<op, 4>(bitmap, hash_of.items, out)
-                 : blocked_avx512_bit_items<op, 8>(bitmap, hash_of.items, out);
-      } else {
-        resident ? blocked_avx512_items<op, 4>(bitmap, hash_of.items, out)
-                 : blocked_avx512_items<op, 8>(bitmap, hash_of.items, out);
-      }
+      if (eight_lane_batch_fits(bitmap))
+        return eight_lane_batch<op>(bitmap, hash_of.items, out, g_simd);
+      blocked_avx512<op>(bitmap, hash_of, out);
     } else {
       blocked_avx512<op>(bitmap, hash_of, out);
     }

@@ -1,0 +1,32 @@
+// The blocked layout's batch over items eight at a time with AVX-512 (k <= 8): XXH3's 4-to-8-
+// byte path hashed in eight 64-bit lanes, the lines computed in vectors, and the probes
+// planned per group. Internal to the kernels (bitmap_kernels.cpp dispatches to it).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/kernel_parts.hpp"
+
+namespace redbloom::kernels::parts {
+
+// Whether `bitmap` can take the eight-lane batch at all (the CPU has AVX-512F/DQ, k <= 8):
+// its block and partition counts fit in 32 bits, and std::string_view is laid out as the
+// batch reads it.
+[[nodiscard]] bool eight_lane_batch_fits(const Bitmap& bitmap) noexcept;
+
+// The batch kernel for `op` over `items`, with AVX-512 VBMI and BITALG if `level` allows.
+template <Op op>
+void eight_lane_batch(const Bitmap& bitmap, std::span<const std::string_view> items,
+                      std::uint8_t* out, Simd level);
+
+extern template void eight_lane_batch<Op::test_and_set>(const Bitmap&,
+                                                        std::span<const std::string_view>,
+                                                        std::uint8_t*, Simd);
+extern template void eight_lane_batch<Op::set>(const Bitmap&, std::span<const std::string_view>,
+                                               std::uint8_t*, Simd);
+extern template void eight_lane_batch<Op::test>(const Bitmap&, std::span<const std::string_view>,
+                                                std::uint8_t*, Simd);
+
+}  // namespace redbloom::kernels::parts
