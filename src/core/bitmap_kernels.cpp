@@ -2,9 +2,9 @@
 // loads and stores on x86-64, but keeps the compiler from tearing or inventing accesses:
 // other processes read a shared mapping while we write it. Writers that need exclusion
 // (several processes adding to one file) are serialised by the store, not here: a locked RMW
-// per probe would cost tens of cycles and stall the misses we want in flight. (The AVX2 path
-// writes 32 bytes at a time; bits only ever go from 0 to 1, so a reader that saw a torn
-// write would see a subset of the final bits, as it could between two scalar stores.)
+// per probe would cost tens of cycles and stall the misses we want in flight. (The vector
+// paths write 32 or 64 bytes at a time; bits only ever go from 0 to 1, so a reader that saw a
+// torn write would see a subset of the final bits, as it could between two scalar stores.)
 //
 // Pipelining: an out-of-cache filter costs one memory miss per line touched, so each kernel
 // hashes an item, computes its lines and prefetches them `kAhead` items before it works on that
