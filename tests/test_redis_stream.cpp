@@ -521,7 +521,7 @@ TEST_P(StreamTest, ProcessesRacingAcrossASliceBoundaryAndGrowthSeeEachItemNewOnc
   ASSERT_EQ(write(start_pipe[1], go.data(), go.size()), static_cast<ssize_t>(go.size()));
   close(start_pipe[1]);
   // Once the children are under way (20 of their 240 batches done), move the clock a little
-  // every 2 ms: across the boundary 10 moves later, at most a slice in all.
+  // at each tick of the loop below: across the boundary 10 moves later, at most a slice in all.
   std::vector<int> statuses(kProcesses, -1);
   std::size_t running = children.size();
   for (int tick = 0; running > 0 && tick < 30000; ++tick) {

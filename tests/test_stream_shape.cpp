@@ -90,7 +90,7 @@ TEST(StreamShape, RefusesBadOptions) {
   options.growth = 1;
   EXPECT_THROW(StreamShape{options}, InvalidArgument);
   options = window_options();
-  options.window_ns = 3'000'000;  // 3 ms in 4 slices: not whole milliseconds
+  options.window_ns = 3'000'000;  // in 4 slices, not whole milliseconds each
   EXPECT_THROW(StreamShape{options}, InvalidArgument);
   options = window_options();
   options.max_bytes = 1000;
