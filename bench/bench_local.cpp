@@ -210,7 +210,7 @@ void BM_Textbook(benchmark::State& state) {
 // loop, and one probe (k = 1) in a line of a bitmap as large as the blocked filter's, on
 // 2 MiB pages like MemoryStore. Its FPR is not 1% and is not the point; its times are.
 // kEightByteFirst: hash 8-byte items with the length a constant, as redbloom's one-item kernels
-// do (XXH3's dispatch by length then folds away: ~8 ns a call at n = 1e8 here).
+// do (XXH3's dispatch by length then folds away).
 template <bool kEightByteFirst>
 class OneProbeFloorOf {
  public:

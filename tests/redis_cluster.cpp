@@ -10,14 +10,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kSetupTimeout = std::chrono::seconds(30);
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
-// Polls `ready` every 50 ms until it holds; throws naming `what` after kSetupTimeout.
+// Polls `ready` every kPollInterval until it holds; throws naming `what` after kSetupTimeout.
 template <class Ready>
 void wait_for(const std::string& what, Ready&& ready) {
   const auto deadline = Clock::now() + kSetupTimeout;
   while (!ready()) {
     if (Clock::now() > deadline) throw std::runtime_error("cluster: timed out waiting for " + what);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(kPollInterval);
   }
 }
 

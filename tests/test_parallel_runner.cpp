@@ -18,7 +18,8 @@ TEST(ParallelRunner, EveryIndexRunsOncePerRunAndRunReturnsAfterAll) {
   ParallelRunner runner(3);
   std::vector<int> calls(3);
   for (int run = 0; run < 2000; ++run) {
-    // Every 100 runs, pause long enough (> the 100 us spin) for the helpers to sleep.
+    // Every 100 runs, pause longer than the helpers' spin (parallel_runner.cpp's kSpin), so
+    // that they go to sleep.
     if (run % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     runner.run([&](unsigned t) {
       if (t != 0 && run % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
