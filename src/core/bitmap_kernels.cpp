@@ -340,7 +340,6 @@ constexpr std::size_t kMaxAnyBitmaps = 64;
 template <class Source, class Test>
 inline void blocked_any_pipeline(std::span<const Bitmap* const> bitmaps, Source hash_of,
                                  std::uint8_t* out, Test&& test_line) {
-  constexpr std::size_t kAhead = 16;
   const BlockGeometry geometry(*bitmaps[0]);
   std::uint64_t* words[kMaxAnyBitmaps];
   const std::size_t count = bitmaps.size();
@@ -349,22 +348,17 @@ inline void blocked_any_pipeline(std::span<const Bitmap* const> bitmaps, Source 
     std::uint64_t offset;
     std::uint64_t hi;
   };
-  const std::size_t n = hash_of.size();
-  Slot ring[kAhead];
-  std::size_t planned = 0;
-  auto plan_next = [&] {
-    const ItemHash h = hash_of(planned);
-    const std::uint64_t offset = static_cast<std::uint64_t>(geometry.line(h) - geometry.words);
-    for (std::size_t b = 0; b < count; ++b) prefetch<Op::test>(words[b] + offset);
-    ring[planned % kAhead] = Slot{offset, h.hi};
-    ++planned;
-  };
-  while (planned < std::min(kAhead, n)) plan_next();
-  for (std::size_t i = 0; i < n; ++i) {
-    const Slot slot = ring[i % kAhead];
-    if (planned < n) plan_next();
-    out[i] = test_line(geometry, words, count, slot.offset, slot.hi);
-  }
+  ahead_pipeline<16>(
+      hash_of.size(),
+      [&](std::size_t i) {
+        const ItemHash h = hash_of(i);
+        const auto offset = static_cast<std::uint64_t>(geometry.line(h) - geometry.words);
+        for (std::size_t b = 0; b < count; ++b) prefetch<Op::test>(words[b] + offset);
+        return Slot{offset, h.hi};
+      },
+      [&](std::size_t i, const Slot& slot) {
+        out[i] = test_line(geometry, words, count, slot.offset, slot.hi);
+      });
 }
 
 // kSetLast: the last bitmap is not looked up but tested-and-set (a windowed filter's current

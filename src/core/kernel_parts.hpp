@@ -95,31 +95,44 @@ struct BlockGeometry {
   const std::uint64_t* unprobed;
 };
 
+// Items [0, n) in order with each planned kAhead items before it is applied: `plan(i)` hashes
+// item i, requests its line(s) and returns what `apply(i, slot)` needs, kept in a ring meanwhile,
+// so that the work on the items in between covers the lines' misses.
+template <std::size_t kAhead, class Plan, class Apply>
+inline void ahead_pipeline(std::size_t n, Plan&& plan, Apply&& apply) {
+  using Slot = decltype(plan(std::size_t{0}));
+  Slot ring[kAhead];
+  std::size_t planned = 0;
+  for (; planned < std::min(kAhead, n); ++planned) ring[planned] = plan(planned);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Slot slot = ring[i % kAhead];
+    if (planned < n) {
+      ring[planned % kAhead] = plan(planned);
+      ++planned;
+    }
+    apply(i, slot);
+  }
+}
+
 template <Op op, class Block, class Source>
 inline void blocked_pipeline(const Bitmap& bitmap, Source hash_of, std::uint8_t* out) {
-  // Far enough ahead that the work on the items in between covers a miss out of memory.
-  constexpr std::size_t kAhead = 64;
   struct Slot {
     std::uint64_t* line;
     std::uint64_t hi;
   };
   const BlockGeometry geometry(bitmap);
-  const std::size_t n = hash_of.size();
-  Slot ring[kAhead];
-  std::size_t planned = 0;
-  auto plan_next = [&] {
-    const ItemHash h = hash_of(planned);
-    std::uint64_t* line = geometry.line(h);
-    prefetch<op>(line);
-    ring[planned % kAhead] = Slot{line, h.hi};
-    ++planned;
-  };
-  while (planned < std::min(kAhead, n)) plan_next();
-  for (std::size_t i = 0; i < n; ++i) {
-    const Slot slot = ring[i % kAhead];
-    if (planned < n) plan_next();
-    record<op>(out, i, Block::template apply<op>(geometry, slot.line, slot.hi));
-  }
+  // Far enough ahead that the work on the items in between covers a miss out of memory.
+  ahead_pipeline<64>(
+      hash_of.size(),
+      [&](std::size_t i) {
+        const ItemHash h = hash_of(i);
+        std::uint64_t* line = geometry.line(h);
+        prefetch<op>(line);
+        return Slot{line, h.hi};
+      },
+      [&](std::size_t i, const Slot& slot) {
+        record<op>(out, i, Block::template apply<op>(geometry, slot.line, slot.hi));
+      });
 }
 
 // With AVX-512 (k <= 8): the 8 word masks in one register, the k-of-8 word selection as a
