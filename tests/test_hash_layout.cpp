@@ -122,6 +122,15 @@ TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
     const std::size_t length = i < 2000 ? 8 : 4 + i % 5;
     items.emplace_back(reinterpret_cast<const char*>(&key), length);
   }
+  // Runs of 17- to 128-byte items (URLs, paths, hex digests), hashed eight at a time as well:
+  // first 17 to 32 bytes (one XXH3 round), then every length from 9 to 140, so that groups mix
+  // one to four rounds with lengths that fall back item by item (up to 16, over 128).
+  for (int i = 0; i < 4000; ++i) {
+    const std::size_t length = i < 1000 ? 17 + i % 16 : 9 + (i * 37) % 132;
+    std::string url = "https://example.com/" + std::to_string(i * 104729) + "/";
+    while (url.size() < length) url += static_cast<char>('a' + (url.size() * 7 + i) % 26);
+    items.push_back(url.substr(0, length));
+  }
   const std::vector<std::string_view> views(items.begin(), items.end());
   for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
     for (std::uint32_t k : {1u, 3u, 6u, 8u, 9u, 13u, 16u}) {

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace redbloom::kernels::parts {
@@ -13,11 +14,11 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// XXH3-128 of eight items at once, for items of 4 to 8 bytes (scheme 1's hash, bit for bit:
-// XXH3_len_4to8_128b with seed 0 and the default secret, one item a 64-bit lane). One item's
-// scalar XXH3 is a chain of three multiplies, one of them 64x64->128, and costs more than the
-// rest of a batched in-cache add; in vectors the eight chains share their instructions. Lanes
-// with another length are hashed one by one and put in place.
+// XXH3-128 of eight items at once (scheme 1's hash, bit for bit: seed 0, the default secret,
+// one item a 64-bit lane), for items of 4 to 8 bytes (XXH3_len_4to8_128b) and of 17 to 128
+// (XXH3_len_17to128_128b). One item's scalar XXH3 is a chain of multiplies, 64x64->128 among
+// them, and costs more than the rest of a batched in-cache add; in vectors the eight chains
+// share their instructions. Lanes of other lengths are hashed one by one and put in place.
 
 // a * b per 64-bit lane as 128 bits (XXH_mult64to128), from four 32x32->64 products: AVX-512
 // has no instruction for the high half, and the low half comes from the same products,
@@ -80,17 +81,182 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i input_words(
                           static_cast<long long>(words[1]), static_cast<long long>(words[0]));
 }
 
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
-    const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
-  // XXH3_len_4to8_128b's constants: the bitflip of the default secret's bytes 16..31, and
-  // PRIME64_1 to which the length times 4 is added.
-  constexpr std::uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull;
+// a * b per lane, the low 64 bits.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i times(
+    __m512i a, std::uint64_t b) noexcept {
+  return _mm512_mullo_epi64(a, _mm512_set1_epi64(static_cast<long long>(b)));
+}
+
+// XXH3's final mix (XXH3_avalanche), per lane.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i avalanche(
+    __m512i h) noexcept {
   constexpr std::uint64_t kPrimeMx1 = 0x165667919E3779F9ull;
+  h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 37));
+  h = times(h, kPrimeMx1);
+  return _mm512_xor_si512(h, _mm512_srli_epi64(h, 32));
+}
+
+constexpr std::uint64_t kPrime64_1 = 0x9E3779B185EBCA87ull;
+constexpr std::uint64_t kPrime64_2 = 0xC2B2AE3D27D4EB4Full;
+constexpr std::uint64_t kPrime64_4 = 0x85EBCA77C2B2AE63ull;
+
+// XXH3_len_4to8_128b, for the lanes in `short_items` (the others' results are meaningless).
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_4to8(
+    const std::string_view* items, __m512i lengths, __mmask8 short_items, __m512i& low,
+    __m512i& high) noexcept {
+  // The bitflip of the default secret's bytes 16..31; the factor, PRIME64_1 plus 4 * length.
   constexpr std::uint64_t kPrimeMx2 = 0x9FB21C651E98DF25ull;
   std::uint64_t secret[2];
   std::memcpy(secret, XXH3_kSecret + 16, sizeof secret);
   const std::uint64_t bitflip = secret[0] ^ secret[1];
+  const bool all_eight_bytes = _mm512_cmpneq_epu64_mask(lengths, _mm512_set1_epi64(8)) == 0;
+  const __m512i keyed = _mm512_xor_si512(input_words(items, short_items, all_eight_bytes),
+                                         _mm512_set1_epi64(static_cast<long long>(bitflip)));
+  const __m512i factor = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(kPrime64_1)),
+                                          _mm512_slli_epi64(lengths, 2));
+  mul_64x64_128(keyed, factor, low, high);
+  high = _mm512_add_epi64(high, _mm512_slli_epi64(low, 1));
+  low = _mm512_xor_si512(low, _mm512_srli_epi64(high, 3));
+  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 35));
+  low = times(low, kPrimeMx2);
+  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 28));
+  high = avalanche(high);
+}
 
+// 16 bytes from each of eight addresses, as the eight first and the eight second 64-bit words.
+__attribute__((target("avx512f"), always_inline)) inline void load_16_bytes(
+    const char* const (&at)[8], __m512i& first, __m512i& second) noexcept {
+  const auto bytes = [&](unsigned j) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(at[j]));
+  };
+  __m512i lanes_0_3 = _mm512_castsi128_si512(bytes(0));
+  lanes_0_3 = _mm512_inserti32x4(lanes_0_3, bytes(1), 1);
+  lanes_0_3 = _mm512_inserti32x4(lanes_0_3, bytes(2), 2);
+  lanes_0_3 = _mm512_inserti32x4(lanes_0_3, bytes(3), 3);
+  __m512i lanes_4_7 = _mm512_castsi128_si512(bytes(4));
+  lanes_4_7 = _mm512_inserti32x4(lanes_4_7, bytes(5), 1);
+  lanes_4_7 = _mm512_inserti32x4(lanes_4_7, bytes(6), 2);
+  lanes_4_7 = _mm512_inserti32x4(lanes_4_7, bytes(7), 3);
+  first =
+      _mm512_permutex2var_epi64(lanes_0_3, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), lanes_4_7);
+  second =
+      _mm512_permutex2var_epi64(lanes_0_3, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), lanes_4_7);
+}
+
+// XXH3_mix16B with seed 0 for eight 16-byte pieces: the 128-bit product of the two words, each
+// XORed with its secret word, folded to 64 bits.
+__attribute__((target("avx512f"), always_inline)) inline __m512i mix_16_bytes(
+    __m512i first, __m512i second, const std::uint8_t* secret) noexcept {
+  std::uint64_t words[2];
+  std::memcpy(words, secret, sizeof words);
+  __m512i low, high;
+  mul_64x64_128(_mm512_xor_si512(first, _mm512_set1_epi64(static_cast<long long>(words[0]))),
+                _mm512_xor_si512(second, _mm512_set1_epi64(static_cast<long long>(words[1]))), low,
+                high);
+  return _mm512_xor_si512(low, high);
+}
+
+// XXH128_mix32B with seed 0, round `round` of XXH3_len_17to128_128b, for the lanes in
+// `in_round`: 16 bytes at `front` and 16 at `back` of each item.
+__attribute__((target("avx512f"), always_inline)) inline void mix_32_bytes(
+    std::size_t round, __mmask8 in_round, const char* const (&front)[8],
+    const char* const (&back)[8], __m512i& acc_low, __m512i& acc_high) noexcept {
+  __m512i front_0, front_1, back_0, back_1;
+  load_16_bytes(front, front_0, front_1);
+  load_16_bytes(back, back_0, back_1);
+  const std::uint8_t* secret = XXH3_kSecret + 32 * round;
+  acc_low =
+      _mm512_mask_add_epi64(acc_low, in_round, acc_low, mix_16_bytes(front_0, front_1, secret));
+  acc_low = _mm512_mask_xor_epi64(acc_low, in_round, acc_low, _mm512_add_epi64(back_0, back_1));
+  acc_high = _mm512_mask_add_epi64(acc_high, in_round, acc_high,
+                                   mix_16_bytes(back_0, back_1, secret + 16));
+  acc_high =
+      _mm512_mask_xor_epi64(acc_high, in_round, acc_high, _mm512_add_epi64(front_0, front_1));
+}
+
+// XXH3_len_17to128_128b with seed 0, for the lanes in `long_items` (URLs, paths, hex digests):
+// one to four rounds of XXH128_mix32B over 32 bytes, round r taken by items longer than 32r
+// (rounds from the last down, as XXH3 does). A lane a round skips, or that is not in
+// `long_items`, still loads: its first and last 16 bytes, or zeros, never past its item.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17to128(
+    const std::string_view* items, __m512i lengths, __mmask8 long_items, __m512i& low,
+    __m512i& high) noexcept {
+  static constexpr char kZeros[16] = {};
+  const char* data[8];
+  std::size_t size[8];
+  std::size_t longest = 0;
+  for (unsigned j = 0; j < 8; ++j) {
+    const bool long_item = (long_items >> j) & 1;
+    data[j] = long_item ? items[j].data() : kZeros;
+    size[j] = long_item ? items[j].size() : sizeof kZeros;
+    longest = std::max(longest, size[j]);
+  }
+  __m512i acc_low = times(lengths, kPrime64_1);
+  __m512i acc_high = _mm512_setzero_si512();
+  const char* front[8];
+  const char* back[8];
+  for (std::size_t round = (longest - 1) / 32; round > 0; --round) {
+    const __mmask8 in_round = static_cast<__mmask8>(
+        long_items &
+        _mm512_cmpgt_epu64_mask(lengths, _mm512_set1_epi64(static_cast<long long>(32 * round))));
+    for (unsigned j = 0; j < 8; ++j) {
+      const bool takes = (in_round >> j) & 1;
+      front[j] = data[j] + (takes ? 16 * round : 0);
+      back[j] = data[j] + size[j] - (takes ? 16 * (round + 1) : 16);
+    }
+    mix_32_bytes(round, in_round, front, back, acc_low, acc_high);
+  }
+  // Round 0, which every item takes: its first and last 16 bytes.
+  for (unsigned j = 0; j < 8; ++j) {
+    front[j] = data[j];
+    back[j] = data[j] + size[j] - 16;
+  }
+  mix_32_bytes(0, long_items, front, back, acc_low, acc_high);
+  low = avalanche(_mm512_add_epi64(acc_low, acc_high));
+  high = _mm512_add_epi64(_mm512_add_epi64(times(acc_low, kPrime64_1), times(acc_high, kPrime64_4)),
+                          times(lengths, kPrime64_2));
+  high = _mm512_sub_epi64(_mm512_setzero_si512(), avalanche(high));
+}
+
+// The lanes in `lanes` hashed one at a time (the scalar XXH3), put in place.
+__attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
+    const std::string_view* items, __mmask8 lanes, __m512i& lo, __m512i& hi) noexcept {
+  for (unsigned left = lanes; left != 0; left &= left - 1) {
+    const unsigned j = static_cast<unsigned>(__builtin_ctz(left));
+    const ItemHash h = detail::hash_inline(items[j]);
+    const auto lane = static_cast<__mmask8>(1u << j);
+    lo = _mm512_mask_set1_epi64(lo, lane, static_cast<long long>(h.lo));
+    hi = _mm512_mask_set1_epi64(hi, lane, static_cast<long long>(h.hi));
+  }
+}
+
+// hash8 for batches of any length: lanes of 4 to 8 and of 17 to 128 bytes in vectors, the
+// others (0 to 3, 9 to 16, over 128 bytes) one by one.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mixed(
+    const std::string_view* items, const __m512i& lengths, __mmask8 short_items, __m512i& lo,
+    __m512i& hi) noexcept {
+  // length - 17 <= 111, unsigned: 17 to 128 bytes.
+  const __mmask8 long_items = _mm512_cmple_epu64_mask(
+      _mm512_sub_epi64(lengths, _mm512_set1_epi64(17)), _mm512_set1_epi64(111));
+  __m512i low = _mm512_setzero_si512();
+  __m512i high = _mm512_setzero_si512();
+  if (short_items != 0) hash8_4to8(items, lengths, short_items, low, high);
+  if (long_items != 0) {
+    __m512i long_low, long_high;
+    hash8_17to128(items, lengths, long_items, long_low, long_high);
+    low = _mm512_mask_mov_epi64(low, long_items, long_low);
+    high = _mm512_mask_mov_epi64(high, long_items, long_high);
+  }
+  hash_one_by_one(items, static_cast<__mmask8>(~(short_items | long_items)), low, high);
+  lo = low;
+  hi = high;
+}
+
+// XXH3-128 of eight items, one a 64-bit lane. kAnyLength false (batches of 64-bit ids and
+// the like): lanes of 4 to 8 bytes in vectors, the others one by one. True: hash8_mixed.
+template <bool kAnyLength>
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
+    const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
   const __m512i views_0 = _mm512_loadu_si512(items);
   const __m512i views_1 = _mm512_loadu_si512(items + 4);
   const __m512i lengths =
@@ -98,31 +264,12 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
   const __m512i four = _mm512_set1_epi64(4);
   // length - 4 <= 4, unsigned: 4 to 8 bytes.
   const __mmask8 short_items = _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, four), four);
-  const bool all_eight_bytes = _mm512_cmpneq_epu64_mask(lengths, _mm512_set1_epi64(8)) == 0;
-  const __m512i keyed = _mm512_xor_si512(input_words(items, short_items, all_eight_bytes),
-                                         _mm512_set1_epi64(static_cast<long long>(bitflip)));
-  const __m512i factor = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(kPrime64_1)),
-                                          _mm512_slli_epi64(lengths, 2));
-  __m512i low, high;
-  mul_64x64_128(keyed, factor, low, high);
-  high = _mm512_add_epi64(high, _mm512_slli_epi64(low, 1));
-  low = _mm512_xor_si512(low, _mm512_srli_epi64(high, 3));
-  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 35));
-  low = _mm512_mullo_epi64(low, _mm512_set1_epi64(static_cast<long long>(kPrimeMx2)));
-  low = _mm512_xor_si512(low, _mm512_srli_epi64(low, 28));
-  high = _mm512_xor_si512(high, _mm512_srli_epi64(high, 37));
-  high = _mm512_mullo_epi64(high, _mm512_set1_epi64(static_cast<long long>(kPrimeMx1)));
-  high = _mm512_xor_si512(high, _mm512_srli_epi64(high, 32));
-  for (unsigned others = static_cast<std::uint8_t>(~short_items); others != 0;
-       others &= others - 1) {
-    const unsigned j = static_cast<unsigned>(__builtin_ctz(others));
-    const ItemHash h = detail::hash_inline(items[j]);
-    const auto lane = static_cast<__mmask8>(1u << j);
-    low = _mm512_mask_set1_epi64(low, lane, static_cast<long long>(h.lo));
-    high = _mm512_mask_set1_epi64(high, lane, static_cast<long long>(h.hi));
+  if constexpr (kAnyLength) {
+    hash8_mixed(items, lengths, short_items, lo, hi);
+  } else {
+    hash8_4to8(items, lengths, short_items, lo, hi);
+    hash_one_by_one(items, static_cast<__mmask8>(~short_items), lo, hi);
   }
-  lo = low;
-  hi = high;
 }
 
 // The batch pipeline over items, eight at a time (k <= 8, blocks below 2^32 a partition):
@@ -132,10 +279,11 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
 // AVX-512F/DQ alone, Avx512BitGroups with the byte and bit instructions of Ice Lake and Zen 4.
 
 // The eight items' hashes and lines (line addresses into `lines`); returns their hi.
+template <bool kAnyLength>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline __m512i plan_lines(
     const BlockGeometry& geometry, const std::string_view* items, std::uint64_t* lines) noexcept {
   __m512i lo, hi;
-  hash8(items, lo, hi);
+  hash8<kAnyLength>(items, lo, hi);
   // layout::partition_of and blocked_block_among, per lane; with block and partition counts
   // below 2^32 each is one or two 32x32->64 products.
   const __m512i blocks = _mm512_set1_epi64(static_cast<long long>(geometry.blocks_per_partition));
@@ -160,11 +308,11 @@ struct Avx512Groups {
     alignas(64) std::uint64_t line[8];  // each item's line, an address
     alignas(64) std::uint64_t hi[8];
   };
-  template <Op op>
+  template <Op op, bool kAnyLength>
   __attribute__((target("avx512f,avx512dq"))) static inline void plan(const BlockGeometry& geometry,
                                                                       const std::string_view* items,
                                                                       Slot& slot) noexcept {
-    _mm512_store_si512(slot.hi, plan_lines(geometry, items, slot.line));
+    _mm512_store_si512(slot.hi, plan_lines<kAnyLength>(geometry, items, slot.line));
   }
   template <Op op>
   __attribute__((target("avx512f,avx512dq"))) static inline bool apply(
@@ -194,10 +342,10 @@ struct Avx512BitGroups {
     alignas(64) std::uint64_t probes[8];  // byte w: the bit probed in word w (adds: 64+ if none)
     alignas(64) std::uint64_t probed[8];  // lookups: bit 9w (byte w of word w) if w probed
   };
-  template <Op op>
+  template <Op op, bool kAnyLength>
   __attribute__((target("avx512f,avx512dq,avx512vbmi"))) static inline void plan(
       const BlockGeometry& geometry, const std::string_view* items, Slot& slot) noexcept {
-    const __m512i hi = plan_lines(geometry, items, slot.line);
+    const __m512i hi = plan_lines<kAnyLength>(geometry, items, slot.line);
     // Byte w of each lane: the 8 bits of hi from word w's field on, the low 3 flipped. The start
     // word s = hi mod 8 picks each item's row of the tables (VPERMQ reads 3 bits of an index).
     const __m512i fields =
@@ -242,14 +390,14 @@ inline void prefetch_group(const Slot& slot) noexcept {
   for (unsigned j = 0; j < 8; ++j) prefetch<op>(reinterpret_cast<const void*>(slot.line[j]));
 }
 
-template <Op op, std::size_t kAheadGroups, class Groups>
+template <Op op, std::size_t kAheadGroups, class Groups, bool kAnyLength>
 inline void group_pipeline(const Bitmap& bitmap, std::span<const std::string_view> items,
                            std::uint8_t* out) {
   const BlockGeometry geometry(bitmap);
   const std::size_t groups = items.size() / 8;
   typename Groups::Slot ring[kAheadGroups];
   for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) {
-    Groups::template plan<op>(geometry, items.data() + g * 8, ring[g]);
+    Groups::template plan<op, kAnyLength>(geometry, items.data() + g * 8, ring[g]);
   }
   for (std::size_t g = 0; g < std::min(kAheadGroups, groups); ++g) prefetch_group<op>(ring[g]);
   for (std::size_t g = 0; g < groups; ++g) {
@@ -258,8 +406,8 @@ inline void group_pipeline(const Bitmap& bitmap, std::span<const std::string_vie
       record<op>(out, g * 8 + j, Groups::template apply<op>(geometry, slot, j));
     }
     if (g + kAheadGroups < groups) {
-      Groups::template plan<op>(geometry, items.data() + (g + kAheadGroups) * 8,
-                                ring[g % kAheadGroups]);
+      Groups::template plan<op, kAnyLength>(geometry, items.data() + (g + kAheadGroups) * 8,
+                                            ring[g % kAheadGroups]);
     }
     // The lines of the group planned one pass ago: read back at once, the addresses just
     // stored from a vector register kept each group waiting on that store.
@@ -272,21 +420,36 @@ inline void group_pipeline(const Bitmap& bitmap, std::span<const std::string_vie
                                     out == nullptr ? nullptr : out + done);
 }
 
-template <Op op, std::size_t kAheadGroups>
+template <Op op, std::size_t kAheadGroups, bool kAnyLength>
 __attribute__((target("avx512f,avx512dq"), flatten)) void blocked_avx512_items(
     const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out) {
-  group_pipeline<op, kAheadGroups, Avx512Groups>(bitmap, items, out);
+  group_pipeline<op, kAheadGroups, Avx512Groups, kAnyLength>(bitmap, items, out);
 }
 
-template <Op op, std::size_t kAheadGroups>
+template <Op op, std::size_t kAheadGroups, bool kAnyLength>
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vbmi,avx512bitalg"), flatten)) void
 blocked_avx512_bit_items(const Bitmap& bitmap, std::span<const std::string_view> items,
                          std::uint8_t* out) {
-  group_pipeline<op, kAheadGroups, Avx512BitGroups>(bitmap, items, out);
+  group_pipeline<op, kAheadGroups, Avx512BitGroups, kAnyLength>(bitmap, items, out);
 }
 
 // Filters up to this size count as cache-resident for the batch pipeline's prefetch depth.
 constexpr std::uint64_t kCacheResidentBytes = std::uint64_t{8} << 20;
+
+template <Op op, bool kAnyLength>
+void run_groups(const Bitmap& bitmap, std::span<const std::string_view> items, std::uint8_t* out,
+                Simd level) {
+  // Four groups ahead cover a line from L2 or L3 while the prefetches of a group planned a
+  // pass ago go out; out of cache, eight (64 items) keep enough misses in flight.
+  const bool resident = bitmap.params.total_bytes() <= kCacheResidentBytes;
+  if (level >= Simd::avx512_bits) {
+    resident ? blocked_avx512_bit_items<op, 4, kAnyLength>(bitmap, items, out)
+             : blocked_avx512_bit_items<op, 8, kAnyLength>(bitmap, items, out);
+  } else {
+    resident ? blocked_avx512_items<op, 4, kAnyLength>(bitmap, items, out)
+             : blocked_avx512_items<op, 8, kAnyLength>(bitmap, items, out);
+  }
+}
 
 #pragma GCC diagnostic pop
 
@@ -301,16 +464,14 @@ bool eight_lane_batch_fits(const Bitmap& bitmap) noexcept {
 template <Op op>
 void eight_lane_batch(const Bitmap& bitmap, std::span<const std::string_view> items,
                       std::uint8_t* out, Simd level) {
-  // Four groups ahead cover a line from L2 or L3 while the prefetches of a group planned a
-  // pass ago go out; out of cache, eight (64 items) keep enough misses in flight.
-  const bool resident = bitmap.params.total_bytes() <= kCacheResidentBytes;
-  if (level >= Simd::avx512_bits) {
-    resident ? blocked_avx512_bit_items<op, 4>(bitmap, items, out)
-             : blocked_avx512_bit_items<op, 8>(bitmap, items, out);
-  } else {
-    resident ? blocked_avx512_items<op, 4>(bitmap, items, out)
-             : blocked_avx512_items<op, 8>(bitmap, items, out);
-  }
+  // The first group picks the hashing for the batch: a batch of 64-bit ids keeps the loop
+  // made for them (registers held for it alone), any other takes the one that also hashes
+  // 17- to 128-byte items (URLs, paths, hex digests) in vectors. Both hash every length.
+  const auto first_group = items.first(std::min<std::size_t>(8, items.size()));
+  const bool ids = std::all_of(first_group.begin(), first_group.end(),
+                               [](std::string_view item) { return item.size() - 4 <= 4; });
+  ids ? run_groups<op, false>(bitmap, items, out, level)
+      : run_groups<op, true>(bitmap, items, out, level);
 }
 
 template void eight_lane_batch<Op::test_and_set>(const Bitmap&, std::span<const std::string_view>,
