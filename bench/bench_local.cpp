@@ -3,13 +3,14 @@
 // on two threads; for scale, a textbook filter and the floor for one-item calls (OneProbeFloor,
 // inline, and CalledOneProbeFloor, the same through a function pointer as a library call).
 //
-// Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i), or with
-// --keys=url the seeds' "s3://bucket/dir/file<i>.pdf", made 4096 at a time outside the timed
-// region), then looks up min(n, 1e7) inserted keys and 1e7 absent ones. Only the filter calls
-// are timed (one clock pair per 4096 keys). Google Benchmark repeats each case and reports
-// medians; at the end a markdown table of the medians is printed.
+// Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i); with
+// --keys=url the seeds' "s3://bucket/dir/file<i>.pdf"; with --keys=name cache keys "user:<i in
+// hex>", 9 to 16 bytes but for the first 4096; made 4096 at a time outside the timed region), then
+// looks up min(n, 1e7) inserted keys and 1e7 absent ones. Only the filter calls are timed (one
+// clock pair per 4096 keys). Google Benchmark repeats each case and reports medians; at the end a
+// markdown table of the medians is printed.
 //
-//   bench_local [--n=1e6,1e8] [--store=memory|file] [--keys=u64|url] [benchmark flags, e.g.
+//   bench_local [--n=1e6,1e8] [--store=memory|file] [--keys=u64|url|name] [benchmark flags, e.g.
 //   --benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
@@ -48,10 +49,11 @@ constexpr std::uint64_t kAbsentBase = std::uint64_t{1} << 40;
 constexpr std::uint64_t kMaxQueries = 10'000'000;
 constexpr std::size_t kBatch = 4096;
 
-bool g_url_keys = false;  // --keys=url
+enum class KeyKind { u64, url, name };
+KeyKind g_keys = KeyKind::u64;  // --keys=
 
 // One batch of keys, written by the calling thread (as an application's would be) into one
-// buffer: 8-byte keys, or URLs of up to kUrlBytes.
+// buffer: 8-byte keys, or URLs or names of up to kUrlBytes.
 struct Keys {
   static constexpr std::size_t kUrlBytes = 48;
   std::vector<std::uint64_t> raw = std::vector<std::uint64_t>(kBatch);
@@ -59,10 +61,11 @@ struct Keys {
   std::vector<std::string_view> views = std::vector<std::string_view>(kBatch);
   std::span<const std::string_view> fill(std::uint64_t first, std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) {
-      if (g_url_keys) {
+      if (g_keys != KeyKind::u64) {
         char* url = urls.data() + i * kUrlBytes;
-        const int length = std::snprintf(url, kUrlBytes, "s3://bucket/dir/file%llu.pdf",
-                                         static_cast<unsigned long long>(first + i));
+        const int length = std::snprintf(
+            url, kUrlBytes, g_keys == KeyKind::url ? "s3://bucket/dir/file%llu.pdf" : "user:%llx",
+            static_cast<unsigned long long>(first + i));
         views[i] = {url, static_cast<std::size_t>(length)};
       } else {
         raw[i] = splitmix64(first + i);
@@ -353,16 +356,19 @@ int main(int argc, char** argv) {
     } else if (arg == "--store=shared-file") {
       g_store = StoreKind::shared_file;
     } else if (arg == "--keys=url") {
-      g_url_keys = true;
+      g_keys = KeyKind::url;
+    } else if (arg == "--keys=name") {
+      g_keys = KeyKind::name;
     } else if (arg != "--store=memory" && arg != "--keys=u64") {
       rest.push_back(argv[i]);
     }
   }
   int rest_argc = static_cast<int>(rest.size());
+  const std::string keys = g_keys == KeyKind::url ? "-url" : g_keys == KeyKind::name ? "-name" : "";
   const std::string store = std::string(g_store == StoreKind::memory ? "memory"
                                         : g_store == StoreKind::file ? "file"
                                                                      : "shared-file") +
-                            (g_url_keys ? "-url" : "");
+                            keys;
   // One run per repetition: each builds a filter of n items.
   const auto add_case = [&](const std::string& name, auto&& function, auto... args) {
     for (std::int64_t n : sizes) {
@@ -381,7 +387,6 @@ int main(int argc, char** argv) {
                BM_Filter, layout, threads);
     }
   }
-  const std::string keys = g_url_keys ? "-url" : "";
   add_case("textbook" + keys + "/classic/single", BM_Textbook);
   add_case("floor" + keys + "/one-probe/single", BM_Floor<OneProbeFloor>);
   add_case("floor" + keys + "/one-probe-called/single", BM_Floor<CalledOneProbeFloor>);

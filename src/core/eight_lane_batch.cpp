@@ -218,6 +218,64 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17t
   high = _mm512_sub_epi64(_mm512_setzero_si512(), avalanche(high));
 }
 
+// Each lane's 8 bytes at `at`.
+__attribute__((target("avx512f"), always_inline)) inline __m512i load_8_bytes(
+    const char* const (&at)[8]) noexcept {
+  std::uint64_t words[8];
+  for (unsigned j = 0; j < 8; ++j) std::memcpy(&words[j], at[j], 8);
+  return _mm512_set_epi64(static_cast<long long>(words[7]), static_cast<long long>(words[6]),
+                          static_cast<long long>(words[5]), static_cast<long long>(words[4]),
+                          static_cast<long long>(words[3]), static_cast<long long>(words[2]),
+                          static_cast<long long>(words[1]), static_cast<long long>(words[0]));
+}
+
+// XXH_swap64 per lane with AVX-512F alone: swap the 32-bit halves, then the 16-bit halves of
+// each, then the bytes of each 16 bits.
+__attribute__((target("avx512f"), always_inline)) inline __m512i swap_bytes(__m512i x) noexcept {
+  x = _mm512_rol_epi32(_mm512_rol_epi64(x, 32), 16);
+  const __m512i odd_bytes = _mm512_set1_epi64(static_cast<long long>(0xff00ff00ff00ff00ull));
+  // odd bytes ? x << 8 : x >> 8, bit by bit.
+  return _mm512_ternarylogic_epi64(odd_bytes, _mm512_slli_epi64(x, 8), _mm512_srli_epi64(x, 8),
+                                   0xca);
+}
+
+// XXH3_len_9to16_128b with seed 0, for the lanes in `medium_items` (short names, decimal ids,
+// "user:12345"): the first and last 8 bytes of each item, or zeros for the other lanes.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_9to16(
+    const std::string_view* items, __m512i lengths, __mmask8 medium_items, __m512i& low,
+    __m512i& high) noexcept {
+  constexpr std::uint32_t kPrime32_2 = 0x85EBCA77u;
+  static constexpr char kZeros[16] = {};
+  std::uint64_t secret[4];
+  std::memcpy(secret, XXH3_kSecret + 32, sizeof secret);
+  const char* first[8];
+  const char* last[8];
+  for (unsigned j = 0; j < 8; ++j) {
+    const bool medium = (medium_items >> j) & 1;
+    first[j] = medium ? items[j].data() : kZeros;
+    last[j] = medium ? items[j].data() + items[j].size() - 8 : kZeros + 8;
+  }
+  const __m512i input_lo = load_8_bytes(first);
+  const __m512i input_hi = load_8_bytes(last);
+  __m512i m_low, m_high;
+  mul_64x64_128(_mm512_ternarylogic_epi64(
+                    input_lo, input_hi,
+                    _mm512_set1_epi64(static_cast<long long>(secret[0] ^ secret[1])), 0x96),
+                _mm512_set1_epi64(static_cast<long long>(kPrime64_1)), m_low, m_high);
+  m_low = _mm512_add_epi64(m_low,
+                           _mm512_slli_epi64(_mm512_sub_epi64(lengths, _mm512_set1_epi64(1)), 54));
+  const __m512i keyed_hi =
+      _mm512_xor_si512(input_hi, _mm512_set1_epi64(static_cast<long long>(secret[2] ^ secret[3])));
+  m_high = _mm512_add_epi64(
+      m_high,
+      _mm512_add_epi64(keyed_hi, _mm512_mul_epu32(keyed_hi, _mm512_set1_epi64(kPrime32_2 - 1))));
+  m_low = _mm512_xor_si512(m_low, swap_bytes(m_high));
+  mul_64x64_128(m_low, _mm512_set1_epi64(static_cast<long long>(kPrime64_2)), low, high);
+  high = _mm512_add_epi64(high, times(m_high, kPrime64_2));
+  low = avalanche(low);
+  high = avalanche(high);
+}
+
 // The lanes in `lanes` hashed one at a time (the scalar XXH3), put in place.
 __attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
     const std::string_view* items, __mmask8 lanes, __m512i& lo, __m512i& hi) noexcept {
@@ -230,12 +288,14 @@ __attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
   }
 }
 
-// hash8 for batches of any length: lanes of 4 to 8 and of 17 to 128 bytes in vectors, the
-// others (0 to 3, 9 to 16, over 128 bytes) one by one.
+// hash8 for batches of any length: lanes of 4 to 128 bytes in vectors, the others (0 to 3 and
+// over 128 bytes) one by one.
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mixed(
     const std::string_view* items, const __m512i& lengths, __mmask8 short_items, __m512i& lo,
     __m512i& hi) noexcept {
-  // length - 17 <= 111, unsigned: 17 to 128 bytes.
+  // length - 9 <= 7 and length - 17 <= 111, unsigned: 9 to 16 and 17 to 128 bytes.
+  const __mmask8 medium_items = _mm512_cmple_epu64_mask(
+      _mm512_sub_epi64(lengths, _mm512_set1_epi64(9)), _mm512_set1_epi64(7));
   const __mmask8 long_items = _mm512_cmple_epu64_mask(
       _mm512_sub_epi64(lengths, _mm512_set1_epi64(17)), _mm512_set1_epi64(111));
   __m512i low = _mm512_setzero_si512();
@@ -247,7 +307,14 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mix
     low = _mm512_mask_mov_epi64(low, long_items, long_low);
     high = _mm512_mask_mov_epi64(high, long_items, long_high);
   }
-  hash_one_by_one(items, static_cast<__mmask8>(~(short_items | long_items)), low, high);
+  if (medium_items != 0) {
+    __m512i medium_low, medium_high;
+    hash8_9to16(items, lengths, medium_items, medium_low, medium_high);
+    low = _mm512_mask_mov_epi64(low, medium_items, medium_low);
+    high = _mm512_mask_mov_epi64(high, medium_items, medium_high);
+  }
+  hash_one_by_one(items, static_cast<__mmask8>(~(short_items | medium_items | long_items)), low,
+                  high);
   lo = low;
   hi = high;
 }
