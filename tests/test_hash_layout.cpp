@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -131,7 +132,21 @@ TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
     while (url.size() < length) url += static_cast<char>('a' + (url.size() * 7 + i) % 26);
     items.push_back(url.substr(0, length));
   }
+  // Last, a batch added by a call of its own that starts and ends with 64-bit ids and holds
+  // every length from 0 to 140 between them: the batch path picks its loop by the batch's ends.
+  const std::size_t mixed_batch_at = items.size();
+  const auto id = [&](std::uint64_t i) {
+    const std::uint64_t key = (i + 7) * 0xD1B54A32D192ED03ull;
+    items.emplace_back(reinterpret_cast<const char*>(&key), sizeof key);
+  };
+  for (std::uint64_t i = 0; i < 8; ++i) id(i);
+  for (std::size_t length = 0; length <= 140; ++length) {
+    items.push_back(std::string(length, static_cast<char>('a' + length % 26)));
+  }
+  for (std::uint64_t i = 8; i < 16; ++i) id(i);
   const std::vector<std::string_view> views(items.begin(), items.end());
+  const auto main_views = std::span(views).first(mixed_batch_at);
+  const auto mixed_batch = std::span(views).subspan(mixed_batch_at);
   for (Layout layout_kind : {Layout::classic, Layout::blocked}) {
     for (std::uint32_t k : {1u, 3u, 6u, 8u, 9u, 13u, 16u}) {
       const FilterParams params = explicit_filter(1 << 18, k, layout_kind, 0, 8192);
@@ -160,7 +175,8 @@ TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
           if (one_at_a_time) {
             for (std::string_view item : views) filter.add(item);
           } else {
-            filter.add_many(views);
+            filter.add_many(main_views);
+            filter.add_many(mixed_batch);
           }
           EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bits.bytes().begin()));
         }

@@ -531,12 +531,13 @@ bool eight_lane_batch_fits(const Bitmap& bitmap) noexcept {
 template <Op op>
 void eight_lane_batch(const Bitmap& bitmap, std::span<const std::string_view> items,
                       std::uint8_t* out, Simd level) {
-  // The first group picks the hashing for the batch: a batch of 64-bit ids keeps the loop
-  // made for them (registers held for it alone), any other takes the one that also hashes
-  // 17- to 128-byte items (URLs, paths, hex digests) in vectors. Both hash every length.
-  const auto first_group = items.first(std::min<std::size_t>(8, items.size()));
-  const bool ids = std::all_of(first_group.begin(), first_group.end(),
-                               [](std::string_view item) { return item.size() - 4 <= 4; });
+  // The first and last eight items pick the hashing for the batch: a batch of 64-bit ids keeps
+  // the loop made for them (registers held for it alone), any other takes the one that also
+  // hashes 9- to 128-byte items (names, URLs, hex digests) in vectors. Both hash every length.
+  const auto id_sized = [](std::string_view item) { return item.size() - 4 <= 4; };
+  const std::size_t ends = std::min<std::size_t>(8, items.size());
+  const bool ids = std::all_of(items.begin(), items.begin() + ends, id_sized) &&
+                   std::all_of(items.end() - ends, items.end(), id_sized);
   ids ? run_groups<op, false>(bitmap, items, out, level)
       : run_groups<op, true>(bitmap, items, out, level);
 }
