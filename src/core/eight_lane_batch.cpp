@@ -15,10 +15,11 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 // XXH3-128 of eight items at once (scheme 1's hash, bit for bit: seed 0, the default secret,
-// one item a 64-bit lane), for items of 4 to 8 bytes (XXH3_len_4to8_128b) and of 17 to 128
-// (XXH3_len_17to128_128b). One item's scalar XXH3 is a chain of multiplies, 64x64->128 among
-// them, and costs more than the rest of a batched in-cache add; in vectors the eight chains
-// share their instructions. Lanes of other lengths are hashed one by one and put in place.
+// one item a 64-bit lane), for items of 4 to 8 bytes (XXH3_len_4to8_128b), 9 to 16
+// (XXH3_len_9to16_128b) and 17 to 128 (XXH3_len_17to128_128b). One item's scalar XXH3 is a
+// chain of multiplies, 64x64->128 among them, and costs more than the rest of a batched
+// in-cache add; in vectors the eight chains share their instructions. Lanes of other lengths
+// are hashed one by one and put in place.
 
 // a * b per 64-bit lane as 128 bits (XXH_mult64to128), from four 32x32->64 products: AVX-512
 // has no instruction for the high half, and the low half comes from the same products,
