@@ -53,6 +53,18 @@ const bool g_view_is_size_then_data = [] {
   return words[0] == 2 && words[1] == reinterpret_cast<std::uintptr_t>(text);
 }();
 
+// Read in place of an item a lane does not hash, so that every lane loads from valid memory.
+alignas(16) constexpr char kZeros[16] = {};
+
+// words[j] in lane j.
+__attribute__((target("avx512f"), always_inline)) inline __m512i lanes(
+    const std::uint64_t (&words)[8]) noexcept {
+  return _mm512_set_epi64(static_cast<long long>(words[7]), static_cast<long long>(words[6]),
+                          static_cast<long long>(words[5]), static_cast<long long>(words[4]),
+                          static_cast<long long>(words[3]), static_cast<long long>(words[2]),
+                          static_cast<long long>(words[1]), static_cast<long long>(words[0]));
+}
+
 // Each lane's XXH3 input word, its first 4 bytes | its last 4 bytes << 32, for items of 4 to 8
 // bytes (`short_items`), and 0 for the others. The words go from general registers into the
 // vector by inserts, not through memory (eight scalar stores read back by one vector load stall
@@ -65,10 +77,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i input_words(
     // 64-bit ids: the first and last 4 bytes are the whole item, one 8-byte load.
     for (unsigned j = 0; j < 8; ++j) std::memcpy(&words[j], items[j].data(), 8);
   } else {
-    static constexpr char kDummy[4] = {};
     for (unsigned j = 0; j < 8; ++j) {
       const bool short_item = (short_items >> j) & 1;
-      const char* bytes = short_item ? items[j].data() : kDummy;
+      const char* bytes = short_item ? items[j].data() : kZeros;
       const std::size_t last_at = short_item ? items[j].size() - 4 : 0;
       std::uint32_t first, last;
       std::memcpy(&first, bytes, 4);
@@ -76,10 +87,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i input_words(
       words[j] = first | std::uint64_t{last} << 32;
     }
   }
-  return _mm512_set_epi64(static_cast<long long>(words[7]), static_cast<long long>(words[6]),
-                          static_cast<long long>(words[5]), static_cast<long long>(words[4]),
-                          static_cast<long long>(words[3]), static_cast<long long>(words[2]),
-                          static_cast<long long>(words[1]), static_cast<long long>(words[0]));
+  return lanes(words);
 }
 
 // a * b per lane, the low 64 bits.
@@ -182,7 +190,6 @@ __attribute__((target("avx512f"), always_inline)) inline void mix_32_bytes(
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17to128(
     const std::string_view* items, __m512i lengths, __mmask8 long_items, __m512i& low,
     __m512i& high) noexcept {
-  static constexpr char kZeros[16] = {};
   const char* data[8];
   std::size_t size[8];
   std::size_t longest = 0;
@@ -224,10 +231,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i load_8_bytes(
     const char* const (&at)[8]) noexcept {
   std::uint64_t words[8];
   for (unsigned j = 0; j < 8; ++j) std::memcpy(&words[j], at[j], 8);
-  return _mm512_set_epi64(static_cast<long long>(words[7]), static_cast<long long>(words[6]),
-                          static_cast<long long>(words[5]), static_cast<long long>(words[4]),
-                          static_cast<long long>(words[3]), static_cast<long long>(words[2]),
-                          static_cast<long long>(words[1]), static_cast<long long>(words[0]));
+  return lanes(words);
 }
 
 // XXH_swap64 per lane with AVX-512F alone: swap the 32-bit halves, then the 16-bit halves of
@@ -246,7 +250,6 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_9to
     const std::string_view* items, __m512i lengths, __mmask8 medium_items, __m512i& low,
     __m512i& high) noexcept {
   constexpr std::uint32_t kPrime32_2 = 0x85EBCA77u;
-  static constexpr char kZeros[16] = {};
   std::uint64_t secret[4];
   std::memcpy(secret, XXH3_kSecret + 32, sizeof secret);
   const char* first[8];
