@@ -3,6 +3,7 @@
 // a rate several times the formula's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -203,6 +204,39 @@ TEST(AddMany, ReportsPerItemAnswersInOrder) {
     EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 0, 1}));
     std::vector<std::uint8_t> too_small(1);
     EXPECT_THROW(filter.add_many(items, too_small), InvalidArgument);
+  }
+}
+
+// The returned counts are the flags set, at every batch size: short tails, whole words, and
+// batches long enough that the count folds its per-byte tallies more than once (on two threads
+// a memory filter takes them in one chunk).
+TEST(AddMany, CountsAreTheFlagsSetAtEveryBatchSize) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 6000; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<std::string> absent;
+  for (int i = 0; i < 5000; ++i) absent.push_back("absent-" + std::to_string(i));
+  const std::vector<std::string_view> absent_views(absent.begin(), absent.end());
+  for (unsigned threads : {1u, 2u}) {
+    Filter filter = Filter::in_memory(size_filter(100000, 0.01, Layout::blocked));
+    filter.use_threads(threads);
+    std::size_t next = 0;
+    for (std::size_t size : {0, 1, 7, 8, 9, 63, 2039, 2040, 2041, 2048, 4097, 5000}) {
+      // Every third item of the batch repeats an earlier key; the others are new.
+      std::vector<std::string_view> batch;
+      for (std::size_t i = 0; i < size; ++i) {
+        batch.push_back(i % 3 == 2 && next > 0 ? keys[i % next] : keys[next++ % keys.size()]);
+      }
+      std::vector<std::uint8_t> flags(size);
+      const std::size_t added = filter.add_many(batch, flags);
+      EXPECT_EQ(added, static_cast<std::size_t>(std::count(flags.begin(), flags.end(), 1)))
+          << size << " items, " << threads << " threads";
+      EXPECT_EQ(filter.add_many(batch), 0u) << size << " items, " << threads << " threads";
+      EXPECT_EQ(filter.contains_many(batch), size) << size << " items, " << threads << " threads";
+    }
+    // Absent items: the count is the false positives, flag by flag.
+    std::vector<std::uint8_t> present(absent_views.size());
+    EXPECT_EQ(filter.contains_many(absent_views, present),
+              static_cast<std::size_t>(std::count(present.begin(), present.end(), 1)));
   }
 }
 

@@ -36,6 +36,31 @@ void for_each_chunk(std::span<const std::string_view> items, std::size_t chunk_i
   }
 }
 
+// How many of the flags are set (nonzero), eight bytes at a time: std::count's byte-by-byte
+// compare, widened to 64-bit counts, cost as much per item as a batched in-cache lookup.
+std::size_t count_flags(std::span<const std::uint8_t> flags) {
+  constexpr std::uint64_t kLow7 = 0x7f7f7f7f7f7f7f7full;
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kEvenBytes = 0x00ff00ff00ff00ffull;
+  std::size_t total = 0;
+  std::size_t i = 0;
+  while (i + 8 <= flags.size()) {
+    // Each byte of `lanes` counts one byte position's set flags: at most 255 words a round.
+    const std::size_t end = i + std::min<std::size_t>((flags.size() - i) / 8, 255) * 8;
+    std::uint64_t lanes = 0;
+    for (; i < end; i += 8) {
+      std::uint64_t word;
+      std::memcpy(&word, flags.data() + i, 8);
+      // A byte's top bit: set iff the byte is nonzero.
+      lanes += (((word & kLow7) + kLow7) | word) >> 7 & kOnes;
+    }
+    const std::uint64_t pairs = (lanes & kEvenBytes) + (lanes >> 8 & kEvenBytes);
+    total += static_cast<std::size_t>((pairs * 0x0001000100010001ull) >> 48);
+  }
+  for (; i < flags.size(); ++i) total += flags[i] != 0;
+  return total;
+}
+
 // Calls `apply(chunk, flags)` chunk by chunk with one output flag per item, written into
 // `flags` when the caller gave room for them (or a scratch buffer when it gave none), and
 // returns how many flags were set.
@@ -49,14 +74,14 @@ std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
   }
   std::vector<std::uint8_t> scratch(flags.empty() ? std::min(chunk_items, items.size()) : 0);
   std::size_t ones = 0;
-  for_each_chunk(
-      items, chunk_items, [&](std::span<const std::string_view> chunk, std::size_t offset) {
-        const std::span<std::uint8_t> out =
-            flags.empty() ? std::span<std::uint8_t>(scratch.data(), chunk.size())
-                          : flags.subspan(offset, chunk.size());
-        apply(chunk, out);
-        ones += static_cast<std::size_t>(std::count(out.begin(), out.end(), std::uint8_t{1}));
-      });
+  for_each_chunk(items, chunk_items,
+                 [&](std::span<const std::string_view> chunk, std::size_t offset) {
+                   const std::span<std::uint8_t> out =
+                       flags.empty() ? std::span<std::uint8_t>(scratch.data(), chunk.size())
+                                     : flags.subspan(offset, chunk.size());
+                   apply(chunk, out);
+                   ones += count_flags(out);
+                 });
   return ones;
 }
 
