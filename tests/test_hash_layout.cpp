@@ -123,24 +123,27 @@ TEST(Kernels, EveryPathSetsExactlyTheLayoutsBits) {
     const std::size_t length = i < 2000 ? 8 : 4 + i % 5;
     items.emplace_back(reinterpret_cast<const char*>(&key), length);
   }
-  // Runs of 17- to 128-byte items (URLs, paths, hex digests), hashed eight at a time as well:
-  // first 17 to 32 bytes (one XXH3 round), then every length from 9 to 140, so that groups mix
-  // one to four rounds with lengths that fall back item by item (up to 16, over 128).
-  for (int i = 0; i < 4000; ++i) {
-    const std::size_t length = i < 1000 ? 17 + i % 16 : 9 + (i * 37) % 132;
+  // Runs of 17- to 240-byte items (URLs, paths, hex digests), hashed eight at a time as well:
+  // first 17 to 32 bytes (one XXH3 round), then 129 to 240 (four to seven rounds and the last
+  // 32 bytes), then every length from 9 to 260, so that groups mix the length ranges with
+  // lengths that fall back item by item (over 240).
+  for (int i = 0; i < 5000; ++i) {
+    const std::size_t length = i < 1000   ? 17 + i % 16
+                               : i < 2000 ? 129 + (i * 13) % 112
+                                          : 9 + (i * 37) % 252;
     std::string url = "https://example.com/" + std::to_string(i * 104729) + "/";
     while (url.size() < length) url += static_cast<char>('a' + (url.size() * 7 + i) % 26);
     items.push_back(url.substr(0, length));
   }
   // Last, a batch added by a call of its own that starts and ends with 64-bit ids and holds
-  // every length from 0 to 140 between them: the batch path picks its loop by the batch's ends.
+  // every length from 0 to 260 between them: the batch path picks its loop by the batch's ends.
   const std::size_t mixed_batch_at = items.size();
   const auto id = [&](std::uint64_t i) {
     const std::uint64_t key = (i + 7) * 0xD1B54A32D192ED03ull;
     items.emplace_back(reinterpret_cast<const char*>(&key), sizeof key);
   };
   for (std::uint64_t i = 0; i < 8; ++i) id(i);
-  for (std::size_t length = 0; length <= 140; ++length) {
+  for (std::size_t length = 0; length <= 260; ++length) {
     items.push_back(std::string(length, static_cast<char>('a' + length % 26)));
   }
   for (std::uint64_t i = 8; i < 16; ++i) id(i);

@@ -16,7 +16,8 @@ namespace {
 
 // XXH3-128 of eight items at once (scheme 1's hash, bit for bit: seed 0, the default secret,
 // one item a 64-bit lane), for items of 4 to 8 bytes (XXH3_len_4to8_128b), 9 to 16
-// (XXH3_len_9to16_128b) and 17 to 128 (XXH3_len_17to128_128b). One item's scalar XXH3 is a
+// (XXH3_len_9to16_128b), 17 to 128 (XXH3_len_17to128_128b) and 129 to 240
+// (XXH3_len_129to240_128b). One item's scalar XXH3 is a
 // chain of multiplies, 64x64->128 among them, and costs more than the rest of a batched
 // in-cache add; in vectors the eight chains share their instructions. Lanes of other lengths
 // are hashed one by one and put in place.
@@ -165,15 +166,14 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i mix_16_bytes(
   return _mm512_xor_si512(low, high);
 }
 
-// XXH128_mix32B with seed 0, round `round` of XXH3_len_17to128_128b, for the lanes in
-// `in_round`: 16 bytes at `front` and 16 at `back` of each item.
+// XXH128_mix32B with seed 0 and the 32 bytes of `secret`, for the lanes in `in_round`: 16
+// bytes at `front` and 16 at `back` of each item.
 __attribute__((target("avx512f"), always_inline)) inline void mix_32_bytes(
-    std::size_t round, __mmask8 in_round, const char* const (&front)[8],
+    const std::uint8_t* secret, __mmask8 in_round, const char* const (&front)[8],
     const char* const (&back)[8], __m512i& acc_low, __m512i& acc_high) noexcept {
   __m512i front_0, front_1, back_0, back_1;
   load_16_bytes(front, front_0, front_1);
   load_16_bytes(back, back_0, back_1);
-  const std::uint8_t* secret = XXH3_kSecret + 32 * round;
   acc_low =
       _mm512_mask_add_epi64(acc_low, in_round, acc_low, mix_16_bytes(front_0, front_1, secret));
   acc_low = _mm512_mask_xor_epi64(acc_low, in_round, acc_low, _mm512_add_epi64(back_0, back_1));
@@ -181,6 +181,16 @@ __attribute__((target("avx512f"), always_inline)) inline void mix_32_bytes(
                                    mix_16_bytes(back_0, back_1, secret + 16));
   acc_high =
       _mm512_mask_xor_epi64(acc_high, in_round, acc_high, _mm512_add_epi64(front_0, front_1));
+}
+
+// The last step of XXH3_len_17to128_128b and XXH3_len_129to240_128b (seed 0): the 128-bit
+// hash from the two accumulators and the lengths.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void finish_17to240(
+    __m512i acc_low, __m512i acc_high, __m512i lengths, __m512i& low, __m512i& high) noexcept {
+  low = avalanche(_mm512_add_epi64(acc_low, acc_high));
+  high = _mm512_add_epi64(_mm512_add_epi64(times(acc_low, kPrime64_1), times(acc_high, kPrime64_4)),
+                          times(lengths, kPrime64_2));
+  high = _mm512_sub_epi64(_mm512_setzero_si512(), avalanche(high));
 }
 
 // XXH3_len_17to128_128b with seed 0, for the lanes in `long_items` (URLs, paths, hex digests):
@@ -212,18 +222,63 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17t
       front[j] = data[j] + (takes ? 16 * round : 0);
       back[j] = data[j] + size[j] - (takes ? 16 * (round + 1) : 16);
     }
-    mix_32_bytes(round, in_round, front, back, acc_low, acc_high);
+    mix_32_bytes(XXH3_kSecret + 32 * round, in_round, front, back, acc_low, acc_high);
   }
   // Round 0, which every item takes: its first and last 16 bytes.
   for (unsigned j = 0; j < 8; ++j) {
     front[j] = data[j];
     back[j] = data[j] + size[j] - 16;
   }
-  mix_32_bytes(0, long_items, front, back, acc_low, acc_high);
-  low = avalanche(_mm512_add_epi64(acc_low, acc_high));
-  high = _mm512_add_epi64(_mm512_add_epi64(times(acc_low, kPrime64_1), times(acc_high, kPrime64_4)),
-                          times(lengths, kPrime64_2));
-  high = _mm512_sub_epi64(_mm512_setzero_si512(), avalanche(high));
+  mix_32_bytes(XXH3_kSecret, long_items, front, back, acc_low, acc_high);
+  finish_17to240(acc_low, acc_high, lengths, low, high);
+}
+
+// XXH3_len_129to240_128b with seed 0, for the lanes in `longer_items` (long URLs and paths):
+// four rounds over the first 128 bytes, an avalanche of both halves, a round for each further
+// whole 32 bytes (one to three more, lane by lane), and one over the last 32. A lane a round
+// skips, or that is not in `longer_items`, reads zeros.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_129to240(
+    const std::string_view* items, __m512i lengths, __mmask8 longer_items, __m512i& low,
+    __m512i& high) noexcept {
+  // XXH3_MIDSIZE_STARTOFFSET and XXH3_SECRET_SIZE_MIN - XXH3_MIDSIZE_LASTOFFSET - 16.
+  constexpr std::size_t kMidSecretStart = 3;
+  constexpr std::size_t kLastSecretStart = 136 - 17 - 16;
+  const char* data[8];
+  std::size_t size[8];
+  std::size_t rounds = 0;
+  for (unsigned j = 0; j < 8; ++j) {
+    const bool longer_item = (longer_items >> j) & 1;
+    data[j] = longer_item ? items[j].data() : kZeros;
+    size[j] = longer_item ? items[j].size() : 0;
+    rounds = std::max(rounds, size[j] / 32);
+  }
+  __m512i acc_low = times(lengths, kPrime64_1);
+  __m512i acc_high = _mm512_setzero_si512();
+  const char* front[8];
+  const char* back[8];
+  for (std::size_t round = 0; round < rounds; ++round) {
+    __mmask8 in_round = 0;
+    for (unsigned j = 0; j < 8; ++j) {
+      const bool takes = round < size[j] / 32;
+      in_round |= static_cast<__mmask8>(takes << j);
+      front[j] = takes ? data[j] + 32 * round : kZeros;
+      back[j] = takes ? data[j] + 32 * round + 16 : kZeros;
+    }
+    const std::uint8_t* secret =
+        round < 4 ? XXH3_kSecret + 32 * round : XXH3_kSecret + kMidSecretStart + 32 * (round - 4);
+    mix_32_bytes(secret, in_round, front, back, acc_low, acc_high);
+    if (round == 3) {
+      acc_low = avalanche(acc_low);
+      acc_high = avalanche(acc_high);
+    }
+  }
+  for (unsigned j = 0; j < 8; ++j) {
+    const bool longer_item = (longer_items >> j) & 1;
+    front[j] = longer_item ? data[j] + size[j] - 16 : kZeros;
+    back[j] = longer_item ? data[j] + size[j] - 32 : kZeros;
+  }
+  mix_32_bytes(XXH3_kSecret + kLastSecretStart, longer_items, front, back, acc_low, acc_high);
+  finish_17to240(acc_low, acc_high, lengths, low, high);
 }
 
 // Each lane's 8 bytes at `at`.
@@ -292,16 +347,19 @@ __attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
   }
 }
 
-// hash8 for batches of any length: lanes of 4 to 128 bytes in vectors, the others (0 to 3 and
-// over 128 bytes) one by one.
+// hash8 for batches of any length: lanes of 4 to 240 bytes in vectors, the others (0 to 3 and
+// over 240 bytes) one by one.
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mixed(
     const std::string_view* items, const __m512i& lengths, __mmask8 short_items, __m512i& lo,
     __m512i& hi) noexcept {
-  // length - 9 <= 7 and length - 17 <= 111, unsigned: 9 to 16 and 17 to 128 bytes.
+  // length - 9 <= 7, length - 17 <= 111 and length - 129 <= 111, unsigned: 9 to 16, 17 to 128
+  // and 129 to 240 bytes.
   const __mmask8 medium_items = _mm512_cmple_epu64_mask(
       _mm512_sub_epi64(lengths, _mm512_set1_epi64(9)), _mm512_set1_epi64(7));
   const __mmask8 long_items = _mm512_cmple_epu64_mask(
       _mm512_sub_epi64(lengths, _mm512_set1_epi64(17)), _mm512_set1_epi64(111));
+  const __mmask8 longer_items = _mm512_cmple_epu64_mask(
+      _mm512_sub_epi64(lengths, _mm512_set1_epi64(129)), _mm512_set1_epi64(111));
   __m512i low = _mm512_setzero_si512();
   __m512i high = _mm512_setzero_si512();
   if (short_items != 0) hash8_4to8(items, lengths, short_items, low, high);
@@ -317,8 +375,15 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mix
     low = _mm512_mask_mov_epi64(low, medium_items, medium_low);
     high = _mm512_mask_mov_epi64(high, medium_items, medium_high);
   }
-  hash_one_by_one(items, static_cast<__mmask8>(~(short_items | medium_items | long_items)), low,
-                  high);
+  if (longer_items != 0) {
+    __m512i longer_low, longer_high;
+    hash8_129to240(items, lengths, longer_items, longer_low, longer_high);
+    low = _mm512_mask_mov_epi64(low, longer_items, longer_low);
+    high = _mm512_mask_mov_epi64(high, longer_items, longer_high);
+  }
+  hash_one_by_one(items,
+                  static_cast<__mmask8>(~(short_items | medium_items | long_items | longer_items)),
+                  low, high);
   lo = low;
   hi = high;
 }
@@ -537,7 +602,7 @@ void eight_lane_batch(const Bitmap& bitmap, std::span<const std::string_view> it
                       std::uint8_t* out, Simd level) {
   // The first and last eight items pick the hashing for the batch: a batch of 64-bit ids keeps
   // the loop made for them (registers held for it alone), any other takes the one that also
-  // hashes 9- to 128-byte items (names, URLs, hex digests) in vectors. Both hash every length.
+  // hashes 9- to 240-byte items (names, URLs, hex digests) in vectors. Both hash every length.
   const auto id_sized = [](std::string_view item) { return item.size() - 4 <= 4; };
   const std::size_t ends = std::min<std::size_t>(8, items.size());
   const bool ids = std::all_of(items.begin(), items.begin() + ends, id_sized) &&

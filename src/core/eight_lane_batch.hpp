@@ -1,5 +1,5 @@
 // The blocked layout's batch over items eight at a time with AVX-512 (k <= 8): XXH3 hashed in
-// eight 64-bit lanes (items of 4 to 128 bytes), the lines computed in vectors, and the probes
+// eight 64-bit lanes (items of 4 to 240 bytes), the lines computed in vectors, and the probes
 // planned per group. Internal to the kernels (bitmap_kernels.cpp dispatches to it).
 #pragma once
 
