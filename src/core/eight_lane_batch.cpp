@@ -193,6 +193,20 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void finish_17
   high = _mm512_sub_epi64(_mm512_setzero_si512(), avalanche(high));
 }
 
+// Each lane's bytes: its item's for the lanes in `lanes`, kZeros (all 16 bytes of it) for the
+// others. Returns the longest.
+inline std::size_t lane_bytes(const std::string_view* items, __mmask8 lanes, const char* (&data)[8],
+                              std::size_t (&size)[8]) noexcept {
+  std::size_t longest = 0;
+  for (unsigned j = 0; j < 8; ++j) {
+    const bool in_lanes = (lanes >> j) & 1;
+    data[j] = in_lanes ? items[j].data() : kZeros;
+    size[j] = in_lanes ? items[j].size() : sizeof kZeros;
+    longest = std::max(longest, size[j]);
+  }
+  return longest;
+}
+
 // XXH3_len_17to128_128b with seed 0, for the lanes in `long_items` (URLs, paths, hex digests):
 // one to four rounds of XXH128_mix32B over 32 bytes, round r taken by items longer than 32r
 // (rounds from the last down, as XXH3 does). A lane a round skips, or that is not in
@@ -202,13 +216,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17t
     __m512i& high) noexcept {
   const char* data[8];
   std::size_t size[8];
-  std::size_t longest = 0;
-  for (unsigned j = 0; j < 8; ++j) {
-    const bool long_item = (long_items >> j) & 1;
-    data[j] = long_item ? items[j].data() : kZeros;
-    size[j] = long_item ? items[j].size() : sizeof kZeros;
-    longest = std::max(longest, size[j]);
-  }
+  const std::size_t longest = lane_bytes(items, long_items, data, size);
   __m512i acc_low = times(lengths, kPrime64_1);
   __m512i acc_high = _mm512_setzero_si512();
   const char* front[8];
@@ -245,13 +253,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_129
   constexpr std::size_t kLastSecretStart = 136 - 17 - 16;
   const char* data[8];
   std::size_t size[8];
-  std::size_t rounds = 0;
-  for (unsigned j = 0; j < 8; ++j) {
-    const bool longer_item = (longer_items >> j) & 1;
-    data[j] = longer_item ? items[j].data() : kZeros;
-    size[j] = longer_item ? items[j].size() : 0;
-    rounds = std::max(rounds, size[j] / 32);
-  }
+  const std::size_t rounds = lane_bytes(items, longer_items, data, size) / 32;
   __m512i acc_low = times(lengths, kPrime64_1);
   __m512i acc_high = _mm512_setzero_si512();
   const char* front[8];
