@@ -245,7 +245,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17t
 // four rounds over the first 128 bytes, an avalanche of both halves, a round for each further
 // whole 32 bytes (one to three more, lane by lane), and one over the last 32. A lane a round
 // skips, or that is not in `longer_items`, reads zeros.
-__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_129to240(
+__attribute__((target("avx512f,avx512dq"), noinline)) void hash8_129to240(
     const std::string_view* items, __m512i lengths, __mmask8 longer_items, __m512i& low,
     __m512i& high) noexcept {
   // XXH3_MIDSIZE_STARTOFFSET and XXH3_SECRET_SIZE_MIN - XXH3_MIDSIZE_LASTOFFSET - 16.
@@ -354,14 +354,11 @@ __attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mixed(
     const std::string_view* items, const __m512i& lengths, __mmask8 short_items, __m512i& lo,
     __m512i& hi) noexcept {
-  // length - 9 <= 7, length - 17 <= 111 and length - 129 <= 111, unsigned: 9 to 16, 17 to 128
-  // and 129 to 240 bytes.
+  // length - 9 <= 7 and length - 17 <= 111, unsigned: 9 to 16 and 17 to 128 bytes.
   const __mmask8 medium_items = _mm512_cmple_epu64_mask(
       _mm512_sub_epi64(lengths, _mm512_set1_epi64(9)), _mm512_set1_epi64(7));
   const __mmask8 long_items = _mm512_cmple_epu64_mask(
       _mm512_sub_epi64(lengths, _mm512_set1_epi64(17)), _mm512_set1_epi64(111));
-  const __mmask8 longer_items = _mm512_cmple_epu64_mask(
-      _mm512_sub_epi64(lengths, _mm512_set1_epi64(129)), _mm512_set1_epi64(111));
   __m512i low = _mm512_setzero_si512();
   __m512i high = _mm512_setzero_si512();
   if (short_items != 0) hash8_4to8(items, lengths, short_items, low, high);
@@ -377,15 +374,21 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mix
     low = _mm512_mask_mov_epi64(low, medium_items, medium_low);
     high = _mm512_mask_mov_epi64(high, medium_items, medium_high);
   }
-  if (longer_items != 0) {
-    __m512i longer_low, longer_high;
-    hash8_129to240(items, lengths, longer_items, longer_low, longer_high);
-    low = _mm512_mask_mov_epi64(low, longer_items, longer_low);
-    high = _mm512_mask_mov_epi64(high, longer_items, longer_high);
+  // The rarer lengths, looked for only when a lane is left: 129 to 240 bytes in vectors (length
+  // - 129 <= 111), the others one by one.
+  const auto rest = static_cast<__mmask8>(~(short_items | medium_items | long_items));
+  if (rest != 0) {
+    const __mmask8 longer_items = static_cast<__mmask8>(
+        rest & _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, _mm512_set1_epi64(129)),
+                                       _mm512_set1_epi64(111)));
+    if (longer_items != 0) {
+      __m512i longer_low, longer_high;
+      hash8_129to240(items, lengths, longer_items, longer_low, longer_high);
+      low = _mm512_mask_mov_epi64(low, longer_items, longer_low);
+      high = _mm512_mask_mov_epi64(high, longer_items, longer_high);
+    }
+    hash_one_by_one(items, static_cast<__mmask8>(rest & ~longer_items), low, high);
   }
-  hash_one_by_one(items,
-                  static_cast<__mmask8>(~(short_items | medium_items | long_items | longer_items)),
-                  low, high);
   lo = low;
   hi = high;
 }
