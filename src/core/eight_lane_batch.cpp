@@ -245,7 +245,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_17t
 // four rounds over the first 128 bytes, an avalanche of both halves, a round for each further
 // whole 32 bytes (one to three more, lane by lane), and one over the last 32. A lane a round
 // skips, or that is not in `longer_items`, reads zeros.
-__attribute__((target("avx512f,avx512dq"), noinline)) void hash8_129to240(
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_129to240(
     const std::string_view* items, __m512i lengths, __mmask8 longer_items, __m512i& low,
     __m512i& high) noexcept {
   // XXH3_MIDSIZE_STARTOFFSET and XXH3_SECRET_SIZE_MIN - XXH3_MIDSIZE_LASTOFFSET - 16.
@@ -349,6 +349,38 @@ __attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
   }
 }
 
+// Each lane's item length (a std::string_view's size is its first word: g_view_is_size_then_data).
+__attribute__((target("avx512f"), always_inline)) inline __m512i item_lengths(
+    const std::string_view* items) noexcept {
+  const __m512i views_0 = _mm512_loadu_si512(items);
+  const __m512i views_1 = _mm512_loadu_si512(items + 4);
+  return _mm512_permutex2var_epi64(views_0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), views_1);
+}
+
+// The lanes in `rare` (0 to 3 and over 128 bytes) hashed into `lo` and `hi`: 129 to 240 bytes
+// eight at a time (length - 129 <= 111, unsigned), the others one by one. Out of line: these
+// lengths are rare, and inlined, the long path's registers slowed the common lengths' loop.
+__attribute__((target("avx512f,avx512dq"), noinline)) void hash8_rare(
+    const std::string_view* items, __mmask8 rare, std::uint64_t (&lo)[8],
+    std::uint64_t (&hi)[8]) noexcept {
+  const __m512i lengths = item_lengths(items);
+  const __mmask8 longer_items = static_cast<__mmask8>(
+      rare & _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, _mm512_set1_epi64(129)),
+                                     _mm512_set1_epi64(111)));
+  if (longer_items != 0) {
+    __m512i longer_low, longer_high;
+    hash8_129to240(items, lengths, longer_items, longer_low, longer_high);
+    _mm512_storeu_si512(lo, longer_low);
+    _mm512_storeu_si512(hi, longer_high);
+  }
+  for (unsigned left = rare & ~longer_items; left != 0; left &= left - 1) {
+    const unsigned j = static_cast<unsigned>(__builtin_ctz(left));
+    const ItemHash h = detail::hash_inline(items[j]);
+    lo[j] = h.lo;
+    hi[j] = h.hi;
+  }
+}
+
 // hash8 for batches of any length: lanes of 4 to 240 bytes in vectors, the others (0 to 3 and
 // over 240 bytes) one by one.
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mixed(
@@ -374,20 +406,13 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mix
     low = _mm512_mask_mov_epi64(low, medium_items, medium_low);
     high = _mm512_mask_mov_epi64(high, medium_items, medium_high);
   }
-  // The rarer lengths, looked for only when a lane is left: 129 to 240 bytes in vectors (length
-  // - 129 <= 111), the others one by one.
   const auto rest = static_cast<__mmask8>(~(short_items | medium_items | long_items));
   if (rest != 0) {
-    const __mmask8 longer_items = static_cast<__mmask8>(
-        rest & _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, _mm512_set1_epi64(129)),
-                                       _mm512_set1_epi64(111)));
-    if (longer_items != 0) {
-      __m512i longer_low, longer_high;
-      hash8_129to240(items, lengths, longer_items, longer_low, longer_high);
-      low = _mm512_mask_mov_epi64(low, longer_items, longer_low);
-      high = _mm512_mask_mov_epi64(high, longer_items, longer_high);
-    }
-    hash_one_by_one(items, static_cast<__mmask8>(rest & ~longer_items), low, high);
+    alignas(64) std::uint64_t rest_low[8];
+    alignas(64) std::uint64_t rest_high[8];
+    hash8_rare(items, rest, rest_low, rest_high);
+    low = _mm512_mask_load_epi64(low, rest, rest_low);
+    high = _mm512_mask_load_epi64(high, rest, rest_high);
   }
   lo = low;
   hi = high;
@@ -398,10 +423,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mix
 template <bool kAnyLength>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
     const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
-  const __m512i views_0 = _mm512_loadu_si512(items);
-  const __m512i views_1 = _mm512_loadu_si512(items + 4);
-  const __m512i lengths =
-      _mm512_permutex2var_epi64(views_0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), views_1);
+  const __m512i lengths = item_lengths(items);
   const __m512i four = _mm512_set1_epi64(4);
   // length - 4 <= 4, unsigned: 4 to 8 bytes.
   const __mmask8 short_items = _mm512_cmple_epu64_mask(_mm512_sub_epi64(lengths, four), four);
