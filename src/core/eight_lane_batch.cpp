@@ -17,10 +17,9 @@ namespace {
 // XXH3-128 of eight items at once (scheme 1's hash, bit for bit: seed 0, the default secret,
 // one item a 64-bit lane), for items of 4 to 8 bytes (XXH3_len_4to8_128b), 9 to 16
 // (XXH3_len_9to16_128b), 17 to 128 (XXH3_len_17to128_128b) and 129 to 240
-// (XXH3_len_129to240_128b). One item's scalar XXH3 is a
-// chain of multiplies, 64x64->128 among them, and costs more than the rest of a batched
-// in-cache add; in vectors the eight chains share their instructions. Lanes of other lengths
-// are hashed one by one and put in place.
+// (XXH3_len_129to240_128b). One item's scalar XXH3 is a chain of multiplies, 64x64->128 among
+// them, and costs more than the rest of a batched in-cache add; in vectors the eight chains
+// share their instructions. Lanes of other lengths are hashed one by one and put in place.
 
 // a * b per 64-bit lane as 128 bits (XXH_mult64to128), from four 32x32->64 products: AVX-512
 // has no instruction for the high half, and the low half comes from the same products,
@@ -349,7 +348,8 @@ __attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
   }
 }
 
-// Each lane's item length (a std::string_view's size is its first word: g_view_is_size_then_data).
+// Each lane's item length (a std::string_view's size is its first word:
+// g_view_is_size_then_data).
 __attribute__((target("avx512f"), always_inline)) inline __m512i item_lengths(
     const std::string_view* items) noexcept {
   const __m512i views_0 = _mm512_loadu_si512(items);
