@@ -211,13 +211,13 @@ TEST(AddMany, ReportsPerItemAnswersInOrder) {
 // batches long enough that the count folds its per-byte tallies more than once (on two threads
 // a memory filter takes them in one chunk).
 TEST(AddMany, CountsAreTheFlagsSetAtEveryBatchSize) {
-  // (Appended rather than "k" + std::to_string(i): GCC 12 at -O3 warns falsely on the latter.)
+  // (The prefix as a std::string: GCC 12 at -O3 warns falsely on "k" + std::to_string(i).)
   const auto numbered = [](std::string prefix, int count) {
     std::vector<std::string> names;
     for (int i = 0; i < count; ++i) names.push_back(prefix + std::to_string(i));
     return names;
   };
-  const std::vector<std::string> keys = numbered("k", 6000);
+  const std::vector<std::string> keys = numbered("k", 12000);  // more than the batches' new items
   const std::vector<std::string> absent = numbered("absent-", 5000);
   const std::vector<std::string_view> absent_views(absent.begin(), absent.end());
   for (unsigned threads : {1u, 2u}) {
@@ -228,7 +228,7 @@ TEST(AddMany, CountsAreTheFlagsSetAtEveryBatchSize) {
       // Every third item of the batch repeats an earlier key; the others are new.
       std::vector<std::string_view> batch;
       for (std::size_t i = 0; i < size; ++i) {
-        batch.push_back(i % 3 == 2 && next > 0 ? keys[i % next] : keys[next++ % keys.size()]);
+        batch.push_back(i % 3 == 2 && next > 0 ? keys[i % next] : keys.at(next++));
       }
       std::vector<std::uint8_t> flags(size);
       const std::size_t added = filter.add_many(batch, flags);
