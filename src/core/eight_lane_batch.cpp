@@ -336,18 +336,6 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_9to
   high = avalanche(high);
 }
 
-// The lanes in `lanes` hashed one at a time (the scalar XXH3), put in place.
-__attribute__((target("avx512f"), always_inline)) inline void hash_one_by_one(
-    const std::string_view* items, __mmask8 lanes, __m512i& lo, __m512i& hi) noexcept {
-  for (unsigned left = lanes; left != 0; left &= left - 1) {
-    const unsigned j = static_cast<unsigned>(__builtin_ctz(left));
-    const ItemHash h = detail::hash_inline(items[j]);
-    const auto lane = static_cast<__mmask8>(1u << j);
-    lo = _mm512_mask_set1_epi64(lo, lane, static_cast<long long>(h.lo));
-    hi = _mm512_mask_set1_epi64(hi, lane, static_cast<long long>(h.hi));
-  }
-}
-
 // Each lane's item length (a std::string_view's size is its first word:
 // g_view_is_size_then_data).
 __attribute__((target("avx512f"), always_inline)) inline __m512i item_lengths(
@@ -357,9 +345,10 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i item_lengths(
   return _mm512_permutex2var_epi64(views_0, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), views_1);
 }
 
-// The lanes in `rare` (0 to 3 and over 128 bytes) hashed into `lo` and `hi`: 129 to 240 bytes
-// eight at a time (length - 129 <= 111, unsigned), the others one by one. Out of line: these
-// lengths are rare, and inlined, the long path's registers slowed the common lengths' loop.
+// The lanes in `rare` (the lengths a loop's vector paths leave) hashed into `lo` and `hi`: 129
+// to 240 bytes eight at a time (length - 129 <= 111, unsigned), the others one by one. Out of
+// line: these lengths are rare, and inlined, the long path's registers slowed the common
+// lengths' loop.
 __attribute__((target("avx512f,avx512dq"), noinline)) void hash8_rare(
     const std::string_view* items, __mmask8 rare, std::uint64_t (&lo)[8],
     std::uint64_t (&hi)[8]) noexcept {
@@ -379,6 +368,17 @@ __attribute__((target("avx512f,avx512dq"), noinline)) void hash8_rare(
     lo[j] = h.lo;
     hi[j] = h.hi;
   }
+}
+
+// hash8_rare for the lanes in `rest`, put in place.
+__attribute__((target("avx512f,avx512dq"), always_inline)) inline void put_rare(
+    const std::string_view* items, __mmask8 rest, __m512i& lo, __m512i& hi) noexcept {
+  if (rest == 0) return;
+  alignas(64) std::uint64_t rest_lo[8];
+  alignas(64) std::uint64_t rest_hi[8];
+  hash8_rare(items, rest, rest_lo, rest_hi);
+  lo = _mm512_mask_load_epi64(lo, rest, rest_lo);
+  hi = _mm512_mask_load_epi64(hi, rest, rest_hi);
 }
 
 // hash8 for batches of any length: lanes of 4 to 240 bytes in vectors, the others (0 to 3 and
@@ -406,20 +406,13 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8_mix
     low = _mm512_mask_mov_epi64(low, medium_items, medium_low);
     high = _mm512_mask_mov_epi64(high, medium_items, medium_high);
   }
-  const auto rest = static_cast<__mmask8>(~(short_items | medium_items | long_items));
-  if (rest != 0) {
-    alignas(64) std::uint64_t rest_low[8];
-    alignas(64) std::uint64_t rest_high[8];
-    hash8_rare(items, rest, rest_low, rest_high);
-    low = _mm512_mask_load_epi64(low, rest, rest_low);
-    high = _mm512_mask_load_epi64(high, rest, rest_high);
-  }
+  put_rare(items, static_cast<__mmask8>(~(short_items | medium_items | long_items)), low, high);
   lo = low;
   hi = high;
 }
 
 // XXH3-128 of eight items, one a 64-bit lane. kAnyLength false (batches of 64-bit ids and
-// the like): lanes of 4 to 8 bytes in vectors, the others one by one. True: hash8_mixed.
+// the like): lanes of 4 to 8 bytes in vectors, the others by hash8_rare. True: hash8_mixed.
 template <bool kAnyLength>
 __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
     const std::string_view* items, __m512i& lo, __m512i& hi) noexcept {
@@ -431,7 +424,7 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) inline void hash8(
     hash8_mixed(items, lengths, short_items, lo, hi);
   } else {
     hash8_4to8(items, lengths, short_items, lo, hi);
-    hash_one_by_one(items, static_cast<__mmask8>(~short_items), lo, hi);
+    put_rare(items, static_cast<__mmask8>(~short_items), lo, hi);
   }
 }
 
