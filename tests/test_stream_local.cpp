@@ -1,23 +1,35 @@
 // Windowed and growing filters in memory and in files, on a driven clock: zero false
 // negatives inside the window, forgetting after window + one slice, the error rate held by
 // growth, bounded memory, and (files) atomic test-and-set across processes and crashes.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/bitmap_kernels.hpp"
+#include "core/file_format.hpp"
+#include "core/stream_shape.hpp"
 #include "local/memory_store.hpp"
+#include "local/stream_manifest.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "simd_levels.hpp"
@@ -296,7 +308,7 @@ TEST(StreamFile, ReopensRetiresOldSlicesAndDrops) {
   }
   EXPECT_EQ(files, 6u);
   // Stray link files (a writer killed between creating and publishing) go at the next rotation.
-  { std::ofstream(path + ".s5.0") << "stray"; }
+  (void)Filter::create_file(path + ".s5.0", again.params());
   time.now->fetch_add(kSecond);
   EXPECT_TRUE(again.add("next"));
   EXPECT_FALSE(std::filesystem::exists(path + ".s5.0"));
@@ -434,6 +446,289 @@ TEST(StreamFile, WriterKilledWhileRotatingAndGrowingLosesNothingReported) {
     EXPECT_EQ(present_count(filter, recent), recent.size()) << "round " << round;
     EXPECT_NO_THROW(filter.add("after the crash"));
   }
+}
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::set<std::string> names_in(const std::string& directory) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+// Files a user may keep beside a windowed filter w.rbf: names near a link's, and an exact
+// link name holding text or a filter of other parameters.
+const std::vector<std::string> kUserSuffixes = {".s5.0",  ".s 12.3",   ".s+5.1", ".s-3.0",
+                                                ".s05.0", ".s5.0.bak", ".s7.0"};
+
+// Rotation and drop delete a link file only by its exact name and its header.
+TEST(StreamFile, FilesNamedLikeLinksAreLeftUnlessTheyAreLinks) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.rbf");
+  DrivenClock time = shared_clock();
+  const StreamOptions options = window_of(1000, 0.01, Layout::blocked);
+  Filter filter = Filter::create(Location::file(path), options, false, nullptr, time.clock());
+  for (const std::string& suffix : kUserSuffixes) {
+    if (suffix == ".s7.0") {
+      (void)Filter::create_file(path + suffix, size_filter(50, 0.1, Layout::blocked));
+    } else {
+      std::ofstream(path + suffix) << "mine " << suffix << "\n";
+    }
+  }
+  const auto content = [&](const std::string& suffix) { return read_whole(path + suffix); };
+  std::vector<std::string> before;
+  for (const std::string& suffix : kUserSuffixes) before.push_back(content(suffix));
+  // A stray link (a writer killed before publishing it) is one: it goes.
+  (void)Filter::create_file(path + ".s9.0", filter.params());
+  for (int second = 0; second < 8; ++second) {
+    EXPECT_TRUE(filter.add(event(second)));
+    time.now->fetch_add(kSecond);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + ".s9.0"));
+  for (std::size_t i = 0; i < kUserSuffixes.size(); ++i) {
+    EXPECT_EQ(content(kUserSuffixes[i]), before[i]) << "rotation took " << kUserSuffixes[i];
+  }
+  Filter::drop(Location::file(path));
+  std::set<std::string> expected;
+  for (const std::string& suffix : kUserSuffixes) expected.insert("w.rbf" + suffix);
+  EXPECT_EQ(names_in(std::filesystem::path(path).parent_path().string()), expected);
+  for (std::size_t i = 0; i < kUserSuffixes.size(); ++i) {
+    EXPECT_EQ(content(kUserSuffixes[i]), before[i]) << "drop took " << kUserSuffixes[i];
+  }
+}
+
+// A file where a new link must go is replaced only if it is a stray link; anything else stops
+// the batch there, naming the file, with what was added said.
+TEST(StreamFile, AUserFileWhereALinkMustGoIsAnErrorNamingIt) {
+  testing::TempDir dir;
+  StreamOptions growing;
+  growing.capacity = 100;
+  growing.error_rate = 0.01;
+  growing.growth = 2;
+  std::vector<std::string> items;
+  for (int i = 0; i < 1000; ++i) items.push_back(event(i));
+  const std::vector<std::string_view> views(items.begin(), items.end());
+
+  const std::string path = dir.file("g.rbf");
+  Filter filter = Filter::create(Location::file(path), growing);
+  { std::ofstream(path + ".s0.1") << "mine\n"; }
+  std::vector<std::uint8_t> fresh(views.size());
+  std::size_t committed = 0;
+  try {
+    filter.add_many(views, fresh);
+    ADD_FAILURE() << "grew over a user's file";
+  } catch (const CapacityExceeded& e) {
+    ADD_FAILURE() << "not a capacity limit: " << e.what();
+  } catch (const IncompleteWrite& e) {
+    committed = e.committed();
+    EXPECT_NE(std::string(e.what()).find(path + ".s0.1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("in the way"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_whole(path + ".s0.1"), "mine\n");
+  // Link 0 took 100 new items; the items it answered present took no room.
+  EXPECT_GE(committed, 100u);
+  EXPECT_LE(committed, 110u);
+  const std::vector<std::string> added(items.begin(), items.begin() + committed);
+  EXPECT_EQ(present_count(filter, added), added.size());
+  // Moved away, the link is made and the rest goes in.
+  std::filesystem::rename(path + ".s0.1", dir.file("mine.txt"));
+  EXPECT_NO_THROW(filter.add_many(std::span(views).subspan(committed)));
+  EXPECT_EQ(present_count(filter, items), items.size());
+
+  // A stray link in the way (a writer killed before publishing it) is replaced.
+  const std::string other = dir.file("h.rbf");
+  Filter second = Filter::create(Location::file(other), growing);
+  (void)Filter::create_file(other + ".s0.1", StreamShape(growing).link_params(1));
+  EXPECT_NO_THROW(second.add_many(views));
+
+  // A windowed filter: the user's file at the next slice's first link.
+  const std::string windowed = dir.file("w.rbf");
+  DrivenClock time = shared_clock();
+  Filter window = Filter::create(Location::file(windowed), window_of(1000, 0.01, Layout::blocked),
+                                 false, nullptr, time.clock());
+  EXPECT_TRUE(window.add("first"));
+  const std::string next_slice =
+      stream_manifest::link_path(windowed, static_cast<std::int64_t>(kStart / kSecond + 1), 0);
+  { std::ofstream(next_slice) << "mine\n"; }
+  time.now->fetch_add(kSecond);
+  try {
+    window.add_many(views);
+    ADD_FAILURE() << "made a slice over a user's file";
+  } catch (const IncompleteWrite& e) {
+    EXPECT_EQ(e.committed(), 0u);
+    EXPECT_NE(std::string(e.what()).find(next_slice), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_whole(next_slice), "mine\n");
+  EXPECT_TRUE(window.contains("first"));
+}
+
+bool write_text(const char* file, const std::string& text) {
+  const int fd = ::open(file, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::close(fd);
+  return written;
+}
+
+// Mounts a tmpfs of `bytes` at `directory` in a user and mount namespace of this process's own
+// (what `unshare -rm` makes: no privilege needed, nothing outside sees it). The caller must be
+// single-threaded: a forked child.
+bool mount_small_tmpfs(const std::string& directory, std::uint64_t bytes) {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+  (void)write_text("/proc/self/setgroups", "deny");  // absent on kernels that need no deny
+  if (!write_text("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+      !write_text("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1")) {
+    return false;
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  const std::string size = "size=" + std::to_string(bytes);
+  return ::mount("tmpfs", directory.c_str(), "tmpfs", 0, size.c_str()) == 0;
+}
+
+// Runs `body` in a child process that has a tmpfs of `bytes` at `directory`; the test fails if
+// the tmpfs cannot be mounted or an expectation in `body` fails.
+void on_small_tmpfs(const std::string& directory, std::uint64_t bytes,
+                    const std::function<void()>& body) {
+  std::filesystem::create_directory(directory);
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!mount_small_tmpfs(directory, bytes)) {
+      std::fprintf(stderr, "cannot mount a tmpfs at %s: %s\n", directory.c_str(),
+                   std::strerror(errno));
+      std::fflush(nullptr);
+      ::_exit(100);
+    }
+    try {
+      body();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "unexpected exception: " << e.what();
+    }
+    std::fflush(nullptr);
+    ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child ended by signal " << WTERMSIG(status);
+  ASSERT_NE(WEXITSTATUS(status), 100)
+      << "a small tmpfs could not be mounted in a user and mount namespace (as `unshare -rm` "
+         "does): this test needs unprivileged user namespaces";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "expectations failed in the child (above)";
+}
+
+std::uint64_t pages(std::uint64_t bytes) {
+  return (bytes + 4095) / 4096 * 4096;
+}
+
+std::uint64_t link_file_bytes(const StreamShape& shape, std::uint32_t link) {
+  return pages(kFileHeaderBytes + shape.link_params(link).total_bytes());
+}
+
+// A full disk while a growing filter makes its next link: an IncompleteWrite whose count is
+// exact (a replay of the items before it gives the same answers and the same bits), the
+// filter left sound, no file of the failed link left behind.
+TEST(StreamFile, FullDiskWhileGrowingSaysExactlyWhatWasAdded) {
+  testing::TempDir dir;
+  StreamOptions options;
+  options.capacity = 1000;
+  options.error_rate = 0.01;
+  options.growth = 2;
+  const StreamShape shape(options);
+  // Room for the control file and links 0 and 1, not link 2.
+  const std::uint64_t room = pages(stream_manifest::kFileBytes) + link_file_bytes(shape, 0) +
+                             link_file_bytes(shape, 1) + link_file_bytes(shape, 2) / 2;
+  const std::string small = dir.file("small");
+  on_small_tmpfs(small, room, [&] {
+    const std::string path = small + "/g.rbf";
+    Filter filter = Filter::create(Location::file(path), options);
+    std::vector<std::string> items;
+    for (int i = 0; i < 5000; ++i) items.push_back(event(i));
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    std::vector<std::uint8_t> fresh(views.size());
+    std::size_t committed = 0;
+    try {
+      filter.add_many(views, fresh);
+      ADD_FAILURE() << "no error on a full disk";
+    } catch (const CapacityExceeded& e) {
+      ADD_FAILURE() << "a full disk is not the byte limit: " << e.what();
+    } catch (const IncompleteWrite& e) {
+      committed = e.committed();
+      EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos)
+          << e.what();
+    }
+    // Links 0 and 1 hold 3000 new items: the stop comes in a later chunk than the store's first.
+    ASSERT_GE(committed, 3000u);
+    Filter replay = Filter::create(Location::memory(), options);
+    std::vector<std::uint8_t> replayed(committed);
+    replay.add_many(std::span(views).first(committed), replayed);
+    EXPECT_TRUE(std::equal(replayed.begin(), replayed.end(), fresh.begin()));
+    EXPECT_EQ(filter.info().set_bits, replay.info().set_bits) << "items past the count were set";
+    EXPECT_TRUE(replay.add(items[committed])) << "it stopped at an item that needed no link";
+    Filter again = Filter::open(Location::file(path));
+    const std::vector<std::string> added(items.begin(), items.begin() + committed);
+    EXPECT_EQ(present_count(again, added), added.size());
+    EXPECT_EQ(names_in(small), (std::set<std::string>{"g.rbf", "g.rbf.s0.0", "g.rbf.s0.1"}));
+  });
+}
+
+// A full disk when a windowed filter starts a slice: nothing of the batch is added and it says
+// so (IncompleteWrite, 0 committed); what the older slices hold stays.
+TEST(StreamFile, FullDiskWhileRotatingAddsNothingAndSaysSo) {
+  testing::TempDir dir;
+  const StreamOptions options = window_of(1000, 0.01, Layout::blocked);
+  const StreamShape shape(options);
+  const std::uint64_t room = pages(stream_manifest::kFileBytes) + 2 * link_file_bytes(shape, 0) +
+                             link_file_bytes(shape, 0) / 2;
+  const std::string small = dir.file("small");
+  on_small_tmpfs(small, room, [&] {
+    const std::string path = small + "/w.rbf";
+    DrivenClock time = shared_clock();
+    Filter filter = Filter::create(Location::file(path), options, false, nullptr, time.clock());
+    std::vector<std::string> items;
+    for (int i = 0; i < 300; ++i) items.push_back(event(i));
+    const std::vector<std::string_view> views(items.begin(), items.end());
+    filter.add_many(std::span(views).first(100));
+    time.now->fetch_add(kSecond);
+    filter.add_many(std::span(views).subspan(100, 100));
+    time.now->fetch_add(kSecond);
+    std::vector<std::uint8_t> fresh(100);
+    try {
+      filter.add_many(std::span(views).subspan(200), fresh);
+      ADD_FAILURE() << "no error on a full disk";
+    } catch (const CapacityExceeded& e) {
+      ADD_FAILURE() << "a full disk is not the byte limit: " << e.what();
+    } catch (const IncompleteWrite& e) {
+      EXPECT_EQ(e.committed(), 0u);
+      EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos)
+          << e.what();
+    }
+    const std::vector<std::string> held(items.begin(), items.begin() + 200);
+    const std::vector<std::string> refused(items.begin() + 200, items.end());
+    EXPECT_EQ(present_count(filter, held), held.size());
+    EXPECT_LE(present_count(filter, refused), 3u);  // false positives only
+    EXPECT_EQ(names_in(small).size(), 3u);          // the control file and two links
+  });
+}
+
+// The control file is allocated whole when created: publishing a manifest later never needs a
+// block a full disk cannot give.
+TEST(StreamFile, ControlFileIsAllocatedWhole) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.rbf");
+  (void)Filter::create(Location::file(path), window_of(1000, 0.01, Layout::blocked));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_GE(static_cast<std::uint64_t>(st.st_blocks) * 512, stream_manifest::kFileBytes);
 }
 
 }  // namespace

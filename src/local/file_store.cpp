@@ -25,22 +25,6 @@ std::uint64_t now_unix_ns() {
                                         .count());
 }
 
-// Allocates the file's blocks up front (as zero-reading extents): a full disk then fails here
-// with a message, not later as SIGBUS on a write through the mapping.
-void reserve_space(int fd, std::uint64_t size, const std::string& path) {
-  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
-  if (err == 0) return;
-  if (err != EOPNOTSUPP && err != EINVAL) {
-    errno = err;
-    throw StorageError(
-        errno_message("cannot allocate " + format_bytes(double(size)) + " for " + path));
-  }
-  // The file system cannot preallocate: fall back to a sparse file.
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    throw StorageError(errno_message("cannot size " + path + " to " + format_bytes(double(size))));
-  }
-}
-
 FileHeader read_header(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw StorageError(errno_message("cannot stat " + path));
@@ -132,7 +116,7 @@ std::unique_ptr<FileStore> FileStore::create(const std::string& path, const Filt
       path, overwrite, "filter", [&](int temp_fd, const std::string& temp) {
         const auto encoded = encode_file_header(header);
         posix::write_at(temp_fd, encoded.data(), encoded.size(), 0, temp);
-        reserve_space(temp_fd, header.bitmap_offset + header.bitmap_bytes, temp);
+        posix::reserve_space(temp_fd, header.bitmap_offset + header.bitmap_bytes, temp);
         if (::fsync(temp_fd) != 0) throw StorageError(errno_message("cannot sync " + temp));
       });
   return std::unique_ptr<FileStore>(new FileStore(path, fd, header, Access::read_write));
@@ -152,6 +136,16 @@ std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access acces
 bool FileStore::exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
+}
+
+std::optional<FileHeader> FileStore::probe(const std::string& path) {
+  try {
+    Fd fd(posix::open_regular(path, O_RDONLY, "filter"));
+    if (fd.get() < 0) return std::nullopt;
+    return read_header(fd.get(), path);
+  } catch (const StorageError&) {
+    return std::nullopt;
+  }
 }
 
 void FileStore::remove(const std::string& path) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/file_format.hpp"
@@ -35,6 +36,9 @@ class FileStore final : public BitmapStore {
   static void remove(const std::string& path);
   // Whether anything is at `path` (open() tells whether it is a filter).
   [[nodiscard]] static bool exists(const std::string& path);
+  // The header of the filter file at `path`; nothing if none is there, or if what is there is
+  // not a sound filter file (any other file, or one that cannot be read).
+  [[nodiscard]] static std::optional<FileHeader> probe(const std::string& path);
 
   ~FileStore() override;
 

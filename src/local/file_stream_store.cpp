@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <optional>
 
 #include "local/file_store.hpp"
 #include "local/posix_file.hpp"
@@ -32,22 +32,11 @@ int open_control(const std::string& path, FileAccess access) {
   return fd;
 }
 
-// (slice, link) of a name "<base>.s<slice>.<link>", or false for any other name.
-bool parse_link_name(const std::string& name, const std::string& base, std::int64_t& slice,
-                     std::uint32_t& link) {
-  const std::string prefix = base + ".s";
-  if (name.compare(0, prefix.size(), prefix) != 0) return false;
-  const char* at = name.c_str() + prefix.size();
-  char* end = nullptr;
-  errno = 0;
-  const long long s = std::strtoll(at, &end, 10);
-  if (end == at || *end != '.' || errno != 0) return false;
-  at = end + 1;
-  const unsigned long l = std::strtoul(at, &end, 10);
-  if (end == at || *end != '\0' || errno != 0 || l > 0xffffffffUL) return false;
-  slice = s;
-  link = static_cast<std::uint32_t>(l);
-  return true;
+// Whether `file` is a filter file of `params`, by its header: a link file this filter wrote.
+// Anything else at a link's name is the user's, and is never deleted or replaced.
+bool is_link_file(const std::string& file, const FilterParams& params) {
+  const std::optional<FileHeader> header = FileStore::probe(file);
+  return header && header->params == params;
 }
 
 std::pair<std::string, std::string> split_path(const std::string& path) {
@@ -186,6 +175,11 @@ void FileStreamStore::sync(bool locked) const {
           moved = true;
           break;
         }
+        if (!(link.bits->params() == shape().link_params(entry.link))) {
+          throw FormatError(path_ + ": link file " + file +
+                            " named by the manifest is a filter of other parameters, not the "
+                            "link it names (replaced by another file?)");
+        }
       }
       link.slice = entry.slice;
       link.link = entry.link;
@@ -225,22 +219,66 @@ void FileStreamStore::publish_links() {
   manifest_ = std::move(next);
 }
 
+std::unique_ptr<FileStore> FileStreamStore::create_link(const std::string& file,
+                                                        std::uint32_t link) const {
+  const FilterParams params = shape().link_params(link);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return FileStore::create(file, params, /*overwrite=*/false);
+    } catch (const FilterExists&) {
+      // No manifest names a link this new: a link file there is a stray of a writer killed
+      // before publishing it, and anything else is the user's.
+      if (attempt > 0 || !is_link_file(file, params)) {
+        throw StorageError(path_ + ": cannot create its link file " + file +
+                           ": a file this filter did not write is in the way; move or delete "
+                           "it, then run again");
+      }
+      if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+        throw StorageError(errno_message("cannot delete stray link " + file));
+      }
+    }
+  }
+}
+
 void FileStreamStore::add_link(std::int64_t slice, std::uint32_t link, std::int64_t retired_below) {
-  const FilterParams params = link == 0 ? this->params() : shape().link_params(link);
-  // A file of this name can only be a stray of a writer killed before publishing it.
-  auto bits = FileStore::create(manifest::link_path(path_, slice, link), params,
-                                /*overwrite=*/true);
-  std::vector<std::string> retired;
+  const std::string file = manifest::link_path(path_, slice, link);
+  auto bits = create_link(file, link);
+  // links_ changes only once the manifest that names the new link is published: a failure
+  // before leaves the filter as it was.
+  manifest::Manifest next;
+  next.sequence = manifest_.sequence;
+  for (const Link& l : links_) {
+    if (l.slice >= retired_below) {
+      next.entries.push_back({l.slice, l.link, l.created_unix_ns, l.items});
+    }
+  }
+  const std::uint64_t created = now();
+  next.entries.push_back({slice, link, created, 0});
+  try {
+    manifest::publish(fd_, path_, next);
+  } catch (...) {
+    bool unpublished = false;
+    try {
+      unpublished = manifest::published(fd_, path_) == manifest_.sequence;
+    } catch (const Error&) {
+      // Unknown: the file stays, a stray the next rotation deletes if no manifest names it.
+    }
+    bits.reset();
+    if (unpublished) ::unlink(file.c_str());
+    throw;
+  }
+  manifest_ = std::move(next);
+  std::vector<std::pair<std::string, FilterParams>> retired;
   std::erase_if(links_, [&](const Link& l) {
     if (l.slice >= retired_below) return false;
-    retired.push_back(manifest::link_path(path_, l.slice, l.link));
+    retired.emplace_back(manifest::link_path(path_, l.slice, l.link), l.bits->params());
     return true;
   });
-  links_.push_back(Link{slice, link, now(), 0, std::move(bits)});
-  publish_links();
-  for (const std::string& file : retired) {
-    if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-      throw StorageError(errno_message("cannot delete retired link " + file));
+  links_.push_back(Link{slice, link, created, 0, std::move(bits)});
+  for (const auto& [retired_file, params] : retired) {
+    if (!is_link_file(retired_file, params)) continue;  // replaced by the user meanwhile
+    if (::unlink(retired_file.c_str()) != 0 && errno != ENOENT) {
+      throw StorageError(errno_message("cannot delete retired link " + retired_file));
     }
   }
   if (link == 0) remove_strays();
@@ -250,17 +288,24 @@ void FileStreamStore::remove_strays() const {
   const auto [directory, base] = split_path(path_);
   DIR* dir = ::opendir(directory.c_str());
   if (dir == nullptr) throw StorageError(errno_message("cannot list " + directory));
-  std::vector<std::string> strays;
+  std::vector<std::pair<std::string, std::uint32_t>> strays;
   while (const dirent* entry = ::readdir(dir)) {
     std::int64_t slice = 0;
     std::uint32_t link = 0;
-    if (!parse_link_name(entry->d_name, base, slice, link)) continue;
+    if (!manifest::parse_link_name(entry->d_name, base, slice, link)) continue;
     bool named = false;
     for (const Link& l : links_) named = named || (l.slice == slice && l.link == link);
-    if (!named) strays.push_back(directory + "/" + entry->d_name);
+    if (!named) strays.emplace_back(directory + "/" + entry->d_name, link);
   }
   ::closedir(dir);
-  for (const std::string& file : strays) {
+  for (const auto& [file, link] : strays) {
+    FilterParams params;
+    try {
+      params = shape().link_params(link);
+    } catch (const InvalidArgument&) {
+      continue;  // no link of this filter has that number: not one of its files
+    }
+    if (!is_link_file(file, params)) continue;
     if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
       throw StorageError(errno_message("cannot delete stray link " + file));
     }

@@ -6,12 +6,15 @@
 // rotation and growth happen under it too. Readers take no lock (the manifest is published
 // like a seqlock). Crashes: a link file is created whole before the manifest names it, and a
 // retired one is deleted after the manifest stops naming it; what a killed writer leaves
-// (a link file no manifest names) is deleted by the next rotation.
+// (a link file no manifest names) is deleted by the next rotation. A link file is known by its
+// exact name and its header (a filter of the link's parameters): a user's file of a similar
+// name is never deleted, and one in a new link's way is an error naming it.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "local/file_store.hpp"
 #include "local/stream_manifest.hpp"
 #include "local/stream_store.hpp"
 #include "redbloom/filter.hpp"
@@ -48,8 +51,12 @@ class FileStreamStore final : public LocalStreamStore {
   // Brings links_ up to the published manifest.
   void sync(bool locked) const;
   void publish_links();
-  // Deletes link files that no manifest names (left by a writer killed mid-rotation).
+  // Deletes link files that no manifest names (left by a writer killed mid-rotation): files of
+  // exactly a link's name (manifest::parse_link_name) whose header is a link's.
   void remove_strays() const;
+  // Creates the zeroed file of link number `link`; never over a file that is not a stray link.
+  [[nodiscard]] std::unique_ptr<FileStore> create_link(const std::string& file,
+                                                       std::uint32_t link) const;
 
   std::string path_;
   int fd_;

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "redbloom/error.hpp"
+#include "redbloom/params.hpp"
 
 namespace redbloom::posix {
 
@@ -55,6 +56,19 @@ std::uint64_t file_size(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw StorageError(errno_message("cannot stat " + path));
   return static_cast<std::uint64_t>(st.st_size);
+}
+
+void reserve_space(int fd, std::uint64_t size, const std::string& path) {
+  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (err == 0) return;
+  if (err != EOPNOTSUPP && err != EINVAL) {
+    errno = err;
+    throw StorageError(
+        errno_message("cannot allocate " + format_bytes(double(size)) + " for " + path));
+  }
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    throw StorageError(errno_message("cannot size " + path + " to " + format_bytes(double(size))));
+  }
 }
 
 int open_regular(const std::string& path, int flags, const std::string& what) {

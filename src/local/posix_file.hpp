@@ -39,6 +39,12 @@ std::size_t read_at(int fd, void* data, std::size_t size, std::uint64_t offset,
 
 [[nodiscard]] std::uint64_t file_size(int fd, const std::string& path);
 
+// Sizes the file to `size` bytes with its blocks allocated up front (as zero-reading extents):
+// a full disk then fails here with a message, not later as SIGBUS on a write through a
+// mapping or ENOSPC on a write into a hole. A file system that cannot preallocate gets a
+// sparse file.
+void reserve_space(int fd, std::uint64_t size, const std::string& path);
+
 // Takes (`lock`) or drops the writers' lock of a filter file: an open-file-description lock
 // (fcntl F_OFD_SETLKW) on its first byte, waiting for other writers. The kernel drops it when
 // the process dies, so a crash never leaves a filter locked.

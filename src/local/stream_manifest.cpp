@@ -1,5 +1,6 @@
 #include "local/stream_manifest.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <map>
 
@@ -66,10 +67,9 @@ void write_new(int fd, const std::string& path, const StreamShape& shape,
   posix::write_at(fd, slot.data(), slot.size(), kSlotOffset, path);
   const std::uint64_t sequence = 0;
   posix::write_at(fd, &sequence, sizeof sequence, kSequenceOffset, path);
-  // The whole size, so that a short file is recognised as damaged.
-  if (::ftruncate(fd, static_cast<off_t>(kFileBytes)) != 0) {
-    throw StorageError(errno_message("cannot size " + path));
-  }
+  // The whole size, so that a short file is recognised as damaged; allocated, so that
+  // publishing a manifest on a full disk never needs a block it cannot get.
+  posix::reserve_space(fd, kFileBytes, path);
 }
 
 Header read_header(int fd, const std::string& path) {
@@ -167,6 +167,25 @@ void publish(int fd, const std::string& path, Manifest& manifest) {
 
 std::string link_path(const std::string& path, std::int64_t slice, std::uint32_t link) {
   return path + ".s" + std::to_string(slice) + "." + std::to_string(link);
+}
+
+bool parse_link_name(std::string_view name, std::string_view base, std::int64_t& slice,
+                     std::uint32_t& link) {
+  const std::string prefix = std::string(base) + ".s";
+  if (!name.starts_with(prefix)) return false;
+  const char* const end = name.data() + name.size();
+  std::int64_t s = 0;
+  std::uint32_t l = 0;
+  // from_chars takes no sign, space or base prefix for these, but accepts '-' for the slice.
+  const auto [slice_end, slice_error] = std::from_chars(name.data() + prefix.size(), end, s);
+  if (slice_error != std::errc{} || s < 0 || slice_end == end || *slice_end != '.') return false;
+  const auto [link_end, link_error] = std::from_chars(slice_end + 1, end, l);
+  if (link_error != std::errc{} || link_end != end) return false;
+  // Exactly the name link_path gives: no leading zeros, nothing around the numbers.
+  if (name.substr(base.size()) != link_path("", s, l)) return false;
+  slice = s;
+  link = l;
+  return true;
 }
 
 }  // namespace redbloom::stream_manifest

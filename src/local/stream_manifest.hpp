@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/stream_shape.hpp"
@@ -66,5 +67,9 @@ void publish(int fd, const std::string& path, Manifest& manifest);
 // PATH.s<slice>.<link>.
 [[nodiscard]] std::string link_path(const std::string& path, std::int64_t slice,
                                     std::uint32_t link);
+// (slice, link) of a file name that is exactly what link_path(base, slice, link) makes (decimal
+// digits, no sign, space or leading zero); false for any other name.
+[[nodiscard]] bool parse_link_name(std::string_view name, std::string_view base,
+                                   std::int64_t& slice, std::uint32_t& link);
 
 }  // namespace redbloom::stream_manifest

@@ -65,6 +65,21 @@ void drop_present(const BitmapStore& link, std::span<const ItemHash> hashes,
   drop_present({&one, 1}, hashes, order, flags, nullptr);
 }
 
+// Rethrows the exception in flight; a storage failure (a full disk while a link is made, a
+// manifest that cannot be read or written) as an IncompleteWrite saying that items
+// [0, committed) of the call were added and the rest not, as every store's failed write does.
+[[noreturn]] void rethrow_with_committed(std::size_t committed) {
+  try {
+    throw;
+  } catch (const IncompleteWrite&) {
+    throw;
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(std::string(e.what()) + "; the items before the one it stopped at " +
+                              "were added, it and the rest not",
+                          committed);
+  }
+}
+
 [[noreturn]] void refuse_copy() {
   throw InvalidArgument(
       "copying a windowed or growing filter is not supported (its slices come and go): "
@@ -105,12 +120,17 @@ void LocalStreamStore::add(std::span<const std::string_view> items,
     throw InvalidArgument("add: output span holds " + std::to_string(newly_added.size()) +
                           " flags for " + std::to_string(items.size()) + " items");
   }
-  begin_write();
+  std::size_t committed = 0;
   try {
-    add_locked(items, newly_added.data());
+    begin_write();
+  } catch (...) {
+    rethrow_with_committed(0);
+  }
+  try {
+    add_locked(items, newly_added.data(), committed);
   } catch (...) {
     end_write();
-    throw;
+    rethrow_with_committed(committed);
   }
   end_write();
 }
@@ -121,7 +141,7 @@ void LocalStreamStore::load(std::span<const std::string_view> items) {
 }
 
 void LocalStreamStore::add_locked(std::span<const std::string_view> items,
-                                  std::uint8_t* newly_added) {
+                                  std::uint8_t* newly_added, std::size_t& committed) {
   const std::size_t n = items.size();
   std::fill_n(newly_added, n, std::uint8_t{0});
   std::int64_t current = shape_.slice_at(now());
@@ -152,7 +172,9 @@ void LocalStreamStore::add_locked(std::span<const std::string_view> items,
     Link* newest = &links_.back();
     const std::uint64_t capacity = shape_.link_capacity(newest->link);
     if (newest->items >= capacity) {
-      grow(work.todo[pos]);
+      // Items before this one are settled: set, or found in a link.
+      committed = work.todo[pos];
+      grow(committed);
       // The items left have not met the link that just filled up.
       work.todo.erase(work.todo.begin(), work.todo.begin() + static_cast<std::ptrdiff_t>(pos));
       pos = 0;
@@ -212,7 +234,15 @@ void LocalStreamStore::open_slice(std::int64_t slice) {
                                "; nothing of this batch was added",
                            0);
   }
-  add_link(slice, 0, retired_below);
+  try {
+    add_link(slice, 0, retired_below);
+  } catch (const IncompleteWrite&) {
+    throw;
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(location() + ": cannot start a new slice: " + e.what() +
+                              "; nothing of this batch was added",
+                          0);
+  }
 }
 
 void LocalStreamStore::grow(std::size_t committed) {
@@ -233,7 +263,15 @@ void LocalStreamStore::grow(std::size_t committed) {
                                ", over the limit of " + format_bytes(double(limit)) + done,
                            committed);
   }
-  add_link(newest.slice, next, std::numeric_limits<std::int64_t>::min());
+  try {
+    add_link(newest.slice, next, std::numeric_limits<std::int64_t>::min());
+  } catch (const IncompleteWrite&) {
+    throw;
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(
+        location() + ": cannot grow to link " + std::to_string(next) + ": " + e.what() + done,
+        committed);
+  }
 }
 
 std::uint64_t LocalStreamStore::live_bytes() const noexcept {

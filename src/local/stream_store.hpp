@@ -10,6 +10,9 @@
 //      the current slice's older links (present: nothing to write);
 //   3. the rest are tested-and-set in the current slice's newest link, which grows first when
 //      it holds its capacity. An item is new iff no link had it.
+// A batch that stops part-way (a link past the byte limit: CapacityExceeded; a link or
+// manifest the storage cannot write: IncompleteWrite) says how many leading items are in the
+// filter; none after them was written.
 // Lookups read every live link; slices that left the window by the clock are skipped even
 // before a writer retires them.
 #pragma once
@@ -66,11 +69,14 @@ class LocalStreamStore : public Store {
   mutable std::vector<Link> links_;
 
  private:
-  void add_locked(std::span<const std::string_view> items, std::uint8_t* newly_added);
+  // `committed`: how many leading items are settled so far, for the error of a failure.
+  void add_locked(std::span<const std::string_view> items, std::uint8_t* newly_added,
+                  std::size_t& committed);
   // The add of a window in its steady state (stream_store.cpp); false when it does not apply.
   bool add_in_one_pass(std::int64_t current, std::uint8_t* newly_added);
   // Appends link 0 of `slice` (retiring what left the window) or the next link of the newest
-  // slice; CapacityExceeded (committed = `committed`) when it may not exist.
+  // slice; CapacityExceeded when it may not exist, IncompleteWrite when it cannot be made
+  // (committed: `committed`, 0 for a new slice).
   void open_slice(std::int64_t slice);
   void grow(std::size_t committed);
   [[nodiscard]] std::uint64_t live_bytes() const noexcept;
