@@ -2,7 +2,9 @@
 # A filter file that is not what it should be: one that shrinks under a running command
 # (truncated, or replaced in place by a shorter filter) is reported and the command exits 3,
 # instead of dying by SIGBUS without a word; a FIFO (or other non-regular file) at the filter's
-# path is refused at once instead of hanging. Usage: cli_file_faults_test.sh PATH/TO/redbloom
+# path is refused at once instead of hanging. A windowed or growing filter on a full disk stops
+# with the exact count of what it committed; files named like its link files are left alone.
+# Usage: cli_file_faults_test.sh PATH/TO/redbloom
 source "$(dirname "$0")/cli_common.sh"
 
 pids_to_kill=()
@@ -62,6 +64,57 @@ rm -f f.rbf && mkdir f.rbf
 out=$("$redbloom" info -f f.rbf 2>&1)
 check "a directory at the path" 3 "$?"
 check_contains "a directory at the path: says so" "f.rbf is a directory" "$out"
+
+# --- a growing filter on a full disk: the link it needs cannot be made. Exit 3 with the exact
+# count: the lines printed are those a fresh filter given only the committed items prints, and
+# the filter holds exactly what that one does (nothing past the count was set).
+rm -rf small && mkdir small
+seq 1 100000 | sed 's/^/grow-/' > many.txt
+# A 1 MiB tmpfs in a private mount namespace, cut down after the filter is created to what it
+# holds plus 100 KiB: links 0 to 4 fit, link 5 does not.
+if ! unshare -rm bash -c "mount -t tmpfs -o size=1m tmpfs small && \
+    '$redbloom' create -q -f small/g.rbf --growth 2 -n 1000 -p 0.01 && \
+    mount -o remount,size=\$((\$(df -B1 --output=used small | tail -n 1) + 102400)) small && \
+    { '$redbloom' dedup -f small/g.rbf many.txt > out.txt 2> err.txt; echo \$? > rc.txt; } && \
+    cp small/g.rbf* . && ls small > left.txt"; then
+  echo "FAIL: could not mount a small tmpfs (unshare -rm, mount -t tmpfs)"
+  failures=$((failures + 1))
+fi
+check "full disk while growing: exit 3" 3 "$(cat rc.txt)"
+check_contains "full disk while growing: says why" "No space left on device" "$(cat err.txt)"
+committed=$(grep -o 'committed the first [0-9]*' err.txt | grep -o '[0-9]*$')
+check "full disk while growing: gives the count" 1 "$((${committed:-0} > 1000))"
+rm -rf replay && mkdir replay
+"$redbloom" create -q -f replay/g.rbf --growth 2 -n 1000 -p 0.01
+head -n "${committed:-0}" many.txt | "$redbloom" dedup -q -f replay/g.rbf > replay/out.txt
+check "full disk while growing: printed every committed first sight" \
+  "$(md5sum < replay/out.txt)" "$(md5sum < out.txt)"
+check "full disk while growing: nothing set past the count" \
+  "$("$redbloom" exists -q -f replay/g.rbf many.txt | md5sum)" \
+  "$("$redbloom" exists -q -f g.rbf many.txt | md5sum)"
+check "full disk while growing: no file of the failed link left" \
+  "$(cd replay && ls g.rbf*)" "$(cat left.txt)"
+
+# --- files named like a filter's link files are the user's: rotation and drop leave them, and
+# one where a new link must go stops the add (exit 3, the file named, the count given).
+"$redbloom" create -q -f w.rbf --window 10m -n 1000 -p 0.01
+echo x | "$redbloom" add -q -f w.rbf
+names=("w.rbf.s5.0" "w.rbf.s 12.3" "w.rbf.s+5.1" "w.rbf.s-3.0" "w.rbf.s05.0")
+for name in "${names[@]}"; do echo "mine" > "$name"; done
+run drop -f w.rbf
+check "drop of a windowed filter: exit" 0 "$rc"
+check "drop of a windowed filter: the control file went" 0 "$(ls w.rbf 2>/dev/null | wc -l)"
+kept=0
+for name in "${names[@]}"; do echo mine | cmp -s - "$name" && kept=$((kept + 1)); done
+check "drop of a windowed filter: user files named like links kept" "${#names[@]}" "$kept"
+"$redbloom" create -q -f grow.rbf --growth 2 -n 100 -p 0.01
+echo "mine" > grow.rbf.s0.1
+run add -f grow.rbf items.txt
+check "a user file where a link must go: exit 3" 3 "$rc"
+check_contains "a user file where a link must go: named" "grow.rbf.s0.1: a file this filter did not write is in the way" "$err"
+check_contains "a user file where a link must go: the count" "add: committed the first 10" "$err"
+check "a user file where a link must go: left as it was" same \
+  "$(echo mine | cmp -s - grow.rbf.s0.1 && echo same)"
 
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]
