@@ -229,7 +229,7 @@ std::unique_ptr<FileStore> FileStreamStore::create_link(const std::string& file,
       // No manifest names a link this new: a link file there is a stray of a writer killed
       // before publishing it, and anything else is the user's.
       if (attempt > 0 || !is_link_file(file, params)) {
-        throw StorageError(path_ + ": cannot create its link file " + file +
+        throw StorageError("cannot create the link file " + file +
                            ": a file this filter did not write is in the way; move or delete "
                            "it, then run again");
       }
