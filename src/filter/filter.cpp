@@ -16,12 +16,15 @@
 namespace redbloom {
 namespace {
 
+enum class ChunkAccess { reads, writes };
+
 // Calls `apply(chunk, offset)` for consecutive chunks of at most `chunk_items` items (the
 // store's preferred batch). An IncompleteWrite from a chunk is rethrown with its committed
-// count made relative to the whole call.
+// count made relative to the whole call; for writes, any other storage failure after the
+// first chunk is an IncompleteWrite too, since the chunks before it are committed.
 template <class Apply>
 void for_each_chunk(std::span<const std::string_view> items, std::size_t chunk_items,
-                    Apply&& apply) {
+                    ChunkAccess access, Apply&& apply) {
   chunk_items = std::max<std::size_t>(chunk_items, 1);
   for (std::size_t offset = 0; offset < items.size(); offset += chunk_items) {
     try {
@@ -32,6 +35,9 @@ void for_each_chunk(std::span<const std::string_view> items, std::size_t chunk_i
     } catch (const IncompleteWrite& e) {
       if (offset == 0) throw;
       throw IncompleteWrite(e.what(), offset + e.committed());
+    } catch (const StorageError& e) {
+      if (offset == 0 || access == ChunkAccess::reads) throw;
+      throw IncompleteWrite(e.what(), offset);
     }
   }
 }
@@ -67,14 +73,14 @@ std::size_t count_flags(std::span<const std::uint8_t> flags) {
 template <class Apply>
 std::size_t for_each_flagged_chunk(std::span<const std::string_view> items,
                                    std::span<std::uint8_t> flags, std::size_t chunk_items,
-                                   Apply&& apply) {
+                                   ChunkAccess access, Apply&& apply) {
   if (!flags.empty() && flags.size() < items.size()) {
     throw InvalidArgument("flag span holds " + std::to_string(flags.size()) + " entries for " +
                           std::to_string(items.size()) + " items");
   }
   std::vector<std::uint8_t> scratch(flags.empty() ? std::min(chunk_items, items.size()) : 0);
   std::size_t ones = 0;
-  for_each_chunk(items, chunk_items,
+  for_each_chunk(items, chunk_items, access,
                  [&](std::span<const std::string_view> chunk, std::size_t offset) {
                    const std::span<std::uint8_t> out =
                        flags.empty() ? std::span<std::uint8_t>(scratch.data(), chunk.size())
@@ -146,19 +152,19 @@ Filter Filter::open_redis(const std::vector<RedisEndpoint>& servers, const std::
 
 std::size_t Filter::add_many(std::span<const std::string_view> items,
                              std::span<std::uint8_t> newly_added) {
-  return for_each_flagged_chunk(items, newly_added, store_->batch_items(),
+  return for_each_flagged_chunk(items, newly_added, store_->batch_items(), ChunkAccess::writes,
                                 [&](auto chunk, auto out) { store_->add(chunk, out); });
 }
 
 void Filter::load_many(std::span<const std::string_view> items) {
   for_each_chunk(
-      items, store_->bulk_batch_items(),
+      items, store_->bulk_batch_items(), ChunkAccess::writes,
       [&](std::span<const std::string_view> chunk, std::size_t) { store_->load(chunk); });
 }
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                   std::span<std::uint8_t> present) const {
-  return for_each_flagged_chunk(items, present, store_->bulk_batch_items(),
+  return for_each_flagged_chunk(items, present, store_->bulk_batch_items(), ChunkAccess::reads,
                                 [&](auto chunk, auto out) { store_->contains(chunk, out); });
 }
 
