@@ -319,6 +319,12 @@ std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const 
                           " is windowed: it forgets items, and an exact set beside it would "
                           "not; use --exact with a plain or growing filter");
   }
+  if (const auto server = filter.store().server_filter_info()) {
+    if (!create) return nullptr;
+    throw InvalidArgument("filter " + location.describe() + " is " + server->kind +
+                          ": an exact set needs a redbloom filter beside it; create one (without "
+                          "BF.RESERVE) and load it with --exact");
+  }
   // Emptiness is read before the set is looked for: a racing writer may create the set and
   // add items in between, and its items must not be taken for ones added without a set.
   const bool empty = filter.store().count_set_bits() == 0;
