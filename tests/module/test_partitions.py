@@ -214,4 +214,4 @@ def test_bf_clients_answer_for_a_cli_filter(r, server, cli):
     assert (info.capacity, info.filterNum, info.insertedNum, info.expansionRate) == \
         (100000, 1, None, None)
     with pytest.raises(redis.ResponseError, match="redbloom plain filter"):
-        r.bf().card("urls")
+        r.execute_command("BF.CARD", "urls")  # redis-py 4.3 has no bf().card
