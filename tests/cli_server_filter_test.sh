@@ -54,6 +54,10 @@ run dedup --redis "$U" --name cli held.txt
 check "not without -v" "" "$(grep -o 'engine redis' <<< "$err")"
 run exists --redis "$S" --name cli --verbose -c held.txt
 check_contains "exists --verbose names the engine" "engine redis 127.0.0.1:${redis_port[stock]}: stock Redis commands" "$err"
+run load --redis "$U" --name cli -v held.txt
+check_contains "load -v names the engine" "engine redis 127.0.0.1:${redis_port[main]}: module redbloom" "$err"
+run dedup -f local.rbf -v held.txt
+check "a local filter has no engine line" "" "$(grep -o 'engine' <<< "$err")"
 run add --redis "$U" --name cli -v --json held.txt
 check_contains "add -v --json" "\"engines\": [\"redis 127.0.0.1:${redis_port[main]}: module redbloom" "$err"
 
