@@ -58,7 +58,7 @@ std::string field_text(RedisModuleCtx* ctx, RedisModuleKey* key, const char* fie
 std::string plain_problem(RedisModuleCtx* ctx, const redis::FilterMetadata& m) {
   if (!m.ready) return "is still being created (or its creation died): wait, or drop it";
   if (m.shards > 1) {
-    return "is shard " + std::to_string(m.shard) + " of " + std::to_string(m.shards) +
+    return "is shard " + std::to_string(m.shard + 1) + " of " + std::to_string(m.shards) +
            " of a filter sharded over several servers, whose other partitions BF.* cannot "
            "reach: use the redbloom library or CLI";
   }
