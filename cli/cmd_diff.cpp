@@ -77,6 +77,7 @@ int run_diff(const DiffCommand& cmd) {
         .note("Bloom-only: each orphan is missed with probability " + std::to_string(rate) +
               "; use --exact to verify");
   }
+  if (cmd.stream.verbose) summary.engines(known.filter().store().engines());
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   if (reader.stopped_by() != 0) return exit_status_for_signal(reader.stopped_by());

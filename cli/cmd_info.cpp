@@ -4,6 +4,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "exact_options.hpp"
@@ -98,12 +99,66 @@ void print_exact(const std::optional<ExactSetSummary>& exact) {
               exact->false_match_probability);
 }
 
+// One line per server: what does the per-item work there (redbloom's module and its version,
+// stock commands, a Lua script, a server's own Bloom engine).
+void print_engines(const std::vector<std::string>& engines) {
+  for (std::size_t i = 0; i < engines.size(); ++i) {
+    std::printf("%-18s%s\n", i == 0 ? "engine" : "", engines[i].c_str());
+  }
+}
+
+std::string engines_json(const std::vector<std::string>& engines) {
+  std::string list;
+  for (const std::string& engine : engines) {
+    if (!list.empty()) list += ", ";
+    list += json_string(engine);
+  }
+  return "[" + list + "]";
+}
+
+std::string optional_json(const std::optional<std::uint64_t>& value) {
+  return value ? std::to_string(*value) : "null";
+}
+
+// A filter of a server's own Bloom engine: what its BF.INFO says.
+void print_server_filter(const ServerFilterInfo& server) {
+  std::printf("kind              %s: the server keeps its bits (BF.* commands)\n",
+              server.kind.c_str());
+  std::printf("capacity          %llu items\n", static_cast<unsigned long long>(server.capacity));
+  std::printf("size              %s in %llu sub-filter(s)\n",
+              format_bytes(double(server.bytes)).c_str(),
+              static_cast<unsigned long long>(server.filters));
+  if (server.items) {
+    std::printf("items inserted    %llu\n", static_cast<unsigned long long>(*server.items));
+  }
+  if (server.expansion) {
+    std::printf("expansion         %llu (grows past its capacity)\n",
+                static_cast<unsigned long long>(*server.expansion));
+  } else {
+    std::printf("expansion         none (refuses items past its capacity)\n");
+  }
+}
+
+std::string server_filter_json(const ServerFilterInfo& server) {
+  return "{\"type\": " + json_string(server.type) + ", \"kind\": " + json_string(server.kind) +
+         ", \"capacity\": " + std::to_string(server.capacity) +
+         ", \"bytes\": " + std::to_string(server.bytes) +
+         ", \"filters\": " + std::to_string(server.filters) +
+         ", \"items\": " + optional_json(server.items) +
+         ", \"expansion\": " + optional_json(server.expansion) + "}";
+}
+
 void print_text(const std::string& where, const FilterInfo& info,
                 const std::optional<ExactSetSummary>& exact) {
   const FilterParams& p = info.params;
   std::printf("filter            %s\n", where.c_str());
   std::printf("stored in         %s (%s)\n", info.location.c_str(),
               format_bytes(double(info.storage_bytes)).c_str());
+  print_engines(info.engines);
+  if (info.server_filter) {
+    print_server_filter(*info.server_filter);
+    return;
+  }
   if (info.stream) {
     std::printf("created           %s\n", iso_time(info.created_unix_ns).c_str());
     print_stream(*info.stream, double(info.set_bits));
@@ -142,6 +197,15 @@ void print_text(const std::string& where, const FilterInfo& info,
 
 void print_json(const std::string& where, const FilterInfo& info,
                 const std::optional<ExactSetSummary>& exact) {
+  if (info.server_filter) {
+    std::printf(
+        "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, \"engines\": %s, "
+        "\"server_filter\": %s, \"exact\": null}\n",
+        json_string(where).c_str(), json_string(info.location).c_str(),
+        static_cast<unsigned long long>(info.storage_bytes), engines_json(info.engines).c_str(),
+        server_filter_json(*info.server_filter).c_str());
+    return;
+  }
   std::string exact_json = "null";
   if (exact) {
     exact_json = "{\"location\": " + json_string(exact->location) +
@@ -154,14 +218,15 @@ void print_json(const std::string& where, const FilterInfo& info,
       "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, %s, "
       "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
       "\"estimated_items\": %s, \"estimated_error_rate\": %s, \"over_capacity\": %s, "
-      "\"stream\": %s, \"exact\": %s}\n",
+      "\"stream\": %s, \"engines\": %s, \"server_filter\": null, \"exact\": %s}\n",
       json_string(where).c_str(), json_string(info.location).c_str(),
       static_cast<unsigned long long>(info.storage_bytes), params_json_members(info.params).c_str(),
       static_cast<unsigned long long>(info.created_unix_ns),
       static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
       json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str(),
       over_capacity(info) ? "true" : "false",
-      info.stream ? stream_json(*info.stream).c_str() : "null", exact_json.c_str());
+      info.stream ? stream_json(*info.stream).c_str() : "null", engines_json(info.engines).c_str(),
+      exact_json.c_str());
 }
 
 }  // namespace
@@ -178,8 +243,10 @@ void register_info(CLI::App& app, int& exit_code) {
   sub->callback([cmd, &exit_code] {
     const Filter filter = open_for_reading(cmd->location);
     const FilterInfo info = filter.info();
-    (cmd->json ? print_json : print_text)(cmd->location.describe(), info,
-                                          exact_set_summary(cmd->location.resolve()));
+    // A server's own Bloom filter has no exact set: one needs redbloom's bits.
+    const auto exact =
+        info.server_filter ? std::nullopt : exact_set_summary(cmd->location.resolve());
+    (cmd->json ? print_json : print_text)(cmd->location.describe(), info, exact);
     exit_code = kExitOk;
   });
 }

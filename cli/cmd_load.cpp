@@ -71,6 +71,7 @@ int run_load(const LoadCommand& cmd) {
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
       .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
+  if (cmd.stream.verbose) summary.engines(filter.store().engines());
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;

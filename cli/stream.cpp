@@ -57,6 +57,9 @@ void add_stream_options(CLI::App& command, StreamOptions& options) {
   command.add_flag("-q,--quiet", options.quiet, "No progress, notes or summary on stderr");
   command.add_flag("--json", options.json,
                    "Summary, warnings and notes as JSON objects on stderr, one per line");
+  // exists keeps -v for grep's --invert.
+  command.add_flag(command.get_name() == "exists" ? "--verbose" : "-v,--verbose", options.verbose,
+                   "The summary names what does the work on each Redis server");
   command
       .add_option("--threads", options.threads,
                   "Cores for a local filter's batches (default 1; large inputs gain most)")

@@ -26,6 +26,7 @@ struct StreamOptions {
   InputOptions input;
   bool quiet = false;
   bool json = false;           // the summary, warnings and notes as JSON objects on stderr
+  bool verbose = false;        // the summary names what does the work on each server
   unsigned threads = 1;        // for a local filter's batches (Filter::use_threads)
   std::string unprinted_path;  // where committed lines that could not be written go
 };

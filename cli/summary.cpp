@@ -71,6 +71,18 @@ Summary& Summary::text(std::string label, std::string key, std::string value) {
   return *this;
 }
 
+Summary& Summary::engines(const std::vector<std::string>& engines) {
+  if (engines.empty()) return *this;
+  std::string text = "engine";
+  std::string json = "[";
+  for (std::size_t i = 0; i < engines.size(); ++i) {
+    text += (i == 0 ? " " : "; ") + engines[i];
+    json += (i == 0 ? "" : ", ") + json_string(engines[i]);
+  }
+  fields_.push_back({std::move(text), "engines", json + "]"});
+  return *this;
+}
+
 Summary& Summary::note(std::string sentence) {
   notes_.push_back(std::move(sentence));
   return *this;

@@ -28,6 +28,8 @@ class Summary {
   Summary& number(std::string label, std::string key, double value, const char* format,
                   std::string unit = "");
   Summary& text(std::string label, std::string key, std::string value);
+  // What does the work on each server (Store::engines), once; nothing for a local filter.
+  Summary& engines(const std::vector<std::string>& engines);
   // Text only: a sentence appended after the fields (a caveat, a note).
   Summary& note(std::string sentence);
   void print(bool json, bool quiet) const;

@@ -10,6 +10,7 @@
 #include "command_support.hpp"
 #include "core/chain_format.hpp"
 #include "core/packed_items.hpp"
+#include "plain_filter.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom::module {
@@ -31,6 +32,71 @@ std::size_t add_until_refused(FilterChain& chain, std::span<const std::string_vi
 void announce(RedisModuleCtx* ctx, const char* event, RedisModuleString* key) {
   RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, event, key);
   RedisModule_ReplicateVerbatim(ctx);
+}
+
+// The redbloom object at a key that holds a hash (a plain filter of the library's, a windowed
+// one, an exact set); nullopt for any other key, which BF.* answers as RedisBloom does.
+std::optional<RedbloomHash> redbloom_at(RedisModuleCtx* ctx, RedisModuleString* name,
+                                        const OpenKey& key) {
+  if (key.empty() || RedisModule_KeyType(key.get()) != module_api::kKeyTypeHash) {
+    return std::nullopt;
+  }
+  RedbloomHash hash = inspect_hash(ctx, text(name), key.get());
+  if (hash.kind.empty()) return std::nullopt;
+  return hash;
+}
+
+constexpr std::string_view kNoDumps =
+    "BF.SCANDUMP and BF.LOADCHUNK copy only the module's own filters; copy this one with "
+    "`redbloom export` and `redbloom import`";
+
+constexpr std::string_view kOnlyPlain =
+    "BF.* commands work on redbloom's plain filters on one server (and on the module's own "
+    "filters); use the redbloom library or CLI for this one";
+
+// How an adding command answers: one integer, an array of them, or a byte per item.
+enum class AddReply { single, array, packed };
+
+// An adding command on a redbloom plain filter: every item is answered (a plain filter never
+// refuses one), or the error names what is wrong and nothing was written.
+int add_to_plain(RedisModuleCtx* ctx, RedisModuleString* name, const RedbloomHash& hash,
+                 std::span<const std::string_view> items, AddReply reply, const char* event) {
+  if (!hash.plain) return reply_error(ctx, kind_error(text(name), hash, kOnlyPlain).c_str());
+  std::string newly(items.size(), '\0');
+  bool changed = false;
+  if (const auto error = plain_add(ctx, text(name), *hash.plain, items,
+                                   reinterpret_cast<std::uint8_t*>(newly.data()), &changed)) {
+    return reply_error(ctx, error->c_str());
+  }
+  switch (reply) {
+    case AddReply::single:
+      RedisModule_ReplyWithLongLong(ctx, newly[0]);
+      break;
+    case AddReply::array:
+      RedisModule_ReplyWithArray(ctx, static_cast<long>(newly.size()));
+      for (char answer : newly) RedisModule_ReplyWithLongLong(ctx, answer);
+      break;
+    case AddReply::packed:
+      RedisModule_ReplyWithStringBuffer(ctx, newly.data(), newly.size());
+      break;
+  }
+  if (changed) announce(ctx, event, name);
+  return module_api::kOk;
+}
+
+// A lookup on a redbloom object: the answers of a plain filter, or an error naming the kind.
+// `present` is filled on success; false after an error reply.
+bool contains_in_plain(RedisModuleCtx* ctx, RedisModuleString* name, const RedbloomHash& hash,
+                       std::span<const std::string_view> items, std::uint8_t* present) {
+  if (!hash.plain) {
+    reply_error(ctx, kind_error(text(name), hash, kOnlyPlain).c_str());
+    return false;
+  }
+  if (const auto error = plain_contains(ctx, text(name), *hash.plain, items, present)) {
+    reply_error(ctx, error->c_str());
+    return false;
+  }
+  return true;
 }
 
 // The filter at `key`, created with `options` when missing and `create`; nullptr after an
@@ -87,6 +153,12 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     options.expansion = static_cast<std::uint32_t>(*expansion);
   }
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    const RedbloomHash named{hash->kind, std::nullopt, {}};
+    return reply_error(
+        ctx,
+        kind_error(text(argv[1]), named, "BF.RESERVE makes a filter only at a free key").c_str());
+  }
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
   if (!key.empty()) return reply_error(ctx, "ERR item exists");
   key.store(make_filter(options));
@@ -114,10 +186,13 @@ void reply_results(RedisModuleCtx* ctx, std::span<const AddResult> results) {
 int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  const std::string_view item = text(argv[2]);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return add_to_plain(ctx, argv[1], *hash, {&item, 1}, AddReply::single, "bf.add");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
   if (chain == nullptr) return module_api::kOk;
-  const std::string_view item = text(argv[2]);
   AddResult result = AddResult::present;
   bool changed = false;
   add_until_refused(*chain, {&item, 1}, &result, changed);
@@ -134,10 +209,13 @@ int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  const std::vector<std::string_view> items = items_of(argv, 2, argc);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return add_to_plain(ctx, argv[1], *hash, items, AddReply::array, "bf.madd");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
   if (chain == nullptr) return module_api::kOk;
-  const std::vector<std::string_view> items = items_of(argv, 2, argc);
   std::vector<AddResult> results(items.size());
   bool changed = false;
   add_until_refused(*chain, items, results.data(), changed);
@@ -207,10 +285,13 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   options.capacity = static_cast<std::uint64_t>(capacity);
   options.expansion = static_cast<std::uint32_t>(expansion);
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  const std::vector<std::string_view> items = items_of(argv, items_at, argc);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return add_to_plain(ctx, argv[1], *hash, items, AddReply::array, "bf.insert");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, create, options, &created);
   if (chain == nullptr) return module_api::kOk;
-  const std::vector<std::string_view> items = items_of(argv, items_at, argc);
   std::vector<AddResult> results(items.size());
   bool changed = false;
   add_until_refused(*chain, items, results.data(), changed);
@@ -240,6 +321,9 @@ int exists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const FilterChain* chain = key.filter();
   std::uint8_t present = 0;
   const std::string_view item = text(argv[2]);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    if (!contains_in_plain(ctx, argv[1], *hash, {&item, 1}, &present)) return module_api::kOk;
+  }
   if (chain != nullptr) chain->contains({&item, 1}, &present);
   return RedisModule_ReplyWithLongLong(ctx, present);
 }
@@ -251,6 +335,9 @@ int mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const FilterChain* chain = key.filter();
   const std::vector<std::string_view> items = items_of(argv, 2, argc);
   std::vector<std::uint8_t> present(items.size(), 0);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    if (!contains_in_plain(ctx, argv[1], *hash, items, present.data())) return module_api::kOk;
+  }
   if (chain != nullptr) chain->contains(items, present.data());
   RedisModule_ReplyWithArray(ctx, static_cast<long>(items.size()));
   for (std::uint8_t p : present) RedisModule_ReplyWithLongLong(ctx, p);
@@ -261,6 +348,13 @@ int mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 int card(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 2) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return reply_error(ctx, kind_error(text(argv[1]), *hash,
+                                       hash->plain ? "it does not count its items (BF.INFO gives "
+                                                     "its capacity and size)"
+                                                   : kOnlyPlain)
+                                .c_str());
+  }
   bool missing = false;
   const FilterChain* chain = filter_for_read(ctx, key, &missing);
   if (chain == nullptr && !missing) return module_api::kOk;
@@ -269,30 +363,47 @@ int card(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 }
 
 // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+// On a redbloom plain filter: its capacity, the bytes of its partitions, one filter, and nil
+// for the items inserted (it does not count them) and for the expansion (it does not grow).
 int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 2 || argc > 3) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead);
-  bool missing = false;
-  const FilterChain* chain = filter_for_read(ctx, key, &missing);
-  if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
   struct Field {
     const char* option;
     const char* label;
-    long long value;
-    bool null_when_nonscaling;
+    std::optional<long long> value;  // nil when unset
   };
-  const Field fields[] = {
-      {"CAPACITY", "Capacity", static_cast<long long>(chain->capacity()), false},
-      {"SIZE", "Size", static_cast<long long>(memory_usage(*chain)), false},
-      {"FILTERS", "Number of filters", static_cast<long long>(chain->links().size()), false},
-      {"ITEMS", "Number of items inserted", static_cast<long long>(chain->items()), false},
-      {"EXPANSION", "Expansion rate", static_cast<long long>(chain->options().expansion), true},
-  };
+  std::vector<Field> fields;
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    if (!hash->plain) return reply_error(ctx, kind_error(text(argv[1]), *hash, kOnlyPlain).c_str());
+    const FilterParams& p = hash->plain->params;
+    fields = {
+        {"CAPACITY", "Capacity", static_cast<long long>(p.capacity)},
+        {"SIZE", "Size", static_cast<long long>(p.total_bytes())},
+        {"FILTERS", "Number of filters", 1},
+        {"ITEMS", "Number of items inserted", std::nullopt},
+        {"EXPANSION", "Expansion rate", std::nullopt},
+    };
+  } else {
+    bool missing = false;
+    const FilterChain* chain = filter_for_read(ctx, key, &missing);
+    if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
+    fields = {
+        {"CAPACITY", "Capacity", static_cast<long long>(chain->capacity())},
+        {"SIZE", "Size", static_cast<long long>(memory_usage(*chain))},
+        {"FILTERS", "Number of filters", static_cast<long long>(chain->links().size())},
+        {"ITEMS", "Number of items inserted", static_cast<long long>(chain->items())},
+        {"EXPANSION", "Expansion rate",
+         chain->options().scaling
+             ? std::optional<long long>(static_cast<long long>(chain->options().expansion))
+             : std::nullopt},
+    };
+  }
   auto reply_value = [&](const Field& field) {
-    if (field.null_when_nonscaling && !chain->options().scaling) {
-      RedisModule_ReplyWithNull(ctx);
+    if (field.value) {
+      RedisModule_ReplyWithLongLong(ctx, *field.value);
     } else {
-      RedisModule_ReplyWithLongLong(ctx, field.value);
+      RedisModule_ReplyWithNull(ctx);
     }
   };
   if (argc == 3) {
@@ -305,7 +416,7 @@ int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     }
     return reply_error(ctx, "Invalid information value");
   }
-  RedisModule_ReplyWithArray(ctx, 2 * static_cast<long>(std::size(fields)));
+  RedisModule_ReplyWithArray(ctx, 2 * static_cast<long>(fields.size()));
   for (const Field& field : fields) {
     RedisModule_ReplyWithSimpleString(ctx, field.label);
     reply_value(field);
@@ -318,6 +429,10 @@ int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
   OpenKey key(ctx, argv[1], module_api::kRead);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return reply_error(ctx,
+                       kind_error(text(argv[1]), {hash->kind, std::nullopt, {}}, kNoDumps).c_str());
+  }
   bool missing = false;
   const FilterChain* chain = filter_for_read(ctx, key, &missing);
   if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
@@ -346,6 +461,10 @@ int loadchunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!iterator) return reply_error(ctx, "ERR Second argument must be numeric");
   const std::string_view data = text(argv[3]);
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return reply_error(ctx,
+                       kind_error(text(argv[1]), {hash->kind, std::nullopt, {}}, kNoDumps).c_str());
+  }
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
   if (key.empty()) {
     if (*iterator != 1) return reply_error(ctx, "ERR not found");
@@ -383,6 +502,9 @@ int packed_madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const auto items = packed::split(text(argv[2]));
   if (!items) return reply_error(ctx, "ERR packed items end inside an item");
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return add_to_plain(ctx, argv[1], *hash, *items, AddReply::packed, "bf.madd");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
   if (chain == nullptr) return module_api::kOk;
@@ -408,10 +530,17 @@ int packed_mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const auto items = packed::split(text(argv[2]));
   if (!items) return reply_error(ctx, "ERR packed items end inside an item");
   OpenKey key(ctx, argv[1], module_api::kRead);
+  std::string answers(items->size(), '\0');
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    if (contains_in_plain(ctx, argv[1], *hash, *items,
+                          reinterpret_cast<std::uint8_t*>(answers.data()))) {
+      RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
+    }
+    return module_api::kOk;
+  }
   bool missing = false;
   const FilterChain* chain = filter_for_read(ctx, key, &missing);
   if (chain == nullptr && !missing) return module_api::kOk;
-  std::string answers(items->size(), '\0');
   if (chain != nullptr) chain->contains(*items, reinterpret_cast<std::uint8_t*>(answers.data()));
   return RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
 }

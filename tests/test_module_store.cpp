@@ -5,12 +5,14 @@
 // error, never an answer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/transfer.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
@@ -143,6 +145,181 @@ TEST(ModuleStore, AClusterWithTheModuleOnEveryMasterUsesIt) {
   }
   EXPECT_GT(module_calls, 0);
   EXPECT_EQ(bitfields, 0);
+  // BF.* on one key cannot reach partitions in other slots: an error naming the kind, never 0.
+  std::size_t answered = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    const auto reply = cluster.node(i).command({"BF.EXISTS", "c", "item-1"});
+    if (reply.text.starts_with("MOVED")) continue;
+    ++answered;
+    EXPECT_EQ(reply.kind, test::RedisReply::Kind::error) << reply.integer;
+    EXPECT_TRUE(contains_text(reply.text, "redbloom plain filter")) << reply.text;
+    EXPECT_TRUE(contains_text(reply.text, "other slots")) << reply.text;
+  }
+  EXPECT_EQ(answered, 1u);
+}
+
+// The items' BF.MEXISTS answers: a 1 or 0 per item; an error reply fails the test.
+std::vector<std::uint8_t> bf_mexists(const RedisServer& server, const std::string& key,
+                                     const std::vector<std::string>& items) {
+  std::vector<std::string> args = {"BF.MEXISTS", key};
+  args.insert(args.end(), items.begin(), items.end());
+  const auto reply = server.command(args);
+  EXPECT_EQ(reply.kind, test::RedisReply::Kind::array) << reply.text;
+  std::vector<std::uint8_t> answers;
+  for (const auto& element : reply.elements) {
+    answers.push_back(static_cast<std::uint8_t>(element.integer));
+  }
+  return answers;
+}
+
+std::size_t ones(const std::vector<std::uint8_t>& answers) {
+  return static_cast<std::size_t>(std::count(answers.begin(), answers.end(), 1));
+}
+
+// A filter the library (or the CLI) made is a hash and string partitions: BF.* clients
+// (redis-cli, redis-py's r.bf()) get the library's answers from it, hashed on the server.
+TEST(ModuleStore, BfCommandsAnswerForTheLibrarysFilters) {
+  RedisServer with(kWithModule);
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    SCOPED_TRACE(std::string(to_string(layout)));
+    const FilterParams params = size_filter(300000, 0.01, layout, kSmallPartition);
+    ASSERT_GE(params.partitions, 2u);
+    const std::string name = "lib-" + std::string(to_string(layout));
+    Filter filter = Filter::create_redis(with.endpoint(), name, params);
+    const auto held = numbered("held-", 0, 10000);
+    filter.add_many(std::vector<std::string_view>(held.begin(), held.end()));
+    EXPECT_EQ(ones(bf_mexists(with, name, held)), held.size());
+    EXPECT_EQ(with.integer({"BF.EXISTS", name, "held-7"}), 1);
+    // Absent items: exactly the library's answers (its false positives too).
+    const auto absent = numbered("absent-", 0, 10000);
+    std::vector<std::uint8_t> expected(absent.size());
+    filter.contains_many(std::vector<std::string_view>(absent.begin(), absent.end()), expected);
+    EXPECT_EQ(bf_mexists(with, name, absent), expected);
+    // Adds through BF.* land in the library's bits, with per-item answers.
+    const auto fresh = numbered("fresh-", 0, 2000);
+    std::vector<std::string> madd = {"BF.MADD", name};
+    madd.insert(madd.end(), fresh.begin(), fresh.end());
+    madd.push_back("held-3");
+    const auto added = with.command(madd);
+    ASSERT_EQ(added.kind, test::RedisReply::Kind::array) << added.text;
+    ASSERT_EQ(added.elements.size(), fresh.size() + 1);
+    EXPECT_EQ(added.elements.back().integer, 0);  // held already
+    std::size_t new_ones = 0;
+    for (std::size_t i = 0; i < fresh.size(); ++i) new_ones += added.elements[i].integer == 1;
+    EXPECT_GT(new_ones, fresh.size() * 9 / 10);
+    std::vector<std::uint8_t> seen(fresh.size());
+    filter.contains_many(std::vector<std::string_view>(fresh.begin(), fresh.end()), seen);
+    EXPECT_EQ(ones(seen), fresh.size());
+    EXPECT_EQ(with.integer({"BF.ADD", name, "one-more"}), 1);
+    EXPECT_EQ(with.integer({"BF.ADD", name, "one-more"}), 0);
+    EXPECT_TRUE(filter.contains("one-more"));
+    const auto info = with.command({"BF.INFO", name, "CAPACITY"});
+    ASSERT_EQ(info.elements.size(), 1u) << info.text;
+    EXPECT_EQ(static_cast<std::uint64_t>(info.elements[0].integer), params.capacity);
+    // What cannot apply names the kind of filter.
+    for (const std::vector<std::string>& refused :
+         {std::vector<std::string>{"BF.RESERVE", name, "0.01", "100"},
+          std::vector<std::string>{"BF.CARD", name},
+          std::vector<std::string>{"BF.SCANDUMP", name, "0"}}) {
+      const auto reply = with.command(refused);
+      EXPECT_EQ(reply.kind, test::RedisReply::Kind::error) << refused[0];
+      EXPECT_TRUE(contains_text(reply.text, "redbloom plain filter")) << reply.text;
+    }
+  }
+}
+
+TEST(ModuleStore, BfCommandsNameWhatTheyCannotServe) {
+  RedisServer with(kWithModule);
+  const FilterParams params = size_filter(300000, 0.01, Layout::blocked, kSmallPartition);
+  Filter filter = Filter::create_redis(with.endpoint(), "gone", params);
+  filter.add("x");
+  for (std::uint64_t p = 0; p < params.partitions; ++p) {
+    (void)with.command({"DEL", partition_key("gone", p)});
+  }
+  for (const char* command : {"BF.EXISTS", "BF.ADD"}) {
+    const auto lost = with.command({command, "gone", "x"});
+    EXPECT_EQ(lost.kind, test::RedisReply::Kind::error) << command;
+    EXPECT_TRUE(contains_text(lost.text, "REDBLOOMLOST")) << lost.text;
+  }
+  // A sharded filter's other partitions are on other servers.
+  RedisServer other(kWithModule);
+  Filter sharded =
+      Filter::create_redis(std::vector{with.endpoint(), other.endpoint()}, "sharded", params);
+  const auto reply = with.command({"BF.MEXISTS", "sharded", "a", "b"});
+  EXPECT_EQ(reply.kind, test::RedisReply::Kind::error);
+  EXPECT_TRUE(contains_text(reply.text, "sharded")) << reply.text;
+  // A windowed filter is not a plain one; a hash of someone else's still answers 0.
+  StreamOptions window;
+  window.capacity = 1000;
+  window.error_rate = 0.01;
+  window.window_ns = 60'000'000'000;
+  Filter windowed = Filter::create(Location::redis({with.endpoint()}, "win"), window);
+  windowed.add("x");
+  const auto stream = with.command({"BF.EXISTS", "win", "x"});
+  EXPECT_EQ(stream.kind, test::RedisReply::Kind::error);
+  EXPECT_TRUE(contains_text(stream.text, "windowed or growing")) << stream.text;
+  (void)with.command({"HSET", "someone", "field", "value"});
+  EXPECT_EQ(with.integer({"BF.EXISTS", "someone", "x"}), 0);
+}
+
+// A filter BF.RESERVE made (the server's own engine) is opened and used through BF.*: per-item
+// answers that match the server's, info from BF.INFO; what needs redbloom's bits names it.
+TEST(ModuleStore, TheLibraryUsesAFilterOfTheServersOwnEngine) {
+  RedisServer with(kWithModule);
+  ASSERT_EQ(with.command({"BF.RESERVE", "bf", "0.001", "50000"}).text, "OK");
+  ASSERT_EQ(with.integer({"BF.ADD", "bf", "held-3"}), 1);
+  const Location where = Location::redis({with.endpoint()}, "bf");
+  Filter filter = Filter::open(where);
+  EXPECT_TRUE(contains_text(filter.store().location(), "TYPE redbloomF"))
+      << filter.store().location();
+  const auto held = numbered("held-", 0, 10000);
+  const std::vector<std::string_view> items(held.begin(), held.end());
+  std::vector<std::uint8_t> added(items.size());
+  EXPECT_EQ(filter.add_many(items, added), items.size() - 1);
+  EXPECT_EQ(added[3], 0);
+  EXPECT_EQ(with.integer({"BF.CARD", "bf"}), 10000);
+  std::vector<std::uint8_t> present(items.size());
+  EXPECT_EQ(filter.contains_many(items, present), items.size());
+  EXPECT_EQ(ones(bf_mexists(with, "bf", held)), held.size());
+  const auto absent = numbered("absent-", 0, 5000);
+  std::vector<std::uint8_t> absent_answers(absent.size());
+  filter.contains_many(std::vector<std::string_view>(absent.begin(), absent.end()), absent_answers);
+  EXPECT_EQ(absent_answers, bf_mexists(with, "bf", absent));
+  const FilterInfo info = filter.info();
+  ASSERT_TRUE(info.server_filter.has_value());
+  EXPECT_EQ(info.server_filter->type, "redbloomF");
+  EXPECT_EQ(info.server_filter->capacity, 50000u);
+  EXPECT_EQ(info.server_filter->items, std::optional<std::uint64_t>(10000));
+  ASSERT_EQ(info.engines.size(), 1u);
+  EXPECT_TRUE(contains_text(info.engines[0], "BF.INSERT / BF.MEXISTS")) << info.engines[0];
+  // Byte-for-byte copies need redbloom's bits.
+  const std::string exported =
+      error_of([&] { (void)copy_filter(where, Location::memory(), false); });
+  EXPECT_TRUE(contains_text(exported, "redbloom.so's BF filter (TYPE redbloomF)")) << exported;
+  // Deleted under the store: an error, never "absent" or a new empty filter.
+  (void)with.command({"DEL", "bf"});
+  const std::string lookup = error_of([&] { filter.contains_many(items, present); });
+  EXPECT_TRUE(contains_text(lookup, "is gone")) << lookup;
+  EXPECT_THROW(filter.add_many(items, added), IncompleteWrite);
+  EXPECT_EQ(with.integer({"EXISTS", "bf"}), 0);
+}
+
+// info names what does the per-item work on each server.
+TEST(ModuleStore, InfoNamesTheEngine) {
+  RedisServer with(kWithModule);
+  RedisServer without;
+  const FilterParams params = size_filter(1000, 0.01, Layout::blocked, kSmallPartition);
+  const Filter on_module = Filter::create_redis(with.endpoint(), "e", params);
+  const Filter on_stock = Filter::create_redis(without.endpoint(), "e", params);
+  const auto module_engines = on_module.info().engines;
+  ASSERT_EQ(module_engines.size(), 1u);
+  EXPECT_TRUE(contains_text(module_engines[0], "module redbloom (commands version"))
+      << module_engines[0];
+  EXPECT_TRUE(contains_text(module_engines[0], "RB.PARTADD / RB.PARTEXISTS"));
+  const auto stock_engines = on_stock.info().engines;
+  ASSERT_EQ(stock_engines.size(), 1u);
+  EXPECT_TRUE(contains_text(stock_engines[0], "stock Redis commands: BITFIELD / GETRANGE"))
+      << stock_engines[0];
 }
 
 }  // namespace

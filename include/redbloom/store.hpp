@@ -9,12 +9,26 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/stream.hpp"
 
 namespace redbloom {
+
+// A filter kept by a server's own Bloom engine: a key that BF.RESERVE / BF.ADD made (redbloom's
+// module, RedisBloom, Redis 8, valkey-bloom), used through their BF.* commands instead of
+// redbloom's bits, as that server answers BF.INFO.
+struct ServerFilterInfo {
+  std::string type;  // the key's TYPE: "redbloomF", "MBbloom--", "bloomfltr"
+  std::string kind;  // for messages: "redbloom.so's BF filter (TYPE redbloomF)"
+  std::uint64_t capacity = 0;
+  std::uint64_t bytes = 0;                 // BF.INFO's Size
+  std::uint64_t filters = 0;               // its sub-filters (it grows by stacking them)
+  std::optional<std::uint64_t> items;      // items inserted, as the server counts them
+  std::optional<std::uint64_t> expansion;  // nullopt: it does not grow
+};
 
 class Store {
  public:
@@ -101,6 +115,18 @@ class Store {
   // storage_bytes() cover the live links, and read_bytes / write_bytes (whole-filter copies)
   // throw InvalidArgument.
   [[nodiscard]] virtual std::optional<StreamInfo> stream_info() const { return std::nullopt; }
+
+  // A filter of a server's own Bloom engine (ServerFilterInfo); nullopt for redbloom's filters.
+  // Such a store's params() are placeholders with capacity 0, and what needs redbloom's bits
+  // (count_set_bits, read_bytes, write_bytes: byte-for-byte copies) throws InvalidArgument
+  // naming its kind.
+  [[nodiscard]] virtual std::optional<ServerFilterInfo> server_filter_info() const {
+    return std::nullopt;
+  }
+
+  // What does the per-item work, one line per server ("redis 127.0.0.1:6379: module redbloom
+  // (RB.VERSION 2): RB.PARTADD / RB.PARTEXISTS"); empty for stores in this process.
+  [[nodiscard]] virtual std::vector<std::string> engines() const { return {}; }
 
   // Makes every completed write durable (msync for a file).
   virtual void flush() = 0;

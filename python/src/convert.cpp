@@ -124,6 +124,23 @@ py::dict info_dict(const FilterInfo& info) {
   d["estimated_error_rate"] = info.estimated_error_rate;
   d["created_unix_ns"] = info.created_unix_ns;
   d["storage_bytes"] = info.storage_bytes;
+  py::list engines;
+  for (const std::string& engine : info.engines) engines.append(engine);
+  d["engines"] = engines;
+  if (info.server_filter) {
+    const ServerFilterInfo& server = *info.server_filter;
+    py::dict s;
+    s["type"] = server.type;
+    s["kind"] = server.kind;
+    s["capacity"] = server.capacity;
+    s["bytes"] = server.bytes;
+    s["filters"] = server.filters;
+    s["items"] = server.items ? py::object(py::int_(*server.items)) : py::none();
+    s["expansion"] = server.expansion ? py::object(py::int_(*server.expansion)) : py::none();
+    d["server_filter"] = s;
+  } else {
+    d["server_filter"] = py::none();
+  }
   if (info.stream) {
     const StreamInfo& stream = *info.stream;
     py::dict s;

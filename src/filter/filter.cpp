@@ -172,6 +172,13 @@ FilterInfo Filter::info() const {
   FilterInfo info;
   info.params = params();
   info.location = store_->location();
+  info.engines = store_->engines();
+  info.server_filter = store_->server_filter_info();
+  if (info.server_filter) {
+    info.storage_bytes = store_->storage_bytes();
+    info.estimated_items = static_cast<double>(info.server_filter->items.value_or(0));
+    return info;
+  }
   info.set_bits = store_->count_set_bits();
   info.created_unix_ns = store_->created_unix_ns();
   info.storage_bytes = store_->storage_bytes();
@@ -199,6 +206,9 @@ FilterInfo Filter::info() const {
 }
 
 double Filter::estimate_items(std::uint64_t sample_bytes) const {
+  if (const std::optional<ServerFilterInfo> server = store_->server_filter_info()) {
+    return static_cast<double>(server->items.value_or(0));
+  }
   if (const std::optional<StreamInfo> stream = store_->stream_info()) {
     double items = 0;
     for (const StreamSegment& segment : stream->segments) items += double(segment.items);

@@ -11,6 +11,7 @@
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
 #include "redis/redis_store.hpp"
+#include "redis/server_filter_store.hpp"
 #include "redis/sharded_store.hpp"
 #include "redis/stream_store.hpp"
 
@@ -31,8 +32,17 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
     return Filter(std::move(stream));
   }
   if (location.servers.size() == 1) {
-    return Filter(
-        RedisStore::open(location.servers.front(), location.name, {}, options.wait_for_creator));
+    try {
+      return Filter(
+          RedisStore::open(location.servers.front(), location.name, {}, options.wait_for_creator));
+    } catch (const FormatError&) {
+      // Not a hash: a filter of the server's own Bloom engine (BF.RESERVE / BF.ADD made it)?
+      if (auto server =
+              ServerFilterStore::open_if_server_filter(location.servers.front(), location.name)) {
+        return Filter(std::move(server));
+      }
+      throw;
+    }
   }
   return Filter(ShardedRedisStore::open(location.servers, location.name, options.wait_for_creator));
 }
@@ -47,6 +57,13 @@ std::string describe_filter(const Filter& filter) {
 
 void check_parameters(const Filter& filter, const OpenOptions& options) {
   if (!options.require_params) return;
+  if (const auto server = filter.store().server_filter_info()) {
+    throw FilterExists("filter " + filter.store().location() +
+                       " has the parameters its server gave it (capacity " +
+                       std::to_string(server->capacity) +
+                       "), which redbloom's options cannot check; leave out the sizing options "
+                       "to use it as it is");
+  }
   if (options.stream) {
     const auto stream = filter.store().stream_info();
     const StreamShape wanted(*options.stream);
@@ -204,6 +221,9 @@ void Filter::drop(const Location& location) {
     case Location::Kind::redis:
       if (RedisStreamStore::drop_if_stream(location.servers, location.name)) break;
       if (location.servers.size() == 1) {
+        if (ServerFilterStore::drop_if_server_filter(location.servers.front(), location.name)) {
+          return;  // no exact set beside it: one needs redbloom's bits
+        }
         RedisStore::drop(location.servers.front(), location.name);
       } else {
         ShardedRedisStore::drop(location.servers, location.name);
@@ -298,6 +318,12 @@ std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const 
     throw InvalidArgument("filter " + location.describe() +
                           " is windowed: it forgets items, and an exact set beside it would "
                           "not; use --exact with a plain or growing filter");
+  }
+  if (const auto server = filter.store().server_filter_info()) {
+    if (!create) return nullptr;
+    throw InvalidArgument("filter " + location.describe() + " is " + server->kind +
+                          ": an exact set needs a redbloom filter beside it; create one (without "
+                          "BF.RESERVE) and load it with --exact");
   }
   // Emptiness is read before the set is looked for: a racing writer may create the set and
   // add items in between, and its items must not be taken for ones added without a set.

@@ -56,6 +56,12 @@ void copy_exact_set(const ExactSet& from, ExactSet& to) {
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
                        const CopyProgress& progress) {
   const Filter source = Filter::open(from, OpenOptions::read_only());
+  if (const auto server = source.store().server_filter_info()) {
+    throw InvalidArgument("filter " + from.describe() + " is " + server->kind +
+                          ", whose bits the server's Bloom engine keeps in its own layout: it "
+                          "cannot be copied byte for byte; create a redbloom filter and add its "
+                          "items there");
+  }
   if (source.store().stream_info()) {
     throw InvalidArgument("filter " + from.describe() +
                           " is windowed or growing: copying one is not supported (its slices "

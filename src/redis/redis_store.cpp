@@ -199,7 +199,8 @@ void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& s
   }
   // The module's commands only where every master has them (a cluster sends each partition's
   // commands to whichever master serves it).
-  commands = redis::module_version(*router) >= module_protocol::kPartitionCommands
+  module_version = redis::module_version(*router);
+  commands = module_version >= module_protocol::kPartitionCommands
                  ? redis::module_partition_commands(params)
                  : redis::stock_partition_commands(params);
 }
@@ -275,6 +276,17 @@ std::uint64_t RedisStore::created_unix_ns() const {
 }
 std::string RedisStore::location() const {
   return "redis " + endpoint().describe() + " filter " + state_->name;
+}
+std::vector<std::string> RedisStore::engines() const {
+  const State& s = *state_;
+  const std::string used =
+      std::string(s.commands->operation(false)) + " / " + std::string(s.commands->operation(true));
+  const std::string where = "redis " + endpoint().describe() + ": ";
+  if (s.module_version >= module_protocol::kPartitionCommands) {
+    return {where + "module redbloom (commands version " + std::to_string(s.module_version) +
+            "), hashing on the server: " + used};
+  }
+  return {where + "stock Redis commands: " + used};
 }
 RedisRedirectCounts RedisStore::redirections() const noexcept {
   return state_->router->redirections();

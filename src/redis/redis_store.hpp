@@ -109,6 +109,8 @@ class RedisStore final : public Store {
   [[nodiscard]] std::uint64_t storage_bytes() const override;
   void flush() override {}
   [[nodiscard]] std::string location() const override;
+  // The commands each server (each master) runs for per-item work: the module's or stock.
+  [[nodiscard]] std::vector<std::string> engines() const override;
   // Large: calls pipeline internally in rounds (exact committed prefix), and a large lookup
   // batch lets the cost model read a whole partition once instead of item by item.
   [[nodiscard]] std::size_t batch_items() const noexcept override { return std::size_t{1} << 18; }

@@ -227,6 +227,14 @@ std::uint64_t ShardedRedisStore::created_unix_ns() const {
   return shards_[0]->created_unix_ns();
 }
 
+std::vector<std::string> ShardedRedisStore::engines() const {
+  std::vector<std::string> all;
+  for (const auto& shard : shards_) {
+    for (std::string& line : shard->engines()) all.push_back(std::move(line));
+  }
+  return all;
+}
+
 std::string ShardedRedisStore::location() const {
   return "redis shards [" + server_list(shards_) + "] filter " + shards_[0]->name();
 }

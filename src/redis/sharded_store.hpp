@@ -55,6 +55,8 @@ class ShardedRedisStore final : public Store {
   [[nodiscard]] std::uint64_t storage_bytes() const override;
   void flush() override {}
   [[nodiscard]] std::string location() const override;
+  // The commands each server (each master) runs for per-item work: the module's or stock.
+  [[nodiscard]] std::vector<std::string> engines() const override;
   [[nodiscard]] std::size_t batch_items() const noexcept override;
   [[nodiscard]] std::size_t bulk_batch_items() const noexcept override { return SIZE_MAX; }
 

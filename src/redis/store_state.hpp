@@ -34,6 +34,7 @@ struct RedisStore::State {
   ShardSpec shard;
   BulkMode mode = BulkMode::automatic;
   std::unique_ptr<redis::PartitionCommands> commands;
+  long long module_version = 0;  // RB.VERSION on every master; 0 when one lacks the module
 
   // Scratch, reused between calls.
   std::vector<ItemHash> hashes;

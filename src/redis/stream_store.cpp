@@ -363,6 +363,17 @@ std::string RedisStreamStore::slice_key(std::uint64_t partition, std::int64_t sl
   }
   return state_->slice_key(partition, slice);
 }
+std::vector<std::string> RedisStreamStore::engines() const {
+  std::vector<std::string> all;
+  for (const auto& router : state_->routers) {
+    all.push_back("redis " + router->endpoint().describe() + ": " +
+                  (state_->module ? "module redbloom (commands version 2 or later), hashing on "
+                                    "the server: RB.STREAM"
+                                  : "Lua script (EVALSHA), BITFIELD inside it"));
+  }
+  return all;
+}
+
 std::string RedisStreamStore::location() const {
   return "redis " + state_->describe_servers() + " filter " + state_->name +
          (state_->shape.windowed() ? " (windowed)" : " (growing)");

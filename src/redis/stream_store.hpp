@@ -71,6 +71,8 @@ class RedisStreamStore final : public Store {
   void flush() override {}
   // "redis 127.0.0.1:6379 filter clicks (windowed)".
   [[nodiscard]] std::string location() const override;
+  // The commands each server (each master) runs for per-item work: the module's or stock.
+  [[nodiscard]] std::vector<std::string> engines() const override;
   [[nodiscard]] std::size_t batch_items() const noexcept override { return std::size_t{1} << 16; }
 
   [[nodiscard]] const StreamShape& shape() const noexcept;

@@ -6,6 +6,7 @@ answer RB.PARTEXISTS, and partitions RB.PARTADD writes answer the CLI on a serve
 import subprocess
 
 import pytest
+import redis
 
 from module_util import WRONGTYPE, Error, RedisServer, Resp, Status, items, packed, start_server
 from built_programs import redbloom_cli  # noqa: E402 (module_util puts tests/support on the path)
@@ -190,3 +191,27 @@ def test_cli_same_bits_as_the_module(tmp_path, cli, layout):
     finally:
         plain.kill()
         with_module.kill()
+
+
+def test_bf_clients_answer_for_a_cli_filter(r, server, cli):
+    """redis-py's r.bf() on a filter the CLI made (a hash and string partitions): the module
+    hashes its items on the server, so every held item answers 1 and absent ones answer what
+    the CLI answers; adds through BF.* reach the CLI."""
+    uri = "redis://127.0.0.1:%d" % server.port
+    where = ["--redis", uri, "--name", "urls"]
+    run_cli(cli, "create", *where, "-n", "100000", "-p", "0.001", "--partition-size", "16KiB")
+    held = items("held", 10000)
+    run_cli(cli, "add", *where, lines=held)
+    assert r.bf().mexists("urls", *held) == [1] * len(held)
+    assert r.bf().exists("urls", held[42]) == 1
+    absent = items("absent", 3000)
+    cli_present = set(run_cli(cli, "exists", *where, lines=absent))
+    assert r.bf().mexists("urls", *absent) == [int(x in cli_present) for x in absent]
+    assert r.bf().add("urls", "via-bf") == 1
+    assert r.bf().madd("urls", "via-bf", held[0]) == [0, 0]
+    assert run_cli(cli, "exists", *where, lines=[b"via-bf"]) == [b"via-bf"]
+    info = r.bf().info("urls")
+    assert (info.capacity, info.filterNum, info.insertedNum, info.expansionRate) == \
+        (100000, 1, None, None)
+    with pytest.raises(redis.ResponseError, match="redbloom plain filter"):
+        r.execute_command("BF.CARD", "urls")  # redis-py 4.3 has no bf().card

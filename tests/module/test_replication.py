@@ -50,6 +50,31 @@ def test_replica_answers_as_the_master(make_server):
                    packed(items("p", 20))) == b"\x01" * 20
 
 
+def test_bf_adds_on_a_cli_filter_reach_the_replica(make_server):
+    """BF.MADD on a filter the CLI made writes its string partitions on the server; the command
+    goes to the replica as it is, which hashes the items the same way."""
+    cli = os.environ.get("REDBLOOM_CLI")
+    if not cli or not os.access(cli, os.X_OK):
+        pytest.fail("REDBLOOM_CLI must name the built redbloom command (ctest sets it)")
+    master_server = make_server(options=DEBUG + ("--repl-diskless-sync-delay", "0"))
+    master = master_server.client()
+    replica = make_server(options=DEBUG + ("--replicaof", "127.0.0.1",
+                                            str(master_server.port))).client()
+    wait_until(lambda: replica.info("replication")["master_link_status"] == "up",
+               "the replica's link to come up")
+    subprocess.run([cli, "create", "--redis", "redis://127.0.0.1:%d" % master_server.port,
+                    "--name", "urls", "-n", "100000", "--partition-size", "16KiB", "-q"],
+                   check=True, timeout=120)
+    added = items("bf", 3000)
+    assert master.execute_command("BF.MADD", "urls", *added) == [1] * len(added)
+    assert master.execute_command("WAIT", 1, 60000) == 1
+    wait_until(lambda: caught_up(master, replica), "the replica to catch up")
+    parts = [key for key in master.keys("urls:bits:*")]
+    assert len(parts) > 1
+    assert [replica.get(key) for key in parts] == [master.get(key) for key in parts]
+    assert replica.execute_command("BF.MEXISTS", "urls", *added) == [1] * len(added)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     nodes = [start_server(tmp_path_factory.mktemp("node"), options=(

@@ -1,0 +1,275 @@
+#include "server_filter_store.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+#include <vector>
+
+#include "format.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/sizing.hpp"
+#include "router.hpp"
+
+namespace redbloom {
+
+using redis::is_error;
+using redis::OnLostNode;
+using redis::Reply;
+using redis::text_of;
+
+namespace {
+
+// The engines whose filters speak BF.*: their key TYPE, who made it, and the name their module
+// has in MODULE LIST (for the version `info` shows).
+struct Engine {
+  std::string_view type;
+  std::string_view maker;
+  std::string_view module;
+};
+constexpr Engine kEngines[] = {
+    {"redbloomF", "redbloom.so", "redbloom"},
+    {"MBbloom--", "RedisBloom (or Redis 8)", "bf"},
+    {"bloomfltr", "valkey-bloom", "bf"},
+};
+
+const Engine* engine_of(std::string_view type) {
+  for (const Engine& engine : kEngines) {
+    if (engine.type == type) return &engine;
+  }
+  return nullptr;
+}
+
+std::string kind_text(const Engine& engine) {
+  return std::string(engine.maker) + "'s BF filter (TYPE " + std::string(engine.type) + ")";
+}
+
+// Items per BF.INSERT / BF.MEXISTS: few enough to keep one command short on the server.
+constexpr std::size_t kCommandItems = 1000;
+
+std::uint64_t number_of(const redisReply& reply) {
+  if (reply.type == REDIS_REPLY_INTEGER) return static_cast<std::uint64_t>(reply.integer);
+  std::uint64_t value = 0;
+  const std::string_view text = text_of(reply);
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+}  // namespace
+
+struct ServerFilterStore::State {
+  State(const RedisEndpoint& endpoint, std::string filter_name)
+      : router(redis::make_router(endpoint)),
+        name(std::move(filter_name)),
+        slot(redis::slot_of(name)) {}
+
+  std::unique_ptr<redis::Router> router;
+  std::string name;
+  std::uint16_t slot;
+  const Engine* engine = nullptr;
+  FilterParams params;  // placeholders: the engine keeps its own (store.hpp)
+
+  [[nodiscard]] std::string location() const {
+    return "redis " + router->endpoint().describe() + " filter " + name + " (" +
+           kind_text(*engine) + ")";
+  }
+  // The key still holds such a filter: lookups of a missing key answer 0, so a filter deleted
+  // or replaced under the store is reported, never answered as empty.
+  void check_still_there(std::string_view operation) const {
+    const Reply type = router->call(slot, {"TYPE", name}, OnLostNode::retry);
+    if (is_error(*type)) router->fail("TYPE", text_of(*type));
+    if (text_of(*type) != engine->type) {
+      throw FormatError(router->message(
+          operation, "filter " + name + " is gone (the key now holds " +
+                         std::string(text_of(*type)) + ", not " + kind_text(*engine) +
+                         "): deleted or replaced while in use"));
+    }
+  }
+};
+
+std::optional<std::string> ServerFilterStore::kind_of_type(std::string_view type) {
+  const Engine* engine = engine_of(type);
+  if (engine == nullptr) return std::nullopt;
+  return kind_text(*engine);
+}
+
+std::unique_ptr<ServerFilterStore> ServerFilterStore::open_if_server_filter(
+    const RedisEndpoint& endpoint, const std::string& name) {
+  auto state = std::make_unique<State>(endpoint, name);
+  const Reply type = state->router->call(state->slot, {"TYPE", name}, OnLostNode::retry);
+  if (is_error(*type)) state->router->fail("TYPE", text_of(*type));
+  state->engine = engine_of(text_of(*type));
+  if (state->engine == nullptr) return nullptr;
+  state->params.layout = Layout::blocked;
+  state->params.hashes = 1;
+  state->params.partitions = 1;
+  state->params.partition_bits = kBlockBits;
+  state->params.capacity = 0;
+  state->params.error_rate = 0;
+  state->params.hash_scheme = kCurrentHashScheme;
+  return std::unique_ptr<ServerFilterStore>(new ServerFilterStore(std::move(state)));
+}
+
+bool ServerFilterStore::drop_if_server_filter(const RedisEndpoint& endpoint,
+                                              const std::string& name) {
+  const auto store = open_if_server_filter(endpoint, name);
+  if (!store) return false;
+  State& s = *store->state_;
+  (void)s.router->run(s.slot, {"UNLINK", name});
+  return true;
+}
+
+ServerFilterStore::ServerFilterStore(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ServerFilterStore::~ServerFilterStore() = default;
+
+const FilterParams& ServerFilterStore::params() const noexcept {
+  return state_->params;
+}
+
+void ServerFilterStore::add(std::span<const std::string_view> items,
+                            std::span<std::uint8_t> newly_added) {
+  State& s = *state_;
+  static constexpr std::string_view kOperation = "BF.INSERT";
+  for (std::size_t first = 0; first < items.size(); first += kCommandItems) {
+    const std::size_t count = std::min(kCommandItems, items.size() - first);
+    std::vector<std::string_view> args = {"BF.INSERT", s.name, "NOCREATE", "ITEMS"};
+    args.insert(args.end(), items.begin() + static_cast<std::ptrdiff_t>(first),
+                items.begin() + static_cast<std::ptrdiff_t>(first + count));
+    Reply reply;
+    try {
+      reply = s.router->call(s.slot, args);
+    } catch (const StorageError& e) {
+      throw IncompleteWrite(
+          std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
+          first);
+    }
+    if (is_error(*reply)) {
+      // Nothing of this command ran ("not found": the key was deleted).
+      throw IncompleteWrite(
+          s.router->message(kOperation, text_of(*reply)) + " (" + s.location() + ")", first);
+    }
+    s.router->expect(*reply, REDIS_REPLY_ARRAY, kOperation);
+    for (std::size_t i = 0; i < count; ++i) {
+      const redisReply* answer = i < reply->elements ? reply->element[i] : nullptr;
+      if (answer == nullptr || answer->type != REDIS_REPLY_INTEGER) {
+        // The engine refused this item (a full non-scaling filter, its memory limit) and
+        // stopped there.
+        const std::string why =
+            answer != nullptr ? std::string(text_of(*answer)) : "no answer for this item";
+        throw CapacityExceeded(s.location() + " refused item " + std::to_string(first + i + 1) +
+                                   " of the batch: " + why + "; the items before it were added",
+                               first + i);
+      }
+      if (!newly_added.empty()) newly_added[first + i] = answer->integer == 1 ? 1 : 0;
+    }
+  }
+}
+
+void ServerFilterStore::load(std::span<const std::string_view> items) {
+  add(items, {});
+}
+
+void ServerFilterStore::contains(std::span<const std::string_view> items,
+                                 std::span<std::uint8_t> present) const {
+  const State& s = *state_;
+  static constexpr std::string_view kOperation = "BF.MEXISTS";
+  bool any_absent = false;
+  for (std::size_t first = 0; first < items.size(); first += kCommandItems) {
+    const std::size_t count = std::min(kCommandItems, items.size() - first);
+    std::vector<std::string_view> args = {"BF.MEXISTS", s.name};
+    args.insert(args.end(), items.begin() + static_cast<std::ptrdiff_t>(first),
+                items.begin() + static_cast<std::ptrdiff_t>(first + count));
+    const Reply reply = s.router->call(s.slot, args, OnLostNode::retry);
+    s.router->expect(*reply, REDIS_REPLY_ARRAY, kOperation);
+    if (reply->elements != count) {
+      s.router->fail(kOperation, std::to_string(reply->elements) + " answers for " +
+                                     std::to_string(count) + " items");
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      present[first + i] = number_of(*reply->element[i]) == 1 ? 1 : 0;
+      any_absent |= present[first + i] == 0;
+    }
+  }
+  if (any_absent) s.check_still_there(kOperation);
+}
+
+void ServerFilterStore::refuse(std::string_view what) const {
+  throw InvalidArgument("filter " + state_->location() + " keeps its bits in the server's own " +
+                        "Bloom engine, not in redbloom's layout: " + std::string(what) +
+                        " cannot be done on it (adds, lookups and info work)");
+}
+
+std::uint64_t ServerFilterStore::count_set_bits() const {
+  refuse("counting its set bits (an exact set beside it, a byte-for-byte copy)");
+}
+
+void ServerFilterStore::read_bytes(std::uint64_t, std::uint64_t, std::span<std::uint8_t>) const {
+  refuse("reading its bits (export, copy)");
+}
+
+void ServerFilterStore::write_bytes(std::uint64_t, std::uint64_t, std::span<const std::uint8_t>) {
+  refuse("writing its bits (import, copy)");
+}
+
+std::optional<ServerFilterInfo> ServerFilterStore::server_filter_info() const {
+  const State& s = *state_;
+  const Reply reply = s.router->call(s.slot, {"BF.INFO", s.name}, OnLostNode::retry);
+  s.router->expect(*reply, REDIS_REPLY_ARRAY, "BF.INFO");
+  ServerFilterInfo info;
+  info.type = std::string(s.engine->type);
+  info.kind = kind_text(*s.engine);
+  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+    const std::string_view label = text_of(*reply->element[i]);
+    const redisReply& value = *reply->element[i + 1];
+    const bool nil = value.type == REDIS_REPLY_NIL;
+    if (label == "Capacity") {
+      info.capacity = number_of(value);
+    } else if (label == "Size") {
+      info.bytes = number_of(value);
+    } else if (label == "Number of filters") {
+      info.filters = number_of(value);
+    } else if (label == "Number of items inserted") {
+      if (!nil) info.items = number_of(value);
+    } else if (label == "Expansion rate") {
+      if (!nil) info.expansion = number_of(value);
+    }
+  }
+  return info;
+}
+
+std::uint64_t ServerFilterStore::storage_bytes() const {
+  const State& s = *state_;
+  const Reply reply = s.router->call(s.slot, {"MEMORY", "USAGE", s.name}, OnLostNode::retry);
+  if (reply->type == REDIS_REPLY_INTEGER) return static_cast<std::uint64_t>(reply->integer);
+  return server_filter_info()->bytes;
+}
+
+std::vector<std::string> ServerFilterStore::engines() const {
+  const State& s = *state_;
+  std::string line =
+      "redis " + s.router->endpoint().describe() + ": " + std::string(s.engine->maker);
+  // MODULE LIST names the module's version; a server that refuses it (ACLs) still works.
+  const Reply modules = s.router->call(s.slot, {"MODULE", "LIST"}, OnLostNode::retry);
+  if (modules->type == REDIS_REPLY_ARRAY) {
+    for (std::size_t m = 0; m < modules->elements; ++m) {
+      const redisReply& entry = *modules->element[m];
+      std::string_view module_name;
+      const redisReply* version = nullptr;
+      for (std::size_t f = 0; f + 1 < entry.elements; f += 2) {
+        const std::string_view field = text_of(*entry.element[f]);
+        if (field == "name") module_name = text_of(*entry.element[f + 1]);
+        if (field == "ver") version = entry.element[f + 1];
+      }
+      if (module_name == s.engine->module && version != nullptr) {
+        line += " (module " + std::string(module_name) + " version " +
+                std::to_string(number_of(*version)) + ")";
+      }
+    }
+  }
+  return {line + ": BF.INSERT / BF.MEXISTS"};
+}
+
+std::string ServerFilterStore::location() const {
+  return state_->location();
+}
+
+}  // namespace redbloom
