@@ -63,9 +63,9 @@ class RedisServer:
         for _ in range(20):
             port = self.port or free_port()
             process = subprocess.Popen(
-                self.wrapper + ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(self.directory), "--logfile",
-                 str(self.log)] + self.options)
+                self.wrapper + ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", str(self.directory),
+                                "--logfile", str(self.log)] + self.options)
             client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
             deadline = time.monotonic() + START_TIMEOUT
             while process.poll() is None and time.monotonic() < deadline:
