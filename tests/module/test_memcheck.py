@@ -13,7 +13,7 @@ import time
 import pytest
 
 from module_util import Error, Resp, Status, items, packed, start_server
-from test_fuzz import mutate_bytes, mutate_fields
+from test_fuzz import join_dump, mutate_bytes, mutate_fields, split_dump
 
 SEED = 20261126
 SECONDS = 12  # of random commands per test, after the directed ones
@@ -290,17 +290,29 @@ def test_other_commands_fuzz(memcheck):
         send(memcheck, raw, ["BF.MADD", "f", *items("f", 100)])
 
         header = send(memcheck, raw, ["BF.SCANDUMP", "f", 0])[1]
+        prefix, strings, version = split_dump(send(memcheck, raw, ["DUMP", "f"]))
+
+        def loaded(command, shown):
+            """A filter made from damaged bytes must answer every command, and save."""
+            if send(memcheck, raw, command, shown) == Status("OK"):
+                for then in (["BF.MADD", "h", *items("h", 40)], ["BF.MEXISTS", "h", "a"],
+                             ["BF.SCANDUMP", "h", 1], ["BF.INFO", "h"], ["DEBUG", "RELOAD"]):
+                    send(memcheck, raw, then, shown + " then " + then[0])
+            raw("DEL", "h")
 
         def body(rng):
-            if rng.random() < 0.15:  # a filter made from a damaged header, then used
+            if rng.random() < 0.1:  # a damaged header into BF.LOADCHUNK
                 damaged = (mutate_fields if rng.random() < 0.5 else mutate_bytes)(rng, header)
-                shown = "BF.LOADCHUNK h 1 %s" % damaged.hex()
-                if send(memcheck, raw, ["BF.LOADCHUNK", "h", 1, damaged], shown) == Status("OK"):
-                    for command in (["BF.MADD", "h", *items("h", 40)], ["BF.MEXISTS", "h", "a"],
-                                    ["BF.SCANDUMP", "h", 1], ["BF.INFO", "h"],
-                                    ["DEBUG", "RELOAD"]):
-                        send(memcheck, raw, command, shown + " then " + command[0])
-                raw("DEL", "h")
+                loaded(["BF.LOADCHUNK", "h", 1, damaged], "BF.LOADCHUNK h 1 %s" % damaged.hex())
+            if rng.random() < 0.1:  # a damaged DUMP (with a right checksum) into RESTORE
+                pieces = list(strings)
+                at = rng.randrange(len(pieces))
+                pieces[at] = (mutate_fields if at == 0 and rng.random() < 0.5 else mutate_bytes)(
+                    rng, pieces[at])
+                if rng.random() < 0.2:
+                    del pieces[rng.randrange(len(pieces)):]
+                payload = join_dump(prefix, pieces, version)
+                loaded(["RESTORE", "h", 0, payload], "RESTORE h 0 %s" % payload.hex())
             send(memcheck, raw, random_other(rng))
             if rng.random() < 0.03:
                 prepare_keys(raw)
