@@ -54,7 +54,31 @@ bool OpenKey::holds_other_type() const noexcept {
 FilterChain* OpenKey::store(std::unique_ptr<FilterChain> chain) const noexcept {
   FilterChain* stored = chain.release();
   RedisModule_ModuleTypeSetValue(key_, filter_type(), stored);
+  warn_if_filters_may_be_evicted(ctx_);
   return stored;
+}
+
+void warn_if_filters_may_be_evicted(RedisModuleCtx* ctx) noexcept {
+  static bool warned = false;  // for the policy in force; commands run on one thread
+  // The flag is cheap; the policy's name costs an INFO section, asked only when keys may go.
+  if ((RedisModule_GetContextFlags(ctx) & module_api::kContextFlagEvict) == 0) {
+    warned = false;
+    return;
+  }
+  RedisModuleServerInfoData* info = RedisModule_GetServerInfo(ctx, "memory");
+  if (info == nullptr) return;
+  const char* policy = RedisModule_ServerInfoGetFieldC(info, "maxmemory_policy");
+  const bool allkeys = policy != nullptr && std::string_view(policy).starts_with("allkeys-");
+  if (allkeys && !warned) {
+    RedisModule_Log(ctx, module_api::kLogWarning,
+                    "redbloom: maxmemory-policy is %s: a server at its maxmemory may evict a "
+                    "whole filter, and the next BF.ADD, BF.MADD or BF.INSERT makes it again, "
+                    "empty (its items then read as never added). Set maxmemory-policy to "
+                    "noeviction, or to a volatile-* policy and give filters no TTL",
+                    policy);
+  }
+  warned = allkeys;
+  RedisModule_FreeServerInfo(ctx, info);
 }
 
 ChainOptions default_options() noexcept {

@@ -24,7 +24,7 @@ namespace redbloom::module {
 class OpenKey {
  public:
   OpenKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode) noexcept
-      : key_(RedisModule_OpenKey(ctx, name, mode)) {}
+      : ctx_(ctx), key_(RedisModule_OpenKey(ctx, name, mode)) {}
   OpenKey(const OpenKey&) = delete;
   OpenKey& operator=(const OpenKey&) = delete;
   ~OpenKey() {
@@ -37,12 +37,20 @@ class OpenKey {
   // The filter at the key; nullptr when the key is empty or holds something else.
   [[nodiscard]] FilterChain* filter() const noexcept;
   [[nodiscard]] bool holds_other_type() const noexcept;
-  // Stores a new filter at the (empty) key, which then owns it.
+  // Stores a new filter at the (empty) key, which then owns it; warns in the server's log
+  // when the server may evict it (warn_if_filters_may_be_evicted).
   FilterChain* store(std::unique_ptr<FilterChain> chain) const noexcept;
 
  private:
+  RedisModuleCtx* ctx_;
   RedisModuleKey* key_;
 };
+
+// An evicted filter is gone whole, and the next BF.ADD, BF.MADD or BF.INSERT makes it again,
+// empty: its items read as never added. Logs a warning when a filter is made while the
+// server's maxmemory-policy is allkeys-* with a limit set; once each time the server turns to
+// such a policy, so that a server making many filters does not fill its log.
+void warn_if_filters_may_be_evicted(RedisModuleCtx* ctx) noexcept;
 
 // A new filter with the module's settings, overridden by the caller's options.
 [[nodiscard]] std::unique_ptr<FilterChain> make_filter(const ChainOptions& options);

@@ -13,6 +13,10 @@ namespace redbloom::module {
 
 namespace {
 
+// Items are routed by (32 hash bits x partitions) >> 32 (layout::partition_of): past 2^32
+// partitions that product wraps and routes items where no client looks for them.
+constexpr long long kMaxRoutedPartitions = 1LL << 32;
+
 // The arguments after the key:
 //   sealed-length layout hashes partition-bits partitions index packed-items
 // sealed-length is the string's length the caller expects (the bits and the seal): a
@@ -33,11 +37,11 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, PartitionRequest& requ
   const auto partitions = integer(argv[6]);
   const auto index = integer(argv[7]);
   if (!sealed || !layout || !hashes || !bits || !partitions || !index || *sealed < 0 ||
-      *hashes < 1 || *hashes > kMaxHashes || *bits < 0 || *partitions < 1 || *index < 0 ||
-      *index >= *partitions) {
+      *hashes < 1 || *hashes > kMaxHashes || *bits < 0 || *partitions < 1 ||
+      *partitions > kMaxRoutedPartitions || *index < 0 || *index >= *partitions) {
     reply_error(ctx,
-                "ERR bad partition arguments: expected sealed-length layout hashes "
-                "partition-bits partitions index packed-items");
+                "ERR bad partition arguments: expected sealed-length layout hashes (1 to 64) "
+                "partition-bits partitions (1 to 2^32) index packed-items");
     return false;
   }
   request.params.layout = *layout;

@@ -17,6 +17,7 @@ struct RedisModuleIO;
 struct RedisModuleType;
 struct RedisModuleDigest;
 struct RedisModuleDefragCtx;
+struct RedisModuleServerInfoData;
 
 using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 using RedisModuleTypeLoadFunc = void* (*)(RedisModuleIO* rdb, int encver);
@@ -81,6 +82,8 @@ inline constexpr int kNotifyGeneric = 1 << 2;
 inline constexpr int kOptionHandleIoErrors = 1 << 0;
 // RedisModule_ReplyWithArray: the length is set later with RedisModule_ReplySetArrayLength.
 inline constexpr long kPostponedLength = -1;
+// RedisModule_GetContextFlags: a maxmemory limit is set, with a policy that evicts keys.
+inline constexpr int kContextFlagEvict = 1 << 9;
 // Log levels.
 inline constexpr const char* kLogWarning = "warning";
 inline constexpr const char* kLogNotice = "notice";
@@ -129,6 +132,10 @@ inline constexpr const char* kWrongTypeError =
   X(int, SetAbsExpire, (RedisModuleKey * key, long long expire))                               \
   X(long long, Milliseconds, ())                                                               \
   X(float, GetUsedMemoryRatio, ())                                                             \
+  X(int, GetContextFlags, (RedisModuleCtx * ctx))                                              \
+  X(RedisModuleServerInfoData*, GetServerInfo, (RedisModuleCtx * ctx, const char* section))    \
+  X(const char*, ServerInfoGetFieldC, (RedisModuleServerInfoData * data, const char* field))   \
+  X(void, FreeServerInfo, (RedisModuleCtx * ctx, RedisModuleServerInfoData * data))            \
   X(int, IsKeysPositionRequest, (RedisModuleCtx * ctx))                                        \
   X(void, KeyAtPos, (RedisModuleCtx * ctx, int pos))                                           \
   X(int, NotifyKeyspaceEvent,                                                                  \

@@ -192,6 +192,78 @@ TEST(ChainFormat, DamagedHeadersAreRefusedNeverMisread) {
   EXPECT_GT(refused, 10000u);
 }
 
+// Byte offsets in a header (chain_format.hpp): the chain's fields, then 60 bytes per link.
+constexpr std::size_t kChainError = 8 + 4 + 4 + 1;
+constexpr std::size_t kChainCapacity = kChainError + 8;
+constexpr std::size_t kFirstLink = kChainCapacity + 8 + 4;
+constexpr std::size_t kLinkBytes = 60;
+
+template <class T>
+std::string with_field(std::string header, std::size_t at, T value) {
+  std::memcpy(header.data() + at, &value, sizeof value);
+  return header;
+}
+
+template <class T>
+T field_of(const std::string& header, std::size_t at) {
+  T value;
+  std::memcpy(&value, header.data() + at, sizeof value);
+  return value;
+}
+
+std::string grown_header(Layout layout, std::uint64_t capacity, double error, std::size_t count) {
+  FilterChain chain(options(layout, capacity, error), default_chain_allocator());
+  const auto items = keys("g", 0, count);
+  std::vector<AddResult> results(items.size());
+  chain.add(views(items), results.data());
+  return chain_format::encode_header(chain);
+}
+
+TEST_P(ChainLayouts, HeadersWhoseLinksAreNotWhatTheirOptionsMakeAreRefused) {
+  const std::string header = grown_header(GetParam(), 100, 0.01, 500);  // links of 100, 200, 400
+  ASSERT_EQ(chain_format::decode_header(header, default_chain_allocator(), 0)->links().size(), 3u);
+  std::vector<std::pair<std::string, std::string>> cases;
+  for (std::size_t link = 0; link < 3; ++link) {
+    const std::size_t at = kFirstLink + link * kLinkBytes;
+    const auto name = [&](const char* what) { return "link " + std::to_string(link) + what; };
+    cases.emplace_back(name(" error 1e-317"), with_field(header, at + 32, 1e-317));
+    cases.emplace_back(name(" error x2"),
+                       with_field(header, at + 32, 2 * field_of<double>(header, at + 32)));
+    cases.emplace_back(name(" hashes + 1"),
+                       with_field(header, at + 4, field_of<std::uint32_t>(header, at + 4) + 1));
+    cases.emplace_back(name(" capacity + 1"),
+                       with_field(header, at + 24, field_of<std::uint64_t>(header, at + 24) + 1));
+    cases.emplace_back(name(" target / 2"),
+                       with_field(header, at + 40, field_of<double>(header, at + 40) / 2));
+    cases.emplace_back(
+        name(" bits x2, half the partitions"),
+        with_field(with_field(header, at + 16, 2 * field_of<std::uint64_t>(header, at + 16)),
+                   at + 8, std::uint64_t{1}));
+    if (link < 2) {  // an older link holds its capacity: the next was added when it was full
+      cases.emplace_back(name(" items - 1"),
+                         with_field(header, at + 48, field_of<std::uint64_t>(header, at + 48) - 1));
+    }
+  }
+  cases.emplace_back("options: capacity + 1",
+                     with_field(header, kChainCapacity, std::uint64_t{101}));
+  cases.emplace_back("options: error x 2", with_field(header, kChainError, 0.02));
+  cases.emplace_back("options: expansion 3", with_field(header, 12, std::uint32_t{3}));
+  // The options of another valid filter with these links.
+  const std::string other = grown_header(GetParam(), 300, 0.001, 10);
+  cases.emplace_back("options of another filter",
+                     other.substr(0, kFirstLink) + header.substr(kFirstLink));
+  for (const auto& [what, damaged] : cases) {
+    EXPECT_THROW((void)chain_format::decode_header(damaged, default_chain_allocator(), 0),
+                 FormatError)
+        << what;
+  }
+  // The expected rate may differ in its last digits (libm on another machine).
+  const std::size_t error_at = kFirstLink + kLinkBytes + 32;
+  const double error = field_of<double>(header, error_at);
+  EXPECT_NO_THROW((void)chain_format::decode_header(
+      with_field(header, error_at, std::nextafter(error, 1.0)), default_chain_allocator(), 0));
+}
+
 TEST(PackedItems, RoundTripAndTruncation) {
   const std::vector<std::string_view> items = {"", "a", std::string_view("\0b\0", 3),
                                                "a longer item with spaces"};

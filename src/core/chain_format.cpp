@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "redbloom/error.hpp"
@@ -55,6 +56,58 @@ Layout read_layout(Reader& r) {
     throw FormatError("filter header names unknown layout " + std::to_string(layout));
   }
   return static_cast<Layout>(layout);
+}
+
+std::string link_mismatch(std::uint32_t link, const char* field, const std::string& stored,
+                          const std::string& made) {
+  return "filter header: link " + std::to_string(link) + " has " + field + " " + stored +
+         " where its options make " + made;
+}
+
+std::string shown(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+// Every link of a chain is what its options make at its place (FilterChain::link_params), and
+// every link but the newest was full when the next was added. A header that pairs the options
+// of one valid filter with the links of another (or any field outside that range) would load
+// as a filter whose rate, size or growth are not the ones it reports.
+void check_link_matches_options(const FilterChain& chain, std::uint32_t link, std::uint32_t links,
+                                const FilterParams& stored, double stored_target,
+                                std::uint64_t items) {
+  double target = 0;
+  FilterParams made;
+  try {
+    made = chain.next_link_params(&target);
+  } catch (const InvalidArgument& e) {
+    throw FormatError("filter header: link " + std::to_string(link) + ": " + e.what());
+  }
+  const auto check = [&](bool same, const char* field, const std::string& was,
+                         const std::string& should) {
+    if (!same) throw FormatError(link_mismatch(link, field, was, should));
+  };
+  check(stored.layout == made.layout, "layout", std::string(to_string(stored.layout)),
+        std::string(to_string(made.layout)));
+  check(stored.capacity == made.capacity, "capacity", std::to_string(stored.capacity),
+        std::to_string(made.capacity));
+  check(stored.hashes == made.hashes, "hashes", std::to_string(stored.hashes),
+        std::to_string(made.hashes));
+  check(stored.partitions == made.partitions, "partitions", std::to_string(stored.partitions),
+        std::to_string(made.partitions));
+  check(stored.partition_bits == made.partition_bits, "partition bits",
+        std::to_string(stored.partition_bits), std::to_string(made.partition_bits));
+  check(stored_target == target, "target error rate", shown(stored_target), shown(target));
+  // The expected rate is computed from the sizes with libm, which may round its last digits
+  // differently on another machine: equal to a relative millionth.
+  check(std::fabs(stored.error_rate - made.error_rate) <= 1e-6 * made.error_rate,
+        "expected error rate", shown(stored.error_rate), shown(made.error_rate));
+  if (link + 1 < links && items != stored.capacity) {
+    throw FormatError("filter header: link " + std::to_string(link) + " holds " +
+                      std::to_string(items) + " of its " + std::to_string(stored.capacity) +
+                      " items, yet a newer link was added (only a full link is followed by one)");
+  }
 }
 
 }  // namespace
@@ -127,6 +180,7 @@ std::unique_ptr<FilterChain> decode_header(std::string_view header, ChainAllocat
         !std::isfinite(params.error_rate)) {
       throw FormatError("filter header has a bad link " + std::to_string(i));
     }
+    check_link_matches_options(*chain, i, links, params, target, items);
     // validate() refuses impossible sizes and counts; the chain refuses sizes over its limit.
     chain->add_link_with_params(params, target, items);
   }

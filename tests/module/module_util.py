@@ -26,10 +26,12 @@ def module_path():
     return path
 
 
-def start_server(directory, *module_args, options=()):
-    """A server with the module loaded (module_args after its path), started in directory."""
+def start_server(directory, *module_args, options=(), wrapper=()):
+    """A server with the module loaded (module_args after its path), started in directory
+    (under wrapper, a memory checker's command line, when given)."""
     directory.mkdir(parents=True, exist_ok=True)
-    return RedisServer(directory, *options, "--loadmodule", module_path(), *module_args)
+    return RedisServer(directory, *options, "--loadmodule", module_path(), *module_args,
+                       wrapper=wrapper)
 
 
 def arity(command):

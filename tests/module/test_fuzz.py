@@ -285,3 +285,74 @@ def test_restore_damaged_payloads(server, seeds):
             assert raw("EXISTS", "d") == 0
 
     run(server, lambda rng: "RESTORE d 0 %s REPLACE" % payload(rng).hex(), body)
+
+
+SHAPES = {  # filters whose headers are valid each on its own, of different options
+    "grown": [("BF.RESERVE", "grown", "0.01", "20", "EXPANSION", "3"),
+              ("BF.MADD", "grown", *items("m", 200))],
+    "fixed": [("BF.RESERVE", "fixed", "0.001", "50", "NONSCALING"),
+              ("BF.MADD", "fixed", *items("n", 50))],
+    "auto": [("BF.ADD", "auto", "x")],
+    "loose": [("BF.INSERT", "loose", "CAPACITY", "1", "ERROR", "0.5", "ITEMS", "a", "b", "c")],
+    "tight": [("BF.RESERVE", "tight", "0.0001", "300", "EXPANSION", "2"),
+              ("BF.MADD", "tight", *items("t", 700))],
+    "tiny_rate": [("BF.RESERVE", "tiny_rate", "1e-30", "10", "EXPANSION", "1"),
+                  ("BF.MADD", "tiny_rate", *items("r", 25))],
+    "wide": [("BF.RESERVE", "wide", "0.05", "40", "EXPANSION", "5"),
+             ("BF.MADD", "wide", *items("w", 100))],
+}
+
+
+def shape_dumps(raw):
+    dumps = {}
+    for key, commands in SHAPES.items():
+        for command in commands:
+            assert not isinstance(raw(*command), Error), command
+        dumps[key] = split_dump(raw("DUMP", key))
+    raw("FLUSHALL")
+    return dumps
+
+
+def restored(raw, prefix, strings, version):
+    reply = raw("RESTORE", "mixed", "0", join_dump(prefix, strings, version), "REPLACE")
+    assert reply == OK or isinstance(reply, Error), reply
+    raw("DEL", "mixed")
+    return reply == OK
+
+
+def test_restore_refuses_options_of_one_filter_with_the_links_of_another(server):
+    """Each header pairs the options of one real filter with the links (and bits) of another,
+    or changes one link field to a value valid on its own but not what the options make: a
+    filter loaded so would report a rate, size or growth it does not have."""
+    with Resp(server.port) as raw:
+        dumps = shape_dumps(raw)
+        accepted, cases = [], 0
+        for a, (prefix, strings_a, version) in dumps.items():
+            chain_a = parse_header(strings_a[0])
+            for b, (_, strings_b, _) in dumps.items():
+                if a == b:
+                    continue
+                chain = parse_header(strings_b[0])
+                for field in CHAIN_FIELDS[:-1]:
+                    chain[field] = chain_a[field]
+                cases += 1
+                if restored(raw, prefix, [encode_header(chain)] + strings_b[1:], version):
+                    accepted.append("options of %s, links of %s" % (a, b))
+            for at in range(chain_a["links"]):
+                for field, change in (("error_rate", lambda v: 1e-317), ("hashes", lambda v: v + 1),
+                                      ("target_error", lambda v: v / 2),
+                                      ("capacity", lambda v: v + 1),
+                                      ("items", lambda v: max(v - 1, 0))):
+                    chain = parse_header(strings_a[0])
+                    link = chain["link"][at]
+                    if field == "items" and at + 1 == chain["links"]:
+                        continue  # the newest link may hold any count up to its capacity
+                    link[field] = change(link[field])
+                    cases += 1
+                    if restored(raw, prefix, [encode_header(chain)] + strings_a[1:], version):
+                        accepted.append("%s link %d with %s %r" % (a, at, field, link[field]))
+        for key, (prefix, strings, version) in dumps.items():  # the originals still load
+            assert restored(raw, prefix, strings, version), key
+    assert cases > 100
+    assert accepted == [], "%d of %d accepted: %s" % (len(accepted), cases, accepted)
+    assert server.alive(), server.log_tail()

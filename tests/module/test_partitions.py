@@ -66,6 +66,8 @@ def test_partition_wrong_type(raw):
     dict(layout="bogus"), dict(hashes=0), dict(hashes="x"), dict(bits=1000), dict(bits=0),
     dict(bits=-512), dict(partitions=0), dict(index=1), dict(index=-1), dict(sealed=SEALED + 1),
     dict(sealed=SEALED - 2), dict(sealed="x"), dict(bits=2 ** 33), dict(hashes=10 ** 6),
+    dict(partitions=2 ** 32 + 1), dict(partitions=2 ** 63 - 1, index=2 ** 62),
+    dict(index=2 ** 63 - 1), dict(sealed=2 ** 63 - 1), dict(bits=2 ** 63 - 512),
 ])
 def test_partition_bad_arguments(raw, args):
     raw("SET", "p", b"\x00" * SEALED)

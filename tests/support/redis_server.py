@@ -35,11 +35,15 @@ def wait_until(condition, what, timeout=60.0, interval=0.02):
 
 
 class RedisServer:
-    def __init__(self, directory, *options):
+    def __init__(self, directory, *options, wrapper=()):
+        """wrapper: a command line that runs the server (a memory checker), before its own."""
         if shutil.which("redis-server") is None:
             pytest.fail("redis-server not found (scripts/install-deps.sh --test installs it)")
+        if wrapper and shutil.which(wrapper[0]) is None:
+            pytest.fail("%s not found (scripts/install-deps.sh --test installs it)" % wrapper[0])
         self.directory = directory
         self.options = list(options)
+        self.wrapper = list(wrapper)
         self.port = None
         self.process = None
         self.start()
@@ -59,9 +63,9 @@ class RedisServer:
         for _ in range(20):
             port = self.port or free_port()
             process = subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(self.directory), "--logfile",
-                 str(self.log)] + self.options)
+                self.wrapper + ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", str(self.directory),
+                                "--logfile", str(self.log)] + self.options)
             client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
             deadline = time.monotonic() + START_TIMEOUT
             while process.poll() is None and time.monotonic() < deadline:
