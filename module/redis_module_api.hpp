@@ -151,8 +151,7 @@ inline constexpr const char* kWrongTypeError =
   X(void, Log, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                \
   X(void, LogIOError, (RedisModuleIO * io, const char* levelstr, const char* fmt, ...))        \
   X(int, HashGet, (RedisModuleKey * key, int flags, ...))                                      \
-  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, std::size_t n))  \
-  X(int, GetContextFlags, (RedisModuleCtx * ctx))
+  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, std::size_t n))
 
 #define REDBLOOM_DECLARE_MODULE_FUNCTION(ret, name, args) extern ret(*RedisModule_##name) args;
 extern "C" {
