@@ -120,3 +120,36 @@ def test_a_replica_that_runs_late_writes_the_slice_its_master_chose(make_server)
         assert replica.get(key) == master.get(key), key
     assert replica.execute_command("PEXPIRETIME", made) == \
         master.execute_command("PEXPIRETIME", made) == (reply[4] + 1 + older) * slice_ms
+
+
+I64_MAX = 2 ** 63 - 1
+
+
+@pytest.mark.parametrize("mode", ["a", "l", "i"])
+@pytest.mark.parametrize("change", [
+    # The declared slices would run to the last i64 (a loop over them could not end).
+    {"now": I64_MAX, "first": I64_MAX - 1},
+    {"now": 5, "first": I64_MAX - 1, "slice_ms": 1},
+    # A retirement past the last i64 millisecond.
+    {"now": I64_MAX, "first": 0, "older": 1, "slice_ms": 2 ** 62,
+     "keys": ("r", "s0", "s1", "s2", "s3")},
+])
+def test_slice_numbers_near_the_ends_of_the_range_are_refused(server, raw, mode, change):
+    reply = stream(raw, mode, items("x", 3) if mode != "i" else [], **change)
+    assert isinstance(reply, Error) and "slice" in str(reply), reply
+    assert server.alive(), server.log_tail()
+    assert raw("DBSIZE") == 0
+
+
+@pytest.mark.parametrize("mode", ["a", "l", "i"])
+@pytest.mark.parametrize("keys", [("r", "r", "s1"), ("r", "s0", "r"), ("r", "s0", "s0")])
+def test_a_key_named_twice_is_refused(server, raw, mode, keys):
+    """The roster named as a slice, or a slice named twice: one key under two handles, written
+    through one while the other still points at its old bytes."""
+    if keys[1] != "r":
+        stream(raw, "a", items("y", 20), keys=("r", keys[1], "s9"))
+    before = {k: raw("GET", k) for k in ("r", "s0", "s1")}
+    reply = stream(raw, mode, items("x", 20) if mode != "i" else [], keys=keys)
+    assert isinstance(reply, Error) and "twice" in str(reply), reply
+    assert server.alive(), server.log_tail()
+    assert {k: raw("GET", k) for k in ("r", "s0", "s1")} == before
