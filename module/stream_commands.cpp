@@ -19,7 +19,7 @@ namespace redbloom::module {
 
 namespace {
 
-// RB.STREAM numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
+// RB.STREAM[_RO] numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
 //           partitions index M x (layout hashes partition-bits capacity) packed-items
 // The keys, the header, the roster, the statuses, the reply and the REDBLOOMSTREAM errors are
 // the stream script's (src/redis/stream_script.hpp); instead of bit offsets it takes the items
@@ -37,7 +37,8 @@ struct Link {
 struct StreamRequest {
   std::int64_t numkeys = 0;  // the roster and the slices
   char mode = 'l';
-  int now_arg = 0;  // where now-ms is in argv
+  bool guarded = false;  // upper-case mode: the roster was made with the filter
+  int now_arg = 0;       // where now-ms is in argv
   std::int64_t now_ms = -1;
   std::int64_t slice_ms = 0;
   std::int64_t older = 0;
@@ -68,7 +69,8 @@ bool distinct_keys(RedisModuleString** argv, std::int64_t numkeys) {
   return std::adjacent_find(names.begin(), names.end()) == names.end();
 }
 
-bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, StreamRequest& r) {
+bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
+           StreamRequest& r) {
   const auto numkeys = integer(argv[1]);
   if (!numkeys || *numkeys < 2 || *numkeys > argc - 2 - kFixedArgs - kLinkArgs - 1) {
     return bad(ctx, "numkeys must count the roster and at least one slice key");
@@ -76,8 +78,13 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, StreamReques
   r.numkeys = *numkeys;
   const int base = 2 + static_cast<int>(r.numkeys);
   const std::string_view mode = text(argv[base]);
-  if (mode != "a" && mode != "l" && mode != "i") return bad(ctx, "mode is a, l or i");
-  r.mode = mode[0];
+  const std::string_view modes = read_only ? "liLI" : "aliALI";
+  if (mode.size() != 1 || modes.find(mode[0]) == std::string_view::npos) {
+    return bad(ctx, read_only ? "mode is l or i (L or I guarded)"
+                              : "mode is a, l or i (A, L or I guarded)");
+  }
+  r.guarded = mode[0] >= 'A' && mode[0] <= 'Z';
+  r.mode = static_cast<char>(r.guarded ? mode[0] - 'A' + 'a' : mode[0]);
   r.now_arg = base + 1;
   const auto now = integer(argv[base + 1]);
   const auto slice_ms = integer(argv[base + 2]);
@@ -399,12 +406,18 @@ struct Roster {
   }
 };
 
-// Opens the roster; false after an error reply (another type, another length).
+// Opens the roster; false after an error reply (another type, another length, or gone when the
+// filter made it).
 bool open_roster(RedisModuleCtx* ctx, RedisModuleString* name, const StreamRequest& r,
                  Roster& roster) {
   roster.slots = r.older + 1;
-  roster.key = std::make_unique<OpenKey>(ctx, name, module_api::kRead | module_api::kWrite);
-  if (roster.key->empty()) return true;
+  const int mode = r.mode == 'a' ? module_api::kRead | module_api::kWrite : module_api::kRead;
+  roster.key = std::make_unique<OpenKey>(ctx, name, mode);
+  if (roster.key->empty()) {
+    if (!r.guarded) return true;
+    stream_error(ctx, "gone", 1, "0");
+    return false;
+  }
   if (RedisModule_KeyType(roster.key->get()) != module_api::kKeyTypeString) {
     reply_error(ctx, module_api::kWrongTypeError);
     return false;
@@ -414,11 +427,11 @@ bool open_roster(RedisModuleCtx* ctx, RedisModuleString* name, const StreamReque
     stream_error(ctx, "roster", 1, std::to_string(length));
     return false;
   }
-  // Write access even to read: a string this short may be stored as a number, and only
-  // writable access hands out its bytes.
+  // A string this short may be stored as a number: DMA decodes it in place (even to read), so
+  // its bytes are there.
   std::size_t ignored = 0;
-  roster.ring = reinterpret_cast<std::uint8_t*>(
-      RedisModule_StringDMA(roster.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+  roster.ring =
+      reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(roster.key->get(), &ignored, mode));
   return true;
 }
 
@@ -622,7 +635,7 @@ int add_items(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const Str
   return finish("ok", n, flags, std::max<std::int64_t>(most, links));
 }
 
-int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only) {
   if (RedisModule_IsKeysPositionRequest(ctx)) {
     const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
     if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
@@ -632,7 +645,7 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   if (argc < 2 + kFixedArgs + kLinkArgs + 1) return RedisModule_WrongArity(ctx);
   StreamRequest r;
-  if (!parse(ctx, argv, argc, r)) return module_api::kOk;
+  if (!parse(ctx, argv, argc, read_only, r)) return module_api::kOk;
   // Every item is hashed and checked first: an item routed to the wrong partition would set
   // bits that no lookup of it reads.
   std::vector<ItemHash> hashes(r.items.size());
@@ -656,6 +669,15 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return add_items(ctx, argv, argc, r, d, roster, live, hashes, *current, now);
 }
 
+int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return run_stream(ctx, argv, argc, false);
+}
+
+// Lookups and info only, flagged read-only: a read-only replica serves them.
+int stream_ro(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return run_stream(ctx, argv, argc, true);
+}
+
 template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
 int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return guarded(ctx, [&] { return Body(ctx, argv, argc); });
@@ -667,6 +689,8 @@ bool register_stream_commands(RedisModuleCtx* ctx) noexcept {
   // The keys follow numkeys as EVAL's do: getkeys-api names them, for cluster routing and
   // ASK/TRYAGAIN during a migration, as no first/last/step could.
   return RedisModule_CreateCommand(ctx, "rb.stream", guard<stream>, "write deny-oom getkeys-api", 0,
+                                   0, 0) == module_api::kOk &&
+         RedisModule_CreateCommand(ctx, "rb.stream_ro", guard<stream_ro>, "readonly getkeys-api", 0,
                                    0, 0) == module_api::kOk;
 }
 

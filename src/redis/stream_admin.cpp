@@ -204,6 +204,8 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
                                                   redis::creation_age(*existing) +
                                                   "; if that process is gone, drop it first"));
   }
+  state->guarded = true;
+  state->make_rosters();
   state->created_unix_ns = redis::unix_now_ns();
   for (std::uint32_t r = 0; r < count; ++r) {
     metadata[r].ready = true;
@@ -250,6 +252,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::open_if_stream(
   auto state = std::make_unique<State>(shape, name, std::move(clock));
   state->routers = std::move(routers);
   state->created_unix_ns = metadata[0].created_unix_ns;
+  state->guarded = metadata[0].version >= 2;
   const std::uint64_t partitions = shape.partitions();
   state->router_of = servers_of_partitions(partitions, count);
   state->salts.assign(partitions, 0);
