@@ -16,8 +16,9 @@ BITS = 4096
 
 
 def stream(raw, mode, batch, keys=("r", "s0", "s1"), now=5, slice_ms=0, older=0, first=0,
-           links=((b"blocked", 7, BITS, 100),), budget=0, partitions=1, index=0, header=HEADER):
-    args = ["RB.STREAM", len(keys), *keys, mode, now, slice_ms, older, first, header, len(links),
+           links=((b"blocked", 7, BITS, 100),), budget=0, partitions=1, index=0, header=HEADER,
+           command="RB.STREAM"):
+    args = [command, len(keys), *keys, mode, now, slice_ms, older, first, header, len(links),
             budget, partitions, index]
     for link in links:
         args.extend(link)
@@ -153,3 +154,53 @@ def test_a_key_named_twice_is_refused(server, raw, mode, keys):
     assert isinstance(reply, Error) and "twice" in str(reply), reply
     assert server.alive(), server.log_tail()
     assert {k: raw("GET", k) for k in ("r", "s0", "s1")} == before
+
+
+NEVER_MADE = b"\x80" + b"\x00" * 7  # a guarded roster's field before its slice is made
+
+
+@pytest.mark.parametrize("mode", ["A", "L", "I"])
+def test_a_guarded_roster_that_is_gone_is_an_error_that_writes_nothing(raw, mode):
+    """The upper-case modes: the filter made its roster, so a missing one (evicted with its
+    slices, perhaps) is an error, never an empty filter."""
+    reply = stream(raw, mode, items("x", 20) if mode != "I" else [])
+    assert isinstance(reply, Error) and str(reply).startswith("REDBLOOMSTREAM gone 1 0"), reply
+    assert raw("DBSIZE") == 0
+
+
+def test_a_guarded_roster_answers_as_before_while_it_is_there(raw):
+    raw("SET", "r", NEVER_MADE)
+    batch = items("x", 20)
+    assert stream(raw, "A", batch)[:3] == [b"ok", 20, b"1" * 20]
+    assert raw("GET", "r") == struct.pack(">q", 1)
+    assert stream(raw, "L", batch)[:3] == [b"ok", 20, b"1" * 20]
+    raw("DEL", "s0")
+    assert str(stream(raw, "L", batch)).startswith("REDBLOOMSTREAM lost 2 0")
+    raw("DEL", "r")
+    assert str(stream(raw, "L", batch)).startswith("REDBLOOMSTREAM gone 1 0")
+
+
+def test_the_read_only_command_reads_on_a_replica_and_never_adds(make_server):
+    master_server = make_server(options=("--repl-diskless-sync-delay", "0"))
+    replica_server = make_server(options=("--replicaof", "127.0.0.1", str(master_server.port)))
+    replica = replica_server.client()
+    wait_until(lambda: replica.info("replication")["master_link_status"] == "up",
+               "the replica's link to come up")
+    batch = items("rep", 30)
+    with Resp(master_server.port) as raw:
+        raw("SET", "r", NEVER_MADE)
+        assert stream(raw, "A", batch)[:2] == [b"ok", 30]
+        assert raw("WAIT", 1, 60000) == 1
+    with Resp(replica_server.port) as raw:
+        for mode in ("l", "L"):
+            looked = stream(raw, mode, batch + items("absent", 5), command="RB.STREAM_RO")
+            assert looked[:3] == [b"ok", 35, b"1" * 30 + b"0" * 5], looked
+            # RB.STREAM is a write command, which a read-only replica refuses.
+            refused = stream(raw, mode, batch)
+            assert isinstance(refused, Error) and str(refused).startswith("READONLY"), refused
+        info = stream(raw, "I", [], command="RB.STREAM_RO")
+        assert info[:2] == [b"ok", 0] and len(info) == 7, info
+        for mode in ("a", "A"):
+            refused = stream(raw, mode, batch, command="RB.STREAM_RO")
+            assert isinstance(refused, Error) and "mode is l or i" in str(refused), refused
+    assert replica.get("s0") == master_server.client().get("s0")
