@@ -844,6 +844,93 @@ TEST(StreamReplica, AReadOnlyReplicaAnswersLookupsAsItsMaster) {
   }
 }
 
+// A filter whose metadata hash was evicted while its rosters and slices remain: adding to it
+// again never creates it anew over its keys (that would take its items for new, or answer from
+// slices of another shape); overwriting removes what is left.
+TEST(StreamEviction, AFilterWhoseMetadataIsGoneIsNotCreatedAgainOverItsKeys) {
+  RedisServer server(server_args());
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  const StreamShape shape(windowed(2000, 0.01, 4 * kSlice));
+  const auto items = make_items(1000, "meta-");
+  {
+    auto store = RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), false);
+    add(*store, items);
+  }
+  ASSERT_EQ(server.integer({"DEL", "m"}), 1);
+  const auto before = server.command({"DBSIZE"}).integer;
+  const std::string message = error_of([&] {
+    (void)RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), false);
+  });
+  EXPECT_TRUE(contains_text(message, "lost its metadata") && contains_text(message, "--force"))
+      << message;
+  EXPECT_THROW(
+      (void)RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), false),
+      FormatError);
+  EXPECT_EQ(server.command({"DBSIZE"}).integer, before);
+  EXPECT_EQ(server.integer({"EXISTS", "m"}), 0);
+  auto fresh = RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), true);
+  EXPECT_LT(count_of(lookup(*fresh, items)), items.size() / 10);
+}
+
+// A real eviction: a server with a limit just above what it holds and allkeys-lru, and a
+// windowed filter that makes a slice a step. Whatever the server evicts (slices, rosters, the
+// metadata), every lookup of the items added ends in an error or finds them all.
+TEST(StreamEviction, ARealEvictionEndsInAnErrorOrRightAnswers) {
+  RedisServer server(server_args());
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  StreamOptions options;
+  options.capacity = 4'000'000;
+  options.error_rate = 0.01;
+  options.window_ns = 8 * kSlice;
+  options.slices = 8;
+  const StreamShape shape(options);
+  auto store = RedisStreamStore::create({server.endpoint()}, "e", shape, clock.clock(), false);
+  const auto memory = [&] {
+    const std::string info = server.command({"INFO", "memory"}).text;
+    const std::size_t at = info.find("used_memory:");
+    return std::stoll(info.substr(at + 12));
+  };
+  ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}).text, "OK");
+  ASSERT_EQ(
+      server.command({"CONFIG", "SET", "maxmemory", std::to_string(memory() + (3 << 20))}).text,
+      "OK");
+  const auto evicted = [&] {
+    const std::string info = server.command({"INFO", "stats"}).text;
+    return std::stoll(info.substr(info.find("evicted_keys:") + 13));
+  };
+  std::vector<std::string> added;
+  bool failed = false;
+  for (int step = 0; step < 60 && evicted() == 0; ++step) {
+    const auto batch = make_items(2000, "ev-", step * 2000);
+    try {
+      add(*store, batch);
+    } catch (const Error&) {
+      failed = true;  // an add that met an eviction says so
+      break;
+    }
+    added.insert(added.end(), batch.begin(), batch.end());
+    // Only what is inside the window (8 slices) is asked for.
+    if (added.size() > 14 * batch.size()) added.erase(added.begin(), added.begin() + 2000);
+    clock.advance(kSlice / 2);
+  }
+  ASSERT_GT(evicted(), 0) << "the server never evicted";
+  std::printf("[ evicted  ] %lld keys after %zu items%s\n", evicted(), added.size(),
+              failed ? ", the last add failed" : "");
+  std::size_t errors = 0;
+  for (std::size_t at = 0; at < added.size(); at += 1000) {
+    const std::vector<std::string> some(added.begin() + at,
+                                        added.begin() + std::min(at + 1000, added.size()));
+    try {
+      EXPECT_EQ(count_of(lookup(*store, some)), some.size()) << "items from " << at;
+    } catch (const FormatError&) {
+      ++errors;
+    }
+  }
+  std::printf("[ evicted  ] %zu of %zu lookups were errors\n", errors, (added.size() + 999) / 1000);
+}
+
 // Slots of the filter's partitions move between masters, key by key, while writes go on and
 // (slices a quarter of a second long, on the servers' clock) slices expire: no error, and every
 // item whose add started within the last window before a lookup ended is present.

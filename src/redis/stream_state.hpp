@@ -56,8 +56,9 @@ struct RedisStreamStore::State {
   // The partition's slice roster (stream_script.hpp).
   [[nodiscard]] std::string roster_key(std::uint64_t partition) const;
   // Makes every partition's roster, as yet without slices (a creation does, before it marks the
-  // filter ready).
-  void make_rosters();
+  // filter ready). Without `overwrite`, a roster already there is kept: the first such key is
+  // returned ("" when none was).
+  std::string make_rosters(bool overwrite);
   // The client's now in ms for the script (-1: the server's TIME) and its best guess of the
   // current slice.
   [[nodiscard]] std::int64_t now_ms() const;

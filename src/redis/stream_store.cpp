@@ -322,11 +322,13 @@ std::string RedisStreamStore::State::roster_key(std::uint64_t partition) const {
   return redis::partition_key(name, partition, salts[partition], "slices");
 }
 
-void RedisStreamStore::State::make_rosters() {
+std::string RedisStreamStore::State::make_rosters(bool overwrite) {
   const std::uint64_t fields = std::uint64_t{shape.windowed() ? shape.slices() : 0u} + 1;
   // Each field INT64_MIN: no slice g has g + 1 there.
   std::string ring(8 * fields, '\0');
   for (std::uint64_t f = 0; f < fields; ++f) ring[8 * f] = '\x80';
+  std::string taken;
+  std::vector<std::vector<std::string>> made(routers.size());
   for (std::size_t r = 0; r < routers.size(); ++r) {
     std::vector<std::uint64_t> mine;
     for (std::uint64_t p = 0; p < router_of.size(); ++p) {
@@ -337,12 +339,35 @@ void RedisStreamStore::State::make_rosters() {
         router, mine.size(), [&](std::uint64_t i) { return roster_key(mine[i]); },
         "SET (making the slice rosters)", redis::Work::idempotent_write,
         [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-          buffer.command({"SET", key, ring});
+          if (overwrite) {
+            buffer.command({"SET", key, ring});
+          } else {
+            buffer.command({"SET", key, ring, "NX"});
+          }
         },
-        [&](std::uint64_t, const redisReply& reply) {
+        [&](std::uint64_t i, const redisReply& reply) {
+          if (reply.type == REDIS_REPLY_NIL) {
+            if (taken.empty()) taken = roster_key(mine[i]);
+            return;
+          }
           router.expect(reply, REDIS_REPLY_STATUS, "SET");
+          made[r].push_back(roster_key(mine[i]));
         });
   }
+  if (taken.empty()) return taken;
+  // Another filter's roster: what this call made goes again.
+  for (std::size_t r = 0; r < routers.size(); ++r) {
+    redis::for_each_part(
+        *routers[r], made[r].size(), [&](std::uint64_t i) { return made[r][i]; }, "UNLINK",
+        redis::Work::idempotent_write,
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"UNLINK", key});
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          routers[r]->expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+        });
+  }
+  return taken;
 }
 
 std::int64_t RedisStreamStore::State::now_ms() const {
