@@ -46,6 +46,21 @@ for kind in windowed growing; do
   check "$kind: --force starts it anew" 0 "$rc"
 done
 
+# --- a plain filter whose metadata was evicted, and a plain creation over a stream's keys ---
+run dedup --redis "$U" --name plain -n 100000 -p 0.01 -q items.txt
+check "plain: dedup" "0:20000" "$rc:$(wc -l <<< "$out")"
+rcli main del plain > /dev/null
+run dedup --redis "$U" --name plain -n 100000 -p 0.01 -q items.txt
+check "plain: dedup without metadata exits 3 and prints nothing" "3:" "$rc:$out"
+check_contains "plain: says why" "evicted" "$err"
+check "plain: its partition is kept, nothing made" "plain:bits:{plain:0}" "$(rcli main --scan --pattern 'plain*')"
+rcli main del windowed > /dev/null
+run dedup --redis "$U" --name windowed -q items.txt
+check "windowed without metadata, dedup without its window: exits 3, prints nothing" "3:" "$rc:$out"
+check_contains "windowed without metadata: says so" "lost its metadata" "$err"
+run create --redis "$U" --name windowed --window 1h -n 100000 -p 0.01 --force -q
+check "windowed: --force starts it anew" 0 "$rc"
+
 # --- reads from a read-only replica ---
 start_redis replica "${server_args[@]}" --replicaof 127.0.0.1 "${redis_port[main]}"
 R=$(redis_uri replica)
