@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace redbloom::module {
 
 namespace {
 
-// RB.STREAM numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
+// RB.STREAM[_RO] numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
 //           partitions index M x (layout hashes partition-bits capacity) packed-items
 // The keys, the header, the roster, the statuses, the reply and the REDBLOOMSTREAM errors are
 // the stream script's (src/redis/stream_script.hpp); instead of bit offsets it takes the items
@@ -36,11 +37,13 @@ struct Link {
 struct StreamRequest {
   std::int64_t numkeys = 0;  // the roster and the slices
   char mode = 'l';
-  int now_arg = 0;  // where now-ms is in argv
+  bool guarded = false;  // upper-case mode: the roster was made with the filter
+  int now_arg = 0;       // where now-ms is in argv
   std::int64_t now_ms = -1;
   std::int64_t slice_ms = 0;
   std::int64_t older = 0;
   std::int64_t first = 0;
+  std::int64_t last = 0;  // the last declared slice
   std::uint64_t header = 0;
   std::uint64_t budget = 0;
   std::uint64_t partitions = 0;
@@ -56,7 +59,18 @@ bool bad(RedisModuleCtx* ctx, const char* what) {
   return false;
 }
 
-bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, StreamRequest& r) {
+// The roster and the slices are distinct keys: one key under two handles would be written
+// through one while the other still points at its old bytes.
+bool distinct_keys(RedisModuleString** argv, std::int64_t numkeys) {
+  std::vector<std::string_view> names;
+  names.reserve(static_cast<std::size_t>(numkeys));
+  for (std::int64_t k = 0; k < numkeys; ++k) names.push_back(text(argv[2 + k]));
+  std::sort(names.begin(), names.end());
+  return std::adjacent_find(names.begin(), names.end()) == names.end();
+}
+
+bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
+           StreamRequest& r) {
   const auto numkeys = integer(argv[1]);
   if (!numkeys || *numkeys < 2 || *numkeys > argc - 2 - kFixedArgs - kLinkArgs - 1) {
     return bad(ctx, "numkeys must count the roster and at least one slice key");
@@ -64,8 +78,13 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, StreamReques
   r.numkeys = *numkeys;
   const int base = 2 + static_cast<int>(r.numkeys);
   const std::string_view mode = text(argv[base]);
-  if (mode != "a" && mode != "l" && mode != "i") return bad(ctx, "mode is a, l or i");
-  r.mode = mode[0];
+  const std::string_view modes = read_only ? "liLI" : "aliALI";
+  if (mode.size() != 1 || modes.find(mode[0]) == std::string_view::npos) {
+    return bad(ctx, read_only ? "mode is l or i (L or I guarded)"
+                              : "mode is a, l or i (A, L or I guarded)");
+  }
+  r.guarded = mode[0] >= 'A' && mode[0] <= 'Z';
+  r.mode = static_cast<char>(r.guarded ? mode[0] - 'A' + 'a' : mode[0]);
   r.now_arg = base + 1;
   const auto now = integer(argv[base + 1]);
   const auto slice_ms = integer(argv[base + 2]);
@@ -94,6 +113,21 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, StreamReques
   r.slice_ms = *slice_ms;
   r.older = *older;
   r.first = *first;
+  // The slice numbers are the client's: every sum and product of them below is checked here,
+  // so that no loop over the slices runs past the declared keys.
+  std::int64_t retire = 0;
+  if (__builtin_add_overflow(r.first, r.numkeys - 2, &r.last) || r.last == INT64_MAX) {
+    return bad(ctx, "the last declared slice (first + numkeys - 2) must be below 2^63 - 1");
+  }
+  if (r.slice_ms > 0 && (__builtin_add_overflow(r.last, 1 + r.older, &retire) ||
+                         __builtin_mul_overflow(retire, r.slice_ms, &retire))) {
+    return bad(ctx,
+               "the last declared slice's retirement ((slice + 1 + older) x slice-ms) "
+               "must fit a 64-bit count of milliseconds");
+  }
+  if (!distinct_keys(argv, r.numkeys)) {
+    return bad(ctx, "a key is named twice: the roster and each slice need keys of their own");
+  }
   r.header = static_cast<std::uint64_t>(*header);
   r.budget = static_cast<std::uint64_t>(*budget);
   r.partitions = static_cast<std::uint64_t>(*partitions);
@@ -323,84 +357,106 @@ void replicate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const St
   RedisModule_FreeString(ctx, pinned);
 }
 
-int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (RedisModule_IsKeysPositionRequest(ctx)) {
-    const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
-    if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
-      for (int i = 0; i < *numkeys; ++i) RedisModule_KeyAtPos(ctx, 2 + i);
-    }
-    return module_api::kOk;
-  }
-  if (argc < 2 + kFixedArgs + kLinkArgs + 1) return RedisModule_WrongArity(ctx);
-  StreamRequest r;
-  if (!parse(ctx, argv, argc, r)) return module_api::kOk;
-  // Every item is hashed and checked first: an item routed to the wrong partition would set
-  // bits that no lookup of it reads.
-  std::vector<ItemHash> hashes(r.items.size());
-  for (std::size_t i = 0; i < r.items.size(); ++i) {
-    hashes[i] = detail::hash_inline(r.items[i]);
-    if (layout::partition_of(hashes[i], r.partitions) != r.index) {
-      return reply_error(
-          ctx, ("ERR item " + std::to_string(i) + " belongs to another partition").c_str());
-    }
-  }
-  const bool adding = r.mode == 'a';
-  const std::int64_t now = r.now_ms >= 0 ? r.now_ms : RedisModule_Milliseconds();
-  const std::int64_t last = r.first + r.numkeys - 2;
-  const auto key_of = [&](std::int64_t g) { return argv[3 + (g - r.first)]; };
-  const auto index_of = [&](std::int64_t g) { return g - r.first + 2; };
+// Where the declared slices are: slice g's key is argv[3 + g - first], the script's key index
+// g - first + 2. parse() bounds first .. last so that none of this overflows.
+struct Declared {
+  RedisModuleString** argv;
+  std::int64_t first;
+  std::int64_t last;
+  [[nodiscard]] RedisModuleString* key_of(std::int64_t g) const { return argv[3 + (g - first)]; }
+  [[nodiscard]] std::int64_t index_of(std::int64_t g) const { return g - first + 2; }
+};
 
-  // The current slice: the one of now, or the newest declared one that exists.
+// The current slice: the one of now, or the newest declared one that exists (time never goes
+// back for a partition). nullopt when the declared slices do not cover it and its live ones:
+// the `time` reply is then sent.
+std::optional<std::int64_t> current_slice(RedisModuleCtx* ctx, const StreamRequest& r,
+                                          const Declared& d, std::int64_t now) {
   std::int64_t current = r.slice_ms > 0 ? floor_div(now, r.slice_ms) : 0;
-  if (current > last) return reply_time(ctx, current, now);
+  if (current > d.last) {
+    reply_time(ctx, current, now);
+    return std::nullopt;
+  }
   std::int64_t newest = current;
-  for (std::int64_t g = std::max(current + 1, r.first); g <= last; ++g) {
-    const OpenKey key(ctx, key_of(g), module_api::kRead);
+  for (std::int64_t g = std::max(current + 1, d.first); g <= d.last; ++g) {
+    const OpenKey key(ctx, d.key_of(g), module_api::kRead);
     if (!key.empty()) newest = g;
   }
-  if (newest == last && last > current) return reply_time(ctx, last, now);
-  current = newest;
-  if (current - r.older < r.first) return reply_time(ctx, current, now);
-
-  // The roster (stream_script.hpp): a live slice that was made and is gone is an error.
-  const std::int64_t ring_slots = r.older + 1;
-  OpenKey roster(ctx, argv[2], module_api::kRead | module_api::kWrite);
-  std::uint8_t* ring = nullptr;
-  if (!roster.empty()) {
-    if (RedisModule_KeyType(roster.get()) != module_api::kKeyTypeString) {
-      return reply_error(ctx, module_api::kWrongTypeError);
-    }
-    const std::size_t length = RedisModule_ValueLength(roster.get());
-    if (length != 8 * static_cast<std::uint64_t>(ring_slots)) {
-      return stream_error(ctx, "roster", 1, std::to_string(length));
-    }
-    // Write access even to read: a string this short may be stored as a number, and only
-    // writable access hands out its bytes.
-    std::size_t ignored = 0;
-    ring = reinterpret_cast<std::uint8_t*>(
-        RedisModule_StringDMA(roster.get(), &ignored, module_api::kRead | module_api::kWrite));
+  if (newest == d.last && d.last > current) {
+    reply_time(ctx, d.last, now);
+    return std::nullopt;
   }
-  const auto made = [&](std::int64_t g) {
-    return ring != nullptr &&
-           field(ring, static_cast<std::uint64_t>(floor_mod(g, ring_slots))) == g + 1;
-  };
+  if (newest - r.older < d.first) {
+    reply_time(ctx, newest, now);
+    return std::nullopt;
+  }
+  return newest;
+}
 
-  const std::uint64_t link_count = r.links.size();
-  std::vector<Slice> live(static_cast<std::size_t>(r.older) + 1);
-  std::uint64_t used = 0;
-  std::int64_t most = 0;
+// The roster (stream_script.hpp), opened for the command; `ring` its bytes, nullptr when the
+// key does not exist.
+struct Roster {
+  std::unique_ptr<OpenKey> key;
+  std::uint8_t* ring = nullptr;
+  std::int64_t slots = 0;
+
+  // True once slice g's key was made.
+  [[nodiscard]] bool made(std::int64_t g) const {
+    return ring != nullptr && field(ring, static_cast<std::uint64_t>(floor_mod(g, slots))) == g + 1;
+  }
+};
+
+// Opens the roster; false after an error reply (another type, another length, or gone when the
+// filter made it).
+bool open_roster(RedisModuleCtx* ctx, RedisModuleString* name, const StreamRequest& r,
+                 Roster& roster) {
+  roster.slots = r.older + 1;
+  const int mode = r.mode == 'a' ? module_api::kRead | module_api::kWrite : module_api::kRead;
+  roster.key = std::make_unique<OpenKey>(ctx, name, mode);
+  if (roster.key->empty()) {
+    if (!r.guarded) return true;
+    stream_error(ctx, "gone", 1, "0");
+    return false;
+  }
+  if (RedisModule_KeyType(roster.key->get()) != module_api::kKeyTypeString) {
+    reply_error(ctx, module_api::kWrongTypeError);
+    return false;
+  }
+  const std::size_t length = RedisModule_ValueLength(roster.key->get());
+  if (length != 8 * static_cast<std::uint64_t>(roster.slots)) {
+    stream_error(ctx, "roster", 1, std::to_string(length));
+    return false;
+  }
+  // A string this short may be stored as a number: DMA decodes it in place (even to read), so
+  // its bytes are there.
+  std::size_t ignored = 0;
+  roster.ring =
+      reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(roster.key->get(), &ignored, mode));
+  return true;
+}
+
+// Opens the live slices current - older .. current (the current one writable when adding) and
+// checks each against its header; false after an error reply.
+bool open_live(RedisModuleCtx* ctx, const StreamRequest& r, const Declared& d, const Roster& roster,
+               std::int64_t current, std::vector<Slice>& live) {
+  const bool adding = r.mode == 'a';
+  live.resize(static_cast<std::size_t>(r.older) + 1);
   for (std::int64_t g = current - r.older; g <= current; ++g) {
     Slice& slice = live[static_cast<std::size_t>(g - (current - r.older))];
     const bool writable = adding && g == current;
     slice.key = std::make_unique<OpenKey>(
-        ctx, key_of(g), writable ? module_api::kRead | module_api::kWrite : module_api::kRead);
+        ctx, d.key_of(g), writable ? module_api::kRead | module_api::kWrite : module_api::kRead);
     if (slice.key->empty()) {
-      if (made(g)) return stream_error(ctx, "lost", index_of(g), "0");
+      if (roster.made(g)) {
+        stream_error(ctx, "lost", d.index_of(g), "0");
+        return false;
+      }
       continue;
     }
     const int type = RedisModule_KeyType(slice.key->get());
     if (type != module_api::kKeyTypeString) {
-      return stream_error(ctx, "wrongtype", index_of(g), type_name(type));
+      stream_error(ctx, "wrongtype", d.index_of(g), type_name(type));
+      return false;
     }
     const std::size_t length = RedisModule_ValueLength(slice.key->get());
     std::int64_t links = -1;
@@ -410,50 +466,69 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                                            slice.key->get(), &ignored, module_api::kRead))
                                      : nullptr;
     if (bytes != nullptr) links = field(bytes, 0);
-    if (links < 1 || static_cast<std::uint64_t>(links) > link_count ||
+    if (links < 1 || static_cast<std::uint64_t>(links) > r.links.size() ||
         length != r.start[static_cast<std::size_t>(links)]) {
-      return stream_error(ctx, "damaged", index_of(g), std::to_string(length));
+      stream_error(ctx, "damaged", d.index_of(g), std::to_string(length));
+      return false;
     }
     slice.links = static_cast<std::uint32_t>(links);
     slice.bytes = bytes;
     slice.length = length;
-    used += r.start[slice.links] - r.header;
-    most = std::max<std::int64_t>(most, links);
   }
+  return true;
+}
 
-  if (r.mode == 'i') {
-    const auto existing = static_cast<std::size_t>(
-        std::count_if(live.begin(), live.end(), [](const Slice& s) { return s.links > 0; }));
-    reply_head(ctx, "ok", 0, {}, most, current, now, existing);
-    for (std::size_t s = 0; s < live.size(); ++s) {
-      const Slice& slice = live[s];
-      if (slice.links == 0) continue;
-      RedisModule_ReplyWithArray(ctx, 4);
-      RedisModule_ReplyWithLongLong(ctx, current - r.older + static_cast<std::int64_t>(s));
-      RedisModule_ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(slice.bytes), r.header);
-      RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(slice.length));
-      RedisModule_ReplyWithLongLong(
-          ctx, static_cast<long long>(set_bits(slice.bytes + r.header, slice.length - r.header)));
-    }
-    return module_api::kOk;
+std::int64_t most_links(const std::vector<Slice>& live) {
+  std::int64_t most = 0;
+  for (const Slice& slice : live) most = std::max<std::int64_t>(most, slice.links);
+  return most;
+}
+
+int reply_info(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Slice>& live,
+               std::int64_t current, std::int64_t now) {
+  const auto existing = static_cast<std::size_t>(
+      std::count_if(live.begin(), live.end(), [](const Slice& s) { return s.links > 0; }));
+  reply_head(ctx, "ok", 0, {}, most_links(live), current, now, existing);
+  for (std::size_t s = 0; s < live.size(); ++s) {
+    const Slice& slice = live[s];
+    if (slice.links == 0) continue;
+    RedisModule_ReplyWithArray(ctx, 4);
+    RedisModule_ReplyWithLongLong(ctx, current - r.older + static_cast<std::int64_t>(s));
+    RedisModule_ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(slice.bytes), r.header);
+    RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(slice.length));
+    RedisModule_ReplyWithLongLong(
+        ctx, static_cast<long long>(set_bits(slice.bytes + r.header, slice.length - r.header)));
   }
+  return module_api::kOk;
+}
 
+int reply_lookup(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Slice>& live,
+                 const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
   const std::size_t n = hashes.size();
   const Probe probe(hashes);
   std::vector<std::uint8_t> found(n, 0);
-  if (r.mode == 'l') {
-    // Newest first: most items asked about were added lately, and found ones are not probed on.
-    for (std::size_t s = live.size(); s-- > 0;) {
-      for (std::uint32_t l = live[s].links; l-- > 0;) {
-        probe(live[s].bytes + r.start[l], r.links[l], found);
-      }
+  // Newest first: most items asked about were added lately, and found ones are not probed on.
+  for (std::size_t s = live.size(); s-- > 0;) {
+    for (std::uint32_t l = live[s].links; l-- > 0;) {
+      probe(live[s].bytes + r.start[l], r.links[l], found);
     }
-    std::string flags(n, '0');
-    for (std::size_t i = 0; i < n; ++i) flags[i] = found[i] != 0 ? '1' : '0';
-    reply_head(ctx, "ok", n, flags, most, current, now);
-    return module_api::kOk;
   }
+  std::string flags(n, '0');
+  for (std::size_t i = 0; i < n; ++i) flags[i] = found[i] != 0 ? '1' : '0';
+  reply_head(ctx, "ok", n, flags, most_links(live), current, now);
+  return module_api::kOk;
+}
 
+// Adds the items to the current slice (the last of `live`), making it and its links as needed.
+int add_items(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const StreamRequest& r,
+              const Declared& d, Roster& roster, std::vector<Slice>& live,
+              const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
+  const std::uint64_t link_count = r.links.size();
+  std::uint64_t used = 0;
+  for (const Slice& slice : live) used += r.start[slice.links] - r.header;
+  const std::int64_t most = most_links(live);
+  const std::size_t n = hashes.size();
+  const Probe probe(hashes);
   Slice& cur = live.back();
   std::size_t ignored = 0;
   if (cur.links > 0) {
@@ -471,7 +546,7 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   // found: in the current slice or an older one. An item only in an older slice is not new,
   // but the add still sets it in the current one, restarting its window.
-  found = in_current;
+  std::vector<std::uint8_t> found = in_current;
   for (std::size_t s = live.size() - 1; s-- > 0;) {
     for (std::uint32_t l = live[s].links; l-- > 0;) {
       probe(live[s].bytes + r.start[l], r.links[l], found);
@@ -496,7 +571,7 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     reply_head(ctx, status, done, flags, answer_links, current, now);
     if (wrote) {
       RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, "rb.stream",
-                                      key_of(current));
+                                      d.key_of(current));
       if (roster_written) {
         RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, "rb.stream", argv[2]);
       }
@@ -528,14 +603,16 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       set_field(cur.bytes, 2 + 2 * std::uint64_t{make}, now);
       if (make == 0) {
         if (r.slice_ms > 0) {
+          // parse() checked that the last declared slice's retirement fits an i64.
           RedisModule_SetAbsExpire(cur.key->get(), (current + 1 + r.older) * r.slice_ms);
         }
-        if (ring == nullptr) {
-          RedisModule_StringTruncate(roster.get(), 8 * static_cast<std::size_t>(ring_slots));
+        if (roster.ring == nullptr) {
+          RedisModule_StringTruncate(roster.key->get(), 8 * static_cast<std::size_t>(roster.slots));
         }
-        ring = reinterpret_cast<std::uint8_t*>(
-            RedisModule_StringDMA(roster.get(), &ignored, module_api::kRead | module_api::kWrite));
-        set_field(ring, static_cast<std::uint64_t>(floor_mod(current, ring_slots)), current + 1);
+        roster.ring = reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(
+            roster.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+        set_field(roster.ring, static_cast<std::uint64_t>(floor_mod(current, roster.slots)),
+                  current + 1);
         roster_written = true;
       }
       links = make + 1;
@@ -558,6 +635,49 @@ int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return finish("ok", n, flags, std::max<std::int64_t>(most, links));
 }
 
+int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only) {
+  if (RedisModule_IsKeysPositionRequest(ctx)) {
+    const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
+    if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
+      for (int i = 0; i < *numkeys; ++i) RedisModule_KeyAtPos(ctx, 2 + i);
+    }
+    return module_api::kOk;
+  }
+  if (argc < 2 + kFixedArgs + kLinkArgs + 1) return RedisModule_WrongArity(ctx);
+  StreamRequest r;
+  if (!parse(ctx, argv, argc, read_only, r)) return module_api::kOk;
+  // Every item is hashed and checked first: an item routed to the wrong partition would set
+  // bits that no lookup of it reads.
+  std::vector<ItemHash> hashes(r.items.size());
+  for (std::size_t i = 0; i < r.items.size(); ++i) {
+    hashes[i] = detail::hash_inline(r.items[i]);
+    if (layout::partition_of(hashes[i], r.partitions) != r.index) {
+      return reply_error(
+          ctx, ("ERR item " + std::to_string(i) + " belongs to another partition").c_str());
+    }
+  }
+  const std::int64_t now = r.now_ms >= 0 ? r.now_ms : RedisModule_Milliseconds();
+  const Declared d{argv, r.first, r.last};
+  const auto current = current_slice(ctx, r, d, now);
+  if (!current) return module_api::kOk;
+  Roster roster;
+  if (!open_roster(ctx, argv[2], r, roster)) return module_api::kOk;
+  std::vector<Slice> live;
+  if (!open_live(ctx, r, d, roster, *current, live)) return module_api::kOk;
+  if (r.mode == 'i') return reply_info(ctx, r, live, *current, now);
+  if (r.mode == 'l') return reply_lookup(ctx, r, live, hashes, *current, now);
+  return add_items(ctx, argv, argc, r, d, roster, live, hashes, *current, now);
+}
+
+int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return run_stream(ctx, argv, argc, false);
+}
+
+// Lookups and info only, flagged read-only: a read-only replica serves them.
+int stream_ro(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  return run_stream(ctx, argv, argc, true);
+}
+
 template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
 int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return guarded(ctx, [&] { return Body(ctx, argv, argc); });
@@ -569,6 +689,8 @@ bool register_stream_commands(RedisModuleCtx* ctx) noexcept {
   // The keys follow numkeys as EVAL's do: getkeys-api names them, for cluster routing and
   // ASK/TRYAGAIN during a migration, as no first/last/step could.
   return RedisModule_CreateCommand(ctx, "rb.stream", guard<stream>, "write deny-oom getkeys-api", 0,
+                                   0, 0) == module_api::kOk &&
+         RedisModule_CreateCommand(ctx, "rb.stream_ro", guard<stream_ro>, "readonly getkeys-api", 0,
                                    0, 0) == module_api::kOk;
 }
 

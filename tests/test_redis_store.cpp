@@ -399,10 +399,28 @@ TEST_F(RedisStoreTest, CreateNeverOverwritesAStrayPartitionKey) {
   const std::string message =
       error_of([&] { (void)Filter::create_redis(endpoint(), "f", params); });
   EXPECT_TRUE(contains_text(message, stray)) << message;
-  EXPECT_THROW((void)Filter::create_redis(endpoint(), "f", params), FilterExists);
+  // An error of the storage (the CLI exits 3), never "exists, use it": this creation held the
+  // name, so no other creator made the key.
+  EXPECT_THROW((void)Filter::create_redis(endpoint(), "f", params), FormatError);
   EXPECT_EQ(server_.command({"GET", stray}).text, "mine");
   // The refused creation took back its claim on the name and allocated nothing.
   EXPECT_EQ(all_keys(server_), std::vector<std::string>{stray});
+}
+
+// A filter whose metadata key was evicted while its partitions remain: opening it for writing
+// with create-if-missing (what `add` and `dedup` do) is an error, never an empty filter made
+// over its partitions.
+TEST_F(RedisStoreTest, AFilterWhoseMetadataWasEvictedIsNotCreatedAgain) {
+  const FilterParams params = size_filter(1000, 0.01, Layout::classic);
+  { Filter::create_redis(endpoint(), "f", params).add("x"); }
+  ASSERT_EQ(server_.integer({"DEL", "f"}), 1);
+  const auto before = all_keys(server_);
+  OpenOptions options = OpenOptions::create_missing(params, true);
+  const std::string message =
+      error_of([&] { (void)Filter::open(Location::redis({endpoint()}, "f"), options); });
+  EXPECT_TRUE(contains_text(message, "evicted")) << message;
+  EXPECT_THROW((void)Filter::open(Location::redis({endpoint()}, "f"), options), FormatError);
+  EXPECT_EQ(all_keys(server_), before);
 }
 
 // Creators racing for one name: exactly one gets it, the others are told it exists.

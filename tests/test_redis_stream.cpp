@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -728,6 +729,206 @@ TEST_P(StreamTest, KindsAreToldApartAndDropRemovesEveryKey) {
   EXPECT_TRUE(RedisStreamStore::drop_if_stream(endpoints, "s"));
   EXPECT_EQ(keys_of_s(), std::vector<std::string>{});
   EXPECT_FALSE(RedisStreamStore::drop_if_stream(endpoints, "s"));
+}
+
+// Eviction under an allkeys-* policy, as DEL makes it: a live slice key together with its
+// partition's roster, or the roster alone. Every lookup and add of that partition is then an
+// error naming the roster (the CLI exits 3), never "absent" or "new", and nothing is re-created;
+// a store opened afresh says the same. Windowed and growing filters alike.
+TEST_P(StreamTest, AnEvictedRosterIsAnErrorNeverAbsent) {
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  StreamOptions growing;
+  growing.capacity = 500;
+  growing.error_rate = 0.01;
+  growing.growth = 2;
+  growing.max_partition_bytes = 128;
+  const auto endpoints = servers_.endpoints();
+  for (const bool window : {true, false}) {
+    for (const bool with_slice : {true, false}) {
+      SCOPED_TRACE(std::string(window ? "windowed" : "growing") +
+                   (with_slice ? ", a slice and its roster" : ", the roster alone"));
+      DrivenClock clock(kSlice);
+      const StreamShape shape =
+          window ? StreamShape(windowed(2000, 0.01, 4 * kSlice)) : StreamShape(growing);
+      const std::string name = std::string("ev-") + (window ? "w" : "g") + (with_slice ? "s" : "r");
+      auto store = RedisStreamStore::create(endpoints, name, shape, clock.clock(), false);
+      const auto items = make_items(2000, "ev-");
+      ASSERT_GE(count_of(add(*store, items)), items.size() - 20);  // a few false positives
+      std::vector<std::string> in_zero;
+      for (const std::string& item : items) {
+        if (layout::partition_of(hash_item(item), shape.partitions()) == 0) in_zero.push_back(item);
+      }
+      ASSERT_FALSE(in_zero.empty());
+      const std::string roster = store->roster_key(0);
+      RedisServer& holder = servers_.holder(0, roster);
+      if (with_slice) {
+        const std::string slice = store->slice_key(0, window ? shape.slice_at(clock.now()) : 0);
+        ASSERT_EQ(holder.integer({"DEL", slice}), 1);
+      }
+      ASSERT_EQ(holder.integer({"DEL", roster}), 1);
+      const std::string looked = error_of([&] { (void)lookup(*store, in_zero); });
+      EXPECT_TRUE(contains_text(looked, roster) && contains_text(looked, "evicted")) << looked;
+      EXPECT_THROW((void)lookup(*store, in_zero), FormatError);
+      const std::string added = error_of([&] { (void)add(*store, in_zero); });
+      EXPECT_TRUE(contains_text(added, roster)) << added;
+      EXPECT_EQ(holder.integer({"EXISTS", roster}), 0);
+      const auto reopened = RedisStreamStore::open_if_stream(endpoints, name, clock.clock(), 1s);
+      ASSERT_NE(reopened, nullptr);
+      EXPECT_THROW((void)lookup(*reopened, in_zero), FormatError);
+      // The other partitions still answer.
+      std::vector<std::string> elsewhere;
+      for (const std::string& item : items) {
+        if (layout::partition_of(hash_item(item), shape.partitions()) != 0)
+          elsewhere.push_back(item);
+      }
+      EXPECT_EQ(count_of(lookup(*reopened, elsewhere)), elsewhere.size());
+      EXPECT_TRUE(RedisStreamStore::drop_if_stream(endpoints, name));
+    }
+  }
+}
+
+// The text of `field` in INFO replication ("" if absent).
+std::string replication_field(const RedisServer& server, const std::string& field) {
+  const std::string info = server.command({"INFO", "replication"}).text;
+  const std::size_t at = info.find(field + ":");
+  if (at == std::string::npos) return {};
+  const std::size_t start = at + field.size() + 1;
+  return info.substr(start, info.find_first_of("\r\n", start) - start);
+}
+
+// Lookups and info of windowed and growing filters run on a read-only replica (read-only
+// commands only: the script's reads and RB.STREAM_RO), answering as the master does.
+TEST(StreamReplica, AReadOnlyReplicaAnswersLookupsAsItsMaster) {
+  RedisServer master(server_args());
+  std::vector<std::string> args = server_args();
+  args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  RedisServer replica(args);
+  const auto wait_for = [](const char* what, const std::function<bool()>& done) {
+    for (int i = 0; i < 600 && !done(); ++i) std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(done()) << "gave up waiting for " << what;
+  };
+  wait_for("the replica's link",
+           [&] { return replication_field(replica, "master_link_status") == "up"; });
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  StreamOptions growing;
+  growing.capacity = 500;
+  growing.error_rate = 0.01;
+  growing.growth = 2;
+  growing.max_partition_bytes = 128;
+  const auto items = make_items(3000, "rep-");
+  const auto never = make_items(3000, "never-");
+  for (const bool window : {true, false}) {
+    SCOPED_TRACE(window ? "windowed" : "growing");
+    const std::string name = window ? "rep-w" : "rep-g";
+    const StreamShape shape =
+        window ? StreamShape(windowed(4000, 0.01, 4 * kSlice)) : StreamShape(growing);
+    auto store = RedisStreamStore::create({master.endpoint()}, name, shape, clock.clock(), false);
+    ASSERT_GE(count_of(add(*store, items)), items.size() - 20);  // a few false positives
+    const auto on_master = lookup(*store, never);
+    wait_for("the replica to catch up", [&] {
+      return replication_field(replica, "master_repl_offset") ==
+             replication_field(master, "master_repl_offset");
+    });
+    const auto read =
+        RedisStreamStore::open_if_stream({replica.endpoint()}, name, clock.clock(), 1s);
+    ASSERT_NE(read, nullptr);
+    EXPECT_EQ(count_of(lookup(*read, items)), items.size());
+    EXPECT_EQ(lookup(*read, never), on_master);
+    const auto info = read->stream_info();
+    ASSERT_TRUE(info.has_value());
+    EXPECT_EQ(info->bytes, store->stream_info()->bytes);
+    // Adding is the master's.
+    const std::string refused = error_of([&] { (void)add(*read, never); });
+    EXPECT_TRUE(contains_text(refused, "READONLY")) << refused;
+  }
+}
+
+// A filter whose metadata hash was evicted while its rosters and slices remain: adding to it
+// again never creates it anew over its keys (that would take its items for new, or answer from
+// slices of another shape); overwriting removes what is left.
+TEST(StreamEviction, AFilterWhoseMetadataIsGoneIsNotCreatedAgainOverItsKeys) {
+  RedisServer server(server_args());
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  const StreamShape shape(windowed(2000, 0.01, 4 * kSlice));
+  const auto items = make_items(1000, "meta-");
+  {
+    auto store = RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), false);
+    add(*store, items);
+  }
+  ASSERT_EQ(server.integer({"DEL", "m"}), 1);
+  const auto before = server.command({"DBSIZE"}).integer;
+  const std::string message = error_of([&] {
+    (void)RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), false);
+  });
+  EXPECT_TRUE(contains_text(message, "lost its metadata") && contains_text(message, "--force"))
+      << message;
+  EXPECT_THROW(
+      (void)RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), false),
+      FormatError);
+  EXPECT_EQ(server.command({"DBSIZE"}).integer, before);
+  EXPECT_EQ(server.integer({"EXISTS", "m"}), 0);
+  auto fresh = RedisStreamStore::create({server.endpoint()}, "m", shape, clock.clock(), true);
+  EXPECT_LT(count_of(lookup(*fresh, items)), items.size() / 10);
+}
+
+// A real eviction: a server with a limit just above what it holds and allkeys-lru, and a
+// windowed filter that makes a slice a step. Whatever the server evicts (slices, rosters, the
+// metadata), every lookup of the items added ends in an error or finds them all.
+TEST(StreamEviction, ARealEvictionEndsInAnErrorOrRightAnswers) {
+  RedisServer server(server_args());
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  StreamOptions options;
+  options.capacity = 4'000'000;
+  options.error_rate = 0.01;
+  options.window_ns = 8 * kSlice;
+  options.slices = 8;
+  const StreamShape shape(options);
+  auto store = RedisStreamStore::create({server.endpoint()}, "e", shape, clock.clock(), false);
+  const auto memory = [&] {
+    const std::string info = server.command({"INFO", "memory"}).text;
+    const std::size_t at = info.find("used_memory:");
+    return std::stoll(info.substr(at + 12));
+  };
+  ASSERT_EQ(server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}).text, "OK");
+  ASSERT_EQ(
+      server.command({"CONFIG", "SET", "maxmemory", std::to_string(memory() + (3 << 20))}).text,
+      "OK");
+  const auto evicted = [&] {
+    const std::string info = server.command({"INFO", "stats"}).text;
+    return std::stoll(info.substr(info.find("evicted_keys:") + 13));
+  };
+  std::vector<std::string> added;
+  bool failed = false;
+  for (int step = 0; step < 60 && evicted() == 0; ++step) {
+    const auto batch = make_items(2000, "ev-", step * 2000);
+    try {
+      add(*store, batch);
+    } catch (const Error&) {
+      failed = true;  // an add that met an eviction says so
+      break;
+    }
+    added.insert(added.end(), batch.begin(), batch.end());
+    // Only what is inside the window (8 slices) is asked for.
+    if (added.size() > 14 * batch.size()) added.erase(added.begin(), added.begin() + 2000);
+    clock.advance(kSlice / 2);
+  }
+  ASSERT_GT(evicted(), 0) << "the server never evicted";
+  std::printf("[ evicted  ] %lld keys after %zu items%s\n", evicted(), added.size(),
+              failed ? ", the last add failed" : "");
+  std::size_t errors = 0;
+  for (std::size_t at = 0; at < added.size(); at += 1000) {
+    const std::vector<std::string> some(added.begin() + at,
+                                        added.begin() + std::min(at + 1000, added.size()));
+    try {
+      EXPECT_EQ(count_of(lookup(*store, some)), some.size()) << "items from " << at;
+    } catch (const FormatError&) {
+      ++errors;
+    }
+  }
+  std::printf("[ evicted  ] %zu of %zu lookups were errors\n", errors, (added.size() + 999) / 1000);
 }
 
 // Slots of the filter's partitions move between masters, key by key, while writes go on and

@@ -5,9 +5,13 @@
 namespace redbloom::module_protocol {
 
 // The version this build's module answers.
-inline constexpr long long kVersion = 2;
+inline constexpr long long kVersion = 3;
 // The first version with RB.PARTADD / RB.PARTEXISTS, and with RB.STREAM.
 inline constexpr long long kPartitionCommands = 1;
 inline constexpr long long kStreamCommand = 2;
+// The first version with RB.STREAM's guarded modes (a missing roster is an error) and the
+// read-only RB.STREAM_RO, which a replica serves; a client of filters with guarded rosters
+// uses the module only from this version on.
+inline constexpr long long kGuardedStream = 3;
 
 }  // namespace redbloom::module_protocol

@@ -150,7 +150,8 @@ struct ExactMetadata {
 [[nodiscard]] ExactMetadata parse_exact_metadata(const Fields& fields);
 
 inline constexpr std::string_view kStreamFormat = "redbloom-stream";
-inline constexpr std::uint32_t kStreamVersion = 1;
+// Version 2: every partition's slice roster is made with the filter (stream_script.hpp).
+inline constexpr std::uint32_t kStreamVersion = 2;
 
 // The part id of window slice g ("s<g>"; slice 0 is the one slice of a growing filter).
 [[nodiscard]] std::string slice_part(std::int64_t slice);

@@ -185,10 +185,29 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
                                           "; if that process is gone, drop it first"));
   }
   state->set_partitions(params, shard, metadata.tag_salts);
+  // This call holds the name, so keys of a filter of that name are left over from one whose
+  // metadata is gone (evicted or deleted): starting an empty filter over them would take their
+  // items for new. A windowed or growing filter leaves its rosters.
+  const std::string roster = redis::partition_key(meta, 0, 0, "slices");
+  if (router.run(slot_of(roster), {"EXISTS", roster}, OnLostNode::retry)->integer != 0) {
+    router.run(slot_of(meta), {"UNLINK", meta}, OnLostNode::retry);
+    throw FormatError(where(router, meta) + " has no metadata, but the slice roster '" + roster +
+                      "' of a windowed or growing filter of that name is there: that filter lost "
+                      "its metadata key (evicted or deleted?); nothing was created (create it "
+                      "with its window or growth and --force to start it anew)");
+  }
   // Zeroed at its full length at once: the memory is taken now, and a full server fails here
   // rather than in the middle of a load. A key of another program at a partition's name is
   // never overwritten (make_parts undoes this creation and says so).
-  redis::make_parts(router, state->owned_parts(), meta, "filter");
+  try {
+    redis::make_parts(router, state->owned_parts(), meta, "filter");
+  } catch (const FilterExists& e) {
+    // Not a concurrent creator (this call holds the name): a filter of that name that lost its
+    // metadata, or another program's key. Neither may pass for "already exists, use it".
+    throw FormatError(std::string(e.what()) +
+                      " (left by a filter of that name whose metadata key was evicted or "
+                      "deleted? its items cannot be trusted: unlink its keys to start anew)");
+  }
   metadata.ready = true;
   metadata.created_unix_ns = redis::unix_now_ns();
   redis::mark_ready(router, meta, redis::encode_filter_metadata(metadata));

@@ -204,6 +204,25 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
                                                   redis::creation_age(*existing) +
                                                   "; if that process is gone, drop it first"));
   }
+  state->guarded = true;
+  if (overwrite) {
+    // A filter of that name whose metadata is gone leaves no trace drop_if_stream finds.
+    for (const auto& router : state->routers) unlink_slices(*router, name, state->salts);
+  }
+  const std::string taken = state->make_rosters(overwrite);
+  if (!taken.empty()) {
+    // NAME was free, yet a roster of it is there: its filter lost its metadata (evicted or
+    // deleted). Taking its keys would answer from slices of another filter, or re-create it
+    // empty and take every item for new.
+    for (const auto& router : state->routers) {
+      router->run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
+    }
+    throw FormatError("stream filter '" + name + "' on redis " + state->describe_servers() +
+                      " has no metadata, but its slice roster '" + taken +
+                      "' is there: the filter lost its metadata key (evicted or deleted?) and its "
+                      "items cannot be trusted; nothing was created (create it with --force to "
+                      "start it anew, which removes what is left of it)");
+  }
   state->created_unix_ns = redis::unix_now_ns();
   for (std::uint32_t r = 0; r < count; ++r) {
     metadata[r].ready = true;
@@ -250,6 +269,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::open_if_stream(
   auto state = std::make_unique<State>(shape, name, std::move(clock));
   state->routers = std::move(routers);
   state->created_unix_ns = metadata[0].created_unix_ns;
+  state->guarded = metadata[0].version >= 2;
   const std::uint64_t partitions = shape.partitions();
   state->router_of = servers_of_partitions(partitions, count);
   state->salts.assign(partitions, 0);

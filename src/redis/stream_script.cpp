@@ -7,11 +7,15 @@
 namespace redbloom::redis::stream {
 namespace {
 
-// The protocol is in stream_script.hpp. Lua 5.1 unpacks at most ~8000 values onto its stack,
+// The protocol is in stream_script.hpp. Reads go through BITFIELD_RO, so that lookups run on
+// a read-only replica. Lua 5.1 unpacks at most ~8000 values onto its stack,
 // so bulk reads go in calls of at most ~2000 probes. Numbers written back into keys (times,
 // expiries) are formatted with %.0f: Lua's own conversion switches to exponents past 14 digits.
 constexpr std::string_view kScript = R"lua(
 local mode = ARGV[1]
+-- Upper case: the roster was made with the filter, so its absence is an error.
+local guarded = mode ~= string.lower(mode)
+mode = string.lower(mode)
 local now = tonumber(ARGV[2])
 if now < 0 then
   local t = redis.call('TIME')
@@ -57,14 +61,17 @@ if G - older < first then return {'time', 0, '', 0, G, now} end
 
 -- The roster: per live slice position g mod R, g + 1 once slice g's key was made. A live slice
 -- that was made and is gone was evicted or deleted: its items are lost, which is an error,
--- never a silent "absent" or "new".
+-- never a silent "absent" or "new". A guarded roster is made with the filter: gone, it can no
+-- longer tell a lost slice from one not made yet, which is an error too.
 local R = older + 1
 local ring = redis.call('GET', roster)
+if not ring and guarded then return redis.error_reply('REDBLOOMSTREAM gone 1 0') end
 if ring and #ring ~= 8 * R then return redis.error_reply('REDBLOOMSTREAM roster 1 ' .. #ring) end
 local function made(g)
   if not ring then return false end
   local pos, v = 8 * (g % R), 0
   for b = 1, 8 do v = v * 256 + string.byte(ring, pos + b) end
+  if v >= 2 ^ 63 then v = v - 2 ^ 64 end
   return v == g + 1
 end
 
@@ -83,7 +90,7 @@ for g = G - older, G do
     end
     local len = redis.call('STRLEN', key)
     local links = -1
-    if len >= H then links = redis.call('BITFIELD', key, 'GET', 'i64', 0)[1] end
+    if len >= H then links = redis.call('BITFIELD_RO', key, 'GET', 'i64', 0)[1] end
     if links < 1 or links > M or len ~= start[links] then
       return redis.error_reply('REDBLOOMSTREAM damaged ' .. index .. ' ' .. len)
     end
@@ -112,7 +119,7 @@ local function probe(key, l, found)
   local per = math.max(1, math.floor(2000 / hashes[l]))
   local i = 1
   while i <= n do
-    local args, which, na, nw = {'BITFIELD', key}, {}, 2, 0
+    local args, which, na, nw = {'BITFIELD_RO', key}, {}, 2, 0
     while i <= n and nw < per do
       if not found[i] then
         nw = nw + 1
@@ -158,7 +165,9 @@ end
 local key = KEYS[G - first + 2]
 local links = L[G]
 local count = 0
-if links > 0 then count = redis.call('BITFIELD', key, 'GET', 'i64', 64 * (2 * links - 1))[1] end
+if links > 0 then
+  count = redis.call('BITFIELD_RO', key, 'GET', 'i64', 64 * (2 * links - 1))[1]
+end
 -- inG: in a link of G. Exact for the links that are no longer the newest; the newest one's
 -- test-and-set below sees what earlier items of this unit wrote into it.
 local inG = {}
@@ -261,7 +270,8 @@ namespace {
 void encode_common(CommandBuffer& out, const Call& call) {
   out.arg(std::uint64_t{call.keys.size()});
   for (const std::string& key : call.keys) out.arg(key);
-  const char mode = static_cast<char>(call.mode);
+  char mode = static_cast<char>(call.mode);
+  if (call.guarded) mode = static_cast<char>(mode - 'a' + 'A');
   out.arg(std::string_view(&mode, 1));
   out.arg(call.now_ms < 0 ? std::string_view("-1") : std::to_string(call.now_ms));
   out.arg(call.slice_ms);
@@ -293,7 +303,9 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
 
 std::size_t encode_module(CommandBuffer& out, const Call& call) {
   out.begin(13 + call.keys.size() + 4 * call.links.size());
-  out.arg(std::string_view("RB.STREAM"));
+  // Lookups and info through the read-only command, which a read-only replica serves.
+  out.arg(call.mode == Mode::add ? std::string_view("RB.STREAM")
+                                 : std::string_view("RB.STREAM_RO"));
   encode_common(out, call);
   out.arg(call.partitions);
   out.arg(call.partition);
@@ -319,7 +331,7 @@ std::uint64_t header_field(std::string_view header, std::uint64_t field) {
 Reply decode(const redisReply& reply, std::span<const std::string> keys) {
   if (is_error(reply)) {
     const std::string_view text = text_of(reply);
-    for (const std::string_view kind : {"wrongtype", "damaged", "lost", "roster"}) {
+    for (const std::string_view kind : {"wrongtype", "damaged", "lost", "roster", "gone"}) {
       const std::string prefix = "REDBLOOMSTREAM " + std::string(kind) + " ";
       if (!text.starts_with(prefix)) continue;
       const std::string_view rest = text.substr(prefix.size());
@@ -330,7 +342,17 @@ Reply decode(const redisReply& reply, std::span<const std::string> keys) {
       if (kind == "lost") {
         throw ReplyProblem("slice key '" + key +
                                "' is gone though it was made and its slice is still live "
-                               "(evicted or deleted?): the items added in that slice are lost",
+                               "(evicted or deleted?): the items added in that slice are lost "
+                               "(keep the filter's keys from eviction: maxmemory-policy "
+                               "noeviction)",
+                           true);
+      }
+      if (kind == "gone") {
+        throw ReplyProblem("roster key '" + key +
+                               "' is gone (evicted or deleted?): it records which slices were "
+                               "made, so a missing slice can no longer be told from one not made "
+                               "yet and items may be lost (keep the filter's keys from eviction: "
+                               "maxmemory-policy noeviction)",
                            true);
       }
       if (kind == "roster") {

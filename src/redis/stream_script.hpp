@@ -12,11 +12,16 @@
 // The roster, partition_key(NAME, p, salt, "slices"), no expiry: 8 x (slices + 1) bytes, i64
 // field g mod (slices + 1) = g + 1 once slice g's key was made. A live slice that was made and
 // is gone (evicted: slice keys have a TTL, so volatile-* policies take them) is then an error.
+// Filters of metadata version 2 and later make every partition's roster with the filter (each
+// field INT64_MIN, which no g + 1 equals) and call in the guarded modes (upper case): a roster
+// that is gone is then an error too, since a slice evicted with it would look never made.
+// Version 1 filters made it at the first add (lower-case modes: a missing roster is empty).
 //
 // Protocol. One EVALSHA per partition and unit of items, declaring KEYS = the roster, then the
 // slice keys of slices first .. first + #KEYS - 2 (all share the partition's hash tag, so its
 // slot):
-//   ARGV  mode ('a' add, 'l' lookup, 'i' info), now_ms (-1: the server's TIME), slice_ms (0: no
+//   ARGV  mode ('a' add, 'l' lookup, 'i' info; 'A', 'L', 'I' guarded), now_ms (-1: the server's
+//   TIME), slice_ms (0: no
 //         window), older (live slices before the current one), first, kHeaderBytes, M (links
 //         described), budget (bytes the partition's live links may hold; 0: no limit), K (links
 //         with offsets), M x (bytes, capacity per partition, hashes), n (items), then per item
@@ -35,13 +40,16 @@
 //   info mode adds, per live slice that exists: {g, header bytes, key length, set bits}.
 //   A key of another type, of a length its header does not explain, or gone while the roster
 //   says it was made and it is live, is an error reply "REDBLOOMSTREAM <wrongtype|damaged|lost|
-//   roster> <key index> <detail>" and nothing is written.
+//   roster|gone> <key index> <detail>" and nothing is written ("gone 1 0": a guarded roster is
+//   missing). Lookups and info read with BITFIELD_RO only, so they run on a read-only replica.
 //
 // Where every master has redbloom's module (core/module_protocol.hpp), RB.STREAM does the same
 // on the same keys and bytes (module/stream_commands.cpp), hashing on the server:
 //   RB.STREAM #KEYS KEYS... mode now_ms slice_ms older first kHeaderBytes M budget partitions
 //             index M x (layout hashes partition-bits capacity) packed-items
-// Same reply and errors; it knows every link, so it never answers `links`.
+// Same reply and errors; it knows every link, so it never answers `links`. RB.STREAM_RO takes
+// the same arguments in the lookup and info modes only and is flagged read-only, so that
+// replicas serve it (RB.VERSION 3 and later, as the guarded modes).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +80,7 @@ struct LinkArgs {
 
 struct Call {
   Mode mode = Mode::lookup;
+  bool guarded = false;  // the roster was made with the filter (metadata version 2)
   std::int64_t now_ms = -1;
   std::uint64_t slice_ms = 0;
   std::uint32_t older = 0;

@@ -45,6 +45,7 @@ struct RedisStreamStore::State {
   std::int64_t server_offset_ms = 0;  // the first server's TIME minus this machine's clock
   std::string sha;                    // of the script (the same on every server)
   bool module = false;                // every master has RB.STREAM: it runs instead of the script
+  bool guarded = false;  // the rosters were made with the filter: a missing one is an error
 
   // Sizes the links and the per-partition state once shape, routers and salts are set.
   void prepare();
@@ -54,6 +55,10 @@ struct RedisStreamStore::State {
   [[nodiscard]] std::string slice_key(std::uint64_t partition, std::int64_t slice) const;
   // The partition's slice roster (stream_script.hpp).
   [[nodiscard]] std::string roster_key(std::uint64_t partition) const;
+  // Makes every partition's roster, as yet without slices (a creation does, before it marks the
+  // filter ready). Without `overwrite`, a roster already there is kept: the first such key is
+  // returned ("" when none was).
+  std::string make_rosters(bool overwrite);
   // The client's now in ms for the script (-1: the server's TIME) and its best guess of the
   // current slice.
   [[nodiscard]] std::int64_t now_ms() const;

@@ -16,6 +16,7 @@
 #include "core/module_protocol.hpp"
 #include "core/packed_items.hpp"
 #include "format.hpp"
+#include "object.hpp"
 #include "partition_ops.hpp"
 #include "redbloom/error.hpp"
 #include "run_each.hpp"
@@ -195,6 +196,7 @@ void waves(RedisStreamStore::State& s, std::string_view what, bool writes,
             call.first = declare(p, keys);
             call.keys = keys;
             call.budget = s.budget;
+            call.guarded = s.guarded;
             call.links = s.link_args;
             call.link_params = s.links;
             call.partitions = partitions;
@@ -302,7 +304,7 @@ void RedisStreamStore::State::prepare() {
 void RedisStreamStore::State::load_commands() {
   module = true;
   for (const auto& router : routers) {
-    if (redis::module_version(*router) < module_protocol::kStreamCommand) module = false;
+    if (redis::module_version(*router) < module_protocol::kGuardedStream) module = false;
     redis::for_each_master(*router, [&](std::uint16_t slot) {
       const redis::Reply reply =
           router->run(slot, {"SCRIPT", "LOAD", stream::script_text()}, OnLostNode::retry);
@@ -318,6 +320,54 @@ std::string RedisStreamStore::State::slice_key(std::uint64_t partition, std::int
 
 std::string RedisStreamStore::State::roster_key(std::uint64_t partition) const {
   return redis::partition_key(name, partition, salts[partition], "slices");
+}
+
+std::string RedisStreamStore::State::make_rosters(bool overwrite) {
+  const std::uint64_t fields = std::uint64_t{shape.windowed() ? shape.slices() : 0u} + 1;
+  // Each field INT64_MIN: no slice g has g + 1 there.
+  std::string ring(8 * fields, '\0');
+  for (std::uint64_t f = 0; f < fields; ++f) ring[8 * f] = '\x80';
+  std::string taken;
+  std::vector<std::vector<std::string>> made(routers.size());
+  for (std::size_t r = 0; r < routers.size(); ++r) {
+    std::vector<std::uint64_t> mine;
+    for (std::uint64_t p = 0; p < router_of.size(); ++p) {
+      if (router_of[p] == r) mine.push_back(p);
+    }
+    redis::Router& router = *routers[r];
+    redis::for_each_part(
+        router, mine.size(), [&](std::uint64_t i) { return roster_key(mine[i]); },
+        "SET (making the slice rosters)", redis::Work::idempotent_write,
+        [&](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          if (overwrite) {
+            buffer.command({"SET", key, ring});
+          } else {
+            buffer.command({"SET", key, ring, "NX"});
+          }
+        },
+        [&](std::uint64_t i, const redisReply& reply) {
+          if (reply.type == REDIS_REPLY_NIL) {
+            if (taken.empty()) taken = roster_key(mine[i]);
+            return;
+          }
+          router.expect(reply, REDIS_REPLY_STATUS, "SET");
+          made[r].push_back(roster_key(mine[i]));
+        });
+  }
+  if (taken.empty()) return taken;
+  // Another filter's roster: what this call made goes again.
+  for (std::size_t r = 0; r < routers.size(); ++r) {
+    redis::for_each_part(
+        *routers[r], made[r].size(), [&](std::uint64_t i) { return made[r][i]; }, "UNLINK",
+        redis::Work::idempotent_write,
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"UNLINK", key});
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          routers[r]->expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+        });
+  }
+  return taken;
 }
 
 std::int64_t RedisStreamStore::State::now_ms() const {
@@ -367,11 +417,19 @@ std::vector<std::string> RedisStreamStore::engines() const {
   std::vector<std::string> all;
   for (const auto& router : state_->routers) {
     all.push_back("redis " + router->endpoint().describe() + ": " +
-                  (state_->module ? "module redbloom (commands version 2 or later), hashing on "
+                  (state_->module ? "module redbloom (commands version 3 or later), hashing on "
                                     "the server: RB.STREAM"
                                   : "Lua script (EVALSHA), BITFIELD inside it"));
   }
   return all;
+}
+
+std::string RedisStreamStore::roster_key(std::uint64_t partition) const {
+  if (partition >= state_->shape.partitions()) {
+    throw InvalidArgument("partition " + std::to_string(partition) + " of " + location() +
+                          " does not exist");
+  }
+  return state_->roster_key(partition);
 }
 
 std::string RedisStreamStore::location() const {

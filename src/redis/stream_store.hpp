@@ -78,6 +78,8 @@ class RedisStreamStore final : public Store {
   [[nodiscard]] const StreamShape& shape() const noexcept;
   // The key of slice `slice` of partition `partition` (tests look at its TTL).
   [[nodiscard]] std::string slice_key(std::uint64_t partition, std::int64_t slice) const;
+  // The key of partition `partition`'s slice roster (tests evict it).
+  [[nodiscard]] std::string roster_key(std::uint64_t partition) const;
 
   // What the store knows (internal: stream_state.hpp).
   struct State;

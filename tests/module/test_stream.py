@@ -16,8 +16,9 @@ BITS = 4096
 
 
 def stream(raw, mode, batch, keys=("r", "s0", "s1"), now=5, slice_ms=0, older=0, first=0,
-           links=((b"blocked", 7, BITS, 100),), budget=0, partitions=1, index=0, header=HEADER):
-    args = ["RB.STREAM", len(keys), *keys, mode, now, slice_ms, older, first, header, len(links),
+           links=((b"blocked", 7, BITS, 100),), budget=0, partitions=1, index=0, header=HEADER,
+           command="RB.STREAM"):
+    args = [command, len(keys), *keys, mode, now, slice_ms, older, first, header, len(links),
             budget, partitions, index]
     for link in links:
         args.extend(link)
@@ -120,3 +121,86 @@ def test_a_replica_that_runs_late_writes_the_slice_its_master_chose(make_server)
         assert replica.get(key) == master.get(key), key
     assert replica.execute_command("PEXPIRETIME", made) == \
         master.execute_command("PEXPIRETIME", made) == (reply[4] + 1 + older) * slice_ms
+
+
+I64_MAX = 2 ** 63 - 1
+
+
+@pytest.mark.parametrize("mode", ["a", "l", "i"])
+@pytest.mark.parametrize("change", [
+    # The declared slices would run to the last i64 (a loop over them could not end).
+    {"now": I64_MAX, "first": I64_MAX - 1},
+    {"now": 5, "first": I64_MAX - 1, "slice_ms": 1},
+    # A retirement past the last i64 millisecond.
+    {"now": I64_MAX, "first": 0, "older": 1, "slice_ms": 2 ** 62,
+     "keys": ("r", "s0", "s1", "s2", "s3")},
+])
+def test_slice_numbers_near_the_ends_of_the_range_are_refused(server, raw, mode, change):
+    reply = stream(raw, mode, items("x", 3) if mode != "i" else [], **change)
+    assert isinstance(reply, Error) and "slice" in str(reply), reply
+    assert server.alive(), server.log_tail()
+    assert raw("DBSIZE") == 0
+
+
+@pytest.mark.parametrize("mode", ["a", "l", "i"])
+@pytest.mark.parametrize("keys", [("r", "r", "s1"), ("r", "s0", "r"), ("r", "s0", "s0")])
+def test_a_key_named_twice_is_refused(server, raw, mode, keys):
+    """The roster named as a slice, or a slice named twice: one key under two handles, written
+    through one while the other still points at its old bytes."""
+    if keys[1] != "r":
+        stream(raw, "a", items("y", 20), keys=("r", keys[1], "s9"))
+    before = {k: raw("GET", k) for k in ("r", "s0", "s1")}
+    reply = stream(raw, mode, items("x", 20) if mode != "i" else [], keys=keys)
+    assert isinstance(reply, Error) and "twice" in str(reply), reply
+    assert server.alive(), server.log_tail()
+    assert {k: raw("GET", k) for k in ("r", "s0", "s1")} == before
+
+
+NEVER_MADE = b"\x80" + b"\x00" * 7  # a guarded roster's field before its slice is made
+
+
+@pytest.mark.parametrize("mode", ["A", "L", "I"])
+def test_a_guarded_roster_that_is_gone_is_an_error_that_writes_nothing(raw, mode):
+    """The upper-case modes: the filter made its roster, so a missing one (evicted with its
+    slices, perhaps) is an error, never an empty filter."""
+    reply = stream(raw, mode, items("x", 20) if mode != "I" else [])
+    assert isinstance(reply, Error) and str(reply).startswith("REDBLOOMSTREAM gone 1 0"), reply
+    assert raw("DBSIZE") == 0
+
+
+def test_a_guarded_roster_answers_as_before_while_it_is_there(raw):
+    raw("SET", "r", NEVER_MADE)
+    batch = items("x", 20)
+    assert stream(raw, "A", batch)[:3] == [b"ok", 20, b"1" * 20]
+    assert raw("GET", "r") == struct.pack(">q", 1)
+    assert stream(raw, "L", batch)[:3] == [b"ok", 20, b"1" * 20]
+    raw("DEL", "s0")
+    assert str(stream(raw, "L", batch)).startswith("REDBLOOMSTREAM lost 2 0")
+    raw("DEL", "r")
+    assert str(stream(raw, "L", batch)).startswith("REDBLOOMSTREAM gone 1 0")
+
+
+def test_the_read_only_command_reads_on_a_replica_and_never_adds(make_server):
+    master_server = make_server(options=("--repl-diskless-sync-delay", "0"))
+    replica_server = make_server(options=("--replicaof", "127.0.0.1", str(master_server.port)))
+    replica = replica_server.client()
+    wait_until(lambda: replica.info("replication")["master_link_status"] == "up",
+               "the replica's link to come up")
+    batch = items("rep", 30)
+    with Resp(master_server.port) as raw:
+        raw("SET", "r", NEVER_MADE)
+        assert stream(raw, "A", batch)[:2] == [b"ok", 30]
+        assert raw("WAIT", 1, 60000) == 1
+    with Resp(replica_server.port) as raw:
+        for mode in ("l", "L"):
+            looked = stream(raw, mode, batch + items("absent", 5), command="RB.STREAM_RO")
+            assert looked[:3] == [b"ok", 35, b"1" * 30 + b"0" * 5], looked
+            # RB.STREAM is a write command, which a read-only replica refuses.
+            refused = stream(raw, mode, batch)
+            assert isinstance(refused, Error) and str(refused).startswith("READONLY"), refused
+        info = stream(raw, "I", [], command="RB.STREAM_RO")
+        assert info[:2] == [b"ok", 0] and len(info) == 7, info
+        for mode in ("a", "A"):
+            refused = stream(raw, mode, batch, command="RB.STREAM_RO")
+            assert isinstance(refused, Error) and "mode is l or i" in str(refused), refused
+    assert replica.get("s0") == master_server.client().get("s0")
