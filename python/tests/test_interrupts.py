@@ -177,6 +177,15 @@ def test_nothing_committed_leaves_the_error_as_it_was(tmp_path):
     assert target.holds(ITEMS[:10]) == [False] * 10
 
 
+def test_an_exit_stays_an_exit_with_the_count_on_it(tmp_path):
+    target = Target("add_many", tmp_path)
+    error = interrupted(lambda: target.call(source("generator", 600_000, SystemExit)))
+    assert type(error) is SystemExit
+    held = target.holds(ITEMS)
+    assert 0 < error.committed <= 600_000 and sum(held) == error.committed
+    assert held[:error.committed] == error.answers == [True] * error.committed
+
+
 def test_the_error_pickles_with_its_answers():
     import pickle
     error = redbloom.Interrupted("stopped", 2, [True, False])
