@@ -72,7 +72,7 @@ class PyFilter {
     try {
       while (source.next(batch)) {
         std::exception_ptr failed;
-        done += commit(
+        done += run_chunk(
             batch.size(), [&](Filter& f) { f.load_many(batch.views()); }, failed);
         stop_if_failed_or_signalled(failed);
       }
@@ -122,12 +122,12 @@ class PyFilter {
     };
   }
 
-  // Runs one chunk's write; how many of its items were committed: all, or an IncompleteWrite's
-  // count, the error then left in `failed` for stop_if_failed_or_signalled.
-  template <class Write>
-  std::size_t commit(std::size_t size, Write&& write, std::exception_ptr& failed) {
+  // Runs one chunk; how many of its items were done: all, or an IncompleteWrite's count, the
+  // error then left in `failed` for stop_if_failed_or_signalled.
+  template <class Work>
+  std::size_t run_chunk(std::size_t size, Work&& work, std::exception_ptr& failed) {
     try {
-      handle_.run(true, write);
+      handle_.run(true, work);
       return size;
     } catch (const IncompleteWrite& e) {
       failed = std::current_exception();
@@ -159,7 +159,7 @@ class PyFilter {
       while (source.next(batch)) {
         flags.assign(batch.size(), 0);
         std::exception_ptr failed;
-        const std::size_t landed = commit(
+        const std::size_t landed = run_chunk(
             batch.size(), [&](Filter& f) { batch_call(f, batch.views(), flags); }, failed);
         for (std::size_t i = 0; i < landed; ++i) {
           PyObject* answer = flags[i] ? Py_True : Py_False;
