@@ -286,10 +286,13 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
       .def("contains", &PyFilter::contains, py::arg("item"),
            "False: certainly never added. True: added, or a false positive.")
       .def("add_many", &PyFilter::add_many, py::arg("items"),
-           "Adds every item in order; a list of bools, True where the item was new.")
+           "Adds every item in order; a list of bools, True where the item was new. Stopped "
+           "part-way (Ctrl-C, an error of the items, a failed store): IncompleteWrite, with "
+           "the items committed (.committed) and their answers (.answers).")
       .def("contains_many", &PyFilter::contains_many, py::arg("items"))
       .def("update", &PyFilter::update, py::arg("items"),
-           "Adds every item without answers (the bulk path).")
+           "Adds every item without answers (the bulk path). Stopped part-way: IncompleteWrite "
+           "with the items committed (.committed).")
       .def("info", &PyFilter::info, "Parameters, fill and estimates (reads every bit).")
       .def("__len__", &PyFilter::estimated_items,
            "The estimated number of items (from the fill of a sample of the bits).")

@@ -154,7 +154,8 @@ as a Bloom filter at any location, with exact=True also an exact companion, and 
            py::arg("overwrite") = false)
       .def("add", &PyKnownSet::add, py::arg("items"), py::arg("progress") = py::none(),
            "Adds every item (to the companion first); progress(done) after each batch. "
-           "Returns the number of items added.")
+           "Returns the number of items added. Stopped part-way (Ctrl-C, an error of the items "
+           "or of progress, a failed store): IncompleteWrite with the items added (.committed).")
       .def("find_missing", &PyKnownSet::find_missing, py::arg("items"), py::arg("exact") = true,
            py::arg("progress") = py::none(), "The items not known, in input order.")
       .def("stats", &PyKnownSet::stats, py::arg("measure_storage") = true)
