@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default, no server: installs what is missing, builds, makes a
-# sample click-log stream with duplicates (seed 001's Kafka redelivery problem) and
-# deduplicates it twice with one persistent filter file. The second run shows persistence:
-# every event was already seen.
+# sample click-log stream with duplicates (Kafka redeliveries, as in the 1e9 events a day
+# click-log dedup) and deduplicates it twice with one persistent filter file. The second run
+# shows persistence: every event was already seen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== dependencies (apt-get installs what is missing)"

@@ -1,9 +1,9 @@
-"""redbloom from Python, measured beside what Python users have: the seed's Redis Bloom filter
+"""redbloom from Python, measured beside what Python users have: a Redis Bloom filter written
 in Python (redis-py, md5/sha1 double hashing, one SETBIT/GETBIT per bit, pipelined 1000 URLs a
 round trip) and a Python set. Prints a markdown table of medians of --runs runs.
 
     bench_python.py --redis redis://127.0.0.1:PORT [--redis-module redis://…] [--items 1000000]
-                    [--seed-items 100000] [--runs 5] [--cxx-bench path/to/bench_local]
+                    [--redis-py-items 100000] [--runs 5] [--cxx-bench path/to/bench_local]
 """
 
 import argparse
@@ -26,8 +26,8 @@ def urls(count, offset=0):
     return ["s3://bucket/dir/file%d.pdf" % i for i in range(offset, offset + count)]
 
 
-class SeedBloom:
-    """The seed's algorithm (RedisBloomFilter of 000), its batch form."""
+class RedisPyBloom:
+    """The usual hand-written Redis Bloom filter in Python, its batch form."""
 
     def __init__(self, client, key, capacity, error_rate):
         self.client, self.key = client, key
@@ -81,7 +81,8 @@ def main():
     parser.add_argument("--redis", required=True)
     parser.add_argument("--redis-module", help="a server with redbloom.so loaded")
     parser.add_argument("--items", type=int, default=1_000_000)
-    parser.add_argument("--seed-items", type=int, default=100_000)
+    parser.add_argument("--redis-py-items", "--seed-items", dest="redis_py_items", type=int,
+                        default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cxx-bench", help="bench_local, run once per run for the C++ batch path")
     args = parser.parse_args()
@@ -114,15 +115,15 @@ def main():
                                        overwrite=True)
             record("%s update (bulk), list[str]" % where, n, timed(lambda: f.update(as_list)))
             f.close()
-        # The seed's Python on the same Redis.
-        client.delete("bench-seed")
-        seed = SeedBloom(client, "bench-seed", n, p)
-        few = as_list[: args.seed_items]
-        record("redis seed 000 add (Python, SETBIT pipelined)", len(few),
-               timed(lambda: seed.add_batch(few)))
-        record("redis seed 000 contains (Python, GETBIT pipelined)", len(few),
-               timed(lambda: seed.contains_batch(few)))
-        client.delete("bench-seed")
+        # The filter written in Python, on the same Redis.
+        client.delete("bench-redis-py")
+        baseline = RedisPyBloom(client, "bench-redis-py", n, p)
+        few = as_list[: args.redis_py_items]
+        record("redis redis-py filter add (Python, SETBIT pipelined)", len(few),
+               timed(lambda: baseline.add_batch(few)))
+        record("redis redis-py filter contains (Python, GETBIT pipelined)", len(few),
+               timed(lambda: baseline.contains_batch(few)))
+        client.delete("bench-redis-py")
         # A Python set.
         s = set()
         record("memory Python set add", n, timed(lambda: [s.add(u) for u in as_list]))
@@ -140,17 +141,17 @@ def main():
     for name, rate in median.items():
         if not name.startswith("C++"):
             print("| %s | %s |" % (name, "{:,.0f}".format(rate)))
-    seed_add = median["redis seed 000 add (Python, SETBIT pipelined)"]
-    seed_has = median["redis seed 000 contains (Python, GETBIT pipelined)"]
+    baseline_add = median["redis redis-py filter add (Python, SETBIT pipelined)"]
+    baseline_has = median["redis redis-py filter contains (Python, GETBIT pipelined)"]
     print()
     print("| ratio | value |")
     print("|---|---|")
     for where in [w for w in ("redis", "redis+module") if "%s update (bulk), list[str]" % w in median]:
         for form in ("list[str]", "numpy S"):
-            print("| %s add_many, %s / seed add | %.1fx |" %
-                  (where, form, median["%s add_many, %s" % (where, form)] / seed_add))
-            print("| %s contains_many, %s / seed contains | %.1fx |" %
-                  (where, form, median["%s contains_many, %s" % (where, form)] / seed_has))
+            print("| %s add_many, %s / redis-py filter add | %.1fx |" %
+                  (where, form, median["%s add_many, %s" % (where, form)] / baseline_add))
+            print("| %s contains_many, %s / redis-py filter contains | %.1fx |" %
+                  (where, form, median["%s contains_many, %s" % (where, form)] / baseline_has))
     filter_bytes = redbloom.Filter.create("memory:", capacity=n, error_rate=p,
                                           layout="blocked").info()["bytes"]
     print("| memory: Python set of the URLs / blocked filter (p=1%%) | %.0fx (%.1f MB / %.2f MB) |"

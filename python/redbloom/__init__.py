@@ -15,6 +15,7 @@ from ._errors import (
     FormatError,
     IncompleteFilter,
     IncompleteWrite,
+    Interrupted,
     InvalidArgument,
     NotFound,
     RedbloomWarning,
@@ -34,6 +35,7 @@ __all__ = [
     "FormatError",
     "IncompleteFilter",
     "IncompleteWrite",
+    "Interrupted",
     "CapacityExceeded",
     "RedbloomWarning",
 ]

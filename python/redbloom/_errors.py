@@ -30,15 +30,24 @@ class IncompleteFilter(FormatError):
 
 
 class IncompleteWrite(StorageError):
-    """A batch that failed part-way: items [0, committed) of the call are in the filter;
-    later ones may or may not be. Adding them again is safe."""
+    """A batch that stopped part-way: items [0, committed) of the call are in the filter;
+    later ones may or may not be (the message says which). Adding them again is safe.
+    `answers`: add_many's answers for those items (a list of bools), else None. When the batch
+    was stopped by an error of the items or their iterator, that error is the __cause__."""
 
-    def __init__(self, message, committed=0):
+    def __init__(self, message, committed=0, answers=None):
         super().__init__(message)
         self.committed = committed
+        self.answers = answers
 
     def __reduce__(self):
-        return (type(self), (str(self), self.committed))
+        return (type(self), (str(self), self.committed, self.answers))
+
+
+class Interrupted(IncompleteWrite, KeyboardInterrupt):
+    """Ctrl-C (a KeyboardInterrupt, its __cause__) stopped a batch after items [0, committed)
+    were added; the rest were not. Also a KeyboardInterrupt, so that `except KeyboardInterrupt`
+    still catches Ctrl-C."""
 
 
 class CapacityExceeded(IncompleteWrite):

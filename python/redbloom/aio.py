@@ -76,7 +76,7 @@ async def open(location, *args, **kwargs):
 
 
 class KnownSet(_Awaitable):
-    """An awaitable face of redbloom.KnownSet (the seed's async manager, without blocking)."""
+    """An awaitable face of redbloom.KnownSet: its calls never block the event loop."""
 
     @classmethod
     async def open(cls, location, **kwargs):

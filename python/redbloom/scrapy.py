@@ -43,7 +43,40 @@ def _fingerprinter_identity(fingerprinter, settings):
     return identity
 
 
+def _location(settings, jobdir):
+    """Where the filter is: REDBLOOM_URL, else JOBDIR/requests.rbf (when `jobdir`), else
+    REDIS_URL, else memory, with a warning: that filter is neither shared nor kept."""
+    location = settings.get("REDBLOOM_URL")
+    if location:
+        return location
+    if jobdir and settings.get("JOBDIR"):
+        os.makedirs(settings.get("JOBDIR"), exist_ok=True)
+        return os.path.join(settings.get("JOBDIR"), "requests.rbf")
+    if settings.get("REDIS_URL"):
+        return settings.get("REDIS_URL")
+    logger.warning("redbloom dupefilter: %s are unset, so the requests seen are kept in "
+                   "memory: other crawlers do not share them and the next crawl starts from "
+                   "nothing. Set REDBLOOM_URL (\"redis://host:6379\" or a file path)%s, or "
+                   "REDBLOOM_URL = \"memory:\" to keep them in memory without this warning",
+                   "REDBLOOM_URL, JOBDIR and REDIS_URL" if jobdir else "REDBLOOM_URL and REDIS_URL",
+                   " or JOBDIR" if jobdir else "")
+    return "memory:"
+
+
 class RedbloomDupeFilter(BaseDupeFilter):
+    """Scrapy's DUPEFILTER_CLASS on a redbloom filter: request_seen(request) is one atomic
+    test-and-set of the request's fingerprint, so crawlers sharing the filter (a file on one
+    machine; Redis, several servers or a Redis Cluster across machines) fetch each request
+    once, and a filter in a file or in Redis outlives the crawl.
+
+    The filter is REDBLOOM_URL, else JOBDIR/requests.rbf, else REDIS_URL, else a filter in
+    memory (this crawl only, with a warning). It is opened with REDBLOOM_CAPACITY and
+    REDBLOOM_ERROR_RATE (and REDBLOOM_GROWTH) and created when missing; in Redis its name is
+    REDBLOOM_KEY ("%(spider)s" is the spider's name) unless the URL ends in "#name". Which
+    filter a crawl uses is logged once when it opens; the crawl's stats get redbloom/* values
+    when it closes.
+    """
+
     def __init__(self, location, key=DEFAULT_KEY, capacity=DEFAULT_CAPACITY,
                  error_rate=DEFAULT_ERROR_RATE, fingerprinter=None, settings=None, stats=None,
                  debug=False, growth=None):
@@ -66,30 +99,22 @@ class RedbloomDupeFilter(BaseDupeFilter):
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
-        location = settings.get("REDBLOOM_URL")
-        if not location:
-            jobdir = settings.get("JOBDIR")
-            if jobdir:
-                os.makedirs(jobdir, exist_ok=True)
-                location = os.path.join(jobdir, "requests.rbf")
-            else:
-                location = settings.get("REDIS_URL") or "memory:"
-        dupefilter = cls(location,
-                   key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
-                   capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
-                   error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
-                   fingerprinter=getattr(crawler, "request_fingerprinter", None),
-                   settings=settings, stats=crawler.stats,
-                   debug=settings.getbool("DUPEFILTER_DEBUG"),
-                   growth=settings.getint("REDBLOOM_GROWTH") or None)
+        dupefilter = cls(_location(settings, jobdir=True),
+                         key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
+                         capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
+                         error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
+                         fingerprinter=getattr(crawler, "request_fingerprinter", None),
+                         settings=settings, stats=crawler.stats,
+                         debug=settings.getbool("DUPEFILTER_DEBUG"),
+                         growth=settings.getint("REDBLOOM_GROWTH") or None)
         dupefilter._crawler = crawler  # its spider names the Redis key when the crawl opens
         return dupefilter
 
     @classmethod
     def from_settings(cls, settings):
         """For schedulers that build dupefilters from settings alone (scrapy-redis)."""
-        location = settings.get("REDBLOOM_URL") or settings.get("REDIS_URL") or "memory:"
-        return cls(location, key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
+        return cls(_location(settings, jobdir=False),
+                   key=settings.get("REDBLOOM_KEY", DEFAULT_KEY),
                    capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
                    error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
                    settings=settings, debug=settings.getbool("DUPEFILTER_DEBUG"),
@@ -112,6 +137,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
                                             error_rate=self.error_rate, growth=self.growth,
                                             create=True)
         self._start_items = len(self.filter)
+        logger.info("redbloom dupefilter uses %r, about %d requests in it", self.filter,
+                    self._start_items)
         self._check_fingerprinter(self.location.partition("#")[2] or name)
 
     def open(self):

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "errors.hpp"
 #include "items.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
@@ -52,23 +54,30 @@ class PyFilter {
   }
 
   py::list add_many(py::handle items) {
-    return answers(items, [](Filter& f, std::span<const std::string_view> views,
-                             std::span<std::uint8_t> out) { f.add_many(views, out); });
+    return answers(items, "add_many", true,
+                   [](Filter& f, std::span<const std::string_view> views,
+                      std::span<std::uint8_t> out) { f.add_many(views, out); });
   }
 
   py::list contains_many(py::handle items) {
-    return answers(items, [](Filter& f, std::span<const std::string_view> views,
-                             std::span<std::uint8_t> out) { f.contains_many(views, out); });
+    return answers(items, "contains_many", false,
+                   [](Filter& f, std::span<const std::string_view> views,
+                      std::span<std::uint8_t> out) { f.contains_many(views, out); });
   }
 
   void update(py::handle items) {
     ItemSource source(items, kChunk);
     ItemBatch batch;
     std::size_t done = 0;
-    while (source.next(batch)) {
-      committed_so_far(done,
-                       [&] { handle_.run(true, [&](Filter& f) { f.load_many(batch.views()); }); });
-      done += batch.size();
+    try {
+      while (source.next(batch)) {
+        std::exception_ptr failed;
+        done += run_chunk(
+            batch.size(), [&](Filter& f) { f.load_many(batch.views()); }, failed);
+        stop_if_failed_or_signalled(failed);
+      }
+    } catch (...) {
+      raise_part_way(std::current_exception(), "update", done, py::none());
     }
   }
 
@@ -113,45 +122,64 @@ class PyFilter {
     };
   }
 
-  // IncompleteWrite counts from the start of the whole call, not of the chunk that failed.
-  template <class Body>
-  static void committed_so_far(std::size_t done, Body&& body) {
+  // Runs one chunk; how many of its items were done: all, or an IncompleteWrite's count, the
+  // error then left in `failed` for stop_if_failed_or_signalled.
+  template <class Work>
+  std::size_t run_chunk(std::size_t size, Work&& work, std::exception_ptr& failed) {
     try {
-      body();
-    } catch (const CapacityExceeded& e) {
-      throw CapacityExceeded(e.what(), done + e.committed());
+      handle_.run(true, work);
+      return size;
     } catch (const IncompleteWrite& e) {
-      throw IncompleteWrite(e.what(), done + e.committed());
+      failed = std::current_exception();
+      return e.committed();
     }
+  }
+
+  // Between chunks: rethrows a chunk's IncompleteWrite once its answers are kept, and runs
+  // Python's signal handlers (a Ctrl-C arrives while the GIL is released, and is otherwise
+  // only seen after the call, its answers lost).
+  static void stop_if_failed_or_signalled(const std::exception_ptr& failed) {
+    if (failed) std::rethrow_exception(failed);
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
 
   // The answers go into a list made at the items' length when they tell it (lists, tuples,
   // arrays), so filling it is a store per item rather than an append that may reallocate.
+  // `writes`: a call that stops part-way reports what it committed (raise_part_way).
   template <class Batch>
-  py::list answers(py::handle items, Batch&& batch_call) {
+  py::list answers(py::handle items, const char* call, bool writes, Batch&& batch_call) {
     ItemSource source(items, kChunk);
     ItemBatch batch;
     std::vector<std::uint8_t> flags;
     const Py_ssize_t expected = PyObject_LengthHint(items.ptr(), 0);
     if (expected < 0) throw py::error_already_set();
     py::list out(expected);
-    std::size_t done = 0;
-    while (source.next(batch)) {
-      flags.assign(batch.size(), 0);
-      committed_so_far(done, [&] {
-        handle_.run(true, [&](Filter& f) { batch_call(f, batch.views(), flags); });
-      });
-      for (std::size_t i = 0; i < flags.size(); ++i) {
-        PyObject* answer = flags[i] ? Py_True : Py_False;
-        const auto at = static_cast<Py_ssize_t>(done + i);
-        if (at < expected) {
-          Py_INCREF(answer);
-          PyList_SET_ITEM(out.ptr(), at, answer);
-        } else if (PyList_Append(out.ptr(), answer) != 0) {
-          throw py::error_already_set();
+    std::size_t done = 0;  // items committed, their answers in `out`
+    try {
+      while (source.next(batch)) {
+        flags.assign(batch.size(), 0);
+        std::exception_ptr failed;
+        const std::size_t landed = run_chunk(
+            batch.size(), [&](Filter& f) { batch_call(f, batch.views(), flags); }, failed);
+        for (std::size_t i = 0; i < landed; ++i) {
+          PyObject* answer = flags[i] ? Py_True : Py_False;
+          const auto at = static_cast<Py_ssize_t>(done + i);
+          if (at < expected) {
+            Py_INCREF(answer);
+            PyList_SET_ITEM(out.ptr(), at, answer);
+          } else if (PyList_Append(out.ptr(), answer) != 0) {
+            throw py::error_already_set();
+          }
         }
+        done += landed;
+        stop_if_failed_or_signalled(failed);
       }
-      done += batch.size();
+    } catch (...) {
+      if (!writes) throw;
+      py::object given = py::reinterpret_steal<py::object>(
+          PyList_GetSlice(out.ptr(), 0, static_cast<Py_ssize_t>(done)));
+      if (!given) throw py::error_already_set();
+      raise_part_way(std::current_exception(), call, done, std::move(given));
     }
     // Fewer items than the hint said: drop the unfilled tail.
     if (static_cast<Py_ssize_t>(done) < expected &&
@@ -258,10 +286,13 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
       .def("contains", &PyFilter::contains, py::arg("item"),
            "False: certainly never added. True: added, or a false positive.")
       .def("add_many", &PyFilter::add_many, py::arg("items"),
-           "Adds every item in order; a list of bools, True where the item was new.")
+           "Adds every item in order; a list of bools, True where the item was new. Stopped "
+           "part-way (Ctrl-C, an error of the items, a failed store): IncompleteWrite, with "
+           "the items committed (.committed) and their answers (.answers).")
       .def("contains_many", &PyFilter::contains_many, py::arg("items"))
       .def("update", &PyFilter::update, py::arg("items"),
-           "Adds every item without answers (the bulk path).")
+           "Adds every item without answers (the bulk path). Stopped part-way: IncompleteWrite "
+           "with the items committed (.committed).")
       .def("info", &PyFilter::info, "Parameters, fill and estimates (reads every bit).")
       .def("__len__", &PyFilter::estimated_items,
            "The estimated number of items (from the fill of a sample of the bits).")

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "errors.hpp"
 #include "items.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/known_set.hpp"
@@ -32,14 +34,21 @@ class PyKnownSet {
     ItemSource source(items, kChunk);
     ItemBatch batch;
     std::uint64_t done = 0;
-    while (source.next(batch)) {
-      try {
-        handle_.run(true, [&](KnownSet& set) { set.add_batch(batch.views()); });
-      } catch (const IncompleteWrite& e) {
-        throw IncompleteWrite(e.what(), done + e.committed());
+    try {
+      while (source.next(batch)) {
+        try {
+          handle_.run(true, [&](KnownSet& set) { set.add_batch(batch.views()); });
+        } catch (const IncompleteWrite& e) {
+          done += e.committed();
+          throw;
+        }
+        done += batch.size();
+        if (!progress.is_none()) progress(done);
+        // Ctrl-C arrives while the GIL is released: seen here, its count is reported.
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       }
-      done += batch.size();
-      if (!progress.is_none()) progress(done);
+    } catch (...) {
+      raise_part_way(std::current_exception(), "add", done, py::none());
     }
     return done;
   }
@@ -64,6 +73,7 @@ class PyKnownSet {
       }
       done += batch.size();
       if (!progress.is_none()) progress(done);
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     return out;
   }
@@ -144,7 +154,8 @@ as a Bloom filter at any location, with exact=True also an exact companion, and 
            py::arg("overwrite") = false)
       .def("add", &PyKnownSet::add, py::arg("items"), py::arg("progress") = py::none(),
            "Adds every item (to the companion first); progress(done) after each batch. "
-           "Returns the number of items added.")
+           "Returns the number of items added. Stopped part-way (Ctrl-C, an error of the items "
+           "or of progress, a failed store): IncompleteWrite with the items added (.committed).")
       .def("find_missing", &PyKnownSet::find_missing, py::arg("items"), py::arg("exact") = true,
            py::arg("progress") = py::none(), "The items not known, in input order.")
       .def("stats", &PyKnownSet::stats, py::arg("measure_storage") = true)

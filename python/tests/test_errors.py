@@ -74,6 +74,7 @@ def test_a_server_killed_mid_batch_reports_what_was_committed(tmp_path):
         assert "finished" not in outcome, "the batch ended before the kill; make it larger"
         error = outcome["error"]
         assert isinstance(error, OSError) and 0 <= error.committed < len(items)
+        assert error.answers == [True] * error.committed  # the answers of what was committed
         server.start()  # the same port and directory: the AOF is replayed
         with redbloom.open(server.url + "#dying") as again:
             assert all(again.contains_many(items[:error.committed]))

@@ -91,6 +91,48 @@ def test_redis_location_from_settings(redis_server):
     assert client.get("crawl-scrapy:scrapy-fingerprinter").startswith(b"scrapy.")
 
 
+def test_no_location_set_falls_back_to_memory_with_a_warning(workdir, caplog):
+    with caplog.at_level(logging.WARNING, logger="redbloom.scrapy"):
+        _, scheduler = scheduler_for({})
+    assert scheduler.df.location == "memory:"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "kept in memory" in warnings[0] and "Set REDBLOOM_URL" in warnings[0]
+    caplog.clear()
+    # Built from settings alone (scrapy-redis's scheduler): the same warning, without JOBDIR.
+    from scrapy.settings import Settings
+    with caplog.at_level(logging.WARNING, logger="redbloom.scrapy"):
+        assert RedbloomDupeFilter.from_settings(Settings()).location == "memory:"
+    assert "REDBLOOM_URL and REDIS_URL are unset" in caplog.text
+    caplog.clear()
+    # Memory asked for, or a location given: no warning.
+    with caplog.at_level(logging.WARNING, logger="redbloom.scrapy"):
+        scheduler_for({"REDBLOOM_URL": "memory:"})
+        scheduler_for({"JOBDIR": str(workdir / "job")})
+        scheduler_for({"REDIS_URL": "redis://127.0.0.1:1"})
+    assert caplog.records == []
+
+
+def test_the_filter_in_use_is_logged_once(workdir, caplog):
+    _, scheduler = scheduler_for({"JOBDIR": str(workdir / "job"), "REDBLOOM_CAPACITY": 5000})
+    df = scheduler.df
+    with caplog.at_level(logging.INFO, logger="redbloom.scrapy"):
+        df.open()
+        for i in range(3):
+            df.request_seen(Request("http://example.com/%d" % i))
+        df.close("finished")
+    used = [r.getMessage() for r in caplog.records if "dupefilter uses" in r.getMessage()]
+    assert len(used) == 1
+    assert str(workdir / "job" / "requests.rbf") in used[0] and "capacity 5000" in used[0]
+
+
+def test_the_dupefilter_says_what_it_does():
+    doc = RedbloomDupeFilter.__doc__
+    for setting in ["REDBLOOM_URL", "JOBDIR", "REDIS_URL", "REDBLOOM_CAPACITY",
+                    "REDBLOOM_ERROR_RATE", "REDBLOOM_KEY"]:
+        assert setting in doc, setting
+
+
 def make_site(root, pages):
     """Page i links to a few others (and back to the first), so crawls from different start
     pages overlap everywhere."""

@@ -50,6 +50,8 @@ def test_growing_filter_keeps_its_rate_and_stops_at_max_bytes(workdir):
         with pytest.raises(redbloom.CapacityExceeded, match="over the limit") as raised:
             f.add_many("item-%d" % i for i in range(10000))
         assert 3000 <= raised.value.committed <= 3100
+        answers = raised.value.answers  # of the items committed, all but false positives new
+        assert len(answers) == raised.value.committed and sum(answers) >= 0.99 * len(answers)
         assert isinstance(raised.value, redbloom.IncompleteWrite)
 
 
