@@ -114,6 +114,11 @@ $version" "$out"
 $version" "$out"
   check "per-user redbloom on PATH" "$home/.local/bin/redbloom" \
     "$(PATH="$home/.local/bin:/usr/bin:/bin" command -v redbloom)"
+  # find_package finds the per-user install from PATH alone (a bin on PATH names its prefix).
+  HOME=$home PATH="$home/.local/bin:/usr/bin:/bin" cmake -S "$consumer_src" -B user-consumer \
+    > user-consumer.log 2>&1
+  check "find_package(redbloom) from ~/.local/bin on PATH" "$home/.local/lib/cmake/redbloom" \
+    "$(sed -n 's/^redbloom_DIR:PATH=//p' user-consumer/CMakeCache.txt 2>/dev/null)"
 fi
 
 # Programs built against the installed library: find_package(redbloom) and pkg-config.
