@@ -100,6 +100,14 @@ print("redbloom " + redbloom.__version__)'
   check "the prefix's package imports" "$dir/redbloom/__init__.py
 $version" "$out"
 
+  # /usr/local, staged with DESTDIR as a packager would: the directory the interpreter reads.
+  staged=$(DESTDIR=$root/staged cmake --install "$build" --prefix /usr/local 2>&1)
+  check "staged /usr/local install" 0 "$?"
+  check_contains "/usr/local: the interpreter reads the package's directory" \
+    "/usr/local/$python_dir, where $python finds it" "$staged"
+  check "/usr/local: the package is staged there" "yes" \
+    "$([[ -f "$root/staged/usr/local/$python_dir/redbloom/__init__.py" ]] && echo yes || echo no)"
+
   # Per user, as the README says: cmake --install --prefix ~/.local, then the interpreter
   # imports it from the user site-packages with no PYTHONPATH.
   home=$work/home
