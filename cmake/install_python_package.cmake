@@ -1,7 +1,7 @@
 # Run by `cmake --install` (install(SCRIPT) in python/CMakeLists.txt, after install(CODE) set
 # redbloom_python, redbloom_python_system_dir, redbloom_python_extension (the built _redbloom)
-# and redbloom_python_files (the .py files)). The prefix is known
-# only now (--prefix overrides the configured one), so the package's directory is chosen here:
+# and redbloom_python_files (the .py files)). The prefix is known only now (--prefix overrides
+# the configured one), so the package's directory is chosen here:
 #   - the prefix is the interpreter's user base (~/.local, or $PYTHONUSERBASE): its user
 #     site-packages, which it reads for this user (lib/python3.X/site-packages);
 #   - any other prefix: redbloom_python_system_dir under it, the directory Debian's python3
