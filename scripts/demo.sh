@@ -5,6 +5,7 @@
 # every event was already seen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/build-progress.sh
 source scripts/lib/build-progress.sh
 echo "== dependencies (apt-get installs what is missing)"
 scripts/install-deps.sh

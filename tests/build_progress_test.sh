@@ -3,6 +3,7 @@
 # shown, other output is not, and a step that stays silent longer than the interval still
 # gets a line saying the build is at it (here a 1 s interval and a 3 s silent step).
 set -uo pipefail
+# shellcheck source=scripts/lib/build-progress.sh
 source "$(dirname "$0")/../scripts/lib/build-progress.sh"
 failures=0
 fail() { echo "FAIL: $1"; failures=$((failures + 1)); }

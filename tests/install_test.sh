@@ -34,7 +34,9 @@ if ! cmake --install "$build" --prefix "$prefix" > "$root/install.log" 2>&1; the
 fi
 
 # The check helpers and a scratch working directory; the installed command, not the build's.
+# shellcheck source=tests/cli_common.sh
 source "$tests_dir/cli_common.sh" "$prefix/bin/redbloom"
+# shellcheck source=tests/redis_shell.sh
 source "$tests_dir/redis_shell.sh"
 trap 'stop_all_redis; rm -rf "$root"' EXIT
 
@@ -70,7 +72,7 @@ else
   check_contains "redbloom(1) lists the commands" "dedup" "$rendered"
   check_contains "redbloom(1) carries the version" "${version#redbloom }" "$rendered"
   check "man -w finds redbloom(1) from PATH" "$page" "$(MANPATH='' man -w redbloom 2>&1)"
-  check_contains "man -l renders it" "SYNOPSIS" "$(MANPAGER=cat man -l "$page" 2>&1)"
+  check_contains "man -l renders it" "SYNOPSIS" "$(MANPAGER="cat" man -l "$page" 2>&1)"
 fi
 
 # The Redis module, loaded from the prefix as the README says, answering BF.* commands.
