@@ -69,7 +69,12 @@ else
   rendered=$(groff -man -Tascii -P-cbou -ww "$page" 2> groff.err | tr -s " ")
   check "groff renders redbloom(1) without warnings" "" "$(cat groff.err)"
   check_contains "redbloom(1) names the command" "redbloom - Bloom filters" "$rendered"
-  check_contains "redbloom(1) lists the commands" "dedup" "$rendered"
+  # Every command of --help, as help2man lays it out (name at the start of a line).
+  commands=$(redbloom --help | sed -n '/^Subcommands:/,$s/^  \([a-z][a-z]*\) .*/\1/p')
+  check_contains "--help lists dedup" "dedup" "$commands"
+  for command in $commands; do
+    grep -qE "^ $command( |$)" <<< "$rendered" || check "redbloom(1) lists $command" "" "missing"
+  done
   check_contains "redbloom(1) carries the version" "${version#redbloom }" "$rendered"
   check "man -w finds redbloom(1) from PATH" "$page" "$(MANPATH='' man -w redbloom 2>&1)"
   check_contains "man -l renders it" "SYNOPSIS" "$(MANPAGER="cat" man -l "$page" 2>&1)"
