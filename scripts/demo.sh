@@ -13,9 +13,10 @@ build=${REDBLOOM_BUILD_DIR:-build-release}
 echo "== building redbloom (Release) in $build: a few minutes the first time, seconds after"
 started=$SECONDS
 # The Python package is built for Debian's /usr/bin/python3 (its python3-* packages serve it).
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
-  -DREDBLOOM_BUILD_BENCH=OFF -DREDBLOOM_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
 # One line per finished target, and one at least every 10 s while a long step runs.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
+  -DREDBLOOM_BUILD_BENCH=OFF -DREDBLOOM_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 |
+  build_progress 10 "configuring"
 cmake --build "$build" -j "$(nproc)" | build_progress 10
 redbloom="$build/redbloom"
 echo "   built $redbloom in $((SECONDS - started)) s"

@@ -1,10 +1,11 @@
 # shellcheck shell=bash
-# Sourced by scripts/demo.sh. build_progress [SECONDS] reads a `cmake --build` output on stdin
-# and prints one line per finished target, plus one at least every SECONDS (default 10) while
-# a long step runs (a big source file, a link), so that a slow build always shows it is
-# moving. Compiler messages go to stderr and pass by it.
+# Sourced by scripts/demo.sh. build_progress [SECONDS [STEP]] reads a `cmake --build` output
+# on stdin and prints one line per finished target, plus one at least every SECONDS (default
+# 10) while a long step runs (a big source file, a link; STEP names the one before the first
+# line, e.g. configuring), so that a slow build always shows it is moving. Compiler messages
+# go to stderr and pass by it.
 build_progress() {
-  local every=${1:-10} started=$SECONDS line="" partial="" status step="starting"
+  local every=${1:-10} step=${2:-starting} started=$SECONDS line="" partial="" status
   while true; do
     if IFS= read -r -t "$every" line; then
       line=$partial$line
