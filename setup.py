@@ -38,6 +38,9 @@ class CMakeBuild(build_ext):
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(built, target)
+        # redbloom.__version__ (_version.py), written by the configure above.
+        shutil.copyfile(os.path.join(build, "python", "redbloom", "_version.py"),
+                        os.path.join(os.path.dirname(target), "_version.py"))
 
 
 setup(

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The main job on the embedded default, no server: installs what is missing, builds, makes a
-# sample click-log stream with duplicates (Kafka redeliveries, as in the 1e9 events a day
-# click-log dedup) and deduplicates it twice with one persistent filter file. The second run
-# shows persistence: every event was already seen.
+# sample click-log stream with duplicates (as a Kafka consumer sees redeliveries) and
+# deduplicates it twice with one persistent filter file. The second run shows persistence:
+# every event was already seen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/build-progress.sh
+source scripts/lib/build-progress.sh
 echo "== dependencies (apt-get installs what is missing)"
 scripts/install-deps.sh
 build=${REDBLOOM_BUILD_DIR:-build-release}
 echo "== building redbloom (Release) in $build: a few minutes the first time, seconds after"
 started=$SECONDS
 # The Python package is built for Debian's /usr/bin/python3 (its python3-* packages serve it).
+# One line per finished target, and one at least every 10 s while a long step runs.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_BUILD_TESTS=OFF \
-  -DREDBLOOM_BUILD_BENCH=OFF -DREDBLOOM_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
-# One line per finished target, so a slow build shows that it is moving.
-cmake --build "$build" -j "$(nproc)" | grep --line-buffered -E '^\[ *[0-9]+%\] Built target' |
-  sed -u 's/^/   /'
+  -DREDBLOOM_BUILD_BENCH=OFF -DREDBLOOM_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 |
+  build_progress 10 "configuring"
+cmake --build "$build" -j "$(nproc)" | build_progress 10
 redbloom="$build/redbloom"
 echo "   built $redbloom in $((SECONDS - started)) s"
 

@@ -19,5 +19,11 @@ cmake --build "$build" -j "$jobs"
 
 echo "== Release build ($build-rel) and the CLI checks on it"
 cmake -S . -B "$build-rel" -DCMAKE_BUILD_TYPE=Release -DREDBLOOM_WERROR=ON "${python[@]}" >/dev/null
-cmake --build "$build-rel" -j "$jobs"
+# A default build prints no toolchain messages (warnings are errors already; this catches the
+# linker's and lto-wrapper's, which -Werror does not cover).
+cmake --build "$build-rel" -j "$jobs" 2>&1 | tee "$build-rel/build.log"
+if grep -E 'lto-wrapper|warning:|note:' "$build-rel/build.log"; then
+  echo "FAIL: the Release build printed the toolchain messages above"
+  exit 1
+fi
 (cd "$build-rel" && ctest --output-on-failure -j "$jobs" -R '^cli\.(commands|stream)$')

@@ -22,6 +22,7 @@ from ._errors import (
     StorageError,
 )
 from ._redbloom import Filter, KnownSet
+from ._version import __version__  # written by CMake: the version `redbloom --version` prints
 
 __all__ = [
     "open",

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Installs the build tree's redbloom into a scratch prefix, then builds and runs programs
-# against it: with find_package(redbloom) (the full library, and redbloom::core alone, whose
-# link line must not name hiredis), and with pkg-config.
+# Builds and runs programs against an installed redbloom: with find_package(redbloom) (the full
+# library, and redbloom::core alone, whose link line must not name hiredis), and with
+# pkg-config. PREFIX: where it is installed; without it, the build tree is installed into a
+# scratch prefix first.
+# Usage: run.sh BUILD_DIR CONSUMER_SRC [PREFIX]
 set -euo pipefail
 build_dir=$1
 consumer_src=$2
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
-cmake -S "$consumer_src" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+prefix=${3:-}
+if [[ -z "$prefix" ]]; then
+  prefix=$scratch/prefix
+  cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+fi
+cmake -S "$consumer_src" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$scratch/build" --verbose > "$scratch/build.log"
 "$scratch/build/consumer"
 "$scratch/build/core_consumer"
@@ -27,7 +33,7 @@ if readelf -d "$scratch/build/core_consumer" | grep -q hiredis; then
 fi
 echo "core consumer: no hiredis on its link line"
 # pkg-config, for build systems that are not CMake.
-export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig:$scratch/prefix/lib/x86_64-linux-gnu/pkgconfig"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig"
 # shellcheck disable=SC2046
 g++ -o "$scratch/pc_consumer" "$consumer_src/main.cpp" $(pkg-config --cflags --libs redbloom)
 "$scratch/pc_consumer"
