@@ -168,6 +168,7 @@ void record(benchmark::State& state, const FilterParams& params, std::uint64_t n
   state.counters["miss_ns"] = m.miss_ns;
   state.counters["bits_per_item"] = double(params.total_bits()) / double(n);
   state.counters["fpr"] = double(m.false_positives) / double(kMaxQueries);
+  state.counters["absent_probes"] = double(kMaxQueries);
   state.counters["expected_fpr"] = redbloom::expected_false_positive_rate(params, double(n));
   state.counters["target_p"] = g_error_rate;
   state.counters["k"] = params.hashes;
