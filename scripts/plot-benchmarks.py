@@ -79,7 +79,9 @@ def machine_text(context):
     cores = context.get("num_cpus", "?")
     mhz = context.get("mhz_per_cpu")
     where = f"{cores} cores" + (f" at {mhz / 1000:.1f} GHz" if mhz else "")
-    return f"{date} UTC, {where}{', ' + cpu if cpu else ''}"
+    load = context.get("load_avg")
+    busy = f", load average {load[0]:.1f} at the start" if load else ""
+    return f"{date} UTC, {where}{', ' + cpu if cpu else ''}{busy}"
 
 
 def plot_sizes(path, out):
@@ -114,8 +116,9 @@ def plot_sizes(path, out):
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("million items per second\n(median; bars: fastest and slowest run)")
     axes[0].legend(fontsize=7, loc="lower left")
-    fig.suptitle("Local filters, 8-byte keys, p = 1%: throughput against size "
-                 f"({machine_text(context)})", fontsize=10)
+    repetitions = max(len(r.get("runs", [])) for r in rows.values())
+    fig.suptitle("Local filters, 8-byte keys, p = 1%: throughput against size, "
+                 f"{repetitions} interleaved repetitions ({machine_text(context)})", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=80)
     plt.close(fig)
@@ -258,7 +261,8 @@ def summary(data_dir):
                     cells.append(f"{base['bits_per_item'] / r['bits_per_item']:.1f}x less memory "
                                  f"than unordered_set ({base['bits_per_item']:.0f} vs "
                                  f"{r['bits_per_item']:.2f} bits/item)")
-                print(f"| {label} n={n:.0e} | " + " | ".join(cells) + " |")
+                if cells:
+                    print(f"| {label} n={n:.0e} | " + " | ".join(cells) + " |")
     path = os.path.join(data_dir, "dedup-tools.json")
     if os.path.exists(path):
         data, medians = dedup_medians(path)
