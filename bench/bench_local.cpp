@@ -1,7 +1,9 @@
 // Local filter speed: insert, positive and negative lookup in ns per item, bits per item and
 // the measured false-positive rate, for both layouts: one item per call, batched, and batched
 // on two threads; for scale, a textbook filter and the floor for one-item calls (OneProbeFloor,
-// inline, and CalledOneProbeFloor, the same through a function pointer as a library call).
+// inline, and CalledOneProbeFloor, the same through a function pointer as a library call); and
+// what a user would write instead of a filter, a std::unordered_set of the keys, with its
+// memory counted by its allocator (up to 2e7 keys: a set of 1e8 would take about 5 GB).
 //
 // Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i); with
 // --keys=url the seeds' "s3://bucket/dir/file<i>.pdf"; with --keys=long-url document URLs of
@@ -11,9 +13,8 @@
 // Benchmark repeats each case and reports medians; at the end a markdown table of the medians is
 // printed.
 //
-//   bench_local [--n=1e6,1e8] [--store=memory|file] [--keys=u64|url|long-url|name] [benchmark
-//   flags, e.g.
-//   --benchmark_repetitions=5]
+//   bench_local [--n=1e6,1e8] [--p=0.01] [--store=memory|file] [--keys=u64|url|long-url|name]
+//   [benchmark flags, e.g. --benchmark_repetitions=5 --benchmark_out=FILE.json]
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
 
@@ -25,6 +26,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -53,6 +55,7 @@ constexpr std::size_t kBatch = 4096;
 
 enum class KeyKind { u64, url, long_url, name };
 KeyKind g_keys = KeyKind::u64;  // --keys=
+double g_error_rate = 0.01;     // --p=
 
 // One batch of keys, written by the calling thread (as an application's would be) into one
 // buffer: 8-byte keys, or URLs or names of up to kUrlBytes (long URLs: kLongUrlBytes).
@@ -165,13 +168,16 @@ void record(benchmark::State& state, const FilterParams& params, std::uint64_t n
   state.counters["miss_ns"] = m.miss_ns;
   state.counters["bits_per_item"] = double(params.total_bits()) / double(n);
   state.counters["fpr"] = double(m.false_positives) / double(kMaxQueries);
+  state.counters["absent_probes"] = double(kMaxQueries);
+  state.counters["expected_fpr"] = redbloom::expected_false_positive_rate(params, double(n));
+  state.counters["target_p"] = g_error_rate;
   state.counters["k"] = params.hashes;
 }
 
 // threads = 0: one call per item; otherwise batched calls on that many threads.
 void BM_Filter(benchmark::State& state, Layout layout, unsigned threads) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
-  const FilterParams params = redbloom::size_filter(double(n), 0.01, layout);
+  const FilterParams params = redbloom::size_filter(double(n), g_error_rate, layout);
   for (auto _ : state) {
     Filter filter = make_filter(params);
     if (threads > 1) filter.use_threads(threads);
@@ -214,7 +220,7 @@ class TextbookBloom {
 
 void BM_Textbook(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
-  const FilterParams params = redbloom::size_filter(double(n), 0.01, Layout::classic);
+  const FilterParams params = redbloom::size_filter(double(n), g_error_rate, Layout::classic);
   for (auto _ : state) {
     TextbookBloom filter(params);
     record(state, params, n, measure_single(filter, n));
@@ -299,11 +305,66 @@ class CalledOneProbeFloor {
 template <class Floor>
 void BM_Floor(benchmark::State& state) {
   const auto n = static_cast<std::uint64_t>(state.range(0));
-  FilterParams params = redbloom::size_filter(double(n), 0.01, Layout::blocked);
+  FilterParams params = redbloom::size_filter(double(n), g_error_rate, Layout::blocked);
   params.hashes = 1;
   for (auto _ : state) {
     Floor filter(params);
     record(state, params, n, measure_single(filter, n));
+  }
+}
+
+// What a user would pick instead of a filter: an exact set of the keys (no false positives).
+// Its allocator counts the bytes it holds, so its bits per item are measured, not estimated.
+std::uint64_t g_set_bytes = 0;
+constexpr std::int64_t kMaxSetItems = 20'000'000;
+
+template <class T>
+struct CountingAllocator {
+  using value_type = T;
+  CountingAllocator() = default;
+  template <class U>
+  explicit CountingAllocator(const CountingAllocator<U>&) noexcept {}
+  T* allocate(std::size_t count) {
+    g_set_bytes += count * sizeof(T);
+    return std::allocator<T>{}.allocate(count);
+  }
+  void deallocate(T* pointer, std::size_t count) noexcept {
+    g_set_bytes -= count * sizeof(T);
+    std::allocator<T>{}.deallocate(pointer, count);
+  }
+  friend bool operator==(const CountingAllocator&, const CountingAllocator&) = default;
+};
+
+class HashSet {
+ public:
+  explicit HashSet(std::uint64_t n) { set_.reserve(n); }
+  bool add(std::string_view item) { return set_.emplace(item).second; }
+  bool contains(std::string_view item) const { return set_.contains(item); }
+
+ private:
+  using Key = std::basic_string<char, std::char_traits<char>, CountingAllocator<char>>;
+  // Transparent, so that a lookup hashes the caller's bytes without making a Key.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view item) const noexcept {
+      return std::hash<std::string_view>{}(item);
+    }
+  };
+  std::unordered_set<Key, Hash, std::equal_to<>, CountingAllocator<Key>> set_;
+};
+
+void BM_HashSet(benchmark::State& state) {
+  const auto n = static_cast<std::uint64_t>(state.range(0));
+  for (auto _ : state) {
+    const std::uint64_t before = g_set_bytes;
+    HashSet set(n);
+    const Measured m = measure_single(set, n);
+    // The filter it stands in for: the blocked layout at the same rate (k and FPR: the set's).
+    FilterParams params = redbloom::size_filter(double(n), g_error_rate, Layout::blocked);
+    record(state, params, n, m);
+    state.counters["bits_per_item"] = double(g_set_bytes - before) * 8 / double(n);
+    state.counters["expected_fpr"] = 0;
+    state.counters["k"] = 0;
   }
 }
 
@@ -364,6 +425,8 @@ int main(int argc, char** argv) {
         sizes.push_back(static_cast<std::int64_t>(std::stod(list.substr(pos, comma - pos))));
         pos = comma + 1;
       }
+    } else if (arg.rfind("--p=", 0) == 0) {
+      g_error_rate = std::stod(arg.substr(4));
     } else if (arg == "--store=file") {
       g_store = StoreKind::file;
     } else if (arg == "--store=shared-file") {
@@ -390,6 +453,8 @@ int main(int argc, char** argv) {
   // One run per repetition: each builds a filter of n items.
   const auto add_case = [&](const std::string& name, auto&& function, auto... args) {
     for (std::int64_t n : sizes) {
+      // A set of 1e8 keys would take about 5 GB; the set case stops at kMaxSetItems.
+      if (name.rfind("hashset", 0) == 0 && n > kMaxSetItems) continue;
       benchmark::RegisterBenchmark(name.c_str(), function, args...)
           ->Arg(n)
           ->Iterations(1)
@@ -408,6 +473,7 @@ int main(int argc, char** argv) {
   add_case("textbook" + keys + "/classic/single", BM_Textbook);
   add_case("floor" + keys + "/one-probe/single", BM_Floor<OneProbeFloor>);
   add_case("floor" + keys + "/one-probe-called/single", BM_Floor<CalledOneProbeFloor>);
+  add_case("hashset" + keys + "/unordered_set/single", BM_HashSet);
   benchmark::Initialize(&rest_argc, rest.data());
   TableReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

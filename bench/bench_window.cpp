@@ -15,7 +15,9 @@
 // Then the bits per item of the window against one plain filter sized for a window's items at
 // the same rate and against the Age-Partitioned Bloom Filter (apbf_for below). Then
 // a burst: one slice at --burst times the rate, then the steady stream until that slice has
-// retired; measured at the end of each slice.
+// retired; measured at the end of each slice. With --series=FILE, a CSV line per batch (the
+// stream's time, the live links and bytes, and a plain filter's bytes for a window's items), for
+// plots of memory over time.
 //
 // Part "throughput", on the real clock: dedup-style add_many (--batch items a call, the
 // per-item answers asked) of --items fresh items (--redis-items on Redis) into
@@ -37,7 +39,7 @@
 //                [--layout=blocked,classic] [--probes=1e5] [--again=0] [--burst=10]
 //                [--clock-lead=1d] [--items=1e6] [--redis-items=5e4] [--batch=1024]
 //                [--reps=5] [--growing-start=8] [--tp-window=1h]
-//                [--tp-stores=memory,file,redis] [--shuffle-seed=1]
+//                [--tp-stores=memory,file,redis] [--shuffle-seed=1] [--series=FILE]
 // Options take "--key=value" or "--key value". Throughput uses the first error rate and
 // layout. Exits 1 if a check fails (a false negative, a mean FPR over its target), 3 if a
 // Redis part could not run (its reason printed), 2 on bad arguments.
@@ -114,6 +116,7 @@ struct Args {
   std::uint64_t tp_window_ns = 3'600'000'000'000;
   std::vector<std::string> tp_stores{"memory", "file", "redis"};
   std::uint64_t shuffle_seed = 1;
+  std::string series;  // CSV of the stream's memory after every batch
 };
 
 int usage(const char* message) {
@@ -125,7 +128,8 @@ int usage(const char* message) {
       "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
       "[--probes=N] [--again=F] [--burst=X] [--clock-lead=DURATION] [--items=N] [--redis-items=N] "
       "[--batch=N] [--reps=N] "
-      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--shuffle-seed=N]\n",
+      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--shuffle-seed=N] "
+      "[--series=FILE]\n",
       message);
   return kExitUsage;
 }
@@ -207,6 +211,8 @@ bool apply(Args& args, const std::string& key, const std::string& value) {
     }
   } else if (key == "--shuffle-seed") {
     args.shuffle_seed = count(value);
+  } else if (key == "--series") {
+    args.series = value;
   } else {
     return false;
   }
@@ -395,6 +401,7 @@ class StreamRun {
     // removes it).
     const std::uint64_t real = redbloom::system_now_ns() + args.clock_lead_ns;
     *now_ = (real / args.window_ns + 1) * args.window_ns;
+    start_ns_ = *now_;
     result_.p = p;
     result_.layout = layout;
   }
@@ -459,6 +466,7 @@ class StreamRun {
 
   [[nodiscard]] const StreamResult& result() const { return result_; }
   [[nodiscard]] const std::vector<BurstRow>& burst() const { return burst_; }
+  void write_series_to(std::FILE* series) { series_ = series; }
 
  private:
   struct Measure {
@@ -486,6 +494,20 @@ class StreamRun {
     for (const std::uint64_t id : ids) last_step_[id] = steps_.size();
     steps_.push_back(std::move(step));
     *now_ += step_ns_;
+    if (series_ != nullptr) write_series_line();
+  }
+
+  void write_series_line() {
+    const redbloom::FilterInfo info = filter_->info();
+    const std::uint64_t plain =
+        redbloom::size_filter(double(args_.items_per_window), options_.error_rate, options_.layout)
+            .total_bytes();
+    std::fprintf(
+        series_, "%g,%s,%.4f,%llu,%zu,%llu,%llu\n", options_.error_rate,
+        layout_name(options_.layout).c_str(), double(*now_ - start_ns_) / double(args_.window_ns),
+        static_cast<unsigned long long>(next_id_), info.stream ? info.stream->segments.size() : 0,
+        static_cast<unsigned long long>(info.stream ? info.stream->bytes : 0),
+        static_cast<unsigned long long>(plain));
   }
 
   // --again of a batch: items first added between one and a half windows and half a window
@@ -582,6 +604,8 @@ class StreamRun {
   StreamOptions options_;
   std::uint64_t slice_ns_ = 0;
   std::uint64_t step_ns_ = 0;
+  std::uint64_t start_ns_ = 0;
+  std::FILE* series_ = nullptr;
   std::shared_ptr<std::uint64_t> now_;
   Location location_;
   std::optional<Filter> filter_;
@@ -608,11 +632,21 @@ int stream_part(const Args& args) {
       static_cast<unsigned long long>(args.windows), static_cast<unsigned long long>(args.warmup),
       static_cast<unsigned long long>(args.probes), args.again);
 
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> series(nullptr, std::fclose);
+  if (!args.series.empty()) {
+    series.reset(std::fopen(args.series.c_str(), "w"));
+    if (!series) {
+      std::fprintf(stderr, "bench_window: cannot write %s\n", args.series.c_str());
+      return kExitUsage;
+    }
+    std::fprintf(series.get(), "p,layout,windows,items_added,links,bytes,plain_bytes\n");
+  }
   std::vector<StreamResult> results;
   std::vector<std::vector<BurstRow>> bursts;
   for (const double p : args.error_rates) {
     for (const Layout layout : args.layouts) {
       StreamRun run(args, p, layout);
+      run.write_series_to(series.get());
       std::string reason;
       if (!run.create(reason)) {
         std::printf("skipped: a windowed filter in %s could not be created: %s\n\n",
