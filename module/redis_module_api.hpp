@@ -142,6 +142,8 @@ inline constexpr const char* kWrongTypeError =
     (RedisModuleCtx * ctx, int type, const char* event, RedisModuleString* key))               \
   X(void, SaveUnsigned, (RedisModuleIO * io, std::uint64_t value))                             \
   X(std::uint64_t, LoadUnsigned, (RedisModuleIO * io))                                         \
+  X(void, SaveDouble, (RedisModuleIO * io, double value))                                      \
+  X(double, LoadDouble, (RedisModuleIO * io))                                                  \
   X(void, SaveStringBuffer, (RedisModuleIO * io, const char* str, std::size_t len))            \
   X(char*, LoadStringBuffer, (RedisModuleIO * io, std::size_t * lenptr))                       \
   X(int, IsIOError, (RedisModuleIO * io))                                                      \
@@ -151,8 +153,7 @@ inline constexpr const char* kWrongTypeError =
   X(void, Log, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                \
   X(void, LogIOError, (RedisModuleIO * io, const char* levelstr, const char* fmt, ...))        \
   X(int, HashGet, (RedisModuleKey * key, int flags, ...))                                      \
-  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, std::size_t n))  \
-  X(int, GetContextFlags, (RedisModuleCtx * ctx))
+  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, std::size_t n))
 
 #define REDBLOOM_DECLARE_MODULE_FUNCTION(ret, name, args) extern ret(*RedisModule_##name) args;
 extern "C" {
