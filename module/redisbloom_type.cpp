@@ -189,6 +189,12 @@ bool register_redisbloom_type(RedisModuleCtx* ctx) noexcept {
   methods.copy = copy;
   g_type =
       RedisModule_CreateDataType(ctx, kRedisBloomTypeName, kRedisBloomEncodingVersion, &methods);
+  if (g_type == nullptr) {
+    RedisModule_Log(ctx, module_api::kLogWarning,
+                    "redbloom: cannot register the %s type: another module (RedisBloom?) has "
+                    "it; redbloom.so replaces RedisBloom, load only one of them",
+                    kRedisBloomTypeName);
+  }
   return g_type != nullptr;
 }
 

@@ -283,3 +283,46 @@ def test_damaged_rdb_file_fails_the_start_without_a_crash(tmp_path, damage):
     assert refusals > 0
     if damage == "flipped":
         assert by_module > 0  # some damage reached the module's checks, not only Redis's
+
+
+def resp_commands(data):
+    """The commands of an AOF file (RESP arrays of bulk strings), in order."""
+    commands, at = [], 0
+    while at < len(data):
+        assert data[at:at + 1] == b"*", "not a RESP array at byte %d" % at
+        end = data.index(b"\r\n", at)
+        count, at = int(data[at + 1:end]), end + 2
+        command = []
+        for _ in range(count):
+            end = data.index(b"\r\n", at)
+            length = int(data[at + 1:end])
+            command.append(data[end + 2:end + 2 + length])
+            at = end + 2 + length + 2
+        commands.append(command)
+    return commands
+
+
+def test_saved_values_are_byte_for_byte_redisbloom_s(tmp_path):
+    """What this module writes of an unchanged filter is what RedisBloom wrote: its DUMP
+    payload (the RDB encoding of the value) is in RedisBloom's dump.rdb, and its AOF rewrite
+    is RedisBloom's rewrite, so RedisBloom can be started on either again."""
+    rdb = (FIXTURES / "dump.rdb").read_bytes()
+    server = server_on(tmp_path, "--aof-use-rdb-preamble", "no")
+    r = server.client()
+    for key in KEYS:
+        payload = r.dump(key)
+        assert payload[0] == 7  # a module value, encoded with per-field opcodes
+        assert bytes([7]) + bytes([len(key)]) + key.encode() + payload[1:-10] in rdb, key
+    r.config_set("appendonly", "yes")
+    wait_until(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0
+               and r.info("persistence")["aof_rewrite_scheduled"] == 0
+               and r.info("persistence")["aof_enabled"] == 1, "the AOF rewrite")
+
+    def base_of(directory):
+        (base,) = [f for f in directory.iterdir() if ".base." in f.name]
+        return sorted(c for c in resp_commands(base.read_bytes()) if c[0] != b"SELECT")
+
+    ours = base_of(server.directory / "appendonlydir")
+    assert ours == base_of(FIXTURES / "appendonlydir")
+    assert len(ours) > 2 * len(KEYS)
+    server.kill()
