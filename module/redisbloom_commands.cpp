@@ -139,7 +139,8 @@ int redisbloom_create_from_header(RedisModuleCtx* ctx, RedisModuleString* name, 
                                   std::string_view header) {
   std::unique_ptr<Chain> chain;
   try {
-    chain = std::make_unique<Chain>(Chain::decode_header(header, settings().max_filter_bytes));
+    chain = std::make_unique<Chain>(
+        Chain::decode_header(header, settings().max_filter_bytes, server_allocator()));
   } catch (const FormatError&) {
     return reply_error(ctx, "ERR received bad data");
   } catch (const InvalidArgument& e) {

@@ -95,8 +95,9 @@ void* load(RedisModuleIO* rdb, int encver) {
       char* bytes = RedisModule_LoadStringBuffer(rdb, &length);
       if (RedisModule_IsIOError(rdb) || bytes == nullptr) return nullptr;
       try {
-        link.data.assign(reinterpret_cast<const std::uint8_t*>(bytes),
-                         reinterpret_cast<const std::uint8_t*>(bytes) + length);
+        link.data = redisbloom::Bytes(reinterpret_cast<const std::uint8_t*>(bytes),
+                                      reinterpret_cast<const std::uint8_t*>(bytes) + length,
+                                      redisbloom::ByteAllocator(server_allocator()));
       } catch (...) {
         RedisModule_Free(bytes);
         throw;
@@ -112,7 +113,8 @@ void* load(RedisModuleIO* rdb, int encver) {
       links.push_back(std::move(link));
     }
     auto chain = std::make_unique<Chain>(items, static_cast<std::uint32_t>(options),
-                                         static_cast<std::uint32_t>(expansion), std::move(links));
+                                         static_cast<std::uint32_t>(expansion), std::move(links),
+                                         server_allocator());
     if (const std::string problem = chain->problem(); !problem.empty()) {
       RedisModule_LogIOError(rdb, module_api::kLogWarning,
                              "redbloom: RedisBloom filter refused: %s", problem.c_str());

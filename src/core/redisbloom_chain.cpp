@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "redbloom/error.hpp"
 
@@ -55,6 +56,12 @@ class Writer {
 };
 
 }  // namespace
+
+std::uint8_t* ByteAllocator::allocate(std::size_t n) {
+  void* pointer = source_.allocate(n);
+  if (pointer == nullptr) throw std::bad_alloc();
+  return static_cast<std::uint8_t*>(pointer);
+}
 
 std::uint32_t murmur2_32(std::string_view data, std::uint32_t seed) noexcept {
   constexpr std::uint32_t m = 0x5bd1e995;
@@ -154,7 +161,8 @@ bool Link::set(HashPair hash) noexcept {
   return changed;
 }
 
-bool size_link(std::uint64_t capacity, double error, std::uint32_t options, Link& link) noexcept {
+bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
+               ChainAllocator allocator, Link& link, std::uint64_t max_bytes, bool* over_limit) {
   if (capacity < 1 || !(error > 0) || error >= 1.0) return false;
   link = Link{};
   link.error = error;
@@ -188,7 +196,11 @@ bool size_link(std::uint64_t capacity, double error, std::uint32_t options, Link
   link.bits = bytes * 8;
   link.hashes = probes_for(link.bits_per_entry);
   if (link.hashes > kMaxHashes) return false;
-  link.data.assign(bytes, 0);  // may throw bad_alloc: the caller's guard answers it
+  if (max_bytes != 0 && bytes > max_bytes) {
+    if (over_limit != nullptr) *over_limit = true;
+    return false;
+  }
+  link.data = Bytes(bytes, 0, ByteAllocator(allocator));
   return true;
 }
 
@@ -206,15 +218,15 @@ std::string link_problem(const Link& link) {
 }
 
 Chain Chain::make(std::uint64_t capacity, double error, std::uint32_t options,
-                  std::uint32_t expansion) {
+                  std::uint32_t expansion, ChainAllocator allocator) {
   Link first;
   const double target = (options & kNoScaling) != 0 ? error : error * kTightening;
-  if (!size_link(capacity, target, options, first)) {
+  if (!size_link(capacity, target, options, allocator, first)) {
     throw InvalidArgument("ERR could not create filter");
   }
   std::vector<Link> links;
   links.push_back(std::move(first));
-  return Chain(0, options, expansion, std::move(links));
+  return Chain(0, options, expansion, std::move(links), allocator);
 }
 
 bool Chain::contains(std::string_view item) const noexcept {
@@ -235,11 +247,12 @@ Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
     if (!scaling()) return AddResult::full;
     Link next;
     // RedisBloom multiplies in 64-bit words, wrapping; a wrapped capacity of 0 is refused.
+    const std::uint64_t room = max_bytes == 0 ? 0 : max_bytes > bytes() ? max_bytes - bytes() : 1;
+    bool over = false;
     if (!size_link(links_.back().capacity * expansion_, links_.back().error * kTightening, options_,
-                   next)) {
-      return AddResult::refused;
+                   allocator_, next, room, &over)) {
+      return over ? AddResult::too_large : AddResult::refused;
     }
-    if (max_bytes != 0 && bytes() + next.data.size() > max_bytes) return AddResult::too_large;
     links_.push_back(std::move(next));
   }
   if (links_.back().set(hash)) {
@@ -288,7 +301,8 @@ std::string Chain::encode_header() const {
   return out;
 }
 
-Chain Chain::decode_header(std::string_view header, std::uint64_t max_bytes) {
+Chain Chain::decode_header(std::string_view header, std::uint64_t max_bytes,
+                           ChainAllocator allocator) {
   if (header.size() < kHeaderBytes) throw FormatError("header shorter than its fixed part");
   const char* p = header.data();
   const auto items = read_word<std::uint64_t>(p);
@@ -325,9 +339,9 @@ Chain Chain::decode_header(std::string_view header, std::uint64_t max_bytes) {
     p += kLinkBytes;
     // The sizes are checked before the bits are allocated.
     if (link.bits != bytes * 8) throw FormatError("sub-filter bit count and bytes differ");
-    link.data.assign(bytes, 0);
+    link.data = Bytes(bytes, 0, ByteAllocator(allocator));
   }
-  Chain chain(items, options, expansion, std::move(links));
+  Chain chain(items, options, expansion, std::move(links), allocator);
   if (const std::string problem = chain.problem(); !problem.empty()) throw FormatError(problem);
   return chain;
 }

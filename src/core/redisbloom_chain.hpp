@@ -14,7 +14,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include "core/filter_chain.hpp"
 
 namespace redbloom::redisbloom {
 
@@ -45,6 +48,29 @@ struct HashPair {
 // The pair an item is placed by: probe i sets bit (a + i·b) mod the link's bit count.
 [[nodiscard]] HashPair item_hash(std::string_view item, std::uint32_t options) noexcept;
 
+// Bytes from a ChainAllocator: the module's links count in the server's memory, as RedisBloom's.
+class ByteAllocator {
+ public:
+  using value_type = std::uint8_t;
+  template <class U>
+  struct rebind {
+    static_assert(std::is_same_v<U, std::uint8_t>, "bytes only");
+    using other = ByteAllocator;
+  };
+  ByteAllocator() noexcept : source_(default_chain_allocator()) {}
+  explicit ByteAllocator(ChainAllocator source) noexcept : source_(source) {}
+  [[nodiscard]] std::uint8_t* allocate(std::size_t n);
+  void deallocate(std::uint8_t* pointer, std::size_t) noexcept { source_.release(pointer); }
+  [[nodiscard]] ChainAllocator source() const noexcept { return source_; }
+  friend bool operator==(const ByteAllocator& x, const ByteAllocator& y) noexcept {
+    return x.source_.allocate == y.source_.allocate && x.source_.release == y.source_.release;
+  }
+
+ private:
+  ChainAllocator source_;
+};
+using Bytes = std::vector<std::uint8_t, ByteAllocator>;
+
 struct Link {
   std::uint64_t capacity = 0;  // RedisBloom's "entries"
   double error = 0;
@@ -53,7 +79,7 @@ struct Link {
   std::uint64_t bits = 0;
   std::uint8_t n2 = 0;  // bits == 1 << n2 when non-zero
   std::uint64_t items = 0;
-  std::vector<std::uint8_t> data;
+  Bytes data;
 
   [[nodiscard]] bool contains(HashPair hash) const noexcept;
   // Sets the item's bits; true when one of them was unset.
@@ -61,9 +87,11 @@ struct Link {
 };
 
 // A link as RedisBloom's bloom_init makes it for `capacity` items at `error`; false when
-// RedisBloom refuses those figures. The bits are not allocated.
+// RedisBloom refuses those figures, or (`over_limit` set) when its bits would be over
+// `max_bytes` (0: no limit). The bits are allocated (zeroed) from `allocator`.
 [[nodiscard]] bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
-                             Link& link) noexcept;
+                             ChainAllocator allocator, Link& link, std::uint64_t max_bytes = 0,
+                             bool* over_limit = nullptr);
 // What RedisBloom checks of a link it loads; empty when sound, else what is wrong.
 [[nodiscard]] std::string link_problem(const Link& link);
 
@@ -73,12 +101,13 @@ class Chain {
 
   // BF.RESERVE's filter; throws InvalidArgument for figures RedisBloom refuses.
   static Chain make(std::uint64_t capacity, double error, std::uint32_t options,
-                    std::uint32_t expansion);
+                    std::uint32_t expansion, ChainAllocator allocator);
 
   [[nodiscard]] bool contains(std::string_view item) const noexcept;
   // As RedisBloom adds: present when a link has the item; else set in the newest link, after
   // stacking a new one (capacity × expansion, half the error) when the newest is full.
-  // A new link that would take the chain past `max_bytes` (0: no limit) is refused.
+  // A new link that would take the chain past `max_bytes` (0: no limit) is refused. Throws
+  // bad_alloc when its bits cannot be allocated (nothing changed).
   AddResult add(std::string_view item, std::uint64_t max_bytes);
 
   [[nodiscard]] std::uint64_t items() const noexcept { return items_; }
@@ -94,7 +123,8 @@ class Chain {
   [[nodiscard]] std::string encode_header() const;
   // An empty-bitted chain of the header's shape. Throws FormatError for a damaged header,
   // InvalidArgument when its bits are over `max_bytes` (0: no limit).
-  static Chain decode_header(std::string_view header, std::uint64_t max_bytes);
+  static Chain decode_header(std::string_view header, std::uint64_t max_bytes,
+                             ChainAllocator allocator);
 
   // SCANDUMP after the header: the chunk at `iterator` (1 is the first byte of the first link)
   // and the iterator after it; an empty span and 0 past the end.
@@ -104,10 +134,15 @@ class Chain {
   // error text.
   const char* load_chunk(long long iterator, std::string_view data) noexcept;
 
-  // For the RDB loader: a chain built link by link, then checked by `problem`.
+  // For the RDB loader: a chain built link by link, then checked by `problem`; its new links
+  // come from `allocator`.
   Chain(std::uint64_t items, std::uint32_t options, std::uint32_t expansion,
-        std::vector<Link> links) noexcept
-      : items_(items), options_(options), expansion_(expansion), links_(std::move(links)) {}
+        std::vector<Link> links, ChainAllocator allocator) noexcept
+      : items_(items),
+        options_(options),
+        expansion_(expansion),
+        links_(std::move(links)),
+        allocator_(allocator) {}
   // Empty when the chain is sound, else what is wrong.
   [[nodiscard]] std::string problem() const;
 
@@ -118,6 +153,7 @@ class Chain {
   std::uint32_t options_ = 0;
   std::uint32_t expansion_ = 2;
   std::vector<Link> links_;
+  ChainAllocator allocator_;
 };
 
 }  // namespace redbloom::redisbloom

@@ -78,7 +78,7 @@ def recorded_pieces(key):
     return [(it, base64.b64decode(data)) for it, data in DUMPS[key]]
 
 
-def server_on(tmp_path, *options, files=("dump.rdb",)):
+def server_on(tmp_path, *options, files=("dump.rdb",), module_args=()):
     directory = tmp_path / "data"
     directory.mkdir(parents=True, exist_ok=True)
     for name in files:
@@ -87,7 +87,7 @@ def server_on(tmp_path, *options, files=("dump.rdb",)):
             shutil.copytree(source, directory / name)
         else:
             shutil.copy(source, directory / name)
-    return start_server(directory, options=DEBUG + options)
+    return start_server(directory, *module_args, options=DEBUG + options)
 
 
 def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
@@ -168,6 +168,24 @@ def test_reserve_and_refusals_on_redisbloom_filters(tmp_path):
     # New filters stay redbloom's own.
     assert r.execute_command("BF.ADD", "fresh", "x") == 1
     assert r.type("fresh") == b"redbloomF"
+    server.kill()
+
+
+def test_the_memory_limit_holds_for_redisbloom_filters(tmp_path):
+    server = server_on(tmp_path, module_args=("MAX_FILTER_BYTES", "4k"))
+    r = server.client()
+    info = dict(zip(*[iter(r.execute_command("BF.INFO", "scaling"))] * 2))
+    assert info[b"Number of filters"] == 4
+    reply = r.execute_command("BF.MADD", "scaling", *key_items("scaling", 200, "more:"))
+    assert str(reply[-1]).startswith("filter cannot grow: it would pass the module's memory limit")
+    assert all(x in (0, 1) for x in reply[:-1])
+    info = dict(zip(*[iter(r.execute_command("BF.INFO", "scaling"))] * 2))
+    assert info[b"Number of filters"] == 4
+    # A header asking for more than the limit is refused before anything is allocated.
+    header = recorded_pieces("exp4")[0][1]
+    with pytest.raises(Exception, match="memory limit"):
+        r.execute_command("BF.LOADCHUNK", "big", 1, header)
+    assert r.exists("big") == 0
     server.kill()
 
 
