@@ -8,6 +8,7 @@ import base64
 import json
 import random
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -186,6 +187,50 @@ def test_the_memory_limit_holds_for_redisbloom_filters(tmp_path):
     with pytest.raises(Exception, match="memory limit"):
         r.execute_command("BF.LOADCHUNK", "big", 1, header)
     assert r.exists("big") == 0
+    server.kill()
+
+
+def unsigned_field_end(payload, at):
+    """The end of a module value's unsigned field at `at`: its opcode (2), then the number in
+    Redis's length encoding (6 or 14 bits, or a 32- or 64-bit marker and big-endian bytes)."""
+    assert payload[at] == 2
+    first = payload[at + 1]
+    if first >> 6 in (0, 1):
+        return at + 2 + (first >> 6)
+    return at + 2 + {0x80: 4, 0x81: 8}[first]
+
+
+def older_encoding(payload, encver):
+    """RedisBloom's DUMP payload at an older encoding: below 4 without the expansion, below 2
+    without the options too; the module id's low 10 bits carry the encoding."""
+    assert payload[0] == 7 and payload[1] == 0x81
+    module_id = struct.unpack(">Q", payload[2:10])[0]
+    at = 10
+    ends = [at]
+    for _ in range(4):  # items, sub-filters, options, expansion
+        ends.append(unsigned_field_end(payload, ends[-1]))
+    fields = payload[ends[0]:ends[2]]
+    if encver >= 2:
+        fields += payload[ends[2]:ends[3]]
+    body = (payload[:2] + struct.pack(">Q", (module_id & ~1023) | encver) + fields
+            + payload[ends[4]:-10])
+    return with_crc(body + payload[-10:-8])
+
+
+@pytest.mark.parametrize("key,encver", [("scaling", 3), ("scaling", 2), ("auto", 3),
+                                        ("hash32", 3), ("hash32", 2), ("hash32", 1),
+                                        ("old", 2), ("old", 1)])
+def test_older_rdb_encodings_answer_the_same(tmp_path, key, encver):
+    """RedisBloom's older encodings saved no expansion (below 4: it is 2) and no options (below
+    2: 32-bit hashes, sub-filters rounded up to powers of two): such a value loads and answers
+    as the filter it was. Only filters whose options and expansion those encodings imply are
+    compared."""
+    server = server_on(tmp_path)
+    r = server.client()
+    r.restore("older", 0, older_encoding(r.dump(key), encver))
+    assert r.type("older") == b"MBbloom--"
+    present = key_items(key, REPLIES["plan"][key])
+    assert observe(r, key, present, REPLIES["absent_count"], "older") == REPLIES["initial"][key]
     server.kill()
 
 
