@@ -389,3 +389,47 @@ def test_saved_values_are_byte_for_byte_redisbloom_s(tmp_path):
     assert ours == base_of(FIXTURES / "appendonlydir")
     assert len(ours) > 2 * len(KEYS)
     server.kill()
+
+
+def test_redisbloom_data_under_memcheck(tmp_path):
+    """RedisBloom's RDB loaded, its filters grown, damaged headers and DUMP payloads fed, and
+    the whole saved and loaded again, with the server under valgrind's memcheck."""
+    from test_memcheck import Memcheck
+
+    directory = tmp_path / "memcheck"
+    directory.mkdir()
+    shutil.copy(FIXTURES / "dump.rdb", directory / "dump.rdb")
+    checked = Memcheck(directory)
+    r = checked.server.client()
+    rng = random.Random(3)
+    for key in KEYS:
+        r.execute_command("BF.MADD", key, *key_items(key, 100, "more:"))
+        r.execute_command("BF.MEXISTS", key, *key_items(key, 100, "absent:"))
+    header = recorded_pieces("exp1")[0][1]
+    payload = r.dump("exp1")
+    for trial in range(60):
+        damaged = bytearray(header[:rng.randrange(1, len(header))] if trial % 2 else header)
+        damaged[rng.randrange(len(damaged))] ^= 1 << rng.randrange(8)
+        r.delete("d")
+        try:
+            r.execute_command("BF.LOADCHUNK", "d", 1, bytes(damaged))
+            r.execute_command("BF.MADD", "d", "a", "b")
+        except Exception:  # noqa: BLE001 - a refusal is an error reply
+            pass
+        body = bytearray(payload[:-10])
+        body[rng.randrange(10, len(body))] ^= 1 << rng.randrange(8)
+        try:
+            r.restore("d", 0, with_crc(bytes(body) + payload[-10:-8]), replace=True)
+            r.execute_command("BF.MADD", "d", "a", "b")
+        except Exception:  # noqa: BLE001
+            pass
+        report = checked.new_errors()
+        assert report is None, report
+    r.execute_command("DEBUG", "RELOAD")
+    for key in KEYS:
+        r.execute_command("BF.INFO", key)
+    alive = checked.server.alive()
+    errors = checked.stop()
+    assert alive, checked.server.log_tail()
+    assert "Memcheck" in checked.log_path.read_text(errors="replace")
+    assert errors == 0, checked.log_path.read_text(errors="replace")[-6000:]
