@@ -12,6 +12,7 @@
 #include "core/packed_items.hpp"
 #include "plain_filter.hpp"
 #include "redbloom/error.hpp"
+#include "redisbloom_commands.hpp"
 
 namespace redbloom::module {
 
@@ -45,6 +46,9 @@ std::optional<RedbloomHash> redbloom_at(RedisModuleCtx* ctx, RedisModuleString* 
   if (hash.kind.empty()) return std::nullopt;
   return hash;
 }
+
+// The start of redbloom's own SCANDUMP header (chain_format.hpp).
+constexpr std::string_view kRedbloomHeaderMagic = "rbchain";
 
 constexpr std::string_view kNoDumps =
     "BF.SCANDUMP and BF.LOADCHUNK copy only the module's own filters; copy this one with "
@@ -159,6 +163,7 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         ctx,
         kind_error(text(argv[1]), named, "BF.RESERVE makes a filter only at a free key").c_str());
   }
+  if (redisbloom_at(key) != nullptr) return reply_error(ctx, "ERR item exists");
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
   if (!key.empty()) return reply_error(ctx, "ERR item exists");
   key.store(make_filter(options));
@@ -190,6 +195,9 @@ int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     return add_to_plain(ctx, argv[1], *hash, {&item, 1}, AddReply::single, "bf.add");
   }
+  if (redisbloom::Chain* chain = redisbloom_at(key)) {
+    return redisbloom_add(ctx, argv[1], *chain, {&item, 1}, false, "bf.add");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
   if (chain == nullptr) return module_api::kOk;
@@ -212,6 +220,9 @@ int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const std::vector<std::string_view> items = items_of(argv, 2, argc);
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     return add_to_plain(ctx, argv[1], *hash, items, AddReply::array, "bf.madd");
+  }
+  if (redisbloom::Chain* chain = redisbloom_at(key)) {
+    return redisbloom_add(ctx, argv[1], *chain, items, true, "bf.madd");
   }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
@@ -289,6 +300,9 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     return add_to_plain(ctx, argv[1], *hash, items, AddReply::array, "bf.insert");
   }
+  if (redisbloom::Chain* chain = redisbloom_at(key)) {
+    return redisbloom_add(ctx, argv[1], *chain, items, true, "bf.insert");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, create, options, &created);
   if (chain == nullptr) return module_api::kOk;
@@ -321,6 +335,9 @@ int exists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const FilterChain* chain = key.filter();
   std::uint8_t present = 0;
   const std::string_view item = text(argv[2]);
+  if (const redisbloom::Chain* rb = redisbloom_at(key)) {
+    return redisbloom_exists(ctx, *rb, {&item, 1}, false);
+  }
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     if (!contains_in_plain(ctx, argv[1], *hash, {&item, 1}, &present)) return module_api::kOk;
   }
@@ -334,6 +351,9 @@ int mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   OpenKey key(ctx, argv[1], module_api::kRead);
   const FilterChain* chain = key.filter();
   const std::vector<std::string_view> items = items_of(argv, 2, argc);
+  if (const redisbloom::Chain* rb = redisbloom_at(key)) {
+    return redisbloom_exists(ctx, *rb, items, true);
+  }
   std::vector<std::uint8_t> present(items.size(), 0);
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     if (!contains_in_plain(ctx, argv[1], *hash, items, present.data())) return module_api::kOk;
@@ -355,6 +375,7 @@ int card(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
                                                    : kOnlyPlain)
                                 .c_str());
   }
+  if (const redisbloom::Chain* rb = redisbloom_at(key)) return redisbloom_card(ctx, *rb);
   bool missing = false;
   const FilterChain* chain = filter_for_read(ctx, key, &missing);
   if (chain == nullptr && !missing) return module_api::kOk;
@@ -373,6 +394,9 @@ int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     const char* label;
     std::optional<long long> value;  // nil when unset
   };
+  if (const redisbloom::Chain* rb = redisbloom_at(key)) {
+    return redisbloom_info(ctx, *rb, argc == 3 ? argv[2] : nullptr);
+  }
   std::vector<Field> fields;
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     if (!hash->plain) return reply_error(ctx, kind_error(text(argv[1]), *hash, kOnlyPlain).c_str());
@@ -433,6 +457,11 @@ int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return reply_error(ctx,
                        kind_error(text(argv[1]), {hash->kind, std::nullopt, {}}, kNoDumps).c_str());
   }
+  if (const redisbloom::Chain* rb = redisbloom_at(key)) {
+    const auto iterator = integer(argv[2]);
+    if (!iterator) return reply_error(ctx, "Second argument must be numeric");
+    return redisbloom_scandump(ctx, *rb, *iterator);
+  }
   bool missing = false;
   const FilterChain* chain = filter_for_read(ctx, key, &missing);
   if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
@@ -465,9 +494,16 @@ int loadchunk(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return reply_error(ctx,
                        kind_error(text(argv[1]), {hash->kind, std::nullopt, {}}, kNoDumps).c_str());
   }
+  if (redisbloom::Chain* rb = redisbloom_at(key)) {
+    return redisbloom_loadchunk(ctx, argv[1], *rb, *iterator, data);
+  }
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
   if (key.empty()) {
     if (*iterator != 1) return reply_error(ctx, "ERR not found");
+    // A header without redbloom's magic is RedisBloom's: its filter is made in its type.
+    if (!data.starts_with(kRedbloomHeaderMagic)) {
+      return redisbloom_create_from_header(ctx, argv[1], key, data);
+    }
     std::unique_ptr<FilterChain> chain;
     try {
       chain = chain_format::decode_header(data, server_allocator(), settings().max_filter_bytes);

@@ -16,6 +16,7 @@
 #include "bloom_type.hpp"
 #include "command_support.hpp"
 #include "partition_commands.hpp"
+#include "redisbloom_type.hpp"
 #include "stream_commands.hpp"
 
 namespace redbloom::module {
@@ -118,6 +119,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   RedisModule_SetModuleOptions(ctx, module_api::kOptionHandleIoErrors);
   if (!module::read_settings(ctx, argv, argc)) return module_api::kErr;
   if (!module::register_type(ctx)) return module_api::kErr;
+  if (!module::register_redisbloom_type(ctx)) return module_api::kErr;
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;

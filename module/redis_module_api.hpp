@@ -142,6 +142,8 @@ inline constexpr const char* kWrongTypeError =
     (RedisModuleCtx * ctx, int type, const char* event, RedisModuleString* key))               \
   X(void, SaveUnsigned, (RedisModuleIO * io, std::uint64_t value))                             \
   X(std::uint64_t, LoadUnsigned, (RedisModuleIO * io))                                         \
+  X(void, SaveDouble, (RedisModuleIO * io, double value))                                      \
+  X(double, LoadDouble, (RedisModuleIO * io))                                                  \
   X(void, SaveStringBuffer, (RedisModuleIO * io, const char* str, std::size_t len))            \
   X(char*, LoadStringBuffer, (RedisModuleIO * io, std::size_t * lenptr))                       \
   X(int, IsIOError, (RedisModuleIO * io))                                                      \

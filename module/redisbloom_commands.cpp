@@ -1,0 +1,156 @@
+#include "redisbloom_commands.hpp"
+
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redisbloom_type.hpp"
+
+namespace redbloom::module {
+
+namespace {
+
+using redisbloom::Chain;
+
+void announce(RedisModuleCtx* ctx, const char* event, RedisModuleString* key) {
+  RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, event, key);
+  RedisModule_ReplicateVerbatim(ctx);
+}
+
+const char* refusal(Chain::AddResult result) noexcept {
+  switch (result) {
+    case Chain::AddResult::full:
+      return "ERR non scaling filter is full";
+    case Chain::AddResult::too_large:
+      return "ERR filter cannot grow: it would pass the module's memory limit per filter "
+             "(MAX_FILTER_BYTES)";
+    default:
+      return "ERR filter cannot grow: its next sub-filter's capacity is out of range";
+  }
+}
+
+}  // namespace
+
+Chain* redisbloom_at(const OpenKey& key) noexcept {
+  if (key.get() == nullptr || key.empty()) return nullptr;
+  if (RedisModule_ModuleTypeGetType(key.get()) != redisbloom_type()) return nullptr;
+  return static_cast<Chain*>(RedisModule_ModuleTypeGetValue(key.get()));
+}
+
+// As RedisBloom: items in order up to the first refused one, whose error ends the array.
+int redisbloom_add(RedisModuleCtx* ctx, RedisModuleString* name, Chain& chain,
+                   std::span<const std::string_view> items, bool array, const char* event) {
+  std::vector<Chain::AddResult> results;
+  results.reserve(items.size());
+  bool changed = false;
+  for (const std::string_view item : items) {
+    const Chain::AddResult result = chain.add(item, settings().max_filter_bytes);
+    results.push_back(result);
+    changed |= result == Chain::AddResult::added;
+    if (result != Chain::AddResult::added && result != Chain::AddResult::present) break;
+  }
+  if (array) RedisModule_ReplyWithArray(ctx, static_cast<long>(results.size()));
+  for (const Chain::AddResult result : results) {
+    if (result == Chain::AddResult::added || result == Chain::AddResult::present) {
+      RedisModule_ReplyWithLongLong(ctx, result == Chain::AddResult::added ? 1 : 0);
+    } else {
+      reply_error(ctx, refusal(result));
+    }
+  }
+  if (changed) announce(ctx, event, name);
+  return module_api::kOk;
+}
+
+int redisbloom_exists(RedisModuleCtx* ctx, const Chain& chain,
+                      std::span<const std::string_view> items, bool array) {
+  if (array) RedisModule_ReplyWithArray(ctx, static_cast<long>(items.size()));
+  for (const std::string_view item : items) {
+    RedisModule_ReplyWithLongLong(ctx, chain.contains(item) ? 1 : 0);
+  }
+  return module_api::kOk;
+}
+
+int redisbloom_card(RedisModuleCtx* ctx, const Chain& chain) {
+  return RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(chain.items()));
+}
+
+int redisbloom_info(RedisModuleCtx* ctx, const Chain& chain, const RedisModuleString* field) {
+  struct Field {
+    const char* option;
+    const char* label;
+    long long value;
+    bool null;
+  };
+  const Field fields[] = {
+      {"CAPACITY", "Capacity", static_cast<long long>(chain.capacity()), false},
+      {"SIZE", "Size", static_cast<long long>(chain.memory_usage()), false},
+      {"FILTERS", "Number of filters", static_cast<long long>(chain.links().size()), false},
+      {"ITEMS", "Number of items inserted", static_cast<long long>(chain.items()), false},
+      {"EXPANSION", "Expansion rate", static_cast<long long>(chain.expansion()), !chain.scaling()},
+  };
+  const auto reply_value = [&](const Field& f) {
+    if (f.null) {
+      RedisModule_ReplyWithNull(ctx);
+    } else {
+      RedisModule_ReplyWithLongLong(ctx, f.value);
+    }
+  };
+  if (field != nullptr) {
+    for (const Field& f : fields) {
+      if (is_option(field, f.option)) {
+        RedisModule_ReplyWithArray(ctx, 1);
+        reply_value(f);
+        return module_api::kOk;
+      }
+    }
+    return reply_error(ctx, "Invalid information value");
+  }
+  RedisModule_ReplyWithArray(ctx, 2 * static_cast<long>(std::size(fields)));
+  for (const Field& f : fields) {
+    RedisModule_ReplyWithSimpleString(ctx, f.label);
+    reply_value(f);
+  }
+  return module_api::kOk;
+}
+
+int redisbloom_scandump(RedisModuleCtx* ctx, const Chain& chain, long long iterator) {
+  RedisModule_ReplyWithArray(ctx, 2);
+  if (iterator == 0) {
+    const std::string header = chain.encode_header();
+    RedisModule_ReplyWithLongLong(ctx, 1);
+    RedisModule_ReplyWithStringBuffer(ctx, header.data(), header.size());
+    return module_api::kOk;
+  }
+  long long next = 0;
+  const auto chunk = chain.chunk(iterator, &next);
+  RedisModule_ReplyWithLongLong(ctx, next);
+  RedisModule_ReplyWithStringBuffer(ctx, reinterpret_cast<const char*>(chunk.data()), chunk.size());
+  return module_api::kOk;
+}
+
+int redisbloom_loadchunk(RedisModuleCtx* ctx, RedisModuleString* name, Chain& chain,
+                         long long iterator, std::string_view data) {
+  if (const char* error = chain.load_chunk(iterator, data)) return reply_error(ctx, error);
+  RedisModule_ReplyWithSimpleString(ctx, "OK");
+  announce(ctx, "bf.loadchunk", name);
+  return module_api::kOk;
+}
+
+int redisbloom_create_from_header(RedisModuleCtx* ctx, RedisModuleString* name, const OpenKey& key,
+                                  std::string_view header) {
+  std::unique_ptr<Chain> chain;
+  try {
+    chain = std::make_unique<Chain>(
+        Chain::decode_header(header, settings().max_filter_bytes, server_allocator()));
+  } catch (const FormatError&) {
+    return reply_error(ctx, "ERR received bad data");
+  } catch (const InvalidArgument& e) {
+    return reply_error(ctx, (std::string("ERR ") + e.what()).c_str());
+  }
+  RedisModule_ModuleTypeSetValue(key.get(), redisbloom_type(), chain.release());
+  warn_if_filters_may_be_evicted(ctx);
+  RedisModule_ReplyWithSimpleString(ctx, "OK");
+  announce(ctx, "bf.loadchunk", name);
+  return module_api::kOk;
+}
+
+}  // namespace redbloom::module

@@ -1,0 +1,203 @@
+#include "redisbloom_type.hpp"
+
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "bloom_type.hpp"
+
+namespace redbloom::module {
+
+namespace {
+
+using redisbloom::Chain;
+using redisbloom::Link;
+
+RedisModuleType* g_type = nullptr;
+
+// Field for field what RedisBloom 2.4 writes at encoding version 4.
+void save(RedisModuleIO* rdb, void* value) {
+  const auto& chain = *static_cast<const Chain*>(value);
+  RedisModule_SaveUnsigned(rdb, chain.items());
+  RedisModule_SaveUnsigned(rdb, chain.links().size());
+  RedisModule_SaveUnsigned(rdb, chain.options());
+  RedisModule_SaveUnsigned(rdb, chain.expansion());
+  for (const Link& link : chain.links()) {
+    RedisModule_SaveUnsigned(rdb, link.capacity);
+    RedisModule_SaveDouble(rdb, link.error);
+    RedisModule_SaveUnsigned(rdb, link.hashes);
+    RedisModule_SaveDouble(rdb, link.bits_per_entry);
+    RedisModule_SaveUnsigned(rdb, link.bits);
+    RedisModule_SaveUnsigned(rdb, link.n2);
+    RedisModule_SaveStringBuffer(rdb, reinterpret_cast<const char*>(link.data.data()),
+                                 link.data.size());
+    RedisModule_SaveUnsigned(rdb, link.items);
+  }
+}
+
+class LoadFailed : public std::exception {};
+
+// Reads RedisBloom's encodings 0 to 4: 0 has no bit count (it follows from the capacity),
+// below 2 no options (32-bit hashes), below 4 no expansion (2).
+void* load(RedisModuleIO* rdb, int encver) {
+  if (encver < 0 || encver > kRedisBloomEncodingVersion) {
+    RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                           "redbloom: RedisBloom filter encoding version %d is unknown", encver);
+    return nullptr;
+  }
+  const auto unsigned_field = [&] {
+    const std::uint64_t value = RedisModule_LoadUnsigned(rdb);
+    if (RedisModule_IsIOError(rdb)) throw LoadFailed();
+    return value;
+  };
+  const auto double_field = [&] {
+    const double value = RedisModule_LoadDouble(rdb);
+    if (RedisModule_IsIOError(rdb)) throw LoadFailed();
+    return value;
+  };
+  try {
+    const std::uint64_t items = unsigned_field();
+    const std::uint64_t count = unsigned_field();
+    if (count == 0 || count > UINT32_MAX) {
+      RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                             "redbloom: RedisBloom filter with %llu sub-filters refused",
+                             static_cast<unsigned long long>(count));
+      return nullptr;
+    }
+    const std::uint64_t options = encver >= 2 ? unsigned_field() : 0;
+    const std::uint64_t expansion = encver >= 4 ? unsigned_field() : 2;
+    if (options > UINT32_MAX || expansion > UINT32_MAX) {
+      RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                             "redbloom: RedisBloom filter options out of range");
+      return nullptr;
+    }
+    std::vector<Link> links;
+    // Grown link by link: a damaged count ends at the end of the data, not in one allocation.
+    for (std::uint64_t i = 0; i < count; ++i) {
+      Link link;
+      link.capacity = unsigned_field();
+      link.error = double_field();
+      const std::uint64_t hashes = unsigned_field();
+      link.hashes = hashes > redisbloom::kMaxHashes ? redisbloom::kMaxHashes + 1
+                                                    : static_cast<std::uint32_t>(hashes);
+      link.bits_per_entry = double_field();
+      if (encver == 0) {
+        const double bits = static_cast<double>(link.capacity) * link.bits_per_entry;
+        link.bits =
+            bits >= 0 && bits < 18446744073709551616.0 ? static_cast<std::uint64_t>(bits) : 0;
+      } else {
+        link.bits = unsigned_field();
+        const std::uint64_t n2 = unsigned_field();
+        link.n2 = n2 > 63 ? 64 : static_cast<std::uint8_t>(n2);
+      }
+      std::size_t length = 0;
+      char* bytes = RedisModule_LoadStringBuffer(rdb, &length);
+      if (RedisModule_IsIOError(rdb) || bytes == nullptr) return nullptr;
+      try {
+        link.data = redisbloom::Bytes(reinterpret_cast<const std::uint8_t*>(bytes),
+                                      reinterpret_cast<const std::uint8_t*>(bytes) + length,
+                                      redisbloom::ByteAllocator(server_allocator()));
+      } catch (...) {
+        RedisModule_Free(bytes);
+        throw;
+      }
+      RedisModule_Free(bytes);
+      if (const std::string problem = redisbloom::link_problem(link); !problem.empty()) {
+        RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                               "redbloom: RedisBloom sub-filter %llu refused: %s",
+                               static_cast<unsigned long long>(i), problem.c_str());
+        return nullptr;
+      }
+      link.items = unsigned_field();
+      links.push_back(std::move(link));
+    }
+    auto chain = std::make_unique<Chain>(items, static_cast<std::uint32_t>(options),
+                                         static_cast<std::uint32_t>(expansion), std::move(links),
+                                         server_allocator());
+    if (const std::string problem = chain->problem(); !problem.empty()) {
+      RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                             "redbloom: RedisBloom filter refused: %s", problem.c_str());
+      return nullptr;
+    }
+    return chain.release();
+  } catch (const LoadFailed&) {
+    return nullptr;
+  } catch (const std::exception& e) {
+    RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                           "redbloom: RedisBloom filter not loaded: %s", e.what());
+    return nullptr;
+  }
+}
+
+// As RedisBloom rewrites: BF.LOADCHUNK with the header, then with each chunk of bits.
+void rewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
+  const auto& chain = *static_cast<const Chain*>(value);
+  const std::string header = chain.encode_header();
+  RedisModule_EmitAOF(aof, "BF.LOADCHUNK", "slb", key, 1LL, header.data(), header.size());
+  long long iterator = 1;
+  for (;;) {
+    long long next = 0;
+    const auto chunk = chain.chunk(iterator, &next);
+    if (chunk.empty()) break;
+    RedisModule_EmitAOF(aof, "BF.LOADCHUNK", "slb", key, next,
+                        reinterpret_cast<const char*>(chunk.data()), chunk.size());
+    iterator = next;
+  }
+}
+
+std::size_t mem_usage(const void* value) {
+  return static_cast<const Chain*>(value)->memory_usage();
+}
+
+void digest(RedisModuleDigest* md, void* value) {
+  const auto& chain = *static_cast<const Chain*>(value);
+  const std::string header = chain.encode_header();
+  RedisModule_DigestAddStringBuffer(md, header.data(), header.size());
+  for (const Link& link : chain.links()) {
+    RedisModule_DigestAddStringBuffer(md, reinterpret_cast<const char*>(link.data.data()),
+                                      link.data.size());
+  }
+  RedisModule_DigestEndSequence(md);
+}
+
+void free_value(void* value) {
+  delete static_cast<Chain*>(value);
+}
+
+void* copy(RedisModuleString*, RedisModuleString*, const void* value) {
+  try {
+    return new Chain(*static_cast<const Chain*>(value));
+  } catch (...) {
+    return nullptr;  // COPY then fails; the source is untouched
+  }
+}
+
+}  // namespace
+
+RedisModuleType* redisbloom_type() noexcept {
+  return g_type;
+}
+
+bool register_redisbloom_type(RedisModuleCtx* ctx) noexcept {
+  RedisModuleTypeMethods methods{};
+  methods.version = module_api::kTypeMethodVersion;
+  methods.rdb_load = load;
+  methods.rdb_save = save;
+  methods.aof_rewrite = rewrite;
+  methods.mem_usage = mem_usage;
+  methods.digest = digest;
+  methods.free = free_value;
+  methods.copy = copy;
+  g_type =
+      RedisModule_CreateDataType(ctx, kRedisBloomTypeName, kRedisBloomEncodingVersion, &methods);
+  if (g_type == nullptr) {
+    RedisModule_Log(ctx, module_api::kLogWarning,
+                    "redbloom: cannot register the %s type: another module (RedisBloom?) has "
+                    "it; redbloom.so replaces RedisBloom, load only one of them",
+                    kRedisBloomTypeName);
+  }
+  return g_type != nullptr;
+}
+
+}  // namespace redbloom::module

@@ -1,0 +1,401 @@
+#include "core/redisbloom_chain.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom::redisbloom {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "RedisBloom's hashes and dumps read little-endian words");
+
+// RedisBloom's own rounded ln 2 (not std::numbers::ln2): the probe count depends on it.
+constexpr double kLn2 = 0.693147180559945;
+constexpr double kLn2Squared = 0.480453013918201;
+constexpr double kTightening = 0.5;
+
+template <class T>
+T read_word(const char* at) noexcept {
+  T value;
+  std::memcpy(&value, at, sizeof(T));
+  return value;
+}
+
+double bits_per_entry(double error) noexcept {
+  const double bpe = -(std::log(error) / kLn2Squared);
+  return bpe < 0 ? -bpe : bpe;
+}
+
+// Past kMaxHashes (or NaN) the answer is kMaxHashes + 1, which no sound link has.
+std::uint32_t probes_for(double bits_per_entry) noexcept {
+  const double probes = std::ceil(kLn2 * bits_per_entry);
+  if (!(probes <= kMaxHashes)) return kMaxHashes + 1;
+  return static_cast<std::uint32_t>(static_cast<int>(probes));
+}
+
+constexpr std::size_t kHeaderBytes = 8 + 4 + 4 + 4;
+constexpr std::size_t kLinkBytes = 8 + 8 + 8 + 8 + 8 + 4 + 8 + 1;
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  template <class T>
+  void put(T value) {
+    char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    out_.append(bytes, sizeof(T));
+  }
+
+ private:
+  std::string& out_;
+};
+
+}  // namespace
+
+std::uint8_t* ByteAllocator::allocate(std::size_t n) {
+  void* pointer = source_.allocate(n);
+  if (pointer == nullptr) throw std::bad_alloc();
+  return static_cast<std::uint8_t*>(pointer);
+}
+
+std::uint32_t murmur2_32(std::string_view data, std::uint32_t seed) noexcept {
+  constexpr std::uint32_t m = 0x5bd1e995;
+  // RedisBloom passes the length as an int: items are Redis strings, under 2^31 bytes.
+  std::uint32_t h = seed ^ static_cast<std::uint32_t>(static_cast<int>(data.size()));
+  const char* p = data.data();
+  std::size_t left = data.size();
+  for (; left >= 4; left -= 4, p += 4) {
+    std::uint32_t k = read_word<std::uint32_t>(p);
+    k *= m;
+    k ^= k >> 24;
+    k *= m;
+    h *= m;
+    h ^= k;
+  }
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(p[i]));
+  };
+  switch (left) {
+    case 3:
+      h ^= byte(2) << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= byte(1) << 8;
+      [[fallthrough]];
+    case 1:
+      h ^= byte(0);
+      h *= m;
+      break;
+    default:
+      break;
+  }
+  h ^= h >> 13;
+  h *= m;
+  h ^= h >> 15;
+  return h;
+}
+
+std::uint64_t murmur64a(std::string_view data, std::uint64_t seed) noexcept {
+  constexpr std::uint64_t m = 0xc6a4a7935bd1e995ULL;
+  const auto length =
+      static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<int>(data.size())));
+  std::uint64_t h = seed ^ (length * m);
+  const char* p = data.data();
+  std::size_t left = data.size();
+  for (; left >= 8; left -= 8, p += 8) {
+    std::uint64_t k = read_word<std::uint64_t>(p);
+    k *= m;
+    k ^= k >> 47;
+    k *= m;
+    h ^= k;
+    h *= m;
+  }
+  if (left > 0) {
+    for (std::size_t i = left; i-- > 0;) {
+      h ^= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    }
+    h *= m;
+  }
+  h ^= h >> 47;
+  h *= m;
+  h ^= h >> 47;
+  return h;
+}
+
+HashPair item_hash(std::string_view item, std::uint32_t options) noexcept {
+  if ((options & kForce64) != 0) {
+    const std::uint64_t a = murmur64a(item, 0xc6a4a7935bd1e995ULL);
+    return {a, murmur64a(item, a)};
+  }
+  const std::uint32_t a = murmur2_32(item, 0x9747b28c);
+  return {a, murmur2_32(item, a)};
+}
+
+// RedisBloom reduces (a + i·b) modulo 2^n2 in 32- or 64-bit words, or modulo the bit count;
+// with a power-of-two modulus the word width does not change the remainder.
+bool Link::contains(HashPair hash) const noexcept {
+  const std::uint64_t modulus = n2 > 0 ? std::uint64_t{1} << n2 : bits;
+  for (std::uint32_t i = 0; i < hashes; ++i) {
+    const std::uint64_t bit = (hash.a + i * hash.b) % modulus;
+    if ((data[bit >> 3] & (1u << (bit & 7))) == 0) return false;
+  }
+  return true;
+}
+
+bool Link::set(HashPair hash) noexcept {
+  const std::uint64_t modulus = n2 > 0 ? std::uint64_t{1} << n2 : bits;
+  bool changed = false;
+  for (std::uint32_t i = 0; i < hashes; ++i) {
+    const std::uint64_t bit = (hash.a + i * hash.b) % modulus;
+    const auto mask = static_cast<std::uint8_t>(1u << (bit & 7));
+    if ((data[bit >> 3] & mask) == 0) {
+      data[bit >> 3] |= mask;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
+               ChainAllocator allocator, Link& link, std::uint64_t max_bytes, bool* over_limit) {
+  if (capacity < 1 || !(error > 0) || error >= 1.0) return false;
+  link = Link{};
+  link.error = error;
+  link.capacity = capacity;
+  link.bits_per_entry = bits_per_entry(error);
+  std::uint64_t bits = 0;
+  if ((options & kEntsIsBits) != 0) {
+    if (capacity > 64) return false;
+    link.n2 = static_cast<std::uint8_t>(capacity);
+    bits = capacity == 64 ? 0 : std::uint64_t{1} << capacity;
+    link.capacity = static_cast<std::uint64_t>(static_cast<double>(bits) / link.bits_per_entry);
+  } else if ((options & kNoRound) != 0) {
+    const double exact = static_cast<double>(capacity) * link.bits_per_entry;
+    if (!(exact < 18446744073709551616.0)) return false;
+    bits = static_cast<std::uint64_t>(exact);
+    if (bits == 0) bits = 1;
+    link.n2 = 0;
+  } else {
+    const double exact = static_cast<double>(capacity) * link.bits_per_entry;
+    const double log2 = std::logb(exact);
+    if (log2 > 62 || std::isinf(log2)) return false;
+    link.n2 = static_cast<std::uint8_t>(log2 + 1);
+    bits = std::uint64_t{1} << link.n2;
+    // The rounding up leaves room for more items; RedisBloom counts them in the capacity.
+    const auto spare_bits = static_cast<std::uint64_t>(static_cast<double>(bits) - exact);
+    link.capacity +=
+        static_cast<std::uint64_t>(static_cast<double>(spare_bits) / link.bits_per_entry);
+  }
+  if (bits == 0 || bits > (std::uint64_t{1} << 62)) return false;
+  const std::uint64_t bytes = bits % 64 != 0 ? (bits / 64 + 1) * 8 : bits / 8;
+  link.bits = bytes * 8;
+  link.hashes = probes_for(link.bits_per_entry);
+  if (link.hashes > kMaxHashes) return false;
+  if (max_bytes != 0 && bytes > max_bytes) {
+    if (over_limit != nullptr) *over_limit = true;
+    return false;
+  }
+  link.data = Bytes(bytes, 0, ByteAllocator(allocator));
+  return true;
+}
+
+std::string link_problem(const Link& link) {
+  if (!(link.error > 0) || link.error >= 1.0) return "error rate out of (0, 1)";
+  if (link.n2 > 63) return "bit count exponent over 63";
+  if (link.n2 != 0 && link.bits < (std::uint64_t{1} << link.n2)) return "fewer bits than 2^n2";
+  if (link.bits == 0) return "no bits";
+  if (link.bits / 8 != link.data.size() || link.bits % 8 != 0) return "bit count and bytes differ";
+  if (!(link.bits_per_entry >= 0) || link.hashes != probes_for(link.bits_per_entry)) {
+    return "probe count does not match its bits per entry";
+  }
+  if (link.hashes == 0 || link.hashes > kMaxHashes) return "probe count out of range";
+  return {};
+}
+
+Chain Chain::make(std::uint64_t capacity, double error, std::uint32_t options,
+                  std::uint32_t expansion, ChainAllocator allocator) {
+  Link first;
+  const double target = (options & kNoScaling) != 0 ? error : error * kTightening;
+  if (!size_link(capacity, target, options, allocator, first)) {
+    throw InvalidArgument("ERR could not create filter");
+  }
+  std::vector<Link> links;
+  links.push_back(std::move(first));
+  return Chain(0, options, expansion, std::move(links), allocator);
+}
+
+bool Chain::contains(std::string_view item) const noexcept {
+  const HashPair hash = item_hash(item, options_);
+  for (auto link = links_.rbegin(); link != links_.rend(); ++link) {
+    if (link->contains(hash)) return true;
+  }
+  return false;
+}
+
+Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
+  const HashPair hash = item_hash(item, options_);
+  for (auto link = links_.rbegin(); link != links_.rend(); ++link) {
+    if (link->contains(hash)) return AddResult::present;
+  }
+  if (links_.empty()) return AddResult::refused;
+  if (links_.back().items >= links_.back().capacity) {
+    if (!scaling()) return AddResult::full;
+    Link next;
+    // RedisBloom multiplies in 64-bit words, wrapping; a wrapped capacity of 0 is refused.
+    const std::uint64_t room = max_bytes == 0 ? 0 : max_bytes > bytes() ? max_bytes - bytes() : 1;
+    bool over = false;
+    if (!size_link(links_.back().capacity * expansion_, links_.back().error * kTightening, options_,
+                   allocator_, next, room, &over)) {
+      return over ? AddResult::too_large : AddResult::refused;
+    }
+    links_.push_back(std::move(next));
+  }
+  if (links_.back().set(hash)) {
+    ++links_.back().items;
+    ++items_;
+    return AddResult::added;
+  }
+  return AddResult::present;
+}
+
+std::uint64_t Chain::capacity() const noexcept {
+  std::uint64_t total = 0;
+  for (const Link& link : links_) total += link.capacity;
+  return total;
+}
+
+std::uint64_t Chain::bytes() const noexcept {
+  std::uint64_t total = 0;
+  for (const Link& link : links_) total += link.data.size();
+  return total;
+}
+
+std::uint64_t Chain::memory_usage() const noexcept {
+  // RedisBloom's SBChain is 32 bytes and each SBLink 64, on 64-bit servers.
+  return 32 + 64 * links_.size() + bytes();
+}
+
+std::string Chain::encode_header() const {
+  std::string out;
+  out.reserve(kHeaderBytes + kLinkBytes * links_.size());
+  Writer w(out);
+  w.put(items_);
+  w.put(static_cast<std::uint32_t>(links_.size()));
+  w.put(options_);
+  w.put(expansion_);
+  for (const Link& link : links_) {
+    w.put(static_cast<std::uint64_t>(link.data.size()));
+    w.put(link.bits);
+    w.put(link.items);
+    w.put(link.error);
+    w.put(link.bits_per_entry);
+    w.put(link.hashes);
+    w.put(link.capacity);
+    w.put(link.n2);
+  }
+  return out;
+}
+
+Chain Chain::decode_header(std::string_view header, std::uint64_t max_bytes,
+                           ChainAllocator allocator) {
+  if (header.size() < kHeaderBytes) throw FormatError("header shorter than its fixed part");
+  const char* p = header.data();
+  const auto items = read_word<std::uint64_t>(p);
+  const auto count = read_word<std::uint32_t>(p + 8);
+  const auto options = read_word<std::uint32_t>(p + 12);
+  const auto expansion = read_word<std::uint32_t>(p + 16);
+  if (count == 0) throw FormatError("no sub-filters");
+  if (header.size() != kHeaderBytes + kLinkBytes * std::uint64_t{count}) {
+    throw FormatError("header length does not match its sub-filter count");
+  }
+  std::uint64_t total = 0;
+  p += kHeaderBytes;
+  for (std::uint32_t i = 0; i < count; ++i, p += kLinkBytes) {
+    const auto bytes = read_word<std::uint64_t>(p);
+    if (bytes >= (std::uint64_t{1} << 61) || total + bytes < total) {
+      throw FormatError("sub-filter size out of range");
+    }
+    total += bytes;
+  }
+  if (max_bytes != 0 && total > max_bytes) {
+    throw InvalidArgument("filter bits over the module's memory limit per filter");
+  }
+  std::vector<Link> links(count);
+  p = header.data() + kHeaderBytes;
+  for (Link& link : links) {
+    const auto bytes = read_word<std::uint64_t>(p);
+    link.bits = read_word<std::uint64_t>(p + 8);
+    link.items = read_word<std::uint64_t>(p + 16);
+    link.error = read_word<double>(p + 24);
+    link.bits_per_entry = read_word<double>(p + 32);
+    link.hashes = read_word<std::uint32_t>(p + 40);
+    link.capacity = read_word<std::uint64_t>(p + 44);
+    link.n2 = read_word<std::uint8_t>(p + 52);
+    p += kLinkBytes;
+    // The sizes are checked before the bits are allocated.
+    if (link.bits != bytes * 8) throw FormatError("sub-filter bit count and bytes differ");
+    link.data = Bytes(bytes, 0, ByteAllocator(allocator));
+  }
+  Chain chain(items, options, expansion, std::move(links), allocator);
+  if (const std::string problem = chain.problem(); !problem.empty()) throw FormatError(problem);
+  return chain;
+}
+
+std::string Chain::problem() const {
+  if ((options_ & ~kKnownOptions) != 0) return "unknown options";
+  if (links_.empty()) return "no sub-filters";
+  std::uint64_t total = 0;
+  for (const Link& link : links_) {
+    if (std::string problem = link_problem(link); !problem.empty()) return problem;
+    if (link.items > UINT64_MAX - total) return "item counts overflow";
+    total += link.items;
+  }
+  if (total != items_) return "item count differs from its sub-filters' sum";
+  return {};
+}
+
+Link* Chain::link_at(long long iterator, std::uint64_t* offset) noexcept {
+  if (iterator < 1) return nullptr;
+  auto position = static_cast<std::uint64_t>(iterator - 1);
+  for (Link& link : links_) {
+    if (position < link.data.size()) {
+      *offset = position;
+      return &link;
+    }
+    position -= link.data.size();
+  }
+  return nullptr;
+}
+
+std::span<const std::uint8_t> Chain::chunk(long long iterator, long long* next) const noexcept {
+  std::uint64_t offset = 0;
+  const Link* link = const_cast<Chain*>(this)->link_at(iterator, &offset);
+  if (link == nullptr) {
+    *next = 0;
+    return {};
+  }
+  const std::uint64_t length = std::min(kMaxChunkBytes, link->data.size() - offset);
+  *next = iterator + static_cast<long long>(length);
+  return {link->data.data() + offset, length};
+}
+
+const char* Chain::load_chunk(long long iterator, std::string_view data) noexcept {
+  if (iterator <= 0 || static_cast<std::uint64_t>(iterator) < data.size()) {
+    return "ERR received bad data";
+  }
+  std::uint64_t offset = 0;
+  Link* link = link_at(iterator - static_cast<long long>(data.size()), &offset);
+  if (link == nullptr) return "ERR invalid offset - no link found";
+  if (data.size() > link->data.size() - offset) {
+    return "ERR invalid chunk - Too big for current filter";
+  }
+  std::memcpy(link->data.data() + offset, data.data(), data.size());
+  return nullptr;
+}
+
+}  // namespace redbloom::redisbloom

@@ -1,0 +1,159 @@
+// RedisBloom 2.x's scalable Bloom filter (its `MBbloom--` type), reproduced so that a server
+// started with redbloom.so on RedisBloom's data answers every BF.* command as RedisBloom did:
+// the same hashes (MurmurHash2 32-bit or MurmurHash64A, as the filter's options say), the same
+// bit positions, the same sizing of each new sub-filter, the same SCANDUMP header and chunks.
+// Pure: no I/O; the module moves the bytes.
+//
+// SCANDUMP header, little-endian, packed:
+//   u64 items | u32 links | u32 options | u32 expansion
+//   per link: u64 bytes | u64 bits | u64 items | f64 error | f64 bits per entry | u32 hashes |
+//             u64 capacity | u8 log2 of the bits (0: not a power of two)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "core/filter_chain.hpp"
+
+namespace redbloom::redisbloom {
+
+// The chain's options, as RedisBloom stores them.
+inline constexpr std::uint32_t kNoRound = 1;     // links sized exactly, not to a power of two
+inline constexpr std::uint32_t kEntsIsBits = 2;  // a capacity that is the log2 of the bits
+inline constexpr std::uint32_t kForce64 = 4;     // MurmurHash64A (else 32-bit MurmurHash2)
+inline constexpr std::uint32_t kNoScaling = 8;
+inline constexpr std::uint32_t kKnownOptions = kNoRound | kEntsIsBits | kForce64 | kNoScaling;
+
+// What BF.RESERVE and the adding commands give a new filter.
+inline constexpr std::uint32_t kNewFilterOptions = kForce64 | kNoRound;
+
+// SCANDUMP and AOF rewrites move a link's bits in pieces of at most this many bytes.
+inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{16} << 20;
+
+// More probes than this per item is refused on load: RedisBloom computes under a thousand for
+// any rate a double can hold; a damaged header must not make every lookup loop for minutes.
+inline constexpr std::uint32_t kMaxHashes = 4096;
+
+struct HashPair {
+  std::uint64_t a;
+  std::uint64_t b;
+};
+
+[[nodiscard]] std::uint32_t murmur2_32(std::string_view data, std::uint32_t seed) noexcept;
+[[nodiscard]] std::uint64_t murmur64a(std::string_view data, std::uint64_t seed) noexcept;
+// The pair an item is placed by: probe i sets bit (a + i·b) mod the link's bit count.
+[[nodiscard]] HashPair item_hash(std::string_view item, std::uint32_t options) noexcept;
+
+// Bytes from a ChainAllocator: the module's links count in the server's memory, as RedisBloom's.
+class ByteAllocator {
+ public:
+  using value_type = std::uint8_t;
+  template <class U>
+  struct rebind {
+    static_assert(std::is_same_v<U, std::uint8_t>, "bytes only");
+    using other = ByteAllocator;
+  };
+  ByteAllocator() noexcept : source_(default_chain_allocator()) {}
+  explicit ByteAllocator(ChainAllocator source) noexcept : source_(source) {}
+  [[nodiscard]] std::uint8_t* allocate(std::size_t n);
+  void deallocate(std::uint8_t* pointer, std::size_t) noexcept { source_.release(pointer); }
+  [[nodiscard]] ChainAllocator source() const noexcept { return source_; }
+  friend bool operator==(const ByteAllocator& x, const ByteAllocator& y) noexcept {
+    return x.source_.allocate == y.source_.allocate && x.source_.release == y.source_.release;
+  }
+
+ private:
+  ChainAllocator source_;
+};
+using Bytes = std::vector<std::uint8_t, ByteAllocator>;
+
+struct Link {
+  std::uint64_t capacity = 0;  // RedisBloom's "entries"
+  double error = 0;
+  std::uint32_t hashes = 0;
+  double bits_per_entry = 0;
+  std::uint64_t bits = 0;
+  std::uint8_t n2 = 0;  // bits == 1 << n2 when non-zero
+  std::uint64_t items = 0;
+  Bytes data;
+
+  [[nodiscard]] bool contains(HashPair hash) const noexcept;
+  // Sets the item's bits; true when one of them was unset.
+  bool set(HashPair hash) noexcept;
+};
+
+// A link as RedisBloom's bloom_init makes it for `capacity` items at `error`; false when
+// RedisBloom refuses those figures, or (`over_limit` set) when its bits would be over
+// `max_bytes` (0: no limit). The bits are allocated (zeroed) from `allocator`.
+[[nodiscard]] bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
+                             ChainAllocator allocator, Link& link, std::uint64_t max_bytes = 0,
+                             bool* over_limit = nullptr);
+// What RedisBloom checks of a link it loads; empty when sound, else what is wrong.
+[[nodiscard]] std::string link_problem(const Link& link);
+
+class Chain {
+ public:
+  enum class AddResult : std::uint8_t { present, added, full, too_large, refused };
+
+  // BF.RESERVE's filter; throws InvalidArgument for figures RedisBloom refuses.
+  static Chain make(std::uint64_t capacity, double error, std::uint32_t options,
+                    std::uint32_t expansion, ChainAllocator allocator);
+
+  [[nodiscard]] bool contains(std::string_view item) const noexcept;
+  // As RedisBloom adds: present when a link has the item; else set in the newest link, after
+  // stacking a new one (capacity × expansion, half the error) when the newest is full.
+  // A new link that would take the chain past `max_bytes` (0: no limit) is refused. Throws
+  // bad_alloc when its bits cannot be allocated (nothing changed).
+  AddResult add(std::string_view item, std::uint64_t max_bytes);
+
+  [[nodiscard]] std::uint64_t items() const noexcept { return items_; }
+  [[nodiscard]] std::uint32_t options() const noexcept { return options_; }
+  [[nodiscard]] std::uint32_t expansion() const noexcept { return expansion_; }
+  [[nodiscard]] bool scaling() const noexcept { return (options_ & kNoScaling) == 0; }
+  [[nodiscard]] const std::vector<Link>& links() const noexcept { return links_; }
+  [[nodiscard]] std::uint64_t capacity() const noexcept;
+  [[nodiscard]] std::uint64_t bytes() const noexcept;
+  // BF.INFO's Size and MEMORY USAGE: what RedisBloom counts (its structs and the bits).
+  [[nodiscard]] std::uint64_t memory_usage() const noexcept;
+
+  [[nodiscard]] std::string encode_header() const;
+  // An empty-bitted chain of the header's shape. Throws FormatError for a damaged header,
+  // InvalidArgument when its bits are over `max_bytes` (0: no limit).
+  static Chain decode_header(std::string_view header, std::uint64_t max_bytes,
+                             ChainAllocator allocator);
+
+  // SCANDUMP after the header: the chunk at `iterator` (1 is the first byte of the first link)
+  // and the iterator after it; an empty span and 0 past the end.
+  [[nodiscard]] std::span<const std::uint8_t> chunk(long long iterator,
+                                                    long long* next) const noexcept;
+  // LOADCHUNK: the chunk that ends before `iterator`. Nullptr when loaded, else RedisBloom's
+  // error text.
+  const char* load_chunk(long long iterator, std::string_view data) noexcept;
+
+  // For the RDB loader: a chain built link by link, then checked by `problem`; its new links
+  // come from `allocator`.
+  Chain(std::uint64_t items, std::uint32_t options, std::uint32_t expansion,
+        std::vector<Link> links, ChainAllocator allocator) noexcept
+      : items_(items),
+        options_(options),
+        expansion_(expansion),
+        links_(std::move(links)),
+        allocator_(allocator) {}
+  // Empty when the chain is sound, else what is wrong.
+  [[nodiscard]] std::string problem() const;
+
+ private:
+  Link* link_at(long long iterator, std::uint64_t* offset) noexcept;
+
+  std::uint64_t items_ = 0;
+  std::uint32_t options_ = 0;
+  std::uint32_t expansion_ = 2;
+  std::vector<Link> links_;
+  ChainAllocator allocator_;
+};
+
+}  // namespace redbloom::redisbloom
