@@ -99,5 +99,28 @@ run drop --redis "$U" --name bf
 check "drop a BF filter" 0 "$rc"
 check "dropped" 0 "$(rcli_main EXISTS bf)"
 
+# --- a filter in RedisBloom's format (its own dump chunks, fed to BF.LOADCHUNK) ---
+fixtures="$tests_dir/module/fixtures/redisbloom"
+/usr/bin/python3 - "$fixtures" <<'PY' > chunks.txt
+import json, sys
+for iterator, data in json.load(open(sys.argv[1] + "/scandump.json"))["scaling"]:
+    print(iterator, data)
+PY
+while read -r iterator data; do
+  base64 -d <<< "$data" | redis-cli -p "${redis_port[main]}" -x BF.LOADCHUNK rb "$iterator" > /dev/null
+done < chunks.txt
+check "TYPE of a RedisBloom-format filter" "MBbloom--" "$(rcli_main TYPE rb)"
+seq 0 1499 | sed 's/^/scaling:/' > rb-held.txt
+seq 0 3999 | sed 's/^/absent:scaling:/' > rb-absent.txt
+run exists --redis "$U#rb" -c rb-held.txt
+check "exists on RedisBloom's filter finds every item it holds" 1500 "$out"
+# Item for item, RedisBloom's own answers, false positives included.
+expected=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["initial"]["scaling"]["absent"].count("1"))' "$fixtures/replies.json")
+run exists --redis "$U#rb" -c rb-absent.txt
+check "exists on RedisBloom's filter: RedisBloom's false positives" "$expected" "$out"
+run info --redis "$U#rb"
+check_contains "info names RedisBloom's format" "RedisBloom's BF filter (TYPE MBbloom--)" "$out"
+check_contains "info names the module serving it" "a filter in RedisBloom's format, served by module redbloom version" "$out"
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -19,18 +19,20 @@ using redis::text_of;
 
 namespace {
 
-// The engines whose filters speak BF.*: their key TYPE, who made it, and the name their module
-// has in MODULE LIST (for the version `info` shows).
+// The engines whose filters speak BF.*: their key TYPE and whose format it is. One type can be
+// served by more than one module (redbloom.so also serves RedisBloom's), so `info` names the
+// module from MODULE LIST rather than from the type.
 struct Engine {
   std::string_view type;
   std::string_view maker;
-  std::string_view module;
 };
 constexpr Engine kEngines[] = {
-    {"redbloomF", "redbloom.so", "redbloom"},
-    {"MBbloom--", "RedisBloom (or Redis 8)", "bf"},
-    {"bloomfltr", "valkey-bloom", "bf"},
+    {"redbloomF", "redbloom.so"},
+    {"MBbloom--", "RedisBloom"},
+    {"bloomfltr", "valkey-bloom"},
 };
+// MODULE LIST names of the modules that serve BF.*: redbloom.so, RedisBloom and valkey-bloom.
+constexpr std::string_view kBloomModules[] = {"redbloom", "bf", "bloom"};
 
 const Engine* engine_of(std::string_view type) {
   for (const Engine& engine : kEngines) {
@@ -245,8 +247,8 @@ std::uint64_t ServerFilterStore::storage_bytes() const {
 
 std::vector<std::string> ServerFilterStore::engines() const {
   const State& s = *state_;
-  std::string line =
-      "redis " + s.router->endpoint().describe() + ": " + std::string(s.engine->maker);
+  std::string line = "redis " + s.router->endpoint().describe() + ": a filter in " +
+                     std::string(s.engine->maker) + "'s format";
   // MODULE LIST names the module's version; a server that refuses it (ACLs) still works.
   const Reply modules = s.router->call(s.slot, {"MODULE", "LIST"}, OnLostNode::retry);
   if (modules->type == REDIS_REPLY_ARRAY) {
@@ -259,9 +261,10 @@ std::vector<std::string> ServerFilterStore::engines() const {
         if (field == "name") module_name = text_of(*entry.element[f + 1]);
         if (field == "ver") version = entry.element[f + 1];
       }
-      if (module_name == s.engine->module && version != nullptr) {
-        line += " (module " + std::string(module_name) + " version " +
-                std::to_string(number_of(*version)) + ")";
+      if (std::ranges::find(kBloomModules, module_name) != std::end(kBloomModules) &&
+          version != nullptr) {
+        line += ", served by module " + std::string(module_name) + " version " +
+                std::to_string(number_of(*version));
       }
     }
   }
