@@ -39,12 +39,14 @@ std::string committed_note(const char* verb, std::uint64_t items, Emit emit) {
 
 int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   check_threads(cmd.stream, cmd.location);
+  check_exact_for(requested_stream(cmd.sizing), cmd.exact);
   const StopSignals stop_signals;
+  // The inputs first: a command that cannot read them must not leave a new filter behind.
+  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
   CapacityWatch capacity(filter, cmd.on_full, created, verb, emit != Emit::nothing);
-  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   BatchOutput out(1, reader.delimiter());
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
@@ -106,7 +108,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       .count("unique", "unique", added)
       .count("duplicates", "duplicates", items - added)
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
-      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
+      .rate("items_per_second", progress.rate(items), "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
   if (cmd.stream.verbose) summary.engines(filter.store().engines());
   add_input_fields(summary, reader);

@@ -31,6 +31,7 @@ void register_create(CLI::App& app, int& exit_code) {
   sub->callback([cmd, &exit_code] {
     // create_filter also drops an exact set left from a former filter of that name.
     const std::optional<StreamOptions> stream = requested_stream(cmd->sizing);
+    check_exact_for(stream, cmd->exact);
     const Filter filter =
         stream ? create_stream_filter(cmd->location, *stream, cmd->force)
                : create_filter(cmd->location, requested_params(cmd->sizing), cmd->force);

@@ -10,6 +10,8 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/known_set.hpp"
 #include "stop_signals.hpp"
 #include "stream.hpp"
@@ -17,6 +19,28 @@
 
 namespace redbloom::cli {
 namespace {
+
+// The exact set diff --exact needs is missing: how to get one. A filter that already holds
+// items cannot take one (the items before it could never be verified), so it is built anew.
+[[noreturn]] void no_exact_set(const Location& where, const Filter& filter) {
+  const std::string load = where.in_redis()
+                               ? "redbloom load --exact --name NEW (on the same --redis) SOURCE"
+                               : "redbloom load --exact -f NEW.rbf SOURCE";
+  if (filter.store().count_set_bits() == 0) {
+    throw NotFound("filter " + where.describe() +
+                   " has no exact set, which diff --exact verifies against; it is empty: load "
+                   "its items with --exact (redbloom load --exact " +
+                   (where.in_redis() ? "--name " + where.name : "-f " + where.path) +
+                   " SOURCE), then diff again");
+  }
+  throw NotFound("filter " + where.describe() +
+                 " has no exact set, which diff --exact verifies against, and one cannot be "
+                 "added now: it already holds items the set would lack. Build a new filter with "
+                 "its exact set from the same source (" +
+                 load +
+                 ") and diff --known that filter --exact; or leave out --exact for a "
+                 "Bloom-only diff");
+}
 
 struct DiffCommand {
   FilterLocation known;
@@ -30,8 +54,15 @@ int run_diff(const DiffCommand& cmd) {
   Filter filter = open_for_reading(cmd.known);
   filter.use_threads(cmd.stream.threads);
   const double rate = filter.info().estimated_error_rate;
-  auto exact =
-      cmd.exact ? open_exact_set(cmd.known.resolve(), filter, /*writable=*/false) : nullptr;
+  std::unique_ptr<ExactSet> exact;
+  if (cmd.exact) {
+    const Location where = cmd.known.resolve();
+    try {
+      exact = open_exact_set(where, filter, /*writable=*/false);
+    } catch (const NotFound&) {
+      no_exact_set(where, filter);
+    }
+  }
   KnownSet known(std::move(filter), std::move(exact));
   const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
   ItemReader reader(cmd.stream.inputs, cmd.stream.input);
@@ -62,7 +93,7 @@ int run_diff(const DiffCommand& cmd) {
   summary.count("checked", "checked", stats.checked)
       .count("missing", "missing", stats.missing)
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
-      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s")
+      .rate("items_per_second", progress.rate(items), "items/s")
       .text("mode", "mode", cmd.exact ? "exact" : "bloom-only");
   if (cmd.exact) {
     summary.count("verified", "verified", stats.verified)

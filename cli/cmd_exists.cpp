@@ -62,7 +62,7 @@ int run_exists(const ExistsCommand& cmd) {
       .count("present", "present", present_items)
       .count("absent", "absent", items - present_items)
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
-      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
+      .rate("items_per_second", progress.rate(items), "items/s");
   if (cmd.stream.verbose) summary.engines(filter.store().engines());
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);

@@ -31,12 +31,14 @@ struct LoadCommand {
 
 int run_load(const LoadCommand& cmd) {
   check_threads(cmd.stream, cmd.location);
+  check_exact_for(requested_stream(cmd.sizing), cmd.exact);
   const StopSignals stop_signals;
+  // The inputs first: a command that cannot read them must not leave a new filter behind.
+  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
   CapacityWatch capacity(filter, cmd.on_full, created, "load", /*printed=*/false);
-  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
   Progress progress("load", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   std::uint64_t items = 0;
@@ -69,7 +71,7 @@ int run_load(const LoadCommand& cmd) {
   Summary summary("load");
   summary.count("read", "read", items)
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
-      .number("", "items_per_second", progress.rate(items), "%.0f", "items/s");
+      .rate("items_per_second", progress.rate(items), "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
   if (cmd.stream.verbose) summary.engines(filter.store().engines());
   add_input_fields(summary, reader);

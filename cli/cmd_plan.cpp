@@ -1,5 +1,5 @@
 // plan: what a filter for n items at rate p costs, by the formulas in sizing.hpp; --table
-// recomputes the sizing tables printed in seeds 001 and 002.
+// recomputes published sizing tables for click-log and crawler dedup (docs/sizing.md).
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -30,7 +30,10 @@ void print_plan(const PlanCommand& cmd) {
   if (!layout)
     throw InvalidArgument("unknown layout '" + cmd.layout + "' (use classic or blocked)");
   const std::uint64_t partition_bytes = parse_size(cmd.partition_size);
+  check_error_rate(cmd.error_rate);
   const FilterParams p = size_filter(cmd.capacity, cmd.error_rate, *layout, partition_bytes);
+  // A rate no filter builds as asked is shown as such (create refuses it without --force-rate).
+  const bool unreached = rate_capped(p, cmd.error_rate);
   const FilterParams at_redis_limit =
       size_filter(cmd.capacity, cmd.error_rate, *layout, kRedisMaxStringBits / 8);
   const double n = static_cast<double>(p.capacity);
@@ -48,13 +51,14 @@ void print_plan(const PlanCommand& cmd) {
     std::printf(
         "{\"items\": %s, \"target_rate\": %s, %s, \"formula_bits\": %s, "
         "\"bits_per_item\": %s, \"partitions_at_redis_limit\": %llu, "
-        "\"other_layout\": %s}\n",
+        "\"other_layout\": %s, \"target_reached\": %s}\n",
         json_number(n).c_str(), json_number(cmd.error_rate).c_str(), params_json_members(p).c_str(),
         p.layout == Layout::classic
             ? std::to_string(classic_bits_for(cmd.capacity, cmd.error_rate)).c_str()
             : "null",
         json_number(double(p.total_bits()) / n).c_str(),
-        static_cast<unsigned long long>(at_redis_limit.partitions), alt_json.c_str());
+        static_cast<unsigned long long>(at_redis_limit.partitions), alt_json.c_str(),
+        unreached ? "false" : "true");
     return;
   }
   std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
@@ -73,6 +77,13 @@ void print_plan(const PlanCommand& cmd) {
               static_cast<unsigned long long>(p.total_bytes()));
   std::printf("rate at n         %.4g  (expected false positives per 1e6 absent queries: %.4g)\n",
               p.error_rate, expected_false_positives(p.error_rate, 1e6));
+  if (unreached) {
+    std::printf(
+        "not the target    a filter uses at most %u hashes, too few for %g: it reaches "
+        "%.2g (create builds it only with --force-rate; rates down to about %.2g are "
+        "reached)\n",
+        kMaxHashes, cmd.error_rate, p.error_rate, std::pow(0.5, kMaxHashes));
+  }
   std::printf("partitions        %llu of %s (--partition-size %s); %llu at Redis's 512 MiB limit\n",
               static_cast<unsigned long long>(p.partitions),
               format_bytes(double(p.partition_bytes())).c_str(), cmd.partition_size.c_str(),
@@ -89,7 +100,7 @@ void print_plan(const PlanCommand& cmd) {
   }
 }
 
-void print_seed001_table(double n) {
+void print_click_log_table(double n) {
   std::printf("n = %.0f\n", n);
   std::printf("%16s %5s %3s %10s %10s %12s\n", "m (bits)", "m/n", "k", "FPR", "FPN", "Mem");
   for (double bits_per_item : {30.0, 50.0}) {
@@ -104,13 +115,13 @@ void print_seed001_table(double n) {
 
 void print_tables() {
   std::printf("Click-log dedup, table 1: 1e9 items a day\n");
-  print_seed001_table(1e9);
+  print_click_log_table(1e9);
   std::printf("\nClick-log dedup, table 2: 7e6 items (ten minutes of the day)\n");
-  print_seed001_table(7e6);
+  print_click_log_table(7e6);
   std::printf(
       "\nFPR = (1 - e^(-kn/m))^k; FPN = FPR * n, the expected false positives over n "
-      "absent queries;\nMem = m / 8 bytes in binary units (the seed's \"GB\" and \"MB\" "
-      "are GiB and MiB).\n");
+      "absent queries;\nMem = m / 8 bytes in binary units (where such tables print \"GB\" and "
+      "\"MB\", they mean GiB and MiB).\n");
   std::printf(
       "\nCrawler dedup: false-positive rate by m/n (rows) and k (columns); k_opt = (m/n) ln 2\n");
   std::printf("%4s %6s", "m/n", "k_opt");
@@ -123,7 +134,7 @@ void print_tables() {
     }
     std::printf("\n");
   }
-  std::printf("\nWhere the seeds' printed figures differ from the formula: see docs/sizing.md.\n");
+  std::printf("\nWhere published tables differ from the formula: see docs/sizing.md.\n");
 }
 
 }  // namespace
@@ -136,7 +147,8 @@ void register_plan(CLI::App& app, int& exit_code) {
       sub->add_option("-p,--error-rate", cmd->error_rate, "False-positive rate (e.g. 1e-9)");
   sub->add_option("--layout", cmd->layout, "classic (default) or blocked");
   sub->add_option("--partition-size", cmd->partition_size, "Largest partition (default 64MiB)");
-  auto* table = sub->add_flag("--table", cmd->table, "Recompute the seeds' sizing tables");
+  auto* table = sub->add_flag("--table", cmd->table,
+                              "Recompute published sizing tables for click-log and crawler dedup");
   sub->add_flag("--json", cmd->json, "The plan as one JSON object on stdout");
   cmd->capacity_option->needs(rate);
   rate->needs(cmd->capacity_option);

@@ -22,7 +22,7 @@ namespace {
 
 struct TransferCommand {
   FilterLocation from;
-  FilterLocation to;
+  FilterLocation to;  // copy: what --to-redis and --to-name give
   bool force = false;
   bool quiet = false;
   bool json = false;
@@ -33,20 +33,19 @@ struct Stopped {
   int signal;
 };
 
-int run_transfer(const TransferCommand& cmd, const char* verb) {
+int run_transfer(const Location& from, const Location& to, const TransferCommand& cmd,
+                 const char* verb) {
   const StopSignals stop_signals;
-  const Location to = cmd.to.resolve();
   InputStats bytes;  // the progress line's ETA comes from bytes done of the total
   Progress progress(verb, bytes, cmd.quiet, "bytes");
   CopyReport copied;
   try {
-    copied = copy_filter(cmd.from.resolve(), to, cmd.force,
-                         [&](std::uint64_t done, std::uint64_t total) {
-                           if (const int signal = stop_signal(); signal != 0) throw Stopped{signal};
-                           bytes.bytes = done;
-                           bytes.total_bytes = total;
-                           progress.update(done);
-                         });
+    copied = copy_filter(from, to, cmd.force, [&](std::uint64_t done, std::uint64_t total) {
+      if (const int signal = stop_signal(); signal != 0) throw Stopped{signal};
+      bytes.bytes = done;
+      bytes.total_bytes = total;
+      progress.update(done);
+    });
   } catch (const Stopped& stopped) {
     progress.finish();
     report_error(std::string(verb) + " stopped by " + signal_name(stopped.signal) + "; " +
@@ -59,8 +58,8 @@ int run_transfer(const TransferCommand& cmd, const char* verb) {
   for (const std::string& warning : copied.warnings) report_warning(warning);
   const double seconds = progress.elapsed_seconds();
   Summary summary(verb);
-  summary.text("from", "from", cmd.from.describe())
-      .text("to", "to", cmd.to.describe())
+  summary.text("from", "from", from.describe())
+      .text("to", "to", to.describe())
       .count("bytes", "bytes", copied.bytes)
       .number("", "seconds", seconds, "%.2f", "s")
       .number("", "megabytes_per_second",
@@ -72,12 +71,10 @@ int run_transfer(const TransferCommand& cmd, const char* verb) {
 
 // Whether two Redis locations have a server in common (compared by run_id and db, so that
 // localhost and 127.0.0.1 are one server).
-bool share_a_server(const FilterLocation& a, const FilterLocation& b) {
+bool share_a_server(const Location& a, const Location& b) {
   std::set<std::string> seen;
-  for (const RedisEndpoint& server : a.resolve().servers) {
-    seen.insert(RedisStore::keyspace_id(server));
-  }
-  for (const RedisEndpoint& server : b.resolve().servers) {
+  for (const RedisEndpoint& server : a.servers) seen.insert(RedisStore::keyspace_id(server));
+  for (const RedisEndpoint& server : b.servers) {
     if (seen.count(RedisStore::keyspace_id(server)) != 0) return true;
   }
   return false;
@@ -89,47 +86,78 @@ void add_common(CLI::App& sub, TransferCommand& cmd) {
   sub.add_flag("--json", cmd.json, "The summary as one JSON object on stderr");
 }
 
+// --redis URI[#NAME] and --name NAME of a Redis filter; `prefix` "" or "to-".
+void add_redis_options(CLI::App& sub, FilterLocation& location, const std::string& prefix,
+                       const std::string& whose,
+                       const std::string& defaults = "$REDIS_URL, else redis://127.0.0.1:6379") {
+  location.redis_flag = "--" + prefix + "redis";
+  location.name_flag = "--" + prefix + "name";
+  sub.add_option(location.redis_flag, location.redis_uri,
+                 whose +
+                     " Redis URI, the filter's name after '#': redis://HOST[:PORT][/DB][#NAME] "
+                     "(default: " +
+                     defaults + ")");
+  sub.add_option(location.name_flag, location.name,
+                 whose + " filter name in Redis, when the URI has no #NAME");
+}
+
+// The Redis filter the options name; `command` for the message when none is named.
+Location redis_filter(const FilterLocation& location, const std::string& command) {
+  if (location.redis_uri.empty() && location.name.empty()) {
+    throw InvalidArgument(command + " needs the filter in Redis: " + location.redis_flag +
+                          " redis://HOST:PORT#NAME, or " + location.name_flag + " NAME");
+  }
+  return location.resolve();
+}
+
 }  // namespace
 
 void register_transfers(CLI::App& app, int& exit_code) {
   {
     auto cmd = std::make_shared<TransferCommand>();
     CLI::App* sub = app.add_subcommand("export", "Copy a Redis filter into a local file");
-    sub->add_option("--name", cmd->from.name, "Filter name in Redis")->required();
-    sub->add_option("--redis", cmd->from.redis_uri,
-                    "Redis URI (default: $REDIS_URL, else redis://127.0.0.1:6379)");
-    sub->add_option("--to", cmd->to.path, "Filter file to write")->required();
+    add_redis_options(*sub, cmd->from, "", "Source");
+    cmd->to.path_flag = "--to";
+    sub->add_option("--to", cmd->to.path, "Filter file to write (or any filter location)")
+        ->required();
     add_common(*sub, *cmd);
-    sub->callback([cmd, &exit_code] { exit_code = run_transfer(*cmd, "export"); });
+    sub->callback([cmd, &exit_code] {
+      exit_code =
+          run_transfer(redis_filter(cmd->from, "export"), cmd->to.resolve(), *cmd, "export");
+    });
   }
   {
     auto cmd = std::make_shared<TransferCommand>();
     CLI::App* sub = app.add_subcommand("import", "Copy a local filter file into Redis");
-    sub->add_option("--from", cmd->from.path, "Filter file to read")->required();
-    sub->add_option("--name", cmd->to.name, "Filter name to create in Redis")->required();
-    sub->add_option("--redis", cmd->to.redis_uri,
-                    "Redis URI (default: $REDIS_URL, else redis://127.0.0.1:6379)");
+    cmd->from.path_flag = "--from";
+    sub->add_option("--from", cmd->from.path, "Filter file to read (or any filter location)")
+        ->required();
+    add_redis_options(*sub, cmd->to, "", "Destination");
     add_common(*sub, *cmd);
-    sub->callback([cmd, &exit_code] { exit_code = run_transfer(*cmd, "import"); });
+    sub->callback([cmd, &exit_code] {
+      exit_code =
+          run_transfer(cmd->from.resolve(), redis_filter(cmd->to, "import"), *cmd, "import");
+    });
   }
   {
     auto cmd = std::make_shared<TransferCommand>();
     CLI::App* sub = app.add_subcommand("copy", "Copy a Redis filter to another server or name");
-    sub->add_option("--name", cmd->from.name, "Source filter name")->required();
-    sub->add_option("--redis", cmd->from.redis_uri, "Source Redis URI (default: $REDIS_URL)");
-    sub->add_option("--to-name", cmd->to.name, "Destination name (default: the same)");
-    sub->add_option("--to-redis", cmd->to.redis_uri,
-                    "Destination Redis URI (default: the source's)");
+    add_redis_options(*sub, cmd->from, "", "Source");
+    add_redis_options(*sub, cmd->to, "to-", "Destination",
+                      "the source's servers; the name defaults to the source's");
     add_common(*sub, *cmd);
     sub->callback([cmd, &exit_code] {
-      if (cmd->to.name.empty()) cmd->to.name = cmd->from.name;
-      if (cmd->to.redis_uri.empty()) cmd->to.redis_uri = cmd->from.redis_uri;
+      const Location from = redis_filter(cmd->from, "copy");
+      FilterLocation to = cmd->to;
+      if (to.name.empty() && to.redis_uri.find('#') == std::string::npos) to.name = from.name;
+      const Location dest =
+          to.redis_uri.empty() ? Location::redis(from.servers, to.name) : to.resolve();
       // The same keys under two addresses (localhost and 127.0.0.1, an alias): --force would
       // drop the source before copying it. The server's run_id tells.
-      if (cmd->to.name == cmd->from.name && share_a_server(cmd->from, cmd->to)) {
+      if (dest.name == from.name && share_a_server(from, dest)) {
         throw InvalidArgument("copy: source and destination are the same filter");
       }
-      exit_code = run_transfer(*cmd, "copy");
+      exit_code = run_transfer(from, dest, *cmd, "copy");
     });
   }
 }

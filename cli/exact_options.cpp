@@ -17,4 +17,12 @@ void add_to_exact(ExactSet& exact, std::span<const std::string_view> items) {
   }
 }
 
+void check_exact_for(const std::optional<StreamOptions>& stream, bool exact) {
+  if (exact && stream && stream->window_ns != 0) {
+    throw InvalidArgument(
+        "--exact with --window: a windowed filter forgets items, and an exact set beside it "
+        "would not; use --exact with a plain or growing filter");
+  }
+}
+
 }  // namespace redbloom::cli

@@ -1,10 +1,16 @@
 #include "filter_options.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 
+#include "core/stream_shape.hpp"
 #include "diagnostics.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
@@ -16,6 +22,13 @@ namespace {
 std::string shown(double value) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
+// Two significant digits: 7.6e-88.
+std::string brief(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", value);
   return buf;
 }
 
@@ -32,57 +45,107 @@ bool any_sizing_given(const SizingOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// Location::parse takes anything with a scheme for a URI (file:NAME and ./NAME stay files).
+bool has_scheme(const std::string& text) {
+  return !text.starts_with("file:") && text.find("://") != std::string::npos;
+}
+
+// The servers listed in a --redis-file, comma-joined; '#' starts a comment.
+std::string servers_in_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument(errno_message("cannot read " + flag + " " + path));
+  std::string list;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    line.erase(0, line.find_first_not_of(" \t\r"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    if (!list.empty()) list += ',';
+    list += line;
+  }
+  if (list.empty()) throw InvalidArgument(flag + " " + path + " lists no server");
+  return list;
+}
+
+}  // namespace
+
 Location FilterLocation::resolve() const {
-  if (path.empty() && name.empty()) {
-    throw InvalidArgument("no filter given: use --filter PATH, or --name NAME for Redis");
+  if (path.empty() && name.empty() && redis_uri.empty() && redis_file.empty()) {
+    throw InvalidArgument("no filter given: use " + path_flag + " PATH, " + path_flag +
+                          " redis://HOST:PORT#NAME, or " + name_flag + " NAME for Redis");
   }
-  if (!in_redis()) return Location::file(path);
-  std::string list = redis_uri;
-  if (!redis_file.empty()) {
-    std::ifstream in(redis_file);
-    if (!in) throw InvalidArgument("cannot read --redis-file " + redis_file);
-    std::string line;
-    while (std::getline(in, line)) {
-      const std::size_t hash = line.find('#');
-      if (hash != std::string::npos) line.erase(hash);
-      line.erase(0, line.find_first_not_of(" \t\r"));
-      line.erase(line.find_last_not_of(" \t\r") + 1);
-      if (line.empty()) continue;
-      if (!list.empty()) list += ',';
-      list += line;
+  if (!path.empty()) {
+    if (has_scheme(path) && name.empty() && path.find('#') == std::string::npos) {
+      throw InvalidArgument(path_flag + " " + path +
+                            " names no filter: write its name after '#' (" + path +
+                            "#NAME) or give " + name_flag + " NAME");
     }
-    if (list.empty()) throw InvalidArgument("--redis-file " + redis_file + " lists no server");
+    if (!has_scheme(path) && !name.empty()) {
+      throw InvalidArgument(
+          path_flag + " " + path + " is a file, and a file has no name: " + name_flag +
+          " is for a filter in Redis (" + path_flag + " redis://HOST:PORT#NAME, or " + name_flag +
+          " NAME with " + redis_flag + " URI)");
+    }
+    return Location::parse(path, name);
   }
-  // No list: $REDIS_URL or the local default (Location::parse).
-  if (list.empty()) return Location::parse("", name);
-  return Location::redis(parse_redis_servers(list), name);
+  // Redis: the servers from --redis (its '#NAME' naming the filter) or --redis-file, else
+  // $REDIS_URL or the local default (Location::parse).
+  std::string list = redis_uri;
+  std::string named = name;
+  if (const std::size_t hash = list.rfind('#'); hash != std::string::npos) {
+    const std::string fragment = list.substr(hash + 1);
+    list.erase(hash);
+    if (!named.empty() && named != fragment) {
+      throw InvalidArgument("two names for one filter: '" + fragment + "' in " + redis_flag + " " +
+                            redis_uri + " and '" + named + "' in " + name_flag);
+    }
+    named = fragment;
+  }
+  if (!redis_file.empty()) list = servers_in_file(redis_file, redis_flag + "-file");
+  if (named.empty()) {
+    throw InvalidArgument(redis_flag + " " + (redis_uri.empty() ? redis_file : redis_uri) +
+                          " names no filter: write its name after '#' (" +
+                          (redis_uri.empty() ? "redis://HOST:PORT" : redis_uri) +
+                          "#NAME) or give " + name_flag + " NAME");
+  }
+  if (list.empty()) return Location::parse("", named);
+  return Location::redis(parse_redis_servers(list), named);
 }
 
 void add_location_options(CLI::App& command, FilterLocation& location,
                           const std::string& flag_prefix, const std::string& path_alias) {
   const bool first = flag_prefix.empty();
+  location.path_flag = "--" + flag_prefix + "filter";
+  location.redis_flag = "--" + flag_prefix + "redis";
+  location.name_flag = "--" + flag_prefix + "name";
+  if (!path_alias.empty()) location.path_flag = path_alias;
   std::string path_names = (first ? "-f,--" : "--") + flag_prefix + "filter";
   if (!path_alias.empty()) path_names += "," + path_alias;
-  CLI::Option* path =
-      command.add_option(path_names, location.path,
-                         first ? "Filter file (a redbloom .rbf file)" : "Destination filter file");
-  CLI::Option* name = command.add_option(
-      "--" + flag_prefix + "name", location.name,
-      first ? "Filter name in Redis (instead of --filter)" : "Destination filter name in Redis");
-  CLI::Option* redis =
-      command.add_option("--" + flag_prefix + "redis", location.redis_uri,
-                         "Redis URI: redis://[user:password@]host[:port][/db] or unix:///path.sock "
-                         "(default: $REDIS_URL, else redis://127.0.0.1:6379); several, "
-                         "comma-separated, shard the filter over those servers in that order; "
-                         "redis+cluster://host:port[,host:port...] is a Redis Cluster");
+  CLI::Option* path = command.add_option(
+      path_names, location.path,
+      std::string(first ? "Filter" : "Destination filter") +
+          ": a file (PATH), or in Redis redis://HOST[:PORT][/DB]#NAME, several such URIs "
+          "comma-separated (sharded), or redis+cluster://HOST:PORT[,HOST:PORT...]#NAME");
+  CLI::Option* name = command.add_option("--" + flag_prefix + "name", location.name,
+                                         std::string(first ? "Filter" : "Destination filter") +
+                                             " name in Redis, when the URI has no #NAME");
+  CLI::Option* redis = command.add_option(
+      "--" + flag_prefix + "redis", location.redis_uri,
+      "Redis URI, the filter's name after '#' or in --" + flag_prefix +
+          "name: redis://[user:password@]host[:port][/db][#NAME] or unix:///path.sock[#NAME] "
+          "(default: $REDIS_URL, else redis://127.0.0.1:6379); several, comma-separated, shard "
+          "the filter over those servers in that order; redis+cluster://host:port[,host:port...] "
+          "is a Redis Cluster");
   CLI::Option* redis_file =
       command.add_option("--" + flag_prefix + "redis-file", location.redis_file,
                          "File listing the Redis URIs of a sharded filter, one per line, in order");
-  path->excludes(name);
   path->excludes(redis);
   path->excludes(redis_file);
   redis->excludes(redis_file);
-  redis->needs(name);
   redis_file->needs(name);
 }
 
@@ -100,19 +163,28 @@ void add_sizing_options(CLI::App& command, SizingOptions& o) {
                          "Largest partition (one Redis key later): default 64MiB, at most 512MiB");
   o.window_option = command.add_option(
       "--window", o.window,
-      "Remember items this long (10m, 1h, 7d): -n is then items per window; memory stays bounded");
-  o.slices_option = command.add_option(
-      "--slices", o.slices,
-      "Slices per window (default 4): items are forgotten window + one slice after their last add");
+      "Remember items this long, a number and a unit ms, s, m, h or d (10m, 1h, 7d): -n is then "
+      "items per window; memory stays bounded");
+  o.slices_option =
+      command.add_option("--slices", o.slices,
+                         "Slices per window, 1 to " + std::to_string(kMaxSlices) + " (default " +
+                             std::to_string(kDefaultSlices) +
+                             "): items are forgotten window + one slice after their last add");
   o.growth_option = command.add_option(
       "--growth", o.growth,
-      "Grow by a link of this many times the capacity when full (default 2 with --window)");
+      "Grow by a link of this many times the capacity when full, 2 to 1024 (default 2 with "
+      "--window)");
   o.rate_option = command.add_option(
-      "--rate", o.rate, "Expected items per time (12000/s, 1e6/h), instead of -n, with --window");
+      "--rate", o.rate,
+      "Expected items per period, /s, /m, /h or /d (12000/s, 1e6/h), instead of -n, with "
+      "--window");
   o.max_bytes_option =
       command.add_option("--max-bytes", o.max_bytes,
                          "Limit of a windowed or growing filter's memory (e.g. 2GiB): adds past "
                          "it fail, saying what was committed");
+  command.add_flag("--force-rate", o.force_rate,
+                   "Build the filter even when its rate at capacity is above -p (a filter uses "
+                   "at most 64 hashes, which very low rates need more of)");
   o.bits_option->needs(o.hashes_option);
   o.hashes_option->needs(o.bits_option);
   o.bits_option->excludes(o.error_rate_option);
@@ -124,18 +196,54 @@ void add_sizing_options(CLI::App& command, SizingOptions& o) {
 }
 
 double parse_rate(const std::string& text) {
+  const std::string forms = "give items per period: 12000/s, 12000/m, 12000/h or 12000/d";
   const std::size_t slash = text.find('/');
+  if (slash == std::string::npos) {
+    throw InvalidArgument("--rate " + text + " has no period: " + forms);
+  }
   const std::string count = text.substr(0, slash);
-  const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
+  const std::string unit = text.substr(slash + 1);
   const std::map<std::string, double> per{
       {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}};
   char* end = nullptr;
   const double value = std::strtod(count.c_str(), &end);
   const auto found = per.find(unit);
   if (count.empty() || *end != '\0' || found == per.end() || !(value > 0) || !(value < 1e15)) {
-    throw InvalidArgument("bad rate '" + text + "': give items per time, e.g. 12000/s or 1e6/h");
+    throw InvalidArgument("bad rate '" + text + "': " + forms);
   }
   return value / found->second;
+}
+
+void check_error_rate(double rate) {
+  const std::string rule = "the error rate must be above 0 and at most 0.5 (0.01 is common)";
+  if (rate > kMaxErrorRate) {
+    throw InvalidArgument("error rate " + shown(rate) + " is too high: " + rule +
+                          "; above 0.5 a filter answers 'present' for most items it never saw");
+  }
+  if (!(rate > 0)) throw InvalidArgument("error rate " + shown(rate) + " is too low: " + rule);
+}
+
+bool rate_capped(const FilterParams& built, double target) {
+  // Below the cap, rounding only lowers the rate; a capped k leaves it far above the target.
+  return built.hashes >= kMaxHashes && built.error_rate > target * 1.01;
+}
+
+void check_rate_reached(const FilterParams& built, double target, double asked, bool consent) {
+  if (consent || !rate_capped(built, target)) return;
+  char bits_per_item[32];
+  std::snprintf(bits_per_item, sizeof bits_per_item, "%.0f",
+                static_cast<double>(built.total_bits()) / static_cast<double>(built.capacity));
+  const std::string reached =
+      target == asked ? "a rate of " + brief(built.error_rate) + " at capacity, not " + brief(asked)
+                      : "a rate of " + brief(built.error_rate) + " in each link, not the " +
+                            brief(target) + " that -p " + brief(asked) + " needs";
+  throw InvalidArgument("-p " + brief(asked) + " cannot be built: a filter uses at most " +
+                        std::to_string(kMaxHashes) + " hashes per item, so this one (" +
+                        bits_per_item +
+                        " bits per item) would take items it never saw for ones it holds at " +
+                        reached + ". Rates down to about " + brief(std::pow(0.5, kMaxHashes)) +
+                        " are built as asked: give one of those, or add --force-rate to build "
+                        "this filter anyway");
 }
 
 std::optional<StreamOptions> requested_stream(const SizingOptions& o) {
@@ -149,6 +257,27 @@ std::optional<StreamOptions> requested_stream(const SizingOptions& o) {
   }
   const auto layout = parse_layout(o.layout);
   if (!layout) throw InvalidArgument("unknown layout '" + o.layout + "' (use classic or blocked)");
+  check_error_rate(o.error_rate);
+  if (given(o.window_option)) {
+    // A bare number once meant seconds; a window of 3600 is too easily meant otherwise.
+    char* end = nullptr;
+    (void)std::strtod(o.window.c_str(), &end);
+    if (!o.window.empty() && end != o.window.c_str() && *end == '\0') {
+      throw InvalidArgument("--window " + o.window +
+                            " has no unit: give a number and a unit ms, s, m, h or d (e.g. " +
+                            o.window + "s, " + o.window + "m, 1h, 7d)");
+    }
+  }
+  if (given(o.slices_option) && (o.slices < 1 || o.slices > kMaxSlices)) {
+    throw InvalidArgument("--slices " + std::to_string(o.slices) + " is out of range: give 1 to " +
+                          std::to_string(kMaxSlices) + " slices per window (default " +
+                          std::to_string(kDefaultSlices) + ")");
+  }
+  if (given(o.growth_option) && (o.growth < 2 || o.growth > 1024)) {
+    throw InvalidArgument("--growth " + std::to_string(o.growth) +
+                          " is out of range: give 2 to 1024 (each new link holds that many "
+                          "times the last one's items)");
+  }
   StreamOptions stream;
   stream.layout = *layout;
   stream.error_rate = o.error_rate;
@@ -166,7 +295,8 @@ std::optional<StreamOptions> requested_stream(const SizingOptions& o) {
         shown(capacity));
   }
   stream.capacity = static_cast<std::uint64_t>(std::ceil(capacity));
-  (void)describe(stream);  // checks the combination, naming what is wrong
+  const StreamShape shape(stream);  // checks the combination, naming what is wrong
+  check_rate_reached(shape.link_params(0), shape.link_error_rate(0), o.error_rate, o.force_rate);
   return stream;
 }
 
@@ -215,15 +345,84 @@ FilterParams requested_params(const SizingOptions& o) {
     return explicit_filter(static_cast<std::uint64_t>(o.bits), o.hashes, *layout, capacity,
                            partition_bytes);
   }
-  return size_filter(o.capacity, o.error_rate, *layout, partition_bytes);
+  check_error_rate(o.error_rate);
+  const FilterParams params = size_filter(o.capacity, o.error_rate, *layout, partition_bytes);
+  check_rate_reached(params, o.error_rate, o.error_rate, o.force_rate);
+  return params;
 }
 
 namespace {
+
+// Where a new filter file is to be made: the errors the store would report about its temporary
+// file (a missing directory, a path that is one), said of the path the user gave.
+void check_new_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      throw InvalidArgument(path + " is a directory: give the path of a filter file, e.g. " +
+                            (path.ends_with('/') ? path : path + "/") + "NAME.rbf");
+    }
+    return;  // an existing file: the store opens it or says what it is
+  }
+  const std::size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      throw InvalidArgument("cannot create filter " + path + ": directory " + dir +
+                            " does not exist (make it first: mkdir -p " + dir + ")");
+    }
+    throw InvalidArgument(errno_message("cannot create filter " + path + ": " + dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw InvalidArgument("cannot create filter " + path + ": " + dir + " is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw StorageError(errno_message("cannot create filter " + path + " in directory " + dir));
+  }
+}
+
+// Whether a file's first bytes read as text (no NUL byte): a list of items, not a filter.
+bool looks_like_text(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;  // a FIFO would block
+  std::ifstream in(path, std::ios::binary);
+  char head[4096];
+  in.read(head, sizeof head);
+  const std::streamsize n = in.gcount();
+  return n > 0 && std::memchr(head, '\0', static_cast<std::size_t>(n)) == nullptr;
+}
+
+// Opens an existing filter; a text file given as one gets a hint to make a filter of it.
+Filter open_with_hint(const Location& where, const OpenOptions& options, OpenReport* report) {
+  try {
+    return Filter::open(where, options, report);
+  } catch (const FormatError& e) {
+    if (where.kind != Location::Kind::file || !looks_like_text(where.path)) throw;
+    throw FormatError(std::string(e.what()) + "; " + where.path +
+                      " looks like a list of items: make a filter of it first (redbloom load -f " +
+                      where.path + ".rbf " + where.path +
+                      ", with --exact for diff --exact), then name that filter");
+  }
+}
 
 // Filter::create with a plain filter's parameters or a stream's options.
 template <class Shape>
 Filter create_any(const FilterLocation& location, const Shape& shape, bool overwrite) {
   const Location where = location.resolve();
+  if (where.kind == Location::Kind::file) {
+    check_new_file(where.path);
+    // --force replaces a filter, never a file that is something else (as for a stream).
+    if (overwrite && Filter::exists(where)) {
+      try {
+        (void)Filter::open(where, OpenOptions::read_only());
+      } catch (const FormatError& e) {
+        throw FormatError(where.path + " is not a redbloom filter that --force could replace (" +
+                          e.what() + "); if that file can go, delete it, then create the filter");
+      }
+    }
+  }
   OpenReport report;
   Filter filter = Filter::create(where, shape, overwrite, &report);
   // An exact set left from a filter of the same name that is gone (a deleted file, keys
@@ -256,7 +455,8 @@ WritableFilter open_for_writing(const FilterLocation& location, const SizingOpti
       stream ? OpenOptions::create_stream(*stream, any_sizing_given(options))
              : OpenOptions::create_missing(requested, any_sizing_given(options));
   open_options.create_if_missing = create_if_missing;
-  Filter filter = Filter::open(where, open_options, &report);
+  if (create_if_missing && where.kind == Location::Kind::file) check_new_file(where.path);
+  Filter filter = open_with_hint(where, open_options, &report);
   for (const std::string& warning : report.warnings) report_warning(warning);
   if (report.created) {
     std::string note = "created filter " + where.describe() + ": " +
@@ -273,7 +473,7 @@ WritableFilter open_for_writing(const FilterLocation& location, const SizingOpti
 }
 
 Filter open_for_reading(const FilterLocation& location) {
-  return Filter::open(location.resolve(), OpenOptions::read_only());
+  return open_with_hint(location.resolve(), OpenOptions::read_only(), nullptr);
 }
 
 }  // namespace redbloom::cli

@@ -40,20 +40,29 @@ struct SizingOptions {
   CLI::Option* growth_option = nullptr;
   CLI::Option* rate_option = nullptr;
   CLI::Option* max_bytes_option = nullptr;
+  // Build a filter whose rate is above the one asked for (hashes capped), instead of refusing.
+  bool force_rate = false;
 };
 
-// Where a filter lives, as the options give it: a local file (--filter PATH) or Redis (--name
-// NAME, on --redis URI or $REDIS_URL or redis://127.0.0.1:6379). Several comma-separated URIs
-// (or a --redis-file with one per line) spread the filter over that many servers.
+// Where a filter lives, as the options give it, in the location strings of Location::parse
+// (location.hpp) and the Python package: --filter PATH, --filter redis://host:port#NAME (or
+// redis+cluster://...#NAME, or several comma-separated URIs), or Redis as --redis URI#NAME,
+// --redis URI --name NAME, or --name NAME alone ($REDIS_URL, else redis://127.0.0.1:6379).
+// A --redis-file lists the servers of a sharded filter, one per line.
 struct FilterLocation {
-  std::string path;
+  std::string path;  // --filter: a path or a location string
   std::string redis_uri;
   std::string redis_file;
   std::string name;
+  // The options' names in messages ("--filter", "--redis", "--name"; "--to-..." for a second
+  // filter), set by add_location_options.
+  std::string path_flag = "--filter";
+  std::string redis_flag = "--redis";
+  std::string name_flag = "--name";
 
-  [[nodiscard]] bool in_redis() const noexcept { return !name.empty(); }
-  // The library's Location (location.hpp). Throws InvalidArgument when neither a path nor a
-  // name was given, or for a bad URI or --redis-file.
+  [[nodiscard]] bool in_redis() const { return resolve().in_redis(); }
+  // The library's Location (location.hpp). Throws InvalidArgument when no filter was given,
+  // for a Redis location without a name, or for a bad URI or --redis-file.
   [[nodiscard]] Location resolve() const;
   // "urls.rbf" or "urls on redis 127.0.0.1:6379".
   [[nodiscard]] std::string describe() const { return resolve().describe(); }
@@ -70,8 +79,18 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 [[nodiscard]] FilterParams requested_params(const SizingOptions& options);
 // A windowed or growing filter, when --window or --growth asks for one; nullopt otherwise.
 [[nodiscard]] std::optional<StreamOptions> requested_stream(const SizingOptions& options);
-// "12000/s", "1e6/m", "500/h", "20/d"; a bare number is per second. Items per second.
+// "12000/s", "1e6/m", "500/h", "20/d" -> items per second. A number without its period is
+// refused (InvalidArgument showing the accepted forms).
 [[nodiscard]] double parse_rate(const std::string& text);
+// Refuses a false-positive rate outside (0, 0.5], stating the rule; every command says it the
+// same way.
+void check_error_rate(double rate);
+// A filter's rate at capacity is above its target only when its hash count is capped
+// (kMaxHashes): refused, saying what would be built, unless `consent` (--force-rate). `target`
+// is the rate `built` was sized for, `asked` the user's -p (they differ for a stream's links).
+void check_rate_reached(const FilterParams& built, double target, double asked, bool consent);
+// Whether `built` misses its `target` rate because its hash count is capped.
+[[nodiscard]] bool rate_capped(const FilterParams& built, double target);
 
 // Opens the filter for writing (Filter::open). A missing filter is created from the options
 // when `create_if_missing` (and a note on stderr says so, with its size); an existing one must

@@ -37,6 +37,10 @@ ItemReader::ItemReader(std::vector<std::string> paths, InputOptions options)
       throw InputError(errno_message("cannot open input " + path));
     }
     if (S_ISDIR(st.st_mode)) throw InputError("input " + path + " is a directory");
+    // Unreadable inputs are refused up front, before a command creates anything.
+    if (!is_stdin(path) && ::access(path.c_str(), R_OK) != 0) {
+      throw InputError(errno_message("cannot open input " + path));
+    }
     if (S_ISREG(st.st_mode)) {
       total += static_cast<std::uint64_t>(st.st_size);
     } else {
@@ -104,7 +108,7 @@ bool ItemReader::fill(std::vector<std::string_view>& batch) {
 
 void ItemReader::take(std::string_view record, std::vector<std::string_view>& batch) {
   ++current_line_;
-  ++stats_.records;
+  if (stats_.records++ == 0) stats_.first_record_at = std::chrono::steady_clock::now();
   stats_.bytes += record.size() + 1;
   if (!options_.nul_delimited) {
     if (!record.empty() && record.back() == '\r') record.remove_suffix(1);

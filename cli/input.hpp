@@ -3,6 +3,7 @@
 // Batches are bounded by count and by time, so a slow stream's items are not held back.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +31,8 @@ struct InputStats {
   std::uint64_t with_nul = 0;     // LF mode: records that contain a NUL byte
   std::uint64_t bytes = 0;        // bytes consumed so far
   std::uint64_t total_bytes = 0;  // sum of the inputs' sizes when all are regular files, else 0
+  // When the first record was read (the epoch until then): items flow from there on.
+  std::chrono::steady_clock::time_point first_record_at{};
 };
 
 class ItemReader {

@@ -1,6 +1,7 @@
 // redbloom: Bloom filters for deduplication and membership tests, from the command line.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -44,6 +45,45 @@ std::string closest(std::string_view typed, const std::vector<std::string>& name
     }
   }
   return best;
+}
+
+// "unknown option '--capacty' (did you mean '--capacity'?)" for the first option on the command
+// line that `command` does not have, or "" if every option is known (the parse failed otherwise).
+std::string unknown_option(const CLI::App& app, const std::string& command, int argc, char** argv) {
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* candidate : app.get_subcommands({})) {
+    if (candidate->get_name() == command) sub = candidate;
+  }
+  if (sub == nullptr) return "";
+  std::vector<std::string> long_names;
+  std::vector<std::string> short_names;
+  for (const CLI::Option* option : sub->get_options()) {
+    for (const std::string& name : option->get_lnames()) long_names.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) short_names.push_back("-" + name);
+  }
+  for (const CLI::Option* option : app.get_options()) {  // --help, --version
+    for (const std::string& name : option->get_lnames()) long_names.push_back("--" + name);
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.starts_with("--")) {
+      arg = arg.substr(0, arg.find('='));
+      if (std::find(long_names.begin(), long_names.end(), arg) != long_names.end()) continue;
+      const std::string guess = closest(arg, long_names);
+      return "unknown option '" + arg + "'" +
+             (guess.empty() ? "" : " (did you mean '" + guess + "'?)");
+    }
+    // "-x": one letter; "-xVALUE" and "-x3" are a short option and its value.
+    if (arg.size() >= 2 && arg[0] == '-' && std::isalpha(static_cast<unsigned char>(arg[1]))) {
+      const std::string flag = arg.substr(0, 2);
+      if (std::find(short_names.begin(), short_names.end(), flag) != short_names.end()) continue;
+      const std::string guess = closest("-" + arg, long_names);
+      return "unknown option '" + arg + "'" +
+             (guess.empty() ? "" : " (did you mean '" + guess + "'?)");
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -94,6 +134,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (const std::string unknown = unknown_option(app, command, argc, argv); !unknown.empty()) {
+      report_error(unknown + "; redbloom " + command + " --help lists the options");
+      return kExitUsage;
+    }
     if (json) {
       report_error(std::string(e.what()) + "; redbloom " + command + " --help lists the options");
       return kExitUsage;

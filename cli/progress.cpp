@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "diagnostics.hpp"
@@ -23,18 +24,28 @@ double Progress::elapsed_seconds() const {
 }
 
 double Progress::rate(std::uint64_t items) const {
-  const double seconds = elapsed_seconds();
-  return seconds > 0 ? static_cast<double>(items) / seconds : 0.0;
+  const auto from = stats_.first_record_at != std::chrono::steady_clock::time_point{}
+                        ? stats_.first_record_at
+                        : start_;
+  const double seconds = std::chrono::duration<double>(counted_at_ - from).count();
+  if (items < 2 || items != counted_ || !(seconds > 0)) return std::nan("");
+  return static_cast<double>(items) / seconds;
 }
 
 void Progress::update(std::uint64_t items) {
-  if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
+  if (items > counted_) {
+    counted_ = items;
+    counted_at_ = now;
+  }
+  if (!enabled_) return;
   if (now - last_ < std::chrono::seconds(1)) return;
   last_ = now;
-  const double per_second = rate(items);
-  std::fprintf(stderr, "\r\033[K%s: %llu %s, %.0f %s/s", verb_.c_str(),
-               static_cast<unsigned long long>(items), unit_.c_str(), per_second, unit_.c_str());
+  std::fprintf(stderr, "\r\033[K%s: %llu %s", verb_.c_str(), static_cast<unsigned long long>(items),
+               unit_.c_str());
+  if (const double per_second = rate(items); std::isfinite(per_second)) {
+    std::fprintf(stderr, ", %s %s/s", format_rate(per_second).c_str(), unit_.c_str());
+  }
   if (stats_.total_bytes > 0 && stats_.bytes > 0) {
     const double done = static_cast<double>(stats_.bytes) / static_cast<double>(stats_.total_bytes);
     const double eta = done > 0 ? elapsed_seconds() * (1 - done) / done : 0;

@@ -14,12 +14,15 @@ class Progress {
  public:
   // `unit` names what update() counts ("items", "bytes").
   Progress(std::string verb, const InputStats& stats, bool quiet, std::string unit = "items");
-  // Called after each batch; prints at most once a second.
+  // Called after each batch, with the items done so far; prints at most once a second.
   void update(std::uint64_t items);
   // Clears the progress line.
   void finish();
   [[nodiscard]] double elapsed_seconds() const;
-  // items / elapsed, guarded against a zero interval.
+  // Items per second while items were flowing: from the first record read (or, for a count
+  // without records, from the start) to the last update() that counted more. NaN when that
+  // cannot be measured (fewer than two items, or no time between them): a stream that
+  // brings an item now and then is not "0 items/s".
   [[nodiscard]] double rate(std::uint64_t items) const;
 
  private:
@@ -29,7 +32,9 @@ class Progress {
   bool enabled_;
   bool shown_ = false;
   std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_;
+  std::chrono::steady_clock::time_point last_;        // the last progress line
+  std::chrono::steady_clock::time_point counted_at_;  // the last update() that counted more
+  std::uint64_t counted_ = 0;
 };
 
 // Prints the warnings a finished read deserves (NUL bytes in line mode, empty items).

@@ -55,8 +55,25 @@ Summary& Summary::count_if_any(std::string label, std::string key, unsigned long
   return *this;
 }
 
+std::string format_rate(double per_second) {
+  char text[32];
+  const char* format = per_second >= 10 ? "%.0f" : per_second >= 1 ? "%.1f" : "%.2g";
+  std::snprintf(text, sizeof text, format, per_second);
+  return text;
+}
+
+Summary& Summary::rate(std::string key, double per_second, const std::string& unit) {
+  const std::string shown = std::isfinite(per_second) ? format_rate(per_second) + " " + unit : "";
+  fields_.push_back({shown, std::move(key), json_number(per_second)});
+  return *this;
+}
+
 Summary& Summary::number(std::string label, std::string key, double value, const char* format,
                          std::string unit) {
+  if (!std::isfinite(value)) {
+    fields_.push_back({"", std::move(key), json_number(value)});
+    return *this;
+  }
   char buf[64];
   std::snprintf(buf, sizeof buf, format, value);
   std::string shown = label.empty() ? std::string(buf) : label + " " + buf;

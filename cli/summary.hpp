@@ -18,6 +18,9 @@ namespace redbloom::cli {
 // partitions, partition_bytes, capacity, error_rate.
 [[nodiscard]] std::string params_json_members(const FilterParams& params);
 
+// 4486, 2.5, 0.033: a rate with the digits that matter at its size.
+[[nodiscard]] std::string format_rate(double per_second);
+
 class Summary {
  public:
   explicit Summary(std::string command) : command_(std::move(command)) {}
@@ -25,8 +28,11 @@ class Summary {
   Summary& count(std::string label, std::string key, unsigned long long value);
   // The same, but in the text line only when it is not zero (JSON always has it).
   Summary& count_if_any(std::string label, std::string key, unsigned long long value);
+  // A value that is not finite (not measured) is left out of the text line; JSON has null.
   Summary& number(std::string label, std::string key, double value, const char* format,
                   std::string unit = "");
+  // "4486 items/s" (format_rate), or nothing in the text line when `per_second` is NaN.
+  Summary& rate(std::string key, double per_second, const std::string& unit);
   Summary& text(std::string label, std::string key, std::string value);
   // What does the work on each server (Store::engines), once; nothing for a local filter.
   Summary& engines(const std::vector<std::string>& engines);

@@ -58,6 +58,11 @@ run dedup --redis "$C" --name urls b.txt
 check "dedup b: only the new half" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"
 run exists --redis "$C" --name urls -c a.txt
 check "exists: every added item" 20000 "$out"
+# The location strings of Location::parse: -f and --redis take the cluster URI with #NAME.
+run exists -f "$C#urls" -c a.txt
+check "exists -f redis+cluster://...#NAME" 20000 "$out"
+run exists --redis "$C#urls" -c a.txt
+check "exists --redis redis+cluster://...#NAME, no --name" 20000 "$out"
 # Any single node finds the rest of the cluster.
 run exists --redis "redis+cluster://127.0.0.1:${redis_port[n2]}" --name urls -c b.txt
 check "exists through one seed" 20000 "$out"

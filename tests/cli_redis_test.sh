@@ -91,6 +91,36 @@ run exists a.txt
 check "no filter at all" 2 "$rc"
 check_contains "no filter message" "no filter given" "$err"
 
+# --- one location syntax: -f URI#NAME and --redis URI#NAME as Location::parse takes them ---
+run create -f "$U#hashed" -n 1000 -q
+check "create -f URI#NAME" 0 "$rc"
+check "create -f URI#NAME: made in Redis" 1 "$(rcli main exists hashed)"
+run add -f "$U#hashed" a.txt
+check "add -f URI#NAME" 0 "$rc"
+check_contains "add -f URI#NAME: the summary" "read 20000" "$err"
+run exists --redis "$U#hashed" -c a.txt
+check "exists --redis URI#NAME, no --name" 20000 "$out"
+run exists -f "$U" --name hashed -c a.txt
+check "exists -f URI --name NAME" 20000 "$out"
+run info -f "$U#hashed"
+check_contains "info -f URI#NAME: the user's filter named" "hashed" "$out"
+run dedup -f "$U#fresh" b.txt
+check "dedup -f URI#NAME creates it" 0 "$rc"
+check_contains "dedup -f URI#NAME: the note names it" "created filter fresh on redis 127.0.0.1:${redis_port[main]}" "$err"
+check "dedup -f URI#NAME: no file made" "" "$(ls | grep -F '#' || true)"
+run export --redis "$U#hashed" --to hashed.rbf -q
+check "export --redis URI#NAME" 0 "$rc"
+run import --from hashed.rbf --redis "$U#hashed2" -q
+check "import --redis URI#NAME" 0 "$rc"
+run copy --redis "$U#hashed2" --to-redis "$U#hashed3" -q
+check "copy --redis URI#NAME --to-redis URI#NAME" 0 "$rc"
+run exists -f "$U#hashed3" -c a.txt
+check "the copy answers" 20000 "$out"
+for name in hashed hashed2 hashed3 fresh; do
+  run drop -f "$U#$name"
+  check "drop -f URI#$name" 0 "$rc"
+done
+
 # --- damaged filters ---
 run create --redis "$U" --name damaged -n 1000 -q
 rcli main del "damaged:bits:{damaged:0}" > /dev/null

@@ -104,6 +104,15 @@ TEST(Location, BadStringsSayWhatIsWrong) {
                                      "no filter location given"));
 }
 
+TEST(Location, TlsIsNamedAsNotSupportedYet) {
+  for (const char* text : {"rediss://u:hunter2@cache:6380#urls", "redis://a:1,rediss://b:2#urls",
+                           "rediss+cluster://n1:7000#urls"}) {
+    const std::string error = testing::error_of([text] { (void)Location::parse(text); });
+    EXPECT_TRUE(testing::contains_text(error, "TLS (rediss://) is not supported yet")) << error;
+    EXPECT_FALSE(testing::contains_text(error, "hunter2")) << error;
+  }
+}
+
 TEST(FilterOpen, CreatesWhenMissingAndOpensAfterwards) {
   TempDir dir;
   const Location where = Location::file(dir.file("f.rbf"));

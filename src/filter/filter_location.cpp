@@ -338,7 +338,9 @@ std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const 
   if (!empty) {
     throw InvalidArgument("filter " + location.describe() +
                           " already holds items but has no exact set: they could never be "
-                          "verified; create the filter anew (--force) and load it with --exact");
+                          "verified; load the same source with --exact into a new filter (or "
+                          "create this one anew with --force, which drops its items, and load it "
+                          "with --exact)");
   }
   try {
     return create_exact_set(location, filter);
