@@ -4,6 +4,8 @@
 # (CRLF, quotes, escapes as read), a line without the key stops the command with its line number
 # (nothing after it committed), or is dropped or passed through as asked.
 # Usage: cli_records_test.sh PATH/TO/redbloom
+# The filter options (new) are words split on purpose:
+# shellcheck disable=SC2046
 source "$(dirname "$0")/cli_common.sh"
 
 # same_bytes NAME EXPECTED_FILE ACTUAL_FILE: the files are identical, byte for byte.
