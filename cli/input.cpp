@@ -118,7 +118,8 @@ void ItemReader::take(std::string_view record, std::vector<std::string_view>& ba
       }
     }
   }
-  if (record.empty()) {
+  // A record keeps its CR (InputOptions::records), but a line of only a CR is still empty.
+  if (record.empty() || (options_.records && !options_.nul_delimited && record == "\r")) {
     ++stats_.empty;
     if (options_.skip_empty) return;
   }

@@ -52,6 +52,11 @@ check_contains "pass: the summary counts it" "lines without key passed 1" "$(cat
 run dedup $(new tsv_json) --key-field 2 --on-bad-record skip --json t.tsv
 check_contains "--json summary counts the bad records" '"bad_records": 1' "$err"
 
+# --skip-empty drops an empty CRLF line as it does an empty LF line.
+printf 'a\tk7\r\n\r\n\nb\tk8\r\n' > crlf.tsv
+run dedup $(new crlf) --key-field 2 --skip-empty -q crlf.tsv
+check "--skip-empty with CRLF records" 2 "$(printf '%s\n' "$out" | wc -l)"
+
 # A key field and the whole line of the same text are the same item.
 printf 'k1\nk9\n' > plain.txt
 run exists -f tsv.rbf -q plain.txt

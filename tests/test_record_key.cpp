@@ -237,6 +237,66 @@ TEST(RecordKeyJson, BatchKeysPointIntoOneArena) {
   EXPECT_EQ(keys.back(), "skey-2999");
 }
 
+// The batch path (records parsed as one stream) must give what the records give one by one,
+// whatever the mix: good batches, and batches where the stream does not apply.
+void expect_batch_as_one_by_one(const std::vector<std::string>& lines) {
+  RecordKeyExtractor batch_extractor(RecordKeySpec::json("a.id"));
+  RecordKeyExtractor single(RecordKeySpec::json("a.id"));
+  const std::vector<std::string_view> records(lines.begin(), lines.end());
+  std::vector<std::string_view> keys;
+  std::vector<Status> statuses;
+  std::size_t expected_found = 0;
+  const std::size_t found = batch_extractor.extract_all(records, keys, statuses);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Got got = key_of(single, records[i]);
+    EXPECT_EQ(statuses[i], got.status) << i << ": " << records[i];
+    EXPECT_EQ(std::string(keys[i]), got.status == Status::ok ? got.key : "") << records[i];
+    expected_found += got.status == Status::ok ? 1 : 0;
+  }
+  EXPECT_EQ(found, expected_found);
+}
+
+TEST(RecordKeyJson, BatchGivesWhatRecordsGiveOneByOne) {
+  std::vector<std::string> good;
+  for (int i = 0; i < 500; ++i) {
+    good.push_back(R"({"a":{"id":)" +
+                   (i % 2 ? std::to_string(i) : "\"k" + std::to_string(i) + "\"") +
+                   R"(},"x":"caf\u00e9"})" + (i % 3 ? "" : "\r"));
+  }
+  expect_batch_as_one_by_one(good);
+  // Records the stream parses but that have no key: null, missing, scalars, arrays.
+  auto mixed = good;
+  mixed[3] = R"({"a":{"id":null}})";
+  mixed[7] = R"({"a":{}})";
+  mixed[11] = "5";
+  mixed[12] = R"([{"a":{"id":1}}])";
+  mixed[13] = R"({"a":{"id":{"deep":1}}})";
+  expect_batch_as_one_by_one(mixed);
+  // Records the stream cannot take as they are: two documents on one line, one across two
+  // lines, an empty line, a NUL byte, bad UTF-8, a truncated last record.
+  for (const std::string& odd :
+       {R"({"a":{"id":1}} {"a":{"id":2}})"s, R"({"a":{"id":)"s, ""s, "   "s,
+        "{\"a\":{\"id\":\"n\0\"}}"s, "{\"a\":{\"id\":\"\xff\"}}"s, "}"s}) {
+    for (const std::size_t where : {std::size_t{0}, std::size_t{250}, good.size() - 1}) {
+      auto lines = good;
+      lines[where] = odd;
+      expect_batch_as_one_by_one(lines);
+    }
+  }
+  // A record holding a line end (NUL-delimited input) is still one record.
+  auto with_lf = good;
+  with_lf[5] = "{\"a\":\n{\"id\":\"lf\"}}";
+  expect_batch_as_one_by_one(with_lf);
+  // More than one run of the stream (runs are a few MiB).
+  std::vector<std::string> large;
+  for (int i = 0; i < 3000; ++i) {
+    large.push_back(R"({"pad":")" + std::string(4000, 'p') + R"(","a":{"id":)" +
+                    std::to_string(i % 1000) + "}}");
+  }
+  large[2100] = "broken";
+  expect_batch_as_one_by_one(large);
+}
+
 TEST(RecordKeySpec, RefusesWhatSelectsNothing) {
   EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(0)), InvalidArgument);
   EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(1, '\n')), InvalidArgument);

@@ -69,14 +69,26 @@ class RecordKeyExtractor {
   RecordKeyStatus field_key(std::string_view record, std::string_view& key);
   RecordKeyStatus csv_key(std::string_view record, std::string_view& key, std::string& out);
   RecordKeyStatus json_key(std::string_view record, std::string_view& key, std::string& out);
+  // The key at the path from a parsed document (a simdjson::dom::element).
+  RecordKeyStatus json_value_key(const void* root, std::string_view& key, std::string& out);
+  // Records [first, last) parsed as one stream of JSON documents, their keys appended to the
+  // arena; false when that does not apply (the caller then takes them one by one).
+  bool json_all(const std::vector<std::string_view>& records, std::size_t first, std::size_t last,
+                std::vector<RecordKeyStatus>& statuses, std::size_t& found);
 
   RecordKeySpec spec_;
   std::vector<std::string> path_;
   std::string problem_;
-  std::string own_;           // a single extract()'s key when it is not a view of the record
-  std::string arena_;         // extract_all's keys that are not views of their records
-  std::vector<char> padded_;  // a JSON record with the padding the parser reads past its end
-  struct Json;                // the parser (kept across records: it reuses its memory)
+  std::string own_;    // a single extract()'s key when it is not a view of the record
+  std::string arena_;  // extract_all's keys that are not views of their records
+  // Keys built in the arena are placed once it stops growing: (record, offset, size).
+  struct Owned {
+    std::size_t record, offset, size;
+  };
+  std::vector<Owned> owned_;
+  std::vector<std::size_t> starts_;  // json_all: where each record starts in padded_
+  std::vector<char> padded_;         // a JSON record with the padding the parser reads past its end
+  struct Json;                       // the parser (kept across records: it reuses its memory)
   std::unique_ptr<Json> json_;
 };
 

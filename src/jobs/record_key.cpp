@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -183,21 +184,9 @@ const char* type_name(simdjson::dom::element_type type) {
 
 }  // namespace
 
-RecordKeyStatus RecordKeyExtractor::json_key(std::string_view record, std::string_view& key,
-                                             std::string& out) {
-  // The parser reads up to SIMDJSON_PADDING bytes past the end: the record goes into a buffer
-  // that has them (the bytes after a record in the input buffer may not be there).
-  if (padded_.size() < record.size() + simdjson::SIMDJSON_PADDING) {
-    padded_.resize(record.size() + simdjson::SIMDJSON_PADDING);
-  }
-  std::memcpy(padded_.data(), record.data(), record.size());
-  std::memset(padded_.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
-  simdjson::dom::element element;
-  if (const auto error = json_->parser.parse(padded_.data(), record.size(), false).get(element);
-      error != simdjson::SUCCESS) {
-    problem_ = std::string("not valid JSON (") + simdjson::error_message(error) + ")";
-    return RecordKeyStatus::invalid;
-  }
+RecordKeyStatus RecordKeyExtractor::json_value_key(const void* root, std::string_view& key,
+                                                   std::string& out) {
+  simdjson::dom::element element = *static_cast<const simdjson::dom::element*>(root);
   for (std::size_t s = 0; s < path_.size(); ++s) {
     simdjson::dom::object object;
     if (element.get_object().get(object) != simdjson::SUCCESS) {
@@ -252,6 +241,24 @@ RecordKeyStatus RecordKeyExtractor::json_key(std::string_view record, std::strin
   return RecordKeyStatus::ok;
 }
 
+RecordKeyStatus RecordKeyExtractor::json_key(std::string_view record, std::string_view& key,
+                                             std::string& out) {
+  // The parser reads up to SIMDJSON_PADDING bytes past the end: the record goes into a buffer
+  // that has them (the bytes after a record in the input buffer may not be there).
+  if (padded_.size() < record.size() + simdjson::SIMDJSON_PADDING) {
+    padded_.resize(record.size() + simdjson::SIMDJSON_PADDING);
+  }
+  std::memcpy(padded_.data(), record.data(), record.size());
+  std::memset(padded_.data() + record.size(), 0, simdjson::SIMDJSON_PADDING);
+  simdjson::dom::element element;
+  if (const auto error = json_->parser.parse(padded_.data(), record.size(), false).get(element);
+      error != simdjson::SUCCESS) {
+    problem_ = std::string("not valid JSON (") + simdjson::error_message(error) + ")";
+    return RecordKeyStatus::invalid;
+  }
+  return json_value_key(&element, key, out);
+}
+
 RecordKeyStatus RecordKeyExtractor::extract(std::string_view record, std::string_view& key) {
   if (!record.empty() && record.back() == '\r') record.remove_suffix(1);
   key = {};
@@ -270,49 +277,122 @@ RecordKeyStatus RecordKeyExtractor::extract(std::string_view record, std::string
   return RecordKeyStatus::invalid;
 }
 
+bool RecordKeyExtractor::json_all(const std::vector<std::string_view>& records, std::size_t first,
+                                  std::size_t last, std::vector<RecordKeyStatus>& statuses,
+                                  std::size_t& found) {
+  // One parse of many records as a stream of documents costs far less than one parse per
+  // record. It holds only if each record is exactly one valid document; otherwise (a bad
+  // record, two documents on a line, one across lines) the caller parses record by record.
+  std::vector<std::size_t>& starts = starts_;
+  starts.resize(last - first + 1);
+  std::size_t length = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    starts[i - first] = length;
+    length += records[i].size() + 1;
+  }
+  starts[last - first] = length;
+  if (padded_.size() < length + simdjson::SIMDJSON_PADDING) {
+    padded_.resize(length + simdjson::SIMDJSON_PADDING);
+  }
+  char* at = padded_.data();
+  for (std::size_t i = first; i < last; ++i) {
+    std::memcpy(at, records[i].data(), records[i].size());
+    at += records[i].size();
+    *at++ = '\n';
+  }
+  std::memset(at, 0, simdjson::SIMDJSON_PADDING);
+  simdjson::dom::document_stream stream;
+  const std::size_t window = std::max(length, simdjson::dom::DEFAULT_BATCH_SIZE);
+  if (json_->parser.parse_many(padded_.data(), length, window).get(stream) != simdjson::SUCCESS) {
+    return false;
+  }
+  found = 0;
+  std::size_t r = first;
+  for (auto it = stream.begin(); it != stream.end(); ++it) {
+    simdjson::dom::element document;
+    if ((*it).get(document) != simdjson::SUCCESS || r == last) return false;
+    const std::size_t offset = it.current_index();
+    if (offset < starts[r - first] || offset >= starts[r - first + 1] - 1) return false;
+    const std::size_t before = arena_.size();
+    std::string_view key;
+    const RecordKeyStatus status = json_value_key(&document, key, arena_);
+    statuses[r] = status;
+    if (status == RecordKeyStatus::ok) {
+      owned_.push_back({r, before, arena_.size() - before});
+      ++found;
+    } else {
+      arena_.resize(before);
+    }
+    ++r;
+  }
+  return r == last && stream.truncated_bytes() == 0;
+}
+
 std::size_t RecordKeyExtractor::extract_all(const std::vector<std::string_view>& records,
                                             std::vector<std::string_view>& keys,
                                             std::vector<RecordKeyStatus>& statuses) {
   keys.assign(records.size(), std::string_view{});
   statuses.assign(records.size(), RecordKeyStatus::ok);
   arena_.clear();
-  // Keys built in the arena are placed once it stops growing: (record, offset, size).
-  struct Owned {
-    std::size_t record, offset, size;
-  };
-  std::vector<Owned> owned;
+  owned_.clear();
   std::size_t found = 0;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    std::string_view record = records[i];
-    if (!record.empty() && record.back() == '\r') record.remove_suffix(1);
-    const std::size_t before = arena_.size();
-    std::string_view key;
-    RecordKeyStatus status = RecordKeyStatus::invalid;
-    switch (spec_.format) {
-      case RecordKeySpec::Format::field:
-        status = field_key(record, key);
-        break;
-      case RecordKeySpec::Format::csv:
-        status = csv_key(record, key, arena_);
-        break;
-      case RecordKeySpec::Format::json:
-        status = json_key(record, key, arena_);
-        break;
+  auto one_by_one = [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      std::string_view record = records[i];
+      if (!record.empty() && record.back() == '\r') record.remove_suffix(1);
+      const std::size_t before = arena_.size();
+      std::string_view key;
+      RecordKeyStatus status = RecordKeyStatus::invalid;
+      switch (spec_.format) {
+        case RecordKeySpec::Format::field:
+          status = field_key(record, key);
+          break;
+        case RecordKeySpec::Format::csv:
+          status = csv_key(record, key, arena_);
+          break;
+        case RecordKeySpec::Format::json:
+          status = json_key(record, key, arena_);
+          break;
+      }
+      statuses[i] = status;
+      if (status != RecordKeyStatus::ok) {
+        arena_.resize(before);
+        continue;
+      }
+      ++found;
+      if (spec_.format == RecordKeySpec::Format::json ||
+          (spec_.format == RecordKeySpec::Format::csv && key.data() == nullptr)) {
+        owned_.push_back({i, before, arena_.size() - before});
+      } else {
+        keys[i] = key;
+      }
     }
-    statuses[i] = status;
-    if (status != RecordKeyStatus::ok) {
-      arena_.resize(before);
-      continue;
-    }
-    ++found;
-    if (spec_.format == RecordKeySpec::Format::json ||
-        (spec_.format == RecordKeySpec::Format::csv && key.data() == nullptr)) {
-      owned.push_back({i, before, arena_.size() - before});
-    } else {
-      keys[i] = key;
+  };
+  if (spec_.format != RecordKeySpec::Format::json) {
+    one_by_one(0, records.size());
+  } else {
+    // JSON in runs of a few MiB: the parser's memory stays bounded whatever the batch.
+    constexpr std::size_t kRunBytes = std::size_t{4} << 20;
+    for (std::size_t first = 0; first < records.size();) {
+      std::size_t last = first;
+      std::size_t bytes = 0;
+      while (last < records.size() && (last == first || bytes + records[last].size() < kRunBytes)) {
+        bytes += records[last++].size() + 1;
+      }
+      const std::size_t arena_mark = arena_.size();
+      const std::size_t owned_mark = owned_.size();
+      std::size_t run_found = 0;
+      if (last - first > 1 && json_all(records, first, last, statuses, run_found)) {
+        found += run_found;
+      } else {
+        arena_.resize(arena_mark);
+        owned_.resize(owned_mark);
+        one_by_one(first, last);
+      }
+      first = last;
     }
   }
-  for (const Owned& o : owned) keys[o.record] = std::string_view(arena_.data() + o.offset, o.size);
+  for (const Owned& o : owned_) keys[o.record] = std::string_view(arena_.data() + o.offset, o.size);
   return found;
 }
 
