@@ -371,8 +371,9 @@ std::size_t RecordKeyExtractor::extract_all(const std::vector<std::string_view>&
   if (spec_.format != RecordKeySpec::Format::json) {
     one_by_one(0, records.size());
   } else {
-    // JSON in runs of a few MiB: the parser's memory stays bounded whatever the batch.
-    constexpr std::size_t kRunBytes = std::size_t{4} << 20;
+    // JSON in runs that stay in the cache (the parser reads each run twice), and so that its
+    // memory stays bounded whatever the batch.
+    constexpr std::size_t kRunBytes = std::size_t{256} << 10;
     for (std::size_t first = 0; first < records.size();) {
       std::size_t last = first;
       std::size_t bytes = 0;
