@@ -11,6 +11,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "records.hpp"
 #include "redbloom/error.hpp"
 #include "stop_signals.hpp"
 #include "stream.hpp"
@@ -25,6 +26,7 @@ struct AddCommand {
   FilterLocation location;
   SizingOptions sizing;
   StreamOptions stream;
+  RecordOptions records;
   OnFull on_full = OnFull::warn;
   bool print_duplicates = false;
   bool exact = false;
@@ -32,17 +34,23 @@ struct AddCommand {
 
 // "committed the first N input items (their output is printed)": where a failed command stops
 // being certain, for its message.
-std::string committed_note(const char* verb, std::uint64_t items, Emit emit) {
-  return std::string(verb) + ": committed the first " + std::to_string(items) + " input items" +
+std::string committed_text(std::uint64_t items, Emit emit) {
+  return "committed the first " + std::to_string(items) + " input items" +
          (emit == Emit::nothing ? "" : " (their output is printed)");
+}
+std::string committed_note(const char* verb, std::uint64_t items, Emit emit) {
+  return std::string(verb) + ": " + committed_text(items, emit);
 }
 
 int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   check_threads(cmd.stream, cmd.location);
   check_exact_for(requested_stream(cmd.sizing), cmd.exact);
   const StopSignals stop_signals;
+  InputOptions input = cmd.stream.input;
+  check_record_options(cmd.records, input);
+  RecordKeys keys(cmd.records, verb);
   // The inputs first: a command that cannot read them must not leave a new filter behind.
-  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
+  ItemReader reader(cmd.stream.inputs, input);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
@@ -57,9 +65,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   const std::uint8_t wanted = emit == Emit::first_occurrences ? 1 : 0;
   auto print = [&](std::size_t count) {
     if (emit == Emit::nothing) return;
-    for (std::size_t i = 0; i < count; ++i) {
-      if (newly[i] == wanted) out.line(batch[i]);
-    }
+    keys.emit(batch, newly, wanted, count, out);
     out.write();
   };
   try {
@@ -70,11 +76,12 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
         throw InputError(std::string(e.what()) + "; " + committed_note(verb, items, emit) +
                          "; nothing after them was added");
       }
+      const std::vector<std::string_view>& keyed = keys.items(batch, reader);
       std::size_t batch_added = 0;
       try {
         // The companion first: the filter must never hold an item the companion lacks.
-        if (exact) add_to_exact(*exact, batch);
-        batch_added = filter.add_many(batch, newly);
+        if (exact) add_to_exact(*exact, keyed);
+        batch_added = filter.add_many(keyed, newly);
       } catch (const IncompleteWrite& e) {
         // Print what is known committed, then say exactly where the input stops being certain.
         print(e.committed());
@@ -83,16 +90,21 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
         throw StorageError(std::string(e.what()) + "\n" +
                            committed_note(verb, items + e.committed(), emit) + "; items " +
                            std::to_string(items + e.committed() + 1) + " to " +
-                           std::to_string(items + batch.size()) +
+                           std::to_string(items + keyed.size()) +
                            (clean_stop ? " and the rest of the input were not added"
                                        : " may be partly written: added again, some may count "
                                          "as duplicates"));
       }
       added += batch_added;
-      items += batch.size();
-      print(batch.size());
+      items += keyed.size();
+      print(keyed.size());
       progress.update(items);
       capacity.added(batch_added, items);
+      if (keys.stopped()) {
+        if (exact) exact->flush();
+        filter.flush();
+        keys.throw_if_stopped(committed_text(items, emit) + "; nothing after them was added");
+      }
     }
   } catch (const OutputError& e) {
     filter.flush();
@@ -111,6 +123,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       .rate("items_per_second", progress.rate(items), "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
   if (cmd.stream.verbose) summary.engines(filter.store().engines());
+  keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;
@@ -123,6 +136,7 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_stream_options(*sub, cmd->stream);
+  add_record_options(*sub, cmd->records);
   add_on_full_option(*sub, cmd->on_full);
   sub->add_flag("--exact", cmd->exact,
                 "Also keep the exact set that diff --exact verifies against (created if missing)");

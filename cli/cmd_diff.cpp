@@ -10,6 +10,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "records.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/known_set.hpp"
@@ -45,6 +46,7 @@ namespace {
 struct DiffCommand {
   FilterLocation known;
   StreamOptions stream;
+  RecordOptions records;
   bool exact = false;
 };
 
@@ -65,7 +67,10 @@ int run_diff(const DiffCommand& cmd) {
   }
   KnownSet known(std::move(filter), std::move(exact));
   const auto mode = cmd.exact ? KnownSet::Mode::exact : KnownSet::Mode::bloom_only;
-  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
+  InputOptions input = cmd.stream.input;
+  check_record_options(cmd.records, input);
+  RecordKeys keys(cmd.records, "diff");
+  ItemReader reader(cmd.stream.inputs, input);
   BatchOutput out(1, reader.delimiter());
   Progress progress("diff", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
@@ -74,14 +79,15 @@ int run_diff(const DiffCommand& cmd) {
   std::uint64_t items = 0;
   try {
     while (reader.next_batch(batch, batch_items)) {
-      missing.resize(batch.size());
-      known.missing_batch(batch, missing, mode);
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (missing[i]) out.line(batch[i]);
-      }
+      const std::vector<std::string_view>& keyed = keys.items(batch, reader);
+      missing.resize(keyed.size());
+      known.missing_batch(keyed, missing, mode);
+      keys.emit(batch, missing, 1, keyed.size(), out);
       out.write();
-      items += batch.size();
+      items += keyed.size();
       progress.update(items);
+      keys.throw_if_stopped("checked the first " + std::to_string(items) +
+                            " input items; nothing after them was checked");
     }
   } catch (const OutputError& e) {
     return report_output_failure(e, "diff", /*committed=*/false, cmd.stream);
@@ -109,6 +115,7 @@ int run_diff(const DiffCommand& cmd) {
               "; use --exact to verify");
   }
   if (cmd.stream.verbose) summary.engines(known.filter().store().engines());
+  keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   if (reader.stopped_by() != 0) return exit_status_for_signal(reader.stopped_by());
@@ -123,6 +130,7 @@ void register_diff(CLI::App& app, int& exit_code) {
       "diff", "Print the checked items the known filter does not hold (orphans); exit 1 if none");
   add_location_options(*sub, cmd->known, "", "--known");
   add_stream_options(*sub, cmd->stream);
+  add_record_options(*sub, cmd->records);
   sub->add_option("--check", cmd->stream.inputs, "Items to check (files; default stdin)");
   sub->add_flag("--exact", cmd->exact,
                 "Verify the items the filter calls present against its exact set");

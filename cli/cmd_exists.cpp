@@ -6,6 +6,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "records.hpp"
 #include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
@@ -16,6 +17,7 @@ namespace {
 struct ExistsCommand {
   FilterLocation location;
   StreamOptions stream;
+  RecordOptions records;
   bool invert = false;
   bool count = false;
 };
@@ -25,7 +27,10 @@ int run_exists(const ExistsCommand& cmd) {
   const StopSignals stop_signals;
   Filter filter = open_for_reading(cmd.location);
   filter.use_threads(cmd.stream.threads);
-  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
+  InputOptions input = cmd.stream.input;
+  check_record_options(cmd.records, input);
+  RecordKeys keys(cmd.records, "exists");
+  ItemReader reader(cmd.stream.inputs, input);
   BatchOutput out(1, reader.delimiter());
   Progress progress("exists", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
@@ -36,15 +41,15 @@ int run_exists(const ExistsCommand& cmd) {
   const std::uint8_t wanted = cmd.invert ? 0 : 1;
   try {
     while (reader.next_batch(batch, batch_items)) {
-      filter.contains_many(batch, present);
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (present[i] != wanted) continue;
-        ++selected;
-        if (!cmd.count) out.line(batch[i]);
-      }
+      const std::vector<std::string_view>& keyed = keys.items(batch, reader);
+      filter.contains_many(keyed, present);
+      for (std::size_t i = 0; i < keyed.size(); ++i) selected += present[i] == wanted ? 1 : 0;
+      if (!cmd.count) keys.emit(batch, present, wanted, keyed.size(), out);
       out.write();
-      items += batch.size();
+      items += keyed.size();
       progress.update(items);
+      keys.throw_if_stopped("answered the first " + std::to_string(items) +
+                            " input items; nothing after them was looked up");
     }
     if (cmd.count) {
       BatchOutput count_out(1, '\n');
@@ -64,6 +69,7 @@ int run_exists(const ExistsCommand& cmd) {
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
       .rate("items_per_second", progress.rate(items), "items/s");
   if (cmd.stream.verbose) summary.engines(filter.store().engines());
+  keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   if (reader.stopped_by() != 0) return exit_status_for_signal(reader.stopped_by());
@@ -78,6 +84,7 @@ void register_exists(CLI::App& app, int& exit_code) {
       "exists", "Print the items that are (probably) in the filter; exit 1 if none");
   add_location_options(*sub, cmd->location);
   add_stream_options(*sub, cmd->stream);
+  add_record_options(*sub, cmd->records);
   sub->add_flag("-v,--invert", cmd->invert, "Print the items that are certainly absent instead");
   sub->add_flag("-c,--count", cmd->count, "Print only the number of selected items");
   sub->callback([cmd, &exit_code] { exit_code = run_exists(*cmd); });

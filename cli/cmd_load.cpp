@@ -9,6 +9,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "progress.hpp"
+#include "records.hpp"
 #include "redbloom/error.hpp"
 #include "stop_signals.hpp"
 #include "stream.hpp"
@@ -25,6 +26,7 @@ struct LoadCommand {
   FilterLocation location;
   SizingOptions sizing;
   StreamOptions stream;
+  RecordOptions records;
   OnFull on_full = OnFull::warn;
   bool exact = false;
 };
@@ -33,8 +35,11 @@ int run_load(const LoadCommand& cmd) {
   check_threads(cmd.stream, cmd.location);
   check_exact_for(requested_stream(cmd.sizing), cmd.exact);
   const StopSignals stop_signals;
+  InputOptions input = cmd.stream.input;
+  check_record_options(cmd.records, input);
+  RecordKeys keys(cmd.records, "load");
   // The inputs first: a command that cannot read them must not leave a new filter behind.
-  ItemReader reader(cmd.stream.inputs, cmd.stream.input);
+  ItemReader reader(cmd.stream.inputs, input);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
@@ -49,20 +54,27 @@ int run_load(const LoadCommand& cmd) {
       throw InputError(std::string(e.what()) + "; load: committed the first " +
                        std::to_string(items) + " input items; nothing after them was added");
     }
+    const std::vector<std::string_view>& keyed = keys.items(batch, reader);
     try {
       // The companion first: the filter must never hold an item the companion lacks.
-      if (exact) add_to_exact(*exact, batch);
-      filter.load_many(batch);
+      if (exact) add_to_exact(*exact, keyed);
+      filter.load_many(keyed);
     } catch (const IncompleteWrite& e) {
       throw StorageError(std::string(e.what()) + "\nload: committed the first " +
                          std::to_string(items + e.committed()) + " input items; items " +
                          std::to_string(items + e.committed() + 1) + " to " +
-                         std::to_string(items + batch.size()) +
+                         std::to_string(items + keyed.size()) +
                          " may be partly written (loading the same input again is safe)");
     }
-    items += batch.size();
+    items += keyed.size();
     progress.update(items);
     capacity.remeasure(items);
+    if (keys.stopped()) {
+      if (exact) exact->flush();
+      filter.flush();
+      keys.throw_if_stopped("committed the first " + std::to_string(items) +
+                            " input items; nothing after them was added");
+    }
   }
   if (exact) exact->flush();
   filter.flush();
@@ -74,6 +86,7 @@ int run_load(const LoadCommand& cmd) {
       .rate("items_per_second", progress.rate(items), "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
   if (cmd.stream.verbose) summary.engines(filter.store().engines());
+  keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;
@@ -91,6 +104,7 @@ void register_load(CLI::App& app, int& exit_code) {
   // it touches: it waits longer for a batch to fill than the commands that print.
   cmd->stream.input.flush_interval_ms = 1000;
   add_stream_options(*sub, cmd->stream);
+  add_record_options(*sub, cmd->records);
   add_on_full_option(*sub, cmd->on_full);
   sub->add_flag("--exact", cmd->exact,
                 "Also keep the exact set that diff --exact verifies against (created if missing)");

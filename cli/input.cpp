@@ -111,23 +111,26 @@ void ItemReader::take(std::string_view record, std::vector<std::string_view>& ba
   if (stats_.records++ == 0) stats_.first_record_at = std::chrono::steady_clock::now();
   stats_.bytes += record.size() + 1;
   if (!options_.nul_delimited) {
-    if (!record.empty() && record.back() == '\r') record.remove_suffix(1);
+    if (!options_.records && !record.empty() && record.back() == '\r') record.remove_suffix(1);
     if (record.find('\0') != std::string_view::npos) {
       if (stats_.with_nul++ == 0) {
         first_nul_location_ = current_name_ + " line " + std::to_string(current_line_);
       }
     }
   }
-  if (record.empty()) {
+  // A record keeps its CR (InputOptions::records), but a line of only a CR is still empty.
+  if (record.empty() || (options_.records && !options_.nul_delimited && record == "\r")) {
     ++stats_.empty;
     if (options_.skip_empty) return;
   }
+  if (options_.records) batch_lines_.push_back(current_line_);
   batch.push_back(record);
 }
 
 bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t max_items) {
   using Clock = std::chrono::steady_clock;
   batch.clear();
+  batch_lines_.clear();
   batch_start_ = begin_;
   const char delimiter = this->delimiter();
   Clock::time_point deadline{};
@@ -172,6 +175,12 @@ bool ItemReader::next_batch(std::vector<std::string_view>& batch, std::size_t ma
     }
   }
   return !batch.empty();
+}
+
+std::string ItemReader::location_of(std::size_t index) const {
+  // A batch ends where its source ends: all its items are in the current source.
+  return current_name_ + (options_.nul_delimited ? " record " : " line ") +
+         (index < batch_lines_.size() ? std::to_string(batch_lines_[index]) : std::string("?"));
 }
 
 }  // namespace redbloom::cli

@@ -17,6 +17,9 @@ struct InputOptions {
   bool nul_delimited = false;        // -0
   bool skip_empty = false;           // --skip-empty
   unsigned flush_interval_ms = 100;  // --flush-interval: longest wait for more input
+  // Records with keys (records.hpp): a record keeps its CR, so that it is printed as read, and
+  // the line number of each record of a batch is kept for messages.
+  bool records = false;
 };
 
 // An input that could not be opened or read (a usage error: exit 2).
@@ -58,6 +61,8 @@ class ItemReader {
   // "input.txt line 17": where the first record holding a NUL byte was (LF mode; messages).
   [[nodiscard]] std::string first_nul_location() const { return first_nul_location_; }
   [[nodiscard]] char delimiter() const noexcept { return options_.nul_delimited ? '\0' : '\n'; }
+  // "input.txt line 17": where item `index` of the last batch was (InputOptions::records only).
+  [[nodiscard]] std::string location_of(std::size_t index) const;
 
  private:
   bool open_next_source();
@@ -72,6 +77,7 @@ class ItemReader {
   int fd_ = -1;
   std::string current_name_;
   std::uint64_t current_line_ = 0;
+  std::vector<std::uint64_t> batch_lines_;  // InputOptions::records: each batch item's line
   std::vector<char> buffer_;
   std::size_t begin_ = 0;        // first unconsumed byte
   std::size_t batch_start_ = 0;  // where the bytes of the batch being built begin

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Installs what redbloom needs from Debian's packages, only what is missing.
 #   scripts/install-deps.sh          build dependencies (compiler, CMake, xxHash, CLI11, hiredis,
-#                                    Python's headers and pybind11 for the Python package,
-#                                    help2man for the man page)
+#                                    simdjson, Python's headers and pybind11 for the Python
+#                                    package, help2man for the man page)
 #   scripts/install-deps.sh --test   also GoogleTest, Google Benchmark, redis-server, valgrind
 #                                    (the module's memory checks), what the Python tests import
 #                                    (pytest, numpy, Scrapy, redis-py, venv) and man/groff to
 #                                    check the installed man page
 set -euo pipefail
 
-packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev python3-dev pybind11-dev
-  help2man)
+packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev libsimdjson-dev python3-dev
+  pybind11-dev help2man)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libbenchmark-dev redis-server valgrind pkg-config python3-pytest
     python3-numpy python3-scrapy python3-redis python3-venv man-db groff-base)

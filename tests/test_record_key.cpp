@@ -1,0 +1,310 @@
+// RecordKeyExtractor: the key of a delimited, CSV or JSON Lines record, and the records that
+// have none.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/record_key.hpp"
+
+namespace redbloom {
+namespace {
+
+using Status = RecordKeyStatus;
+using namespace std::string_literals;
+
+struct Got {
+  Status status;
+  std::string key;
+};
+
+Got key_of(RecordKeyExtractor& extractor, std::string_view record) {
+  std::string_view key;
+  const Status status = extractor.extract(record, key);
+  return {status, std::string(key)};
+}
+
+Got key_of(const RecordKeySpec& spec, std::string_view record) {
+  RecordKeyExtractor extractor(spec);
+  return key_of(extractor, record);
+}
+
+void expect_key(const RecordKeySpec& spec, std::string_view record, const std::string& key) {
+  const Got got = key_of(spec, record);
+  EXPECT_EQ(got.status, Status::ok) << record;
+  EXPECT_EQ(got.key, key) << record;
+}
+
+void expect_no_key(const RecordKeySpec& spec, std::string_view record, Status status) {
+  RecordKeyExtractor extractor(spec);
+  const Got got = key_of(extractor, record);
+  EXPECT_EQ(got.status, status) << record;
+  EXPECT_FALSE(extractor.problem().empty()) << record;
+}
+
+TEST(RecordKeyField, CountsFromOneAsCut) {
+  expect_key(RecordKeySpec::field_of(1), "a\tb\tc", "a");
+  expect_key(RecordKeySpec::field_of(2), "a\tb\tc", "b");
+  expect_key(RecordKeySpec::field_of(3), "a\tb\tc", "c");
+  expect_key(RecordKeySpec::field_of(2, ','), "a,,c", "");
+  expect_key(RecordKeySpec::field_of(1), "", "");
+  // A line without the delimiter is one field, as cut prints it for -f1.
+  expect_key(RecordKeySpec::field_of(1, ','), "whole line", "whole line");
+}
+
+TEST(RecordKeyField, MissingFieldIsNoKey) {
+  expect_no_key(RecordKeySpec::field_of(4), "a\tb\tc", Status::missing);
+  expect_no_key(RecordKeySpec::field_of(2), "", Status::missing);
+}
+
+TEST(RecordKeyField, TrailingCarriageReturnIsNotPartOfTheKey) {
+  expect_key(RecordKeySpec::field_of(2), "a\tb\r", "b");
+  expect_key(RecordKeySpec::field_of(1), "a\r", "a");
+}
+
+TEST(RecordKeyField, NulBytesAreKeyBytes) {
+  const std::string record = "x\0y\tk\0ey\tz"s;
+  expect_key(RecordKeySpec::field_of(2), record, "k\0ey"s);
+  expect_key(RecordKeySpec::field_of(1, '\0'), record, "x");
+}
+
+TEST(RecordKeyField, KeyIsAViewOfTheRecord) {
+  RecordKeyExtractor extractor(RecordKeySpec::field_of(2));
+  const std::string record = "a\tbb\tc";
+  std::string_view key;
+  ASSERT_EQ(extractor.extract(record, key), Status::ok);
+  EXPECT_EQ(key.data(), record.data() + 2);
+}
+
+TEST(RecordKeyCsv, QuotedFieldsHoldDelimitersAndDoubledQuotes) {
+  const auto second = RecordKeySpec::csv_field(2);
+  expect_key(second, R"(1,"a,b",3)", "a,b");
+  expect_key(second, R"(1,"say ""hi""",3)", R"(say "hi")");
+  expect_key(second, R"(1,"""",3)", R"(")");
+  expect_key(second, R"(1,"",3)", "");
+  expect_key(second, R"("x,y",z)", "z");
+  expect_key(second, R"("a""b,c",key)", "key");
+  expect_key(RecordKeySpec::csv_field(3), R"(1,"a,b","last")", "last");
+  expect_key(RecordKeySpec::csv_field(1), R"("only")", "only");
+  // A quote inside an unquoted field is a character of it.
+  expect_key(second, R"(1,ab"c,3)", R"(ab"c)");
+  expect_key(RecordKeySpec::csv_field(2, ';'), R"(1;"a;b";3)", "a;b");
+  expect_key(RecordKeySpec::csv_field(2, '\t'), "1\t\"a\tb\"\t3", "a\tb");
+}
+
+TEST(RecordKeyCsv, CrlfLineEnds) {
+  expect_key(RecordKeySpec::csv_field(2), "1,\"a\"\r", "a");
+  expect_key(RecordKeySpec::csv_field(2), "1,b\r", "b");
+}
+
+TEST(RecordKeyCsv, BadQuotingIsInvalid) {
+  const auto second = RecordKeySpec::csv_field(2);
+  expect_no_key(second, R"(1,"open,3)", Status::invalid);
+  expect_no_key(second, R"(1,"a"b,3)", Status::invalid);
+  // A quote opened before the key field hides the rest of the line.
+  expect_no_key(second, R"("open,key)", Status::invalid);
+  expect_no_key(RecordKeySpec::csv_field(4), R"(1,"a,b",3)", Status::missing);
+}
+
+TEST(RecordKeyCsv, KeysOfABatchStayValidTogether) {
+  RecordKeyExtractor extractor(RecordKeySpec::csv_field(1));
+  std::vector<std::string> lines;
+  for (int i = 0; i < 2000; ++i) {
+    lines.push_back("\"k\"\"" + std::to_string(i) + std::string(50, 'x') + "\",v");
+  }
+  lines.push_back("\"open");
+  lines.push_back("plain,v");
+  const std::vector<std::string_view> records(lines.begin(), lines.end());
+  std::vector<std::string_view> keys;
+  std::vector<Status> statuses;
+  EXPECT_EQ(extractor.extract_all(records, keys, statuses), 2001u);
+  ASSERT_EQ(keys.size(), records.size());
+  for (int i = 0; i < 2000; ++i) {
+    EXPECT_EQ(keys[i], "k\"" + std::to_string(i) + std::string(50, 'x'));
+  }
+  EXPECT_EQ(statuses[2000], Status::invalid);
+  EXPECT_EQ(keys[2001], "plain");
+}
+
+TEST(RecordKeyJson, EscapesDecodeToOneKey) {
+  const auto id = RecordKeySpec::json("id");
+  const Got escaped = key_of(id, R"({"id":"caf\u00e9"})");
+  const Got plain = key_of(id, "{\"id\":\"caf\xc3\xa9\"}");
+  EXPECT_EQ(escaped.status, Status::ok);
+  EXPECT_EQ(escaped.key, plain.key);
+  EXPECT_EQ(escaped.key, "scaf\xc3\xa9");
+  expect_key(id, R"({"id":"a\"b\\c\/d\n"})", "sa\"b\\c/d\n");
+  // A surrogate pair is one code point (U+1F600).
+  expect_key(id, R"({"id":"\ud83d\ude00"})", "s\xf0\x9f\x98\x80");
+  // An escaped NUL is a key byte.
+  expect_key(id, R"({"id":"a\u0000b"})", "sa\0b"s);
+}
+
+TEST(RecordKeyJson, TypesAreNeverTheSameKey) {
+  const auto id = RecordKeySpec::json("id");
+  expect_key(id, R"({"id":"7"})", "s7");
+  expect_key(id, R"({"id":7})", "n7");
+  expect_key(id, R"({"id":true})", "btrue");
+  expect_key(id, R"({"id":"true"})", "strue");
+  expect_key(id, R"({"id":-12})", "n-12");
+  expect_key(id, R"({"id":18446744073709551615})", "n18446744073709551615");
+  expect_key(id, R"({"id":2.5})", "n2.5");
+}
+
+TEST(RecordKeyJson, NumbersAreKeyedByValue) {
+  const auto id = RecordKeySpec::json("id");
+  expect_key(id, R"({"id":1.0})", "n1");
+  expect_key(id, R"({"id":1e3})", "n1000");
+  expect_key(id, R"({"id":0.1})", "n0.1");
+  EXPECT_EQ(key_of(id, R"({"id":1.50})").key, key_of(id, R"({"id":15e-1})").key);
+}
+
+TEST(RecordKeyJson, NestedPaths) {
+  const auto path = RecordKeySpec::json("event.id");
+  expect_key(path, R"({"event":{"id":"e1","x":[1,2]},"id":"top"})", "se1");
+  expect_key(path, R"({"a":1,"event":{"meta":{},"id":42}})", "n42");
+  expect_key(RecordKeySpec::json("a.b.c"), R"({"a":{"b":{"c":"deep"}}})", "sdeep");
+  expect_no_key(path, R"({"event":{"other":1}})", Status::missing);
+  expect_no_key(path, R"({"event":"flat"})", Status::missing);
+  expect_no_key(path, R"({"id":"e1"})", Status::missing);
+}
+
+TEST(RecordKeyJson, NullObjectsAndArraysAreNotKeys) {
+  const auto id = RecordKeySpec::json("id");
+  expect_no_key(id, R"({"id":null})", Status::missing);
+  expect_no_key(id, R"({"id":{"a":1}})", Status::invalid);
+  expect_no_key(id, R"({"id":[1]})", Status::invalid);
+}
+
+TEST(RecordKeyJson, InvalidLinesAreInvalid) {
+  const auto id = RecordKeySpec::json("id");
+  expect_no_key(id, "", Status::invalid);
+  expect_no_key(id, R"({"id":"a")", Status::invalid);
+  expect_no_key(id, R"({"id":"a"} trailing)", Status::invalid);
+  expect_no_key(id, R"({"id":"a",})", Status::invalid);
+  expect_no_key(id, R"(["id"])", Status::invalid);
+  expect_no_key(id, R"("id")", Status::invalid);
+  expect_no_key(id, "{\"id\":\"bad \xff utf-8\"}", Status::invalid);
+  // A raw NUL byte is not JSON, inside a string or out of it.
+  expect_no_key(id, "{\"id\":\"a\0b\"}"s, Status::invalid);
+  expect_no_key(id, "{\"id\":\"ab\"}\0"s, Status::invalid);
+  // Even after the key: the whole line must parse.
+  expect_no_key(id, R"({"id":"a","x":tru})", Status::invalid);
+}
+
+TEST(RecordKeyJson, CrlfAndSpaces) {
+  const auto id = RecordKeySpec::json("id");
+  expect_key(id, " { \"id\" : \"a\" } \r", "sa");
+}
+
+TEST(RecordKeyJson, VeryLongLines) {
+  const auto id = RecordKeySpec::json("id");
+  const std::string big(3 << 20, 'z');
+  expect_key(id, R"({"pad":")" + big + R"(","id":"k"})", "sk");
+  expect_key(id, R"({"id":")" + big + R"("})", "s" + big);
+  expect_key(RecordKeySpec::field_of(2), big + "\tkey\t" + big, "key");
+  expect_key(RecordKeySpec::csv_field(2), big + ",\"k,\"\"" + big + "\"", "k,\"" + big);
+}
+
+TEST(RecordKeyJson, ParserIsReusedAcrossRecordsOfAnySize) {
+  RecordKeyExtractor extractor(RecordKeySpec::json("id"));
+  for (int i = 0; i < 100; ++i) {
+    const std::string pad(static_cast<std::size_t>((i * 7919) % 5000), 'p');
+    const std::string record = R"({"p":")" + pad + R"(","id":)" + std::to_string(i) + "}";
+    const Got got = key_of(extractor, record);
+    EXPECT_EQ(got.status, Status::ok);
+    EXPECT_EQ(got.key, "n" + std::to_string(i));
+  }
+}
+
+TEST(RecordKeyJson, BatchKeysPointIntoOneArena) {
+  RecordKeyExtractor extractor(RecordKeySpec::json("id"));
+  std::vector<std::string> lines;
+  for (int i = 0; i < 3000; ++i) lines.push_back(R"({"id":"key-)" + std::to_string(i) + R"("})");
+  lines.insert(lines.begin() + 5, "not json");
+  lines.insert(lines.begin() + 9, R"({"other":1})");
+  const std::vector<std::string_view> records(lines.begin(), lines.end());
+  std::vector<std::string_view> keys;
+  std::vector<Status> statuses;
+  EXPECT_EQ(extractor.extract_all(records, keys, statuses), 3000u);
+  EXPECT_EQ(statuses[5], Status::invalid);
+  EXPECT_EQ(statuses[9], Status::missing);
+  EXPECT_EQ(keys[0], "skey-0");
+  EXPECT_EQ(keys[6], "skey-5");
+  EXPECT_EQ(keys[10], "skey-8");
+  EXPECT_EQ(keys.back(), "skey-2999");
+}
+
+// The batch path (records parsed as one stream) must give what the records give one by one,
+// whatever the mix: good batches, and batches where the stream does not apply.
+void expect_batch_as_one_by_one(const std::vector<std::string>& lines) {
+  RecordKeyExtractor batch_extractor(RecordKeySpec::json("a.id"));
+  RecordKeyExtractor single(RecordKeySpec::json("a.id"));
+  const std::vector<std::string_view> records(lines.begin(), lines.end());
+  std::vector<std::string_view> keys;
+  std::vector<Status> statuses;
+  std::size_t expected_found = 0;
+  const std::size_t found = batch_extractor.extract_all(records, keys, statuses);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Got got = key_of(single, records[i]);
+    EXPECT_EQ(statuses[i], got.status) << i << ": " << records[i];
+    EXPECT_EQ(std::string(keys[i]), got.status == Status::ok ? got.key : "") << records[i];
+    expected_found += got.status == Status::ok ? 1 : 0;
+  }
+  EXPECT_EQ(found, expected_found);
+}
+
+TEST(RecordKeyJson, BatchGivesWhatRecordsGiveOneByOne) {
+  std::vector<std::string> good;
+  for (int i = 0; i < 500; ++i) {
+    good.push_back(R"({"a":{"id":)" +
+                   (i % 2 ? std::to_string(i) : "\"k" + std::to_string(i) + "\"") +
+                   R"(},"x":"caf\u00e9"})" + (i % 3 ? "" : "\r"));
+  }
+  expect_batch_as_one_by_one(good);
+  // Records the stream parses but that have no key: null, missing, scalars, arrays.
+  auto mixed = good;
+  mixed[3] = R"({"a":{"id":null}})";
+  mixed[7] = R"({"a":{}})";
+  mixed[11] = "5";
+  mixed[12] = R"([{"a":{"id":1}}])";
+  mixed[13] = R"({"a":{"id":{"deep":1}}})";
+  expect_batch_as_one_by_one(mixed);
+  // Records the stream cannot take as they are: two documents on one line, one across two
+  // lines, an empty line, a NUL byte, bad UTF-8, a truncated last record.
+  for (const std::string& odd :
+       {R"({"a":{"id":1}} {"a":{"id":2}})"s, R"({"a":{"id":)"s, ""s, "   "s,
+        "{\"a\":{\"id\":\"n\0\"}}"s, "{\"a\":{\"id\":\"\xff\"}}"s, "}"s}) {
+    for (const std::size_t where : {std::size_t{0}, std::size_t{250}, good.size() - 1}) {
+      auto lines = good;
+      lines[where] = odd;
+      expect_batch_as_one_by_one(lines);
+    }
+  }
+  // A record holding a line end (NUL-delimited input) is still one record.
+  auto with_lf = good;
+  with_lf[5] = "{\"a\":\n{\"id\":\"lf\"}}";
+  expect_batch_as_one_by_one(with_lf);
+  // More than one run of the stream (runs are a few MiB).
+  std::vector<std::string> large;
+  for (int i = 0; i < 3000; ++i) {
+    large.push_back(R"({"pad":")" + std::string(4000, 'p') + R"(","a":{"id":)" +
+                    std::to_string(i % 1000) + "}}");
+  }
+  large[2100] = "broken";
+  expect_batch_as_one_by_one(large);
+}
+
+TEST(RecordKeySpec, RefusesWhatSelectsNothing) {
+  EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(0)), InvalidArgument);
+  EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(1, '\n')), InvalidArgument);
+  EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::csv_field(1, '"')), InvalidArgument);
+  EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::json("")), InvalidArgument);
+  EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::json("a..b")), InvalidArgument);
+  EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::json(".a")), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace redbloom
