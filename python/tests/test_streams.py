@@ -60,6 +60,10 @@ def test_bad_stream_options_name_the_problem():
         redbloom.open("memory:", window="10m")
     with pytest.raises(redbloom.InvalidArgument, match="unit"):
         redbloom.open("memory:", capacity=10, window="10 parsecs")
+    # A string without a unit is refused (is "3600" seconds or minutes?); a number is seconds.
+    with pytest.raises(redbloom.InvalidArgument,
+                       match=r"'3600' has no unit: give a number and a unit ms, s, m, h or d"):
+        redbloom.open("memory:", capacity=10, window="3600")
     with pytest.raises(redbloom.InvalidArgument, match="window= or growth="):
         redbloom.open("memory:", capacity=10, max_bytes=10**6)
     with pytest.raises(redbloom.InvalidArgument, match="growth"):
