@@ -1,5 +1,5 @@
-// Seed 001 at full scale: a filter for 10^9 click events at m/n = 30, k = 8 (3.75 GB of bits,
-// far past one 512 MB Redis string) spread over a Redis Cluster, loaded through the bulk path
+// Click-event dedup at full scale: a filter for 10^9 click events at m/n = 30, k = 8 (3.75 GB of
+// bits, far past one 512 MB Redis string) spread over a Redis Cluster, loaded through the bulk path
 // (deltas ORed into each partition with BITOP, the masters in parallel). Prints what it
 // measured: the load rate, memory per master against the bits it holds, the false-positive
 // rate on absent items against the formula, and false negatives on inserted items.
@@ -126,8 +126,8 @@ int main(int argc, char** argv) try {
     return ports.size();
   }();
 
-  // Seed 001's sizing: m = 30 n bits, k = 8, in masters * per_master partitions so that every
-  // master holds the same share (each partition under Redis's 512 MiB).
+  // The click-event job's sizing: m = 30 n bits, k = 8, in masters * per_master partitions so that
+  // every master holds the same share (each partition under Redis's 512 MiB).
   const auto bits = static_cast<std::uint64_t>(std::ceil(bits_per_item * static_cast<double>(n)));
   const std::uint64_t partitions = masters * per_master;
   const std::uint64_t max_partition_bytes =

@@ -1,6 +1,6 @@
-// Seed 000's job, end to end: build a set of known S3 URLs, then find the orphans among the
+// Orphan detection, end to end: build a set of known S3 URLs, then find the orphans among the
 // URLs a vector DB references (the checked URLs the known set does not hold). redbloom's
-// KnownSet against the seed's own algorithm, side by side, at the seed's scale by default:
+// KnownSet against the usual hand-written method, side by side, at that job's scale by default:
 //
 //   known   = "s3://bucket/dir/file<i>.pdf", i in [0, n)            (n = 2M)
 //   checked = "s3://bucket/dir/file<i>.pdf", i in [n/2, n/2 + n)     (half present, half orphans)
@@ -10,7 +10,7 @@
 //   2  file exact        KnownSet::create_file(exact=true)  + add; check Mode::exact
 //   3  redis bloom-only  KnownSet::create_redis(exact=false) ...
 //   4  redis exact       KnownSet::create_redis(exact=true) ...
-//   5  seed              the seed's algorithm on the same redis-server, written here on hiredis:
+//   5  hand-written      the usual hand-written method on the same redis-server, on hiredis:
 //                        per item k `SETBIT bloom off 1` and `SADD urls <url>`, pipelined 1000
 //                        items per round trip; check: k GETBIT per item (pipelined, 1000 items
 //                        per round trip), then SISMEMBER (pipelined) for the items the Bloom
@@ -19,17 +19,17 @@
 //
 // Phases: "build" is create + add + flush (fsync for the files); "check" opens the known set
 // again (as `redbloom diff [--exact]` does: for the file exact set that reads and sorts every
-// fingerprint) and runs missing_batch in the CLI's batch size (cli/stream.hpp). The seed needs
-// no open. Memory: file sizes; for Redis, MEMORY USAGE ... SAMPLES 0 of every key of the case
-// (found with SCAN), split into the Bloom filter's keys and the exact companion's (cross-checked
-// against KnownSet::stats()). Counts against the truth: orphans found, orphans missed, known
-// items wrongly reported as orphans.
+// fingerprint) and runs missing_batch in the CLI's batch size (cli/stream.hpp). The
+// hand-written method needs no open. Memory: file sizes; for Redis, MEMORY USAGE ... SAMPLES 0 of
+// every key of the case (found with SCAN), split into the Bloom filter's keys and the exact
+// companion's (cross-checked against KnownSet::stats()). Counts against the truth: orphans found,
+// orphans missed, known items wrongly reported as orphans.
 //
 // Every case runs --reps times, the cases of one repetition in a random order; the table shows
 // medians (each figure on its own; counts: the worst repetition).
 //
 // With a redis+cluster:// URI that lists every master, cases 3 and 4 run on the cluster (keys
-// found and measured on each master) and the seed's one-server algorithm is left out.
+// found and measured on each master) and the hand-written one-server method is left out.
 //
 //   bench_diff [--uri=redis://127.0.0.1:6379] [--dir=$TMPDIR] [--n=2e6] [--p=0.01] [--reps=3]
 //              [--only=SUBSTRING] [--shuffle-seed=N]
@@ -86,7 +86,7 @@ using redbloom_bench::seconds_since;
 constexpr std::size_t kCliStreamBatch = 4096;
 
 const std::string kRedisName = "bench:diff:rb";
-const std::string kSeedPrefix = "bench:diff:seed";
+const std::string kHandWrittenPrefix = "bench:diff:hand-written";
 
 // Every key matching `pattern` on one server (SCAN; it holds only this benchmark's keys).
 std::vector<std::string> scan_keys(RawConnection& raw, const std::string& pattern) {
@@ -106,7 +106,7 @@ std::vector<std::string> scan_keys(RawConnection& raw, const std::string& patter
 }
 
 // The servers that hold the benchmark's keys: the one server, or every node of a cluster
-// URI's seed list (scripts/bench-diff.sh --cluster lists every master).
+// URI's node list (scripts/bench-diff.sh --cluster lists every master).
 struct Servers {
   std::vector<std::unique_ptr<RawConnection>> nodes;
 
@@ -141,7 +141,7 @@ struct Servers {
 // ---------------------------------------------------------------------------------------------
 // Cases and results.
 
-enum class Case { file_bloom, file_exact, redis_bloom, redis_exact, seed };
+enum class Case { file_bloom, file_exact, redis_bloom, redis_exact, hand_written };
 
 std::string case_name(Case c) {
   switch (c) {
@@ -153,14 +153,14 @@ std::string case_name(Case c) {
       return "3 redbloom redis, Bloom-only";
     case Case::redis_exact:
       return "4 redbloom redis, exact";
-    case Case::seed:
-      return "5 seed: SETBIT+SADD / GETBIT+SISMEMBER";
+    case Case::hand_written:
+      return "5 hand-written: SETBIT+SADD / GETBIT+SISMEMBER";
   }
   return "?";
 }
 
 bool is_exact(Case c) {
-  return c == Case::file_exact || c == Case::redis_exact || c == Case::seed;
+  return c == Case::file_exact || c == Case::redis_exact || c == Case::hand_written;
 }
 
 struct Result {
@@ -296,18 +296,18 @@ Result run_redbloom(Case c, const Workload& w, const FilterParams& params,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Case 5: the seed's algorithm (redis_bloom_filter.py, RedisBloomFilter), pipelined.
+// Case 5: the usual hand-written method (a SETBIT filter beside a Redis SET), pipelined.
 
-Result run_seed(const Workload& w, const FilterParams& params, const RedisEndpoint& endpoint,
-                RawConnection& raw) {
+Result run_hand_written(const Workload& w, const FilterParams& params,
+                        const RedisEndpoint& endpoint, RawConnection& raw) {
   std::vector<std::string> bloom_keys;
   for (std::uint64_t p = 0; p < params.partitions; ++p) {
-    // The seed has one key; a filter too large for one Redis string (> 2^32 bits) gets one per
+    // The method has one key; a filter too large for one Redis string (> 2^32 bits) gets one per
     // partition, as redbloom splits it.
-    bloom_keys.push_back(kSeedPrefix + ":bloom" +
+    bloom_keys.push_back(kHandWrittenPrefix + ":bloom" +
                          (params.partitions > 1 ? ":" + std::to_string(p) : std::string()));
   }
-  const std::string set_key = kSeedPrefix + ":urls";
+  const std::string set_key = kHandWrittenPrefix + ":urls";
   auto delete_keys = [&] {
     // DEL, not UNLINK: the 2M-member set is freed now, not by a background thread while the
     // next case runs.
@@ -451,9 +451,9 @@ int main(int argc, char** argv) {
     dir = value;
     return true;
   };
-  if (const auto stop =
-          redbloom_bench::parse_options(argc, argv, options, dir_option, usage,
-                                        "diff benchmark (seed 000: orphans among checked URLs)")) {
+  if (const auto stop = redbloom_bench::parse_options(
+          argc, argv, options, dir_option, usage,
+          "diff benchmark (orphan detection: orphans among checked URLs)")) {
     return *stop;
   }
   w.n = options.n;
@@ -470,14 +470,14 @@ int main(int argc, char** argv) {
     const RedisEndpoint endpoint = redbloom::redis_endpoint_or_default(options.uri);
     const FilterParams params = redbloom::size_filter(double(w.n), w.p, Layout::classic);
     std::vector<Case> cases = {Case::file_bloom, Case::file_exact, Case::redis_bloom,
-                               Case::redis_exact, Case::seed};
-    // The seed keeps its filter in one key and its set in another: a one-server algorithm.
-    if (endpoint.is_cluster()) std::erase(cases, Case::seed);
+                               Case::redis_exact, Case::hand_written};
+    // The hand-written method keeps its filter in one key and its set in another: one server.
+    if (endpoint.is_cluster()) std::erase(cases, Case::hand_written);
     std::erase_if(cases,
                   [&](Case c) { return case_name(c).find(options.only) == std::string::npos; });
-    if (cases.empty()) return usage("--only matches no case (on a cluster: no seed case)");
+    if (cases.empty()) return usage("--only matches no case (on a cluster: no hand-written case)");
     const bool uses_redis = std::any_of(cases.begin(), cases.end(), [](Case c) {
-      return c == Case::redis_bloom || c == Case::redis_exact || c == Case::seed;
+      return c == Case::redis_bloom || c == Case::redis_exact || c == Case::hand_written;
     });
     // Only the Redis cases need a server.
     std::unique_ptr<Servers> servers;
@@ -522,8 +522,8 @@ int main(int argc, char** argv) {
     std::vector<std::vector<Result>> results(cases.size());
     redbloom_bench::run_shuffled(
         cases.size(), options.reps, options.shuffle_seed, [&](int rep, std::size_t c) {
-          const Result r = cases[c] == Case::seed
-                               ? run_seed(w, params, endpoint, servers->first())
+          const Result r = cases[c] == Case::hand_written
+                               ? run_hand_written(w, params, endpoint, servers->first())
                                : run_redbloom(cases[c], w, params, endpoint, servers.get(), dir);
           std::fprintf(stderr,
                        "rep %d/%d  %-40s build %7.2f s  check %7.2f s  found %llu  missed %llu  "
@@ -590,7 +590,7 @@ int main(int argc, char** argv) {
       const double est = median_of(runs, [](const Result& r) { return r.estimated_rate; });
       const double fmp = median_of(runs, [](const Result& r) { return r.false_match_probability; });
       std::string fmp_cell = "— (Bloom-only)";
-      if (the_case == Case::seed) {
+      if (the_case == Case::hand_written) {
         fmp_cell = "0 (whole URLs)";
       } else if (is_exact(the_case)) {
         fmp_cell = general(fmp);
@@ -617,13 +617,15 @@ int main(int argc, char** argv) {
         "\nbuild = create + add of the %llu known URLs + flush (fsync for files); check = open "
         "(as `redbloom diff` does; the file exact set reads and sorts its fingerprints) + "
         "missing_batch over the %llu checked URLs in `redbloom diff`'s batch size, or the "
-        "seed's rounds of GETBIT then SISMEMBER (items per batch/round: %s). items/s: known "
+        "hand-written method's rounds of GETBIT then SISMEMBER (items per batch/round: %s). "
+        "items/s: known "
         "URLs per build second, checked URLs per check second. Memory: file sizes; Redis: "
         "MEMORY USAGE <key> SAMPLES 0 summed over the case's keys (Bloom: partitions + metadata "
-        "hash; companion: buckets + metadata hash; seed: its SETBIT string and its SET), per "
+        "hash; companion: buckets + metadata hash; hand-written: its SETBIT string and its SET), "
+        "per "
         "known URL. missed orphans: of the %llu true orphans, those not reported (%% of them); "
         "counts are the worst rep. filter rate, est.: stats().filter.estimated_error_rate "
-        "(seed: the same formula on BITCOUNT of its key). false-match prob.: "
+        "(hand-written: the same formula on BITCOUNT of its key). false-match prob.: "
         "stats().false_match_probability, the chance that the exact check passes an orphan.\n",
         static_cast<unsigned long long>(w.n), static_cast<unsigned long long>(w.checked->size()),
         batches.c_str(), static_cast<unsigned long long>(w.orphans));

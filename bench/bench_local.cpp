@@ -6,7 +6,7 @@
 // memory counted by its allocator (up to 2e7 keys: a set of 1e8 would take about 5 GB).
 //
 // Each repetition builds a fresh filter of n items (keys: 8-byte strings splitmix64(i); with
-// --keys=url the seeds' "s3://bucket/dir/file<i>.pdf"; with --keys=long-url document URLs of
+// --keys=url S3 URLs "s3://bucket/dir/file<i>.pdf"; with --keys=long-url document URLs of
 // 152 bytes (absent ones 153); with --keys=name cache keys "user:<i in hex>", 9 to 16 bytes but for
 // the first 4096; made 4096 at a time outside the timed region), then looks up min(n, 1e7) inserted
 // keys and 1e7 absent ones. Only the filter calls are timed (one clock pair per 4096 keys). Google
@@ -185,9 +185,9 @@ void BM_Filter(benchmark::State& state, Layout layout, unsigned threads) {
   }
 }
 
-// For scale, measured in the same run: the filter most hand-rolled code is (and what the seeds
-// do locally), k positions (h1 + i*h2) mod m with `%`, one item at a time, no prefetch, with
-// the same XXH3-128 item hash, m and k as redbloom's classic layout.
+// For scale, measured in the same run: the filter most hand-rolled code is (locally, too), k
+// positions (h1 + i*h2) mod m with `%`, one item at a time, no prefetch, with the same XXH3-128
+// item hash, m and k as redbloom's classic layout.
 class TextbookBloom {
  public:
   explicit TextbookBloom(const FilterParams& params)

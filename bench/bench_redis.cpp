@@ -1,8 +1,9 @@
-// Filters in one Redis server: redbloom's paths against what the seeds do, side by side.
+// Filters in one Redis server: redbloom's paths against the usual hand-written filter, side by
+// side.
 //
 // Cases, each run on a fresh filter over one connection, with the same n items
 // "s3://bucket/dir/file<i>.pdf" (i < n), p and parameters (size_filter; classic and blocked):
-//   a  seed      the seeds' method, written here on hiredis: k `SETBIT key off 1` per item,
+//   a  hand-written  the usual hand-written filter, on hiredis: k `SETBIT key off 1` per item,
 //                pipelined 1000 items per round trip; lookups by k GETBIT per item, likewise.
 //                Same m, k and bit positions as redbloom's classic filter (so same bits).
 //   b  per-item  Filter::add_many (BITFIELD test-and-set); contains_many with BulkMode::per_item
@@ -77,13 +78,13 @@ using redbloom_bench::measure;
 using redbloom_bench::Phase;
 
 // ---------------------------------------------------------------------------------------------
-// Case a: the seeds' method. A Bloom filter of the given m and k, one key per partition (one
+// Case a: the hand-written method. A Bloom filter of the given m and k, one key per partition (one
 // key for n = 1e6), with redbloom's classic bit positions; per item k SETBIT (or GETBIT),
 // 1000 items per pipelined round trip, one round trip at a time.
 
-class SeedFilter {
+class HandWrittenFilter {
  public:
-  SeedFilter(RawConnection& connection, const FilterParams& params, const std::string& name)
+  HandWrittenFilter(RawConnection& connection, const FilterParams& params, const std::string& name)
       : connection_(connection), params_(params) {
     for (std::uint64_t p = 0; p < params.partitions; ++p) {
       keys_.push_back(name + ":" + std::to_string(p));
@@ -91,7 +92,7 @@ class SeedFilter {
   }
   [[nodiscard]] const std::vector<std::string>& keys() const { return keys_; }
 
-  // newly_added[i] = 1 iff some SETBIT of item i found a 0 (what the seeds return).
+  // newly_added[i] = 1 iff some SETBIT of item i found a 0 (what hand-written filters return).
   void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) {
     round_trips(items, "SETBIT",
                 [&](std::size_t i, bool all_ones) { newly_added[i] = all_ones ? 0 : 1; });
@@ -133,15 +134,15 @@ class SeedFilter {
 // ---------------------------------------------------------------------------------------------
 // Cases and their results.
 
-enum class Method { seed, per_item, bulk, dedup };
+enum class Method { hand_written, per_item, bulk, dedup };
 
 struct Case {
   char letter;
   Method method;
   Layout layout;
   [[nodiscard]] std::string name() const {
-    static const char* const names[] = {"seed SETBIT/GETBIT", "redbloom per-item", "redbloom bulk",
-                                        "redbloom dedup 50%"};
+    static const char* const names[] = {"hand-written SETBIT/GETBIT", "redbloom per-item",
+                                        "redbloom bulk", "redbloom dedup 50%"};
     return std::string(1, letter) + " " + names[static_cast<int>(method)] + " " +
            std::string(redbloom::to_string(layout));
   }
@@ -170,10 +171,10 @@ const FilterParams& params_for(Layout layout, const FilterParams& classic,
   return layout == Layout::classic ? classic : blocked;
 }
 
-Result run_seed(const RedisEndpoint& endpoint, RawConnection& stats, const FilterParams& params,
-                const Workload& w) {
+Result run_hand_written(const RedisEndpoint& endpoint, RawConnection& stats,
+                        const FilterParams& params, const Workload& w) {
   RawConnection connection(endpoint);
-  SeedFilter filter(connection, params, "bench:seed");
+  HandWrittenFilter filter(connection, params, "bench:hand-written");
   for (const std::string& key : filter.keys()) stats.run({"UNLINK", key});
   Result r;
   std::vector<std::uint8_t> flags(std::max(w.n, w.absent));
@@ -283,9 +284,9 @@ int main(int argc, char** argv) {
     RawConnection stats(endpoint);
 
     std::vector<Case> cases = {
-        {'a', Method::seed, Layout::classic},     {'b', Method::per_item, Layout::classic},
-        {'b', Method::per_item, Layout::blocked}, {'c', Method::bulk, Layout::classic},
-        {'c', Method::bulk, Layout::blocked},     {'d', Method::dedup, Layout::classic},
+        {'a', Method::hand_written, Layout::classic}, {'b', Method::per_item, Layout::classic},
+        {'b', Method::per_item, Layout::blocked},     {'c', Method::bulk, Layout::classic},
+        {'c', Method::bulk, Layout::blocked},         {'d', Method::dedup, Layout::classic},
         {'d', Method::dedup, Layout::blocked},
     };
     std::erase_if(cases,
@@ -328,8 +329,8 @@ int main(int argc, char** argv) {
         cases.size(), options.reps, options.shuffle_seed, [&](int rep, std::size_t c) {
           const Case& the_case = cases[c];
           const FilterParams& params = params_for(the_case.layout, classic, blocked);
-          const Result r = the_case.method == Method::seed
-                               ? run_seed(endpoint, stats, params, w)
+          const Result r = the_case.method == Method::hand_written
+                               ? run_hand_written(endpoint, stats, params, w)
                                : run_redbloom(endpoint, stats, the_case.method, params, w);
           std::fprintf(stderr, "rep %d/%d  %-36s insert %8s/s", rep + 1, options.reps,
                        the_case.name().c_str(), rate(r.insert.items_per_second()).c_str());
@@ -368,23 +369,23 @@ int main(int argc, char** argv) {
     }
 
     // The table.
-    const auto seed_at = std::find_if(cases.begin(), cases.end(),
-                                      [](const Case& c) { return c.method == Method::seed; });
-    const std::vector<Result>* seed =
-        seed_at == cases.end() ? nullptr : &results[std::size_t(seed_at - cases.begin())];
-    auto seed_median = [&](auto get) { return seed != nullptr ? median_of(*seed, get) : NAN; };
-    const double seed_insert_rate =
-        seed_median([](const Result& r) { return r.insert.items_per_second(); });
+    const auto hand_at = std::find_if(
+        cases.begin(), cases.end(), [](const Case& c) { return c.method == Method::hand_written; });
+    const std::vector<Result>* hand =
+        hand_at == cases.end() ? nullptr : &results[std::size_t(hand_at - cases.begin())];
+    auto hand_median = [&](auto get) { return hand != nullptr ? median_of(*hand, get) : NAN; };
+    const double hand_insert_rate =
+        hand_median([](const Result& r) { return r.insert.items_per_second(); });
     const double seed_present_rate =
-        seed_median([](const Result& r) { return r.present->items_per_second(); });
+        hand_median([](const Result& r) { return r.present->items_per_second(); });
     const double seed_absent_rate =
-        seed_median([](const Result& r) { return r.absent->items_per_second(); });
+        hand_median([](const Result& r) { return r.absent->items_per_second(); });
     const double seed_insert_cpu =
-        seed_median([](const Result& r) { return r.insert.server_us(); });
+        hand_median([](const Result& r) { return r.insert.server_us(); });
     const double seed_present_cpu =
-        seed_median([](const Result& r) { return r.present->server_us(); });
+        hand_median([](const Result& r) { return r.present->server_us(); });
     const double seed_absent_cpu =
-        seed_median([](const Result& r) { return r.absent->server_us(); });
+        hand_median([](const Result& r) { return r.absent->server_us(); });
 
     std::printf(
         "| case | k | insert items/s (× a) | present lookups/s (× a) | absent lookups/s (× a) | "
@@ -444,7 +445,7 @@ int main(int argc, char** argv) {
           "| %s | %u | %s | %s | %s | %s | %s | %s | %s | %.0f (%s) | %.2f | %llu | %.4f%% "
           "(%.4f%%) |\n",
           the_case.name().c_str(), params.hashes,
-          with_ratio(rate(insert_rate), insert_rate, seed_insert_rate).c_str(),
+          with_ratio(rate(insert_rate), insert_rate, hand_insert_rate).c_str(),
           present_cell.c_str(), absent_cell.c_str(), wall.c_str(),
           with_ratio(fixed(insert_cpu, 3), insert_cpu, seed_insert_cpu).c_str(),
           present_cpu_cell.c_str(), absent_cpu_cell.c_str(), memory,

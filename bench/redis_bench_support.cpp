@@ -147,7 +147,7 @@ std::string server_version(RawConnection& raw) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The seeds' filter and the bits.
+// The hand-written filter and the bits.
 
 void push_seed_probes(Resp& resp, const redbloom::FilterParams& params,
                       const std::vector<std::string>& keys, std::string_view item, bool set) {

@@ -1,5 +1,5 @@
 // What bench_redis and bench_diff share: the workload's items, a plain hiredis connection (for
-// the seeds' method and for reading the server), the seeds' SETBIT/GETBIT probes, bitmap
+// the hand-written method and for reading the server), its SETBIT/GETBIT probes, bitmap
 // digests, shuffled repetitions, medians and the table's number formats.
 #pragma once
 
@@ -31,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start);
 
-// The seeds pipeline this many items per round trip (their add_urls_batch default).
+// The hand-written method pipelines this many items per round trip (a common batch default).
 inline constexpr std::size_t kSeedRoundItems = 1000;
 
 // ---------------------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ class Items {
 };
 
 // ---------------------------------------------------------------------------------------------
-// A plain hiredis connection: the seeds' method's, and the one that reads the server.
+// A plain hiredis connection: the hand-written method's, and the one that reads the server.
 
 struct ReplyDeleter {
   void operator()(redisReply* reply) const noexcept { freeReplyObject(reply); }
@@ -110,14 +110,15 @@ std::uint64_t memory_usage(RawConnection& raw, const std::string& key);
 std::string server_version(RawConnection& raw);
 
 // ---------------------------------------------------------------------------------------------
-// The seeds' filter: k `SETBIT key bit 1` (or `GETBIT key bit`) per item, one key per
+// The hand-written filter: k `SETBIT key bit 1` (or `GETBIT key bit`) per item, one key per
 // partition, at redbloom's classic bit positions (so the same bits as redbloom's classic filter).
 
 // Appends the k probes of `item` to `resp`; `keys` holds one key per partition.
 void push_seed_probes(Resp& resp, const redbloom::FilterParams& params,
                       const std::vector<std::string>& keys, std::string_view item, bool set);
 
-// The bits of a seed key, padded to the partition's length (a SETBIT key ends at its highest 1).
+// The bits of a hand-written filter's key, padded to the partition's length (a SETBIT key ends at
+// its highest 1).
 std::string read_seed_partition(RawConnection& raw, const std::string& key,
                                 const redbloom::FilterParams& params);
 

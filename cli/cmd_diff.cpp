@@ -24,23 +24,15 @@ namespace {
 // The exact set diff --exact needs is missing: how to get one. A filter that already holds
 // items cannot take one (the items before it could never be verified), so it is built anew.
 [[noreturn]] void no_exact_set(const Location& where, const Filter& filter) {
-  const std::string load = where.in_redis()
-                               ? "redbloom load --exact --name NEW (on the same --redis) SOURCE"
-                               : "redbloom load --exact -f NEW.rbf SOURCE";
-  if (filter.store().count_set_bits() == 0) {
-    throw NotFound("filter " + where.describe() +
-                   " has no exact set, which diff --exact verifies against; it is empty: load "
-                   "its items with --exact (redbloom load --exact " +
-                   (where.in_redis() ? "--name " + where.name : "-f " + where.path) +
-                   " SOURCE), then diff again");
-  }
+  const bool empty = filter.store().count_set_bits() == 0;
+  const std::string how =
+      how_to_get_exact_set(empty ? FilterContents::empty : FilterContents::holds_items,
+                           where.in_redis(), where.in_redis() ? where.name : where.path);
   throw NotFound("filter " + where.describe() +
-                 " has no exact set, which diff --exact verifies against, and one cannot be "
-                 "added now: it already holds items the set would lack. Build a new filter with "
-                 "its exact set from the same source (" +
-                 load +
-                 ") and diff --known that filter --exact; or leave out --exact for a "
-                 "Bloom-only diff");
+                 " has no exact set, which diff --exact verifies against; " + how +
+                 (empty ? ", then diff again"
+                        : ", and diff --known that filter --exact; or leave out --exact for a "
+                          "Bloom-only diff"));
 }
 
 struct DiffCommand {

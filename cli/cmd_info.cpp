@@ -10,6 +10,7 @@
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "redbloom/exact_set.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
@@ -84,9 +85,10 @@ std::string stream_json(const StreamInfo& stream) {
          "]}";
 }
 
-void print_exact(const std::optional<ExactSetSummary>& exact) {
+// `advice`: how this filter gets an exact set (how_to_get_exact_set), shown when it has none.
+void print_exact(const std::optional<ExactSetSummary>& exact, const std::string& advice) {
   if (!exact) {
-    std::printf("exact set         none (diff --exact needs one: add or load --exact)\n");
+    std::printf("exact set         none (diff --exact needs one; %s)\n", advice.c_str());
     return;
   }
   std::printf("exact set         %s (%s)\n", exact->location.c_str(),
@@ -149,7 +151,7 @@ std::string server_filter_json(const ServerFilterInfo& server) {
 }
 
 void print_text(const std::string& where, const FilterInfo& info,
-                const std::optional<ExactSetSummary>& exact) {
+                const std::optional<ExactSetSummary>& exact, const std::string& exact_advice) {
   const FilterParams& p = info.params;
   std::printf("filter            %s\n", where.c_str());
   std::printf("stored in         %s (%s)\n", info.location.c_str(),
@@ -162,7 +164,7 @@ void print_text(const std::string& where, const FilterInfo& info,
   if (info.stream) {
     std::printf("created           %s\n", iso_time(info.created_unix_ns).c_str());
     print_stream(*info.stream, double(info.set_bits));
-    print_exact(exact);
+    print_exact(exact, exact_advice);
     return;
   }
   std::printf("layout            %s\n", std::string(to_string(p.layout)).c_str());
@@ -192,7 +194,7 @@ void print_text(const std::string& where, const FilterInfo& info,
         info.estimated_items, static_cast<unsigned long long>(p.capacity),
         info.estimated_error_rate, p.error_rate);
   }
-  print_exact(exact);
+  print_exact(exact, exact_advice);
 }
 
 void print_json(const std::string& where, const FilterInfo& info,
@@ -246,7 +248,15 @@ void register_info(CLI::App& app, int& exit_code) {
     // A server's own Bloom filter has no exact set: one needs redbloom's bits.
     const auto exact =
         info.server_filter ? std::nullopt : exact_set_summary(cmd->location.resolve());
-    (cmd->json ? print_json : print_text)(cmd->location.describe(), info, exact);
+    if (cmd->json) {
+      print_json(cmd->location.describe(), info, exact);
+    } else {
+      const Location where = cmd->location.resolve();
+      const std::string advice = how_to_get_exact_set(
+          info.set_bits == 0 ? FilterContents::empty : FilterContents::holds_items,
+          where.in_redis(), where.in_redis() ? where.name : where.path);
+      print_text(cmd->location.describe(), info, exact, advice);
+    }
     exit_code = kExitOk;
   });
 }

@@ -214,15 +214,6 @@ double parse_rate(const std::string& text) {
   return value / found->second;
 }
 
-void check_error_rate(double rate) {
-  const std::string rule = "the error rate must be above 0 and at most 0.5 (0.01 is common)";
-  if (rate > kMaxErrorRate) {
-    throw InvalidArgument("error rate " + shown(rate) + " is too high: " + rule +
-                          "; above 0.5 a filter answers 'present' for most items it never saw");
-  }
-  if (!(rate > 0)) throw InvalidArgument("error rate " + shown(rate) + " is too low: " + rule);
-}
-
 bool rate_capped(const FilterParams& built, double target) {
   // Below the cap, rounding only lowers the rate; a capped k leaves it far above the target.
   return built.hashes >= kMaxHashes && built.error_rate > target * 1.01;

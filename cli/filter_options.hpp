@@ -82,9 +82,6 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 // "12000/s", "1e6/m", "500/h", "20/d" -> items per second. A number without its period is
 // refused (InvalidArgument showing the accepted forms).
 [[nodiscard]] double parse_rate(const std::string& text);
-// Refuses a false-positive rate outside (0, 0.5], stating the rule; every command says it the
-// same way.
-void check_error_rate(double rate);
 // A filter's rate at capacity is above its target only when its hash count is capped
 // (kMaxHashes): refused, saying what would be built, unless `consent` (--force-rate). `target`
 // is the rate `built` was sized for, `asked` the user's -p (they differ for a stream's links).

@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
   redbloom::report_shrinking_filter_files(kExitStorage);
   CLI::App app{"redbloom: Bloom filters for deduplication and membership tests"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "redbloom 0.1.0");
+  // The version is CMake's PROJECT_VERSION, the one the man page and Python's __version__ show.
+  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
   int exit_code = kExitOk;
   register_plan(app, exit_code);
   register_create(app, exit_code);

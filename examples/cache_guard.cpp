@@ -1,4 +1,4 @@
-// Cache-penetration guard (seed 004): before a lookup goes to a slow store, ask a Bloom filter
+// Cache-penetration guard: before a lookup goes to a slow store, ask a Bloom filter
 // of the keys the store holds. A key the filter has never seen cannot be in the store, so
 // lookups of random or malicious keys never reach it; only "maybe present" keys go through.
 //

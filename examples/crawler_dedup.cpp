@@ -1,4 +1,4 @@
-// Crawler request dedup (seed 002): Scrapy's `request_seen(fingerprint)` on a Redis filter that
+// Crawler request dedup: Scrapy's `request_seen(fingerprint)` on a Redis filter that
 // a whole fleet of crawler processes shares, so that no page is fetched twice even when their
 // frontiers overlap and they run at the same time.
 //

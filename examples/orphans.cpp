@@ -1,4 +1,4 @@
-// Orphan detection (seed 000) with the KnownSet API: cache the S3 listing in a Redis filter
+// Orphan detection with the KnownSet API: cache the S3 listing in a Redis filter
 // with its exact companion, then find the URLs a vector database references that S3 no longer
 // holds.
 //

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Diff benchmark (seed 000: orphans among checked URLs): builds bench/bench_diff in Release,
-# starts a private redis-server (no persistence) on a free loopback port in a temp dir, runs the
-# benchmark against it (the file cases write their filters in the same temp dir) and prints its
-# markdown table: redbloom's KnownSet (file and Redis, Bloom-only and exact) against the seed's
-# SETBIT + SADD / GETBIT + SISMEMBER algorithm, 2M known vs 2M checked URLs by default, medians
-# of --reps runs (3 by default), randomly interleaved. With --cluster the Redis cases run on a
-# private 3-master Redis Cluster instead, and the seed's one-server algorithm is left out.
-# The servers are killed by pid on exit, whatever happens.
+# Diff benchmark (orphan detection: orphans among checked URLs): builds bench/bench_diff in
+# Release, starts a private redis-server (no persistence) on a free loopback port in a temp dir,
+# runs the benchmark against it (the file cases write their filters in the same temp dir) and
+# prints its markdown table: redbloom's KnownSet (file and Redis, Bloom-only and exact) against
+# the usual hand-written SETBIT + SADD / GETBIT + SISMEMBER method, 2M known vs 2M checked URLs by
+# default, medians of --reps runs (3 by default), randomly interleaved. With --cluster the Redis
+# cases run on a private 3-master Redis Cluster instead, and the hand-written one-server method is
+# left out. The servers are killed by pid on exit, whatever happens.
 #   scripts/bench-diff.sh [--cluster] [--n=2e6] [--p=0.01] [--reps=3] [--only=SUBSTRING]
 #                         [--shuffle-seed=N]
 # The server binary is $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH; the build dir

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Python benchmark (issue figures for docs/benchmarks.md): builds the Python package and
-# bench_local in Release, starts a private redis-server, and measures from /usr/bin/python3
-# 1M URLs through redbloom (file and Redis; list of str and numpy array) beside the seed's
-# Python Redis Bloom filter and a Python set, on a server without and one with redbloom.so;
-# then the C++ batch path on the same kind of
-# filter (file, blocked, 1e6 URLs), for the per-item ratio.
-#   scripts/bench-python.sh [--runs 5] [--items 1000000] [--seed-items 100000]
+# Python benchmark (the figures in docs/benchmarks.md): builds the Python package and bench_local
+# in Release, starts a private redis-server, and measures from /usr/bin/python3 1M URLs through
+# redbloom (file and Redis; list of str and numpy array) beside a hand-written Python Redis Bloom
+# filter (redis-py) and a Python set, on a server without and one with redbloom.so; then the C++
+# batch path on the same kind of filter (file, blocked, 1e6 URLs), for the per-item ratio.
+#   scripts/bench-python.sh [--runs 5] [--items 1000000] [--redis-py-items 100000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/private-redis.sh

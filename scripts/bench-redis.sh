@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Redis filter benchmark: builds bench/bench_redis in Release, starts a private redis-server
-# (no persistence) on a free loopback port in a temp dir, runs the benchmark against it and
-# prints its markdown table: the seeds' SETBIT/GETBIT method against redbloom's per-item, bulk
+# Redis filter benchmark: builds bench/bench_redis in Release, starts a private redis-server (no
+# persistence) on a free loopback port in a temp dir, runs the benchmark against it and prints its
+# markdown table: the usual hand-written SETBIT/GETBIT filter against redbloom's per-item, bulk
 # and dedup paths, medians of --reps runs (3 by default), randomly interleaved. The server is
 # killed by pid on exit, whatever happens.
 #   scripts/bench-redis.sh [--n=1e6] [--reps=3] [--absent=1e5] [--only=SUBSTRING]

@@ -166,7 +166,7 @@ suite() {
   check "$t diff --exact without an exact set: exit 2" 2 "$rc"
   check_contains "$t ... says it has none" "has no exact set" "$err"
   # A filter that holds items cannot take an exact set: the advice is a new filter.
-  check_contains "$t ... says how to build it" "Build a new filter with its exact set from the same source" "$err"
+  check_contains "$t ... says how to build it" "build a new filter with its exact set from the same source" "$err"
   check "$t ... prints nothing" "" "$out"
   run diff $(known plain) --check b.txt
   check "$t Bloom-only works without one" 0 "$rc"

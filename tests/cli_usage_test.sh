@@ -135,7 +135,17 @@ check "a binary non-filter: no listing hint" no "$([[ "$err" == *"list of items"
 run diff --known s3.rbf --check references --exact
 check "diff --exact, no exact set: usage error" 2 "$rc"
 check_contains "diff --exact, no exact set: build a new filter" \
-  "Build a new filter with its exact set from the same source (redbloom load --exact -f NEW.rbf SOURCE)" "$err"
+  "it already holds items the set would lack, so one cannot be added: build a new filter with its exact set from the same source (redbloom load --exact -f NEW.rbf SOURCE)" "$err"
+# info points to the same fix, never to an add/load --exact that would be refused
+run info -f s3.rbf
+check_contains "info, no exact set, a filter holding items: a new filter" \
+  "exact set         none (diff --exact needs one; it already holds items the set would lack, so one cannot be added: build a new filter with its exact set from the same source (redbloom load --exact -f NEW.rbf SOURCE))" "$out"
+"$redbloom" create -q -f fresh.rbf -n 1000
+run info -f fresh.rbf
+check_contains "info, no exact set, an empty filter: load it with --exact" \
+  "exact set         none (diff --exact needs one; it is empty: load its items with --exact (redbloom load --exact -f fresh.rbf SOURCE))" "$out"
+run load --exact -q -f fresh.rbf s3-listing
+check "info's advice for an empty filter works" 0 "$rc"
 run add --exact -f s3.rbf s3-listing
 check "add --exact on a filter that holds items: refused" 2 "$rc"
 check_contains "add --exact on a filter that holds items: a new filter" \

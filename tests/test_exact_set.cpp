@@ -436,6 +436,14 @@ TEST_P(ExactBackendTest, CreateOpenAndExistence) {
   EXPECT_THROW((void)open_exact("f"), NotFound);
   EXPECT_TRUE(contains_text(message, "has no exact set")) << message;
   EXPECT_TRUE(contains_text(message, "--exact")) << message;
+  // The fix it points to works for a filter that holds items too: not add --exact (refused
+  // then), but a new filter built with its exact set.
+  EXPECT_TRUE(contains_text(message, "an empty filter gets one if you load its items with --exact"))
+      << message;
+  EXPECT_TRUE(contains_text(message,
+                            "one that already holds items cannot take one: build a new filter "
+                            "with its exact set from the same source (redbloom load --exact "))
+      << message;
 
   auto exact = create_exact("f", 100);
   EXPECT_TRUE(exact_exists("f"));

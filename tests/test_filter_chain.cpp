@@ -13,6 +13,7 @@
 #include "core/chain_format.hpp"
 #include "core/filter_chain.hpp"
 #include "core/packed_items.hpp"
+#include "error_of.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom {
@@ -41,6 +42,24 @@ ChainOptions options(Layout layout, std::uint64_t capacity, double error, bool s
 }
 
 class ChainLayouts : public ::testing::TestWithParam<Layout> {};
+
+// The module's BF.RESERVE takes what RedisBloom takes, (0, 1): this filter keeps that rule (a
+// link asked for more than 0.5 is sized for 0.5) and says whose rule it is.
+TEST(FilterChain, TakesRedisBloomsErrorRatesAndSaysSo) {
+  EXPECT_NO_THROW(FilterChain(options(Layout::classic, 1000, 0.6), default_chain_allocator()));
+  const std::string expected_tail =
+      " is out of range: a RedisBloom-compatible filter (BF.RESERVE, BF.INSERT) takes a rate "
+      "above 0 and below 1, as RedisBloom does; rates above 0.5 are sized as 0.5 (0.01 is "
+      "common)";
+  EXPECT_EQ(testing::error_of([] {
+              (void)FilterChain(options(Layout::classic, 1000, 1), default_chain_allocator());
+            }),
+            "error rate 1" + expected_tail);
+  EXPECT_EQ(testing::error_of([] {
+              (void)FilterChain(options(Layout::classic, 1000, 0), default_chain_allocator());
+            }),
+            "error rate 0" + expected_tail);
+}
 
 TEST_P(ChainLayouts, GrowsWithNoFalseNegativesAndTheRateOfItsLinks) {
   FilterChain chain(options(GetParam(), 1000, 0.01), default_chain_allocator());

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/sizing.hpp"
@@ -51,6 +52,30 @@ struct SeedRow {
   double k;
   double printed_rate;
 };
+
+// Every filter the library sizes states the error-rate rule in the same words.
+TEST(Sizing, ErrorRateRuleIsStatedOneWay) {
+  using testing::error_of;
+  EXPECT_EQ(error_of([] { (void)classic_bits_for(1e6, 0.6); }),
+            "error rate 0.6 is too high: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common); above 0.5 a filter answers 'present' for most items it never saw");
+  EXPECT_EQ(error_of([] { (void)classic_bits_for(1e6, 1); }),
+            "error rate 1 is too high: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common); above 0.5 a filter answers 'present' for most items it never saw");
+  EXPECT_EQ(error_of([] { (void)blocked_bits_for(1e6, 2); }),
+            "error rate 2 is too high: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common); above 0.5 a filter answers 'present' for most items it never saw");
+  EXPECT_EQ(error_of([] { (void)size_filter(1e6, 0.75, Layout::blocked); }),
+            "error rate 0.75 is too high: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common); above 0.5 a filter answers 'present' for most items it never saw");
+  EXPECT_EQ(error_of([] { (void)classic_bits_for(1e6, 0); }),
+            "error rate 0 is too low: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common)");
+  EXPECT_EQ(error_of([] { (void)classic_bits_for(1e6, -0.5); }),
+            "error rate -0.5 is too low: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common)");
+  EXPECT_EQ(error_of([] { check_error_rate(0.5); }), "(no error)");
+}
 
 TEST(Sizing, ReproducesSeed001Tables) {
   const SeedRow rows[] = {{30, 8, 9.01e-6}, {30, 16, 7.26e-7}, {50, 8, 2.28e-7}, {50, 16, 1e-9}};

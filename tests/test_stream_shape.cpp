@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/stream_shape.hpp"
+#include "error_of.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom {
@@ -99,8 +100,38 @@ TEST(StreamShape, RefusesBadOptions) {
   EXPECT_THROW((void)parse_duration_ns(""), InvalidArgument);
   EXPECT_THROW((void)parse_duration_ns("0s"), InvalidArgument);
   EXPECT_EQ(parse_duration_ns("1.5h"), 5400'000'000'000ULL);
-  EXPECT_EQ(parse_duration_ns("30"), 30'000'000'000ULL);
+  EXPECT_EQ(parse_duration_ns("30s"), 30'000'000'000ULL);
+  EXPECT_EQ(parse_duration_ns("250ms"), 250'000'000ULL);
+  EXPECT_EQ(parse_duration_ns("7d"), 7 * 86400'000'000'000ULL);
   EXPECT_EQ(format_duration(parse_duration_ns("10m")), "10m");
+}
+
+// A windowed or growing filter states the error-rate rule as every other filter does.
+TEST(StreamShape, ErrorRateRuleIsTheFiltersOne) {
+  StreamOptions options = window_options();
+  options.error_rate = 0.6;
+  EXPECT_EQ(testing::error_of([&] { (void)StreamShape{options}; }),
+            "error rate 0.6 is too high: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common); above 0.5 a filter answers 'present' for most items it never saw");
+  options.window_ns = 0;
+  options.growth = 2;
+  options.error_rate = 0;
+  EXPECT_EQ(testing::error_of([&] { (void)StreamShape{options}; }),
+            "error rate 0 is too low: the error rate must be above 0 and at most 0.5 "
+            "(0.01 is common)");
+}
+
+// A number without a unit is refused with the forms that work, not read as seconds.
+TEST(StreamShape, DurationWithoutUnitIsRefusedWithTheForms) {
+  EXPECT_EQ(testing::error_of([] { (void)parse_duration_ns("3600"); }),
+            "'3600' has no unit: give a number and a unit ms, s, m, h or d "
+            "(e.g. 3600s, 60m, 1h, 7d)");
+  EXPECT_EQ(testing::error_of([] { (void)parse_duration_ns("1.5"); }),
+            "'1.5' has no unit: give a number and a unit ms, s, m, h or d "
+            "(e.g. 3600s, 60m, 1h, 7d)");
+  EXPECT_EQ(testing::error_of([] { (void)parse_duration_ns("10x"); }),
+            "'10x' is not a duration: give a number and a unit ms, s, m, h or d "
+            "(e.g. 3600s, 60m, 1h, 7d), at least 1ms");
 }
 
 TEST(StreamShape, LinksPastRedisStringsAreRefusedWithAReason) {

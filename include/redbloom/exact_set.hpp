@@ -79,6 +79,14 @@ struct ExactSetSummary {
   return {set.location(), set.entries(), set.storage_bytes(), set.false_match_probability()};
 }
 
+// How a filter without an exact set gets one, worded once for every message. A filter that
+// already holds items cannot take one (the items before it could never be verified): a new
+// filter is built from the same source. `in_redis` and `name_or_path` name the filter as
+// `redbloom load` does (--name NAME or -f PATH); `contents` unknown gives both ways.
+enum class FilterContents { empty, holds_items, unknown };
+[[nodiscard]] std::string how_to_get_exact_set(FilterContents contents, bool in_redis,
+                                               const std::string& name_or_path);
+
 // The companion of the filter file `filter_path`: `filter_path + ".exact"`. create() refuses an
 // existing one unless `overwrite`; open() reads every fingerprint into memory (8 bytes each).
 // Writers append under an exclusive lock; every object catches up with what others appended

@@ -38,6 +38,11 @@ inline constexpr std::uint64_t kMaxFilterBits = std::uint64_t{1} << 63;
 // Above 0.5 a filter answers "present" for most absent items: sizing refuses such rates.
 inline constexpr double kMaxErrorRate = 0.5;
 
+// Refuses an error rate outside (0, kMaxErrorRate] with InvalidArgument, in the words every
+// filter the library sizes, the CLI and Python share: "error rate 0.6 is too high: the error
+// rate must be above 0 and at most 0.5 (0.01 is common); ...".
+void check_error_rate(double p);
+
 // m = ceil(-n ln p / (ln 2)^2). Throws InvalidArgument unless n >= 1, 0 < p <= 0.5 and m fits.
 std::uint64_t classic_bits_for(double n, double p);
 

@@ -60,7 +60,8 @@ struct StreamOptions {
   friend bool operator==(const StreamOptions&, const StreamOptions&) = default;
 };
 
-// "10m" -> 600e9. Units ms, s, m, h, d; a bare number is seconds. InvalidArgument otherwise.
+// "10m" -> 600e9. Units ms, s, m (or min), h, d; at least 1 ms. InvalidArgument otherwise,
+// also for a number without a unit ("3600": seconds, minutes?).
 [[nodiscard]] std::uint64_t parse_duration_ns(std::string_view text);
 // 600e9 -> "10m", 1500e6 -> "1.5s".
 [[nodiscard]] std::string format_duration(std::uint64_t ns);

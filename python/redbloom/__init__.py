@@ -50,9 +50,9 @@ def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits
     and create=True, creates it when missing. A size given must match the filter's
     (FilterExists otherwise); without one, the filter must exist (NotFound).
 
-    window= (seconds, or "10m") makes a filter that remembers items that long, capacity= being
-    the items per window; growth= (e.g. 2) one that grows instead of filling up; max_bytes=
-    caps either (CapacityExceeded when reached)."""
+    window= (seconds, a timedelta, or "10m") makes a filter that remembers items that long,
+    capacity= being the items per window; growth= (e.g. 2) one that grows instead of filling
+    up; max_bytes= caps either (CapacityExceeded when reached)."""
     return Filter.open(location, name=name, capacity=capacity, error_rate=error_rate,
                        layout=layout, bits=bits, hashes=hashes, create=create,
                        read_only=read_only, window=window, slices=slices, growth=growth,

@@ -87,9 +87,15 @@ std::optional<StreamOptions> requested_stream(const py::object& capacity,
     if (py::isinstance<py::str>(window)) {
       stream.window_ns = parse_duration_ns(window.cast<std::string>());
     } else {
-      const double seconds = number(window, "window");
+      // A datetime.timedelta says its unit; a plain number is seconds.
+      const bool timedelta =
+          py::isinstance(window, py::module_::import("datetime").attr("timedelta"));
+      const double seconds =
+          timedelta ? number(window.attr("total_seconds")(), "window") : number(window, "window");
       if (!(seconds >= 0.001) || !(seconds < 1e9)) {
-        throw InvalidArgument("window must be at least 0.001 seconds (or a string like '10m')");
+        throw InvalidArgument(
+            "window must be at least 0.001 seconds (a number of seconds, a datetime.timedelta or a "
+            "string like '10m')");
       }
       stream.window_ns = static_cast<std::uint64_t>(std::llround(seconds * 1e9));
     }

@@ -60,6 +60,19 @@ def test_bad_stream_options_name_the_problem():
         redbloom.open("memory:", window="10m")
     with pytest.raises(redbloom.InvalidArgument, match="unit"):
         redbloom.open("memory:", capacity=10, window="10 parsecs")
+    # A string without a unit is refused (is "3600" seconds or minutes?); a number is seconds.
+    with pytest.raises(redbloom.InvalidArgument,
+                       match=r"'3600' has no unit: give a number and a unit ms, s, m, h or d"):
+        redbloom.open("memory:", capacity=10, window="3600")
+
+
+def test_window_takes_a_timedelta_or_seconds():
+    import datetime
+    for window in (datetime.timedelta(minutes=10), 600, 600.0, "600s", "10m"):
+        with redbloom.open("memory:", capacity=1000, window=window) as f:
+            assert f.info()["stream"]["window_seconds"] == 600, window
+    with pytest.raises(redbloom.InvalidArgument, match="at least 0.001 seconds"):
+        redbloom.open("memory:", capacity=1000, window=datetime.timedelta(0))
     with pytest.raises(redbloom.InvalidArgument, match="window= or growth="):
         redbloom.open("memory:", capacity=10, max_bytes=10**6)
     with pytest.raises(redbloom.InvalidArgument, match="growth"):

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
@@ -54,7 +56,14 @@ void keep_absent(std::vector<std::uint32_t>& order, const std::vector<std::uint8
 void check_options(const ChainOptions& options) {
   if (options.capacity < 1) throw InvalidArgument("capacity must be at least 1");
   if (!(options.error_rate > 0.0 && options.error_rate < 1.0)) {
-    throw InvalidArgument("error rate must be above 0 and below 1");
+    // RedisBloom's BF.RESERVE takes (0, 1), so this filter does; its links are sized for at most
+    // kMaxErrorRate (link_params).
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", options.error_rate);
+    throw InvalidArgument(std::string("error rate ") + shown +
+                          " is out of range: a RedisBloom-compatible filter (BF.RESERVE, "
+                          "BF.INSERT) takes a rate above 0 and below 1, as RedisBloom does; rates "
+                          "above 0.5 are sized as 0.5 (0.01 is common)");
   }
   if (options.expansion < 1 || options.expansion > kMaxExpansion) {
     throw InvalidArgument("expansion must be between 1 and " + std::to_string(kMaxExpansion));

@@ -26,15 +26,7 @@ void check_items_and_rate(double n, double p) {
     throw InvalidArgument("capacity must be a finite number of items, at least 1 (got " + shown(n) +
                           ")");
   }
-  if (!(p > 0.0 && p < 1.0)) {
-    throw InvalidArgument("error rate must be above 0 and below 1 (got " + shown(p) +
-                          "); 0.01 is common");
-  }
-  if (p > kMaxErrorRate) {
-    throw InvalidArgument("error rate " + shown(p) +
-                          " is too high: above 0.5 a filter answers 'present' for most items it "
-                          "never saw; use a rate above 0 and at most 0.5 (0.01 is common)");
-  }
+  check_error_rate(p);
 }
 
 // The bits a sizing formula asked for, refused when no filter can hold them.
@@ -97,6 +89,15 @@ std::pair<std::uint32_t, double> best_blocked(double lambda) {
 }
 
 }  // namespace
+
+void check_error_rate(double p) {
+  const std::string rule = "the error rate must be above 0 and at most 0.5 (0.01 is common)";
+  if (p > kMaxErrorRate) {
+    throw InvalidArgument("error rate " + shown(p) + " is too high: " + rule +
+                          "; above 0.5 a filter answers 'present' for most items it never saw");
+  }
+  if (!(p > 0.0)) throw InvalidArgument("error rate " + shown(p) + " is too low: " + rule);
+}
 
 std::uint64_t classic_bits_for(double n, double p) {
   check_items_and_rate(n, p);

@@ -41,12 +41,17 @@ std::uint64_t system_now_ns() {
 
 std::uint64_t parse_duration_ns(std::string_view text) {
   const std::string value(text);
+  const std::string forms = "give a number and a unit ms, s, m, h or d (e.g. 3600s, 60m, 1h, 7d)";
   char* end = nullptr;
   errno = 0;
   const double amount = std::strtod(value.c_str(), &end);
   const std::string unit(end != nullptr ? end : "");
+  // A bare number once meant seconds; "3600" is too easily meant as minutes or milliseconds.
+  if (!value.empty() && end != value.c_str() && unit.empty()) {
+    throw InvalidArgument("'" + value + "' has no unit: " + forms);
+  }
   double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1e9;
+  if (unit == "s") scale = 1e9;
   if (unit == "ms") scale = 1e6;
   if (unit == "m" || unit == "min") scale = 60e9;
   if (unit == "h") scale = 3600e9;
@@ -54,9 +59,7 @@ std::uint64_t parse_duration_ns(std::string_view text) {
   const double ns = amount * scale;
   if (value.empty() || end == value.c_str() || scale == 0 || errno != 0 || !(ns >= 1e6) ||
       !(ns < 1e18)) {
-    throw InvalidArgument("'" + value +
-                          "' is not a duration: give a number and a unit ms, s, m, h or d "
-                          "(e.g. 10m), at least 1ms");
+    throw InvalidArgument("'" + value + "' is not a duration: " + forms + ", at least 1ms");
   }
   return static_cast<std::uint64_t>(std::llround(ns));
 }
@@ -87,9 +90,7 @@ StreamShape::StreamShape(const StreamOptions& options) : options_(options) {
   if (options_.capacity < 1 || options_.capacity > 1'000'000'000'000'000) {
     throw InvalidArgument("capacity must be between 1 and 1e15 items");
   }
-  if (!(options_.error_rate > 0.0 && options_.error_rate <= kMaxErrorRate)) {
-    throw InvalidArgument("error rate must be above 0 and at most 0.5");
-  }
+  check_error_rate(options_.error_rate);
   if (options_.window_ns != 0) {
     if (options_.slices == 0) options_.slices = kDefaultSlices;
     if (options_.growth == 0) options_.growth = kDefaultWindowGrowth;

@@ -373,7 +373,7 @@ Fd open_companion(const std::string& filter_path, int flags) {
   if (fd.get() < 0) {
     if (errno == ENOENT) {
       throw NotFound("filter " + filter_path + " has no exact set (" + path +
-                     "): build one with add or load --exact");
+                     "): " + how_to_get_exact_set(FilterContents::unknown, false, filter_path));
     }
     throw StorageError(errno_message("cannot open " + path));
   }

@@ -437,8 +437,8 @@ std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
   const auto fields = redis::read_ready(*router, meta_key(name), redis::kExactFormat, "exact set",
                                         redis::kExactVersion, kCreationWait);
   if (!fields) {
-    throw NotFound("filter '" + name + "' on redis " + endpoint.describe() +
-                   " has no exact set: build one with add or load --exact");
+    throw NotFound("filter '" + name + "' on redis " + endpoint.describe() + " has no exact set: " +
+                   how_to_get_exact_set(FilterContents::unknown, true, name));
   }
   return std::make_unique<RedisExactSet>(std::move(router), name,
                                          redis::parse_exact_metadata(*fields));
