@@ -61,7 +61,7 @@ class FailingStore final : public Store {
 
 std::vector<std::string> numbered(int count) {
   std::vector<std::string> names;
-  for (int i = 0; i < count; ++i) names.push_back("item-" + std::to_string(i));
+  for (int i = 0; i < count; ++i) names.push_back(std::string("item-").append(std::to_string(i)));
   return names;
 }
 
