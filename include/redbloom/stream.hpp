@@ -60,7 +60,7 @@ struct StreamOptions {
   friend bool operator==(const StreamOptions&, const StreamOptions&) = default;
 };
 
-// "10m" -> 600e9. Units ms, s, m (or min), h, d; at least 1 ms. InvalidArgument otherwise,
+// "10m" -> 600e9. Units ms, s, m (or min), h, d; at least a millisecond. InvalidArgument otherwise,
 // also for a number without a unit ("3600": seconds, minutes?).
 [[nodiscard]] std::uint64_t parse_duration_ns(std::string_view text);
 // 600e9 -> "10m", 1500e6 -> "1.5s".
