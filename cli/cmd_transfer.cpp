@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <set>
 
 #include "commands.hpp"
 #include "diagnostics.hpp"
@@ -12,7 +11,6 @@
 #include "progress.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/transfer.hpp"
-#include "redis/redis_store.hpp"
 #include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
@@ -67,17 +65,6 @@ int run_transfer(const Location& from, const Location& to, const TransferCommand
   if (copied.exact) summary.count("exact set entries", "exact_entries", copied.exact_entries);
   summary.print(cmd.json, cmd.quiet);
   return kExitOk;
-}
-
-// Whether two Redis locations have a server in common (compared by run_id and db, so that
-// localhost and 127.0.0.1 are one server).
-bool share_a_server(const Location& a, const Location& b) {
-  std::set<std::string> seen;
-  for (const RedisEndpoint& server : a.servers) seen.insert(RedisStore::keyspace_id(server));
-  for (const RedisEndpoint& server : b.servers) {
-    if (seen.count(RedisStore::keyspace_id(server)) != 0) return true;
-  }
-  return false;
 }
 
 void add_common(CLI::App& sub, TransferCommand& cmd) {
@@ -154,7 +141,7 @@ void register_transfers(CLI::App& app, int& exit_code) {
           to.redis_uri.empty() ? Location::redis(from.servers, to.name) : to.resolve();
       // The same keys under two addresses (localhost and 127.0.0.1, an alias): --force would
       // drop the source before copying it. The server's run_id tells.
-      if (dest.name == from.name && share_a_server(from, dest)) {
+      if (same_redis_filter(from, dest)) {
         throw InvalidArgument("copy: source and destination are the same filter");
       }
       exit_code = run_transfer(from, dest, *cmd, "copy");

@@ -10,37 +10,15 @@
 #include <fstream>
 #include <map>
 
-#include "core/stream_shape.hpp"
 #include "diagnostics.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
-#include "redbloom/sizing.hpp"
 
 namespace redbloom::cli {
 namespace {
 
-std::string shown(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", value);
-  return buf;
-}
-
-// Two significant digits: 7.6e-88.
-std::string brief(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g", value);
-  return buf;
-}
-
 bool given(const CLI::Option* option) {
   return option != nullptr && option->count() > 0;
-}
-
-bool any_sizing_given(const SizingOptions& o) {
-  return given(o.capacity_option) || given(o.error_rate_option) || given(o.layout_option) ||
-         given(o.bits_option) || given(o.hashes_option) || given(o.partition_option) ||
-         given(o.window_option) || given(o.slices_option) || given(o.growth_option) ||
-         given(o.rate_option) || given(o.max_bytes_option);
 }
 
 }  // namespace
@@ -153,7 +131,7 @@ void add_sizing_options(CLI::App& command, SizingOptions& o) {
   o.capacity_option = command.add_option("-n,--capacity", o.capacity,
                                          "Items the filter is sized for (default 1e6)");
   o.error_rate_option = command.add_option("-p,--error-rate", o.error_rate,
-                                           "False-positive rate at capacity (default 0.01)");
+                                           "False-positive rate at capacity: 0.01 (default), 1e-3 or 0.1%");
   o.layout_option = command.add_option("--layout", o.layout, "classic (default) or blocked");
   o.bits_option = command.add_option("--bits", o.bits, "Explicit size in bits (with --hashes)");
   o.hashes_option =
@@ -195,151 +173,36 @@ void add_sizing_options(CLI::App& command, SizingOptions& o) {
   o.bits_option->excludes(o.growth_option);
 }
 
-double parse_rate(const std::string& text) {
-  const std::string forms = "give items per period: 12000/s, 12000/m, 12000/h or 12000/d";
-  const std::size_t slash = text.find('/');
-  if (slash == std::string::npos) {
-    throw InvalidArgument("--rate " + text + " has no period: " + forms);
-  }
-  const std::string count = text.substr(0, slash);
-  const std::string unit = text.substr(slash + 1);
-  const std::map<std::string, double> per{
-      {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}};
-  char* end = nullptr;
-  const double value = std::strtod(count.c_str(), &end);
-  const auto found = per.find(unit);
-  if (count.empty() || *end != '\0' || found == per.end() || !(value > 0) || !(value < 1e15)) {
-    throw InvalidArgument("bad rate '" + text + "': " + forms);
-  }
-  return value / found->second;
+FilterRequest SizingOptions::request() const {
+  FilterRequest r;
+  r.default_size = true;
+  r.force_rate = force_rate;
+  if (given(capacity_option)) r.capacity = capacity;
+  if (given(error_rate_option)) r.error_rate = error_rate;
+  if (given(layout_option)) r.layout = layout;
+  if (given(bits_option)) r.bits = bits;
+  if (given(hashes_option)) r.hashes = hashes;
+  if (given(partition_option)) r.partition_size = partition_size;
+  if (given(window_option)) r.window = window;
+  if (given(slices_option)) r.slices = slices;
+  if (given(growth_option)) r.growth = growth;
+  if (given(rate_option)) r.item_rate = rate;
+  if (given(max_bytes_option)) r.max_bytes = max_bytes;
+  return r;
 }
 
-bool rate_capped(const FilterParams& built, double target) {
-  // Below the cap, rounding only lowers the rate; a capped k leaves it far above the target.
-  return built.hashes >= kMaxHashes && built.error_rate > target * 1.01;
+SizedRequest requested_size(const SizingOptions& options) {
+  return size_request(options.request());
 }
 
-void check_rate_reached(const FilterParams& built, double target, double asked, bool consent) {
-  if (consent || !rate_capped(built, target)) return;
-  char bits_per_item[32];
-  std::snprintf(bits_per_item, sizeof bits_per_item, "%.0f",
-                static_cast<double>(built.total_bits()) / static_cast<double>(built.capacity));
-  const std::string reached =
-      target == asked ? "a rate of " + brief(built.error_rate) + " at capacity, not " + brief(asked)
-                      : "a rate of " + brief(built.error_rate) + " in each link, not the " +
-                            brief(target) + " that -p " + brief(asked) + " needs";
-  throw InvalidArgument("-p " + brief(asked) + " cannot be built: a filter uses at most " +
-                        std::to_string(kMaxHashes) + " hashes per item, so this one (" +
-                        bits_per_item +
-                        " bits per item) would take items it never saw for ones it holds at " +
-                        reached + ". Rates down to about " + brief(std::pow(0.5, kMaxHashes)) +
-                        " are built as asked: give one of those, or add --force-rate to build "
-                        "this filter anyway");
+FilterParams requested_params(const SizingOptions& options) {
+  const SizedRequest sized = requested_size(options);
+  if (!sized.params) throw InvalidArgument("these options make a windowed or growing filter");
+  return *sized.params;
 }
 
-std::optional<StreamOptions> requested_stream(const SizingOptions& o) {
-  if (!given(o.window_option) && !given(o.growth_option)) {
-    if (given(o.max_bytes_option)) {
-      throw InvalidArgument(
-          "--max-bytes limits a windowed or growing filter: add --window or "
-          "--growth (a plain filter's size is fixed by -n and -p)");
-    }
-    return std::nullopt;
-  }
-  const auto layout = parse_layout(o.layout);
-  if (!layout) throw InvalidArgument("unknown layout '" + o.layout + "' (use classic or blocked)");
-  check_error_rate(o.error_rate);
-  if (given(o.window_option)) {
-    // A bare number once meant seconds; a window of 3600 is too easily meant otherwise.
-    char* end = nullptr;
-    (void)std::strtod(o.window.c_str(), &end);
-    if (!o.window.empty() && end != o.window.c_str() && *end == '\0') {
-      throw InvalidArgument("--window " + o.window +
-                            " has no unit: give a number and a unit ms, s, m, h or d (e.g. " +
-                            o.window + "s, " + o.window + "m, 1h, 7d)");
-    }
-  }
-  if (given(o.slices_option) && (o.slices < 1 || o.slices > kMaxSlices)) {
-    throw InvalidArgument("--slices " + std::to_string(o.slices) + " is out of range: give 1 to " +
-                          std::to_string(kMaxSlices) + " slices per window (default " +
-                          std::to_string(kDefaultSlices) + ")");
-  }
-  if (given(o.growth_option) && (o.growth < 2 || o.growth > 1024)) {
-    throw InvalidArgument("--growth " + std::to_string(o.growth) +
-                          " is out of range: give 2 to 1024 (each new link holds that many "
-                          "times the last one's items)");
-  }
-  StreamOptions stream;
-  stream.layout = *layout;
-  stream.error_rate = o.error_rate;
-  stream.max_partition_bytes = parse_size(o.partition_size);
-  if (given(o.window_option)) stream.window_ns = parse_duration_ns(o.window);
-  stream.slices = o.slices;
-  stream.growth = o.growth;
-  if (given(o.max_bytes_option)) stream.max_bytes = parse_size(o.max_bytes);
-  double capacity = o.capacity;
-  if (given(o.rate_option)) capacity = parse_rate(o.rate) * double(stream.window_ns) / 1e9;
-  if (!(capacity >= 1) || capacity > 1e15) {
-    throw InvalidArgument(
-        "a windowed or growing filter needs at least 1 item per window (or in "
-        "its first link); got " +
-        shown(capacity));
-  }
-  stream.capacity = static_cast<std::uint64_t>(std::ceil(capacity));
-  const StreamShape shape(stream);  // checks the combination, naming what is wrong
-  check_rate_reached(shape.link_params(0), shape.link_error_rate(0), o.error_rate, o.force_rate);
-  return stream;
-}
-
-std::uint64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw InvalidArgument("bad size '" + text + "' (examples: 64MiB, 512M, 4096)");
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "" || unit == "B") {
-    scale = 1;
-  } else if (unit == "K" || unit == "KiB" || unit == "k") {
-    scale = 1024;
-  } else if (unit == "M" || unit == "MiB") {
-    scale = 1024.0 * 1024;
-  } else if (unit == "G" || unit == "GiB") {
-    scale = 1024.0 * 1024 * 1024;
-  } else {
-    throw InvalidArgument("bad size unit in '" + text + "' (use B, KiB, MiB or GiB)");
-  }
-  const double bytes = value * scale;
-  if (!(bytes >= 1) || bytes > 1e18 || bytes != std::floor(bytes)) {
-    throw InvalidArgument("bad size '" + text + "'");
-  }
-  return static_cast<std::uint64_t>(bytes);
-}
-
-FilterParams requested_params(const SizingOptions& o) {
-  const auto layout = parse_layout(o.layout);
-  if (!layout) throw InvalidArgument("unknown layout '" + o.layout + "' (use classic or blocked)");
-  const std::uint64_t partition_bytes = parse_size(o.partition_size);
-  if (given(o.bits_option)) {
-    if (!(o.bits >= 1) || o.bits != std::floor(o.bits)) {
-      throw InvalidArgument("--bits must be a positive whole number (got " + shown(o.bits) + ")");
-    }
-    if (o.bits > static_cast<double>(kMaxFilterBits)) {
-      throw InvalidArgument("--bits " + shown(o.bits) +
-                            " is too large: a filter holds at most 2^63 bits (1 EiB)");
-    }
-    const auto capacity =
-        given(o.capacity_option) ? static_cast<std::uint64_t>(std::ceil(o.capacity)) : 0;
-    return explicit_filter(static_cast<std::uint64_t>(o.bits), o.hashes, *layout, capacity,
-                           partition_bytes);
-  }
-  check_error_rate(o.error_rate);
-  const FilterParams params = size_filter(o.capacity, o.error_rate, *layout, partition_bytes);
-  check_rate_reached(params, o.error_rate, o.error_rate, o.force_rate);
-  return params;
+std::optional<StreamOptions> requested_stream(const SizingOptions& options) {
+  return requested_size(options).stream;
 }
 
 namespace {
@@ -438,21 +301,20 @@ Filter create_stream_filter(const FilterLocation& location, const StreamOptions&
 WritableFilter open_for_writing(const FilterLocation& location, const SizingOptions& options,
                                 bool create_if_missing) {
   // Validate the options even when the filter exists: a typo must not pass silently.
-  const std::optional<StreamOptions> stream = requested_stream(options);
-  const FilterParams requested = requested_params(options);
+  const SizedRequest sized = requested_size(options);
+  const std::optional<StreamOptions>& stream = sized.stream;
   const Location where = location.resolve();
   OpenReport report;
-  OpenOptions open_options =
-      stream ? OpenOptions::create_stream(*stream, any_sizing_given(options))
-             : OpenOptions::create_missing(requested, any_sizing_given(options));
+  OpenOptions open_options = stream ? OpenOptions::create_stream(*stream, sized.given)
+                                    : OpenOptions::create_missing(*sized.params, sized.given);
   open_options.create_if_missing = create_if_missing;
   if (create_if_missing && where.kind == Location::Kind::file) check_new_file(where.path);
   Filter filter = open_with_hint(where, open_options, &report);
   for (const std::string& warning : report.warnings) report_warning(warning);
   if (report.created) {
     std::string note = "created filter " + where.describe() + ": " +
-                       (stream ? describe(*stream) : describe(requested));
-    if (!any_sizing_given(options)) {
+                       (stream ? describe(*stream) : describe(*sized.params));
+    if (!sized.given) {
       note +=
           " (the default size, -n 1e6 -p 0.01); past its capacity new items are ever more "
           "often taken for ones already seen: for another size, drop it and pass "

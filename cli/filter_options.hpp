@@ -8,6 +8,7 @@
 #include <string>
 
 #include "redbloom/filter.hpp"
+#include "redbloom/filter_request.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
@@ -15,13 +16,15 @@
 
 namespace redbloom::cli {
 
+// The sizing options as CLI11 fills them; request() hands the ones given to the library
+// (filter_request.hpp), which has the rules and the defaults.
 struct SizingOptions {
-  double capacity = 1e6;
-  double error_rate = 0.01;
-  std::string layout = "classic";
+  double capacity = 0;
+  std::string error_rate;  // "0.01", "1e-3", "0.1%"
+  std::string layout;
   double bits = 0;
   std::uint32_t hashes = 0;
-  std::string partition_size = "64MiB";
+  std::string partition_size;
   // Set by add_sizing_options; count() tells whether the user gave the option.
   CLI::Option* capacity_option = nullptr;
   CLI::Option* error_rate_option = nullptr;
@@ -42,6 +45,9 @@ struct SizingOptions {
   CLI::Option* max_bytes_option = nullptr;
   // Build a filter whose rate is above the one asked for (hashes capped), instead of refusing.
   bool force_rate = false;
+
+  // The options given, with the command line's default size for a filter sized by none.
+  [[nodiscard]] FilterRequest request() const;
 };
 
 // Where a filter lives, as the options give it, in the location strings of Location::parse
@@ -75,19 +81,13 @@ void add_location_options(CLI::App& command, FilterLocation& location,
                           const std::string& flag_prefix = "", const std::string& path_alias = "");
 void add_sizing_options(CLI::App& command, SizingOptions& options);
 
-// The parameters the options ask for. Throws InvalidArgument for bad values.
+// What the options ask for (size_request): a plain filter's parameters or a stream's options.
+// Throws InvalidArgument for bad values or options that do not go together.
+[[nodiscard]] SizedRequest requested_size(const SizingOptions& options);
+// The plain filter's parameters the options ask for (they ask for no stream).
 [[nodiscard]] FilterParams requested_params(const SizingOptions& options);
 // A windowed or growing filter, when --window or --growth asks for one; nullopt otherwise.
 [[nodiscard]] std::optional<StreamOptions> requested_stream(const SizingOptions& options);
-// "12000/s", "1e6/m", "500/h", "20/d" -> items per second. A number without its period is
-// refused (InvalidArgument showing the accepted forms).
-[[nodiscard]] double parse_rate(const std::string& text);
-// A filter's rate at capacity is above its target only when its hash count is capped
-// (kMaxHashes): refused, saying what would be built, unless `consent` (--force-rate). `target`
-// is the rate `built` was sized for, `asked` the user's -p (they differ for a stream's links).
-void check_rate_reached(const FilterParams& built, double target, double asked, bool consent);
-// Whether `built` misses its `target` rate because its hash count is capped.
-[[nodiscard]] bool rate_capped(const FilterParams& built, double target);
 
 // Opens the filter for writing (Filter::open). A missing filter is created from the options
 // when `create_if_missing` (and a note on stderr says so, with its size); an existing one must
@@ -104,8 +104,5 @@ struct WritableFilter {
                                    bool overwrite);
 [[nodiscard]] Filter create_stream_filter(const FilterLocation& location,
                                           const StreamOptions& stream, bool overwrite);
-
-// "64MiB", "512M", "1GiB", "4096" -> bytes. Throws InvalidArgument.
-[[nodiscard]] std::uint64_t parse_size(const std::string& text);
 
 }  // namespace redbloom::cli

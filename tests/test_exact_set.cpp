@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/exact_fingerprint.hpp"
 #include "core/sharding.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"

@@ -148,7 +148,4 @@ void drop_stale_exact_set(const Location& location, const Filter& filter);
 // What `redbloom info` shows of it; nullopt if there is none.
 [[nodiscard]] std::optional<ExactSetSummary> exact_set_summary(const Location& location);
 
-// The fingerprint of an item (exposed for tests).
-[[nodiscard]] std::uint64_t exact_fingerprint(std::string_view item) noexcept;
-
 }  // namespace redbloom

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/file_access.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
@@ -29,17 +30,6 @@
 namespace redbloom {
 
 class FileStore;
-
-// How a process uses a filter file.
-enum class FileAccess {
-  read_only,
-  // A shared writer: each batch takes the writers' lock (two fcntl calls), which a batch of
-  // ~1000 items makes negligible and a loop of single add() calls pays each time.
-  read_write,
-  // The sole writer while open: takes the writers' lock at open (waiting for other writers) and
-  // holds it until closed, so writes need no per-call lock. Readers are not affected.
-  exclusive_write,
-};
 
 // How Filter::open treats a filter that is missing, still being created, or made differently.
 struct OpenOptions {

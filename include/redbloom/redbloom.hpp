@@ -3,6 +3,7 @@
 
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
+#include "redbloom/file_access.hpp"
 #include "redbloom/file_faults.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"

@@ -42,4 +42,10 @@ struct CopyReport {
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
                        const CopyProgress& progress = {});
 
+// Whether two Redis locations name one filter: the same name on a server they have in common,
+// compared by the servers' run_id and db (localhost and 127.0.0.1 are one server, as is an
+// alias), so a copy onto itself can be refused before `overwrite` drops the source. Asks each
+// server (StorageError if one cannot be reached); false if either location is not in Redis.
+[[nodiscard]] bool same_redis_filter(const Location& a, const Location& b);
+
 }  // namespace redbloom

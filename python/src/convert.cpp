@@ -4,19 +4,10 @@
 #include <cstdint>
 
 #include "redbloom/error.hpp"
-#include "redbloom/sizing.hpp"
 
 namespace redbloom::python {
 
 namespace {
-
-Layout layout_of(const py::object& layout) {
-  if (layout.is_none()) return Layout::classic;
-  const std::string name = py::cast<std::string>(layout);
-  const auto parsed = parse_layout(name);
-  if (!parsed) throw InvalidArgument("layout '" + name + "' is not classic or blocked");
-  return *parsed;
-}
 
 double number(const py::object& value, const char* what) {
   try {
@@ -27,84 +18,39 @@ double number(const py::object& value, const char* what) {
   }
 }
 
-std::uint64_t whole(const py::object& value, const char* what) {
-  const double x = number(value, what);
-  if (!(x >= 1) || x > 1.8e19 || x != static_cast<double>(static_cast<std::uint64_t>(x))) {
-    throw InvalidArgument(std::string(what) + " must be a positive whole number");
-  }
-  return static_cast<std::uint64_t>(x);
+std::optional<double> number_of(const py::object& value, const char* what) {
+  if (value.is_none()) return std::nullopt;
+  return number(value, what);
+}
+
+// A number, or text with its unit ("0.1%", "10m", "2GiB").
+std::optional<RequestValue> value_of(const py::object& value, const char* what) {
+  if (value.is_none()) return std::nullopt;
+  if (py::isinstance<py::str>(value)) return RequestValue(value.cast<std::string>());
+  return RequestValue(number(value, what));
 }
 
 }  // namespace
 
-std::optional<FilterParams> requested_params(const py::object& capacity,
-                                             const py::object& error_rate, const py::object& layout,
-                                             const py::object& bits, const py::object& hashes) {
-  if (!bits.is_none() || !hashes.is_none()) {
-    if (bits.is_none() || hashes.is_none()) {
-      throw InvalidArgument("bits= and hashes= go together (a size set by hand)");
-    }
-    if (!error_rate.is_none()) {
-      throw InvalidArgument("error_rate= sizes a filter; with bits= and hashes= it is implied");
-    }
-    const std::uint64_t k = whole(hashes, "hashes");
-    if (k > 64) throw InvalidArgument("hashes must be at most 64");
-    return explicit_filter(whole(bits, "bits"), static_cast<std::uint32_t>(k), layout_of(layout),
-                           capacity.is_none() ? 0 : whole(capacity, "capacity"));
+SizedRequest requested_size(const SizingKeywords& k) {
+  FilterRequest r;
+  r.spelling = OptionSpelling::keywords;
+  r.capacity = number_of(k.capacity, "capacity");
+  r.error_rate = value_of(k.error_rate, "error_rate");
+  if (!k.layout.is_none()) r.layout = py::cast<std::string>(k.layout);
+  r.bits = number_of(k.bits, "bits");
+  r.hashes = number_of(k.hashes, "hashes");
+  if (!k.window.is_none()) {
+    // A datetime.timedelta says its unit; a plain number is seconds.
+    const bool timedelta =
+        py::isinstance(k.window, py::module_::import("datetime").attr("timedelta"));
+    r.window = timedelta ? RequestValue(number(k.window.attr("total_seconds")(), "window"))
+                         : *value_of(k.window, "window");
   }
-  if (capacity.is_none()) {
-    if (!error_rate.is_none() || !layout.is_none()) {
-      throw InvalidArgument("capacity= (the number of items expected) is needed to size a filter");
-    }
-    return std::nullopt;
-  }
-  const double n = number(capacity, "capacity");
-  const double p = error_rate.is_none() ? 0.01 : number(error_rate, "error_rate");
-  return size_filter(n, p, layout_of(layout));
-}
-
-std::optional<StreamOptions> requested_stream(const py::object& capacity,
-                                              const py::object& error_rate,
-                                              const py::object& layout, const py::object& window,
-                                              const py::object& slices, const py::object& growth,
-                                              const py::object& max_bytes) {
-  if (window.is_none() && growth.is_none()) {
-    if (!slices.is_none() || !max_bytes.is_none()) {
-      throw InvalidArgument(
-          "slices= and max_bytes= belong to a windowed or growing filter: "
-          "give window= or growth=");
-    }
-    return std::nullopt;
-  }
-  if (capacity.is_none()) {
-    throw InvalidArgument("capacity= (items per window, or of the first link) is needed");
-  }
-  StreamOptions stream;
-  stream.capacity = whole(capacity, "capacity");
-  stream.error_rate = error_rate.is_none() ? 0.01 : number(error_rate, "error_rate");
-  stream.layout = layout_of(layout);
-  if (!window.is_none()) {
-    if (py::isinstance<py::str>(window)) {
-      stream.window_ns = parse_duration_ns(window.cast<std::string>());
-    } else {
-      // A datetime.timedelta says its unit; a plain number is seconds.
-      const bool timedelta =
-          py::isinstance(window, py::module_::import("datetime").attr("timedelta"));
-      const double seconds =
-          timedelta ? number(window.attr("total_seconds")(), "window") : number(window, "window");
-      if (!(seconds >= 0.001) || !(seconds < 1e9)) {
-        throw InvalidArgument(
-            "window must be at least 0.001 seconds (a number of seconds, a datetime.timedelta or a "
-            "string like '10m')");
-      }
-      stream.window_ns = static_cast<std::uint64_t>(std::llround(seconds * 1e9));
-    }
-  }
-  if (!slices.is_none()) stream.slices = static_cast<std::uint32_t>(whole(slices, "slices"));
-  if (!growth.is_none()) stream.growth = static_cast<std::uint32_t>(whole(growth, "growth"));
-  if (!max_bytes.is_none()) stream.max_bytes = whole(max_bytes, "max_bytes");
-  (void)describe(stream);  // refuses what no filter can have, naming it
-  return stream;
+  r.slices = number_of(k.slices, "slices");
+  r.growth = number_of(k.growth, "growth");
+  r.max_bytes = value_of(k.max_bytes, "max_bytes");
+  return size_request(r);
 }
 
 py::dict params_dict(const FilterParams& params) {

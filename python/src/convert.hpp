@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "redbloom/filter.hpp"
+#include "redbloom/filter_request.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/stream.hpp"
 
@@ -16,19 +17,22 @@ namespace redbloom::python {
 
 namespace py = pybind11;
 
-// The size a caller asked for: capacity and error rate (error_rate 0.01 and layout classic
-// by default, as the CLI), or bits and hashes. nullopt when nothing was given.
-std::optional<FilterParams> requested_params(const py::object& capacity,
-                                             const py::object& error_rate, const py::object& layout,
-                                             const py::object& bits, const py::object& hashes);
+// The sizing keywords of open(), create() and KnownSet, each None when not given.
+struct SizingKeywords {
+  py::object capacity = py::none();
+  py::object error_rate = py::none();
+  py::object layout = py::none();
+  py::object bits = py::none();
+  py::object hashes = py::none();
+  py::object window = py::none();  // seconds, a datetime.timedelta, or "10m"
+  py::object slices = py::none();
+  py::object growth = py::none();
+  py::object max_bytes = py::none();
+};
 
-// A windowed or growing filter, when window= or growth= was given (window: seconds or "10m";
-// capacity: items per window). nullopt otherwise.
-std::optional<StreamOptions> requested_stream(const py::object& capacity,
-                                              const py::object& error_rate,
-                                              const py::object& layout, const py::object& window,
-                                              const py::object& slices, const py::object& growth,
-                                              const py::object& max_bytes);
+// What the keywords ask for (size_request, filter_request.hpp): a plain filter's parameters, a
+// windowed or growing filter's options, or neither (open an existing filter only).
+SizedRequest requested_size(const SizingKeywords& keywords);
 
 py::dict params_dict(const FilterParams& params);
 py::dict info_dict(const FilterInfo& info);

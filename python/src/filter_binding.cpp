@@ -198,10 +198,10 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
                                       const py::object& window, const py::object& slices,
                                       const py::object& growth, const py::object& max_bytes) {
   const Location location = Location::parse(where, name);
-  const std::optional<StreamOptions> stream =
-      requested_stream(capacity, error_rate, layout, window, slices, growth, max_bytes);
-  const std::optional<FilterParams> params =
-      stream ? std::nullopt : requested_params(capacity, error_rate, layout, bits, hashes);
+  const SizedRequest sized = requested_size(
+      {capacity, error_rate, layout, bits, hashes, window, slices, growth, max_bytes});
+  const std::optional<StreamOptions>& stream = sized.stream;
+  const std::optional<FilterParams>& params = sized.params;
   OpenOptions options;
   options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
   if (stream) {
@@ -236,10 +236,10 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
                                         const py::object& window, const py::object& slices,
                                         const py::object& growth, const py::object& max_bytes) {
   const Location location = Location::parse(where, name);
-  const std::optional<StreamOptions> stream =
-      requested_stream(capacity, error_rate, layout, window, slices, growth, max_bytes);
-  const std::optional<FilterParams> params =
-      stream ? std::nullopt : requested_params(capacity, error_rate, layout, bits, hashes);
+  const SizedRequest sized = requested_size(
+      {capacity, error_rate, layout, bits, hashes, window, slices, growth, max_bytes});
+  const std::optional<StreamOptions>& stream = sized.stream;
+  const std::optional<FilterParams>& params = sized.params;
   if (!params && !stream) {
     throw InvalidArgument("create needs a size: capacity= (or bits= and hashes=)");
   }

@@ -120,8 +120,11 @@ std::unique_ptr<PyKnownSet> make_known_set(const std::string& where, const std::
                                            const py::object& layout, bool exact, bool create,
                                            bool overwrite) {
   const Location location = Location::parse(where, name);
-  const std::optional<FilterParams> params =
-      requested_params(capacity, error_rate, layout, py::none(), py::none());
+  SizingKeywords keywords;
+  keywords.capacity = capacity;
+  keywords.error_rate = error_rate;
+  keywords.layout = layout;
+  const std::optional<FilterParams> params = requested_size(keywords).params;
   std::optional<KnownSet> set;
   {
     py::gil_scoped_release no_gil;

@@ -1,7 +1,7 @@
+#include "core/exact_fingerprint.hpp"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
-
-#include "redbloom/exact_set.hpp"
 
 namespace redbloom {
 

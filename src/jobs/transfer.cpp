@@ -1,10 +1,13 @@
 #include "redbloom/transfer.hpp"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redis/redis_store.hpp"
 
 namespace redbloom {
 namespace {
@@ -115,6 +118,16 @@ CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
     throw;
   }
   return report;
+}
+
+bool same_redis_filter(const Location& a, const Location& b) {
+  if (!a.in_redis() || !b.in_redis() || a.name != b.name) return false;
+  std::set<std::string> seen;
+  for (const RedisEndpoint& server : a.servers) seen.insert(RedisStore::keyspace_id(server));
+  for (const RedisEndpoint& server : b.servers) {
+    if (seen.count(RedisStore::keyspace_id(server)) != 0) return true;
+  }
+  return false;
 }
 
 }  // namespace redbloom

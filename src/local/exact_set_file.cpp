@@ -33,6 +33,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "core/exact_fingerprint.hpp"
 #include "core/file_format.hpp"
 #include "local/posix_file.hpp"
 #include "redbloom/error.hpp"

@@ -18,7 +18,7 @@
 
 #include "core/file_format.hpp"
 #include "local/bitmap_store.hpp"
-#include "redbloom/filter.hpp"
+#include "redbloom/file_access.hpp"
 
 namespace redbloom {
 

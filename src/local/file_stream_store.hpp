@@ -17,7 +17,7 @@
 #include "local/file_store.hpp"
 #include "local/stream_manifest.hpp"
 #include "local/stream_store.hpp"
-#include "redbloom/filter.hpp"
+#include "redbloom/file_access.hpp"
 
 namespace redbloom {
 

@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/exact_fingerprint.hpp"
 #include "format.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"

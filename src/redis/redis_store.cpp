@@ -5,11 +5,11 @@
 #include <cstring>
 #include <vector>
 
+#include "core/bitmap_buffer.hpp"
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/sharding.hpp"
-#include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "run_each.hpp"
 #include "store_state.hpp"
@@ -373,14 +373,14 @@ void RedisStore::load(std::span<const std::string_view> items) {
     const std::size_t wave = std::max<std::size_t>(1, s.router->masters());
     for (std::size_t first = 0; first < bulk.size(); first += wave) {
       const std::size_t count = std::min(wave, bulk.size() - first);
-      std::vector<std::unique_ptr<MemoryStore>> built(count);
+      std::vector<std::unique_ptr<BitmapBuffer>> built(count);
       redis::run_each(count, [&](std::size_t j) {
         const State::Group& g = bulk[first + j];
-        built[j] = std::make_unique<MemoryStore>(single_partition(s.params));
+        built[j] = std::make_unique<BitmapBuffer>(single_partition(s.params));
         std::vector<std::string_view> members;
         members.reserve(g.end - g.begin);
         for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
-        built[j]->load(members);
+        built[j]->set(members);
       });
       std::vector<Delta> deltas;
       for (std::size_t j = 0; j < count; ++j) {
@@ -439,15 +439,15 @@ void RedisStore::contains(std::span<const std::string_view> items,
       continue;
     }
     // Cheaper to read the whole partition once and answer here.
-    MemoryStore copy(single_partition(s.params));
+    BitmapBuffer copy(single_partition(s.params));
     download(s, g.partition, 0, s.params.partition_bytes(),
              [&](std::uint64_t at, std::span<const std::uint8_t> piece) {
-               copy.write_bytes(0, at, piece);
+               std::memcpy(copy.bytes().data() + at, piece.data(), piece.size());
              });
     std::vector<std::string_view> members;
     std::vector<std::uint8_t> answers(g.end - g.begin);
     for (std::size_t i = g.begin; i < g.end; ++i) members.push_back(items[s.order[i]]);
-    copy.contains(members, answers);
+    copy.test(members, answers.data());
     for (std::size_t i = g.begin; i < g.end; ++i) present[s.order[i]] = answers[i - g.begin];
   }
   const std::vector<State::Group> units =
