@@ -251,90 +251,15 @@ struct Slice {
   std::uint64_t length = 0;
 };
 
-// An item's bits in one link, word by word where it can: a blocked item's k bits lie in one
-// 64-byte block, so its probes become eight word masks, checked and set with eight loads and
-// stores (links of tightened rates have k of 20 and more).
-class LinkBits {
- public:
-  LinkBits(std::uint8_t* bytes, const Link& link) noexcept : bytes_(bytes), link_(link) {}
-
-  [[nodiscard]] bool contains(const ItemHash& h) const noexcept {
-    if (!words()) {
-      std::uint8_t present = 0;
-      PartitionView(bytes_, link_.params).contains(std::span<const ItemHash>(&h, 1), &present);
-      return present != 0;
-    }
-    std::uint64_t mask[8];
-    masks(h, mask);
-    const std::uint8_t* block = block_of(h);
-    bool all = true;
-    for (std::size_t w = 0; w < 8; ++w) {
-      std::uint64_t word = 0;
-      std::memcpy(&word, block + 8 * w, 8);
-      all = all && (word & mask[w]) == mask[w];
-    }
-    return all;
-  }
-
-  // Sets the item's bits; true iff one of them was clear.
-  bool add(const ItemHash& h) noexcept {
-    if (!words()) {
-      std::uint8_t fresh = 0;
-      PartitionView(bytes_, link_.params).add(std::span<const ItemHash>(&h, 1), &fresh);
-      return fresh != 0;
-    }
-    std::uint64_t mask[8];
-    masks(h, mask);
-    std::uint8_t* block = block_of(h);
-    bool missing = false;
-    for (std::size_t w = 0; w < 8; ++w) {
-      std::uint64_t word = 0;
-      std::memcpy(&word, block + 8 * w, 8);
-      missing = missing || (word & mask[w]) != mask[w];
-      word |= mask[w];
-      std::memcpy(block + 8 * w, &word, 8);
-    }
-    return missing;
-  }
-
- private:
-  [[nodiscard]] bool words() const noexcept {
-    return link_.params.layout == Layout::blocked && std::endian::native == std::endian::little;
-  }
-  [[nodiscard]] std::uint8_t* block_of(const ItemHash& h) const noexcept {
-    return bytes_ + layout::blocked_block_of(h, link_.params.partition_bits) * (kBlockBits / 8);
-  }
-  // layout::blocked_probes_in_block's probes, one multiply per round of eight. Redis bit order
-  // (bit_order.hpp): bit b is bit 7 - b % 8 of byte b / 8, so bit (b % 64) ^ 7 of the
-  // little-endian word b / 64.
-  void masks(const ItemHash& h, std::uint64_t (&mask)[8]) const noexcept {
-    std::fill(std::begin(mask), std::end(mask), 0);
-    const unsigned start = layout::blocked_start_word(h.hi);
-    const std::uint32_t k = link_.params.hashes;
-    for (std::uint32_t round = 0; 8 * round < k; ++round) {
-      const std::uint64_t x = h.hi * layout::kRoundMultipliers[round];
-      const std::uint32_t in_round = std::min<std::uint32_t>(8, k - 8 * round);
-      for (std::uint32_t j = 0; j < in_round; ++j) {
-        const unsigned w = (start + 8 * round + j) & 7;
-        const auto bit = static_cast<unsigned>((x >> layout::blocked_field_shift(w)) & 63);
-        mask[w] |= std::uint64_t{1} << (bit ^ 7);
-      }
-    }
-  }
-
-  std::uint8_t* bytes_;
-  const Link& link_;
-};
-
 class Probe {
  public:
   explicit Probe(const std::vector<ItemHash>& hashes) : hashes_(hashes) {}
 
   // found[i] = 1 for the items not yet found whose bits are all set in `link` at `bytes`.
   void operator()(std::uint8_t* bytes, const Link& link, std::vector<std::uint8_t>& found) const {
-    const LinkBits bits(bytes, link);
+    const PartitionView bits(bytes, link.params);
     for (std::size_t i = 0; i < hashes_.size(); ++i) {
-      if (found[i] == 0 && bits.contains(hashes_[i])) found[i] = 1;
+      if (found[i] == 0 && bits.contains_one(hashes_[i])) found[i] = 1;
     }
   }
 
@@ -623,8 +548,8 @@ int add_items(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const Str
     }
     // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
     // already set them all (then nothing changed and the item is not new).
-    LinkBits bits(cur.bytes + r.start[links - 1], r.links[links - 1]);
-    if (bits.add(hashes[i])) {
+    PartitionView bits(cur.bytes + r.start[links - 1], r.links[links - 1].params);
+    if (bits.add_one(hashes[i])) {
       ++count;
       wrote = true;
       flags.push_back(found[i] != 0 ? '0' : '1');

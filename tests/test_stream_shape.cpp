@@ -4,9 +4,12 @@
 #include <cmath>
 #include <map>
 
+#include "core/filter_chain.hpp"
+#include "core/link_sizing.hpp"
 #include "core/stream_shape.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/sizing.hpp"
 
 namespace redbloom {
 namespace {
@@ -162,6 +165,49 @@ TEST(StreamShape, EncodesAndParsesItsOptions) {
   changed = fields;
   changed["hash_scheme"] = "99";
   EXPECT_THROW((void)StreamShape::parse(changed, "t"), FormatError);
+}
+
+}  // namespace
+}  // namespace redbloom
+
+namespace redbloom {
+namespace {
+
+// The two kinds of filter that grow size their links with one routine (link_sizing.hpp): a
+// module chain's link i and a growing filter's link i are what size_link gives for their
+// capacity and rate, down to a blocked link too tight for a block being classic in both.
+TEST(LinkSizing, ChainsAndStreamLinksAreSizedByOneRoutine) {
+  constexpr std::uint64_t kWholeString = kRedisMaxStringBits / 8;
+  for (const double p : {0.01, 1e-12, 1e-30}) {
+    ChainOptions chain_options;
+    chain_options.capacity = 1000;
+    chain_options.error_rate = p;
+    chain_options.expansion = 2;
+    chain_options.layout = Layout::blocked;
+    FilterChain chain(chain_options, default_chain_allocator());
+    // A stream's first link is sized as asked, so its rate must be in a block's reach.
+    StreamOptions growing;
+    growing.capacity = 1000;
+    growing.error_rate = p < 1e-20 ? 1e-12 : p;
+    growing.growth = 2;
+    growing.layout = Layout::blocked;
+    const StreamShape shape(growing);
+    for (std::uint32_t link = 1; link < 6; ++link) {
+      SCOPED_TRACE("p=" + std::to_string(p) + " link " + std::to_string(link));
+      double target = 0;
+      const FilterParams chain_link = chain.next_link_params(&target);
+      EXPECT_EQ(chain_link,
+                size_link(1000.0 * std::pow(2.0, link), target, Layout::blocked, kWholeString));
+      EXPECT_EQ(chain_link.layout, p < 1e-20 ? Layout::classic : Layout::blocked);
+      const FilterParams stream_link = shape.link_params(link);
+      EXPECT_EQ(stream_link, size_link(double(shape.link_capacity(link)),
+                                       shape.link_error_rate(link), Layout::blocked, kWholeString));
+      if (growing.error_rate == p) {
+        EXPECT_EQ(stream_link.layout, chain_link.layout);
+      }
+      chain.add_link_with_params(chain_link, target, 0);
+    }
+  }
 }
 
 }  // namespace

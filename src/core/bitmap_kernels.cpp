@@ -29,24 +29,10 @@ using namespace parts;
 // with loads only, and store only if a bit was missing and this is a write (so a page of a
 // file mapping that only sees duplicates is never dirtied).
 
-inline void block_masks_scalar(std::uint64_t hi, std::uint32_t k,
-                               std::uint64_t (&mask)[kWordsPerBlock]) noexcept {
-  std::fill(std::begin(mask), std::end(mask), 0);
-  const unsigned s = layout::blocked_start_word(hi);
-  for (std::uint32_t base = 0; base < k; base += 8) {
-    const std::uint64_t x = hi * layout::kRoundMultipliers[base / 8];
-    const std::uint32_t count = std::min<std::uint32_t>(8, k - base);
-    for (std::uint32_t q = 0; q < count; ++q) {
-      const unsigned w = (s + q) & 7;
-      mask[w] |= word_mask((x >> layout::blocked_field_shift(w)) & 63);
-    }
-  }
-}
-
 template <Op op>
 inline bool apply_block_scalar(std::uint64_t* line, std::uint64_t hi, std::uint32_t k) noexcept {
   std::uint64_t mask[kWordsPerBlock];
-  block_masks_scalar(hi, k, mask);
+  layout::blocked_word_masks(hi, k, mask);
   std::uint64_t old[kWordsPerBlock];
   std::uint64_t missing = 0;
   for (std::uint64_t w = 0; w < kWordsPerBlock; ++w) {
@@ -404,7 +390,7 @@ __attribute__((flatten)) void blocked_any_scalar(std::span<const Bitmap* const> 
                        [](const BlockGeometry& geometry, std::uint64_t* const* words,
                           std::size_t count, std::uint64_t offset, std::uint64_t hi) {
                          std::uint64_t mask[kWordsPerBlock];
-                         block_masks_scalar(hi, geometry.hashes, mask);
+                         layout::blocked_word_masks(hi, geometry.hashes, mask);
                          std::uint8_t found = 0;
                          for (std::size_t b = 0; b + kSetLast < count; ++b) {
                            std::uint64_t missing = 0;

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "core/link_sizing.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
 
@@ -122,17 +123,7 @@ FilterParams FilterChain::link_params(std::size_t index, double* target_error) c
   double target = options_.error_rate;
   if (options_.scaling) target *= std::pow(kTighteningRatio, double(index + 1));
   *target_error = target;
-  // Sizing refuses rates above 0.5 (most absent items would read as present); a link sized
-  // for 0.5 meets any higher target.
-  const double rate = std::min(target, kMaxErrorRate);
-  if (options_.layout == Layout::blocked) {
-    try {
-      return size_filter(std::floor(capacity), rate, Layout::blocked, kLinkPartitionBytes);
-    } catch (const InvalidArgument&) {
-      // Rates far below 1e-20 are out of a 512-bit block's reach: such a link is classic.
-    }
-  }
-  return size_filter(std::floor(capacity), rate, Layout::classic, kLinkPartitionBytes);
+  return size_link(capacity, target, options_.layout, kLinkPartitionBytes);
 }
 
 FilterParams FilterChain::next_link_params(double* target_error) const {

@@ -8,10 +8,13 @@
 // confine each partition's probes to a slice of it and multiply the false-positive rate.)
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
 
+#include "core/bit_order.hpp"
 #include "redbloom/hash.hpp"
 #include "redbloom/sizing.hpp"
 
@@ -90,6 +93,23 @@ inline void blocked_probes_in_block(const ItemHash& h, std::uint32_t k, Visit&& 
     const std::uint64_t x = h.hi * kRoundMultipliers[i / 8];
     const unsigned w = (s + i) & 7;
     visit(std::uint64_t{w} * 64 + ((x >> blocked_field_shift(w)) & 63));
+  }
+}
+
+// The same k probes as eight masks over the block's 64-bit little-endian words, in Redis bit
+// order (bit_order.hpp): one multiply per round of eight probes. What every kernel tests and
+// sets a blocked item's line with, aligned or not.
+inline void blocked_word_masks(std::uint64_t hi, std::uint32_t k,
+                               std::uint64_t (&mask)[kBlockBits / 64]) noexcept {
+  std::fill(std::begin(mask), std::end(mask), 0);
+  const unsigned s = blocked_start_word(hi);
+  for (std::uint32_t base = 0; base < k; base += 8) {
+    const std::uint64_t x = hi * kRoundMultipliers[base / 8];
+    const std::uint32_t count = std::min<std::uint32_t>(8, k - base);
+    for (std::uint32_t q = 0; q < count; ++q) {
+      const unsigned w = (s + q) & 7;
+      mask[w] |= word_mask((x >> blocked_field_shift(w)) & 63);
+    }
   }
 }
 

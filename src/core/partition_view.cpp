@@ -1,5 +1,7 @@
 #include "core/partition_view.hpp"
 
+#include <cstring>
+
 #include "core/bit_order.hpp"
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
@@ -15,18 +17,64 @@ void PartitionView::probes(const ItemHash& h, Visit&& visit) const {
   }
 }
 
+std::uint8_t* PartitionView::block_of(const ItemHash& h) const noexcept {
+  return bytes_ + layout::blocked_block_of(h, partition_bits_) * (kBlockBits / 8);
+}
+
+bool PartitionView::add_one(const ItemHash& h) noexcept {
+  if (layout_ == Layout::blocked) {
+    std::uint64_t mask[kBlockBits / 64];
+    layout::blocked_word_masks(h.hi, hashes_, mask);
+    std::uint8_t* block = block_of(h);
+    std::uint64_t missing = 0;
+    for (std::size_t w = 0; w < kBlockBits / 64; ++w) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, block + 8 * w, 8);
+      missing |= mask[w] & ~word;
+      if ((mask[w] & ~word) != 0) {
+        word |= mask[w];
+        std::memcpy(block + 8 * w, &word, 8);
+      }
+    }
+    return missing != 0;
+  }
+  bool missing = false;
+  probes(h, [&](std::uint64_t bit) {
+    std::uint8_t& byte = bytes_[redis_byte_index(bit)];
+    const std::uint8_t mask = redis_byte_mask(bit);
+    missing = missing || (byte & mask) == 0;
+    byte |= mask;
+  });
+  return missing;
+}
+
+bool PartitionView::contains_one(const ItemHash& h) const noexcept {
+  if (layout_ == Layout::blocked) {
+    std::uint64_t mask[kBlockBits / 64];
+    layout::blocked_word_masks(h.hi, hashes_, mask);
+    const std::uint8_t* block = block_of(h);
+    std::uint64_t missing = 0;
+    for (std::size_t w = 0; w < kBlockBits / 64; ++w) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, block + 8 * w, 8);
+      missing |= mask[w] & ~word;
+    }
+    return missing == 0;
+  }
+  bool all = true;
+  // A classic lookup stops at the first clear bit.
+  probes(h, [&](std::uint64_t bit) {
+    all = all && (bytes_[redis_byte_index(bit)] & redis_byte_mask(bit)) != 0;
+    return all;
+  });
+  return all;
+}
+
 std::size_t PartitionView::add(std::span<const ItemHash> hashes, std::uint8_t* newly) noexcept {
   std::size_t fresh = 0;
   for (std::size_t i = 0; i < hashes.size(); ++i) {
-    std::uint8_t missing = 0;
-    probes(hashes[i], [&](std::uint64_t bit) {
-      std::uint8_t& byte = bytes_[redis_byte_index(bit)];
-      const std::uint8_t mask = redis_byte_mask(bit);
-      missing |= (byte & mask) == 0 ? 1 : 0;
-      byte |= mask;
-    });
-    newly[i] = missing;
-    fresh += missing;
+    newly[i] = add_one(hashes[i]) ? 1 : 0;
+    fresh += newly[i];
   }
   return fresh;
 }
@@ -35,13 +83,7 @@ std::size_t PartitionView::contains(std::span<const ItemHash> hashes,
                                     std::uint8_t* present) const noexcept {
   std::size_t found = 0;
   for (std::size_t i = 0; i < hashes.size(); ++i) {
-    bool all = true;
-    // A classic lookup stops at the first clear bit (a blocked one reads its one line).
-    probes(hashes[i], [&](std::uint64_t bit) {
-      all = all && (bytes_[redis_byte_index(bit)] & redis_byte_mask(bit)) != 0;
-      return all;
-    });
-    present[i] = all ? 1 : 0;
+    present[i] = contains_one(hashes[i]) ? 1 : 0;
     found += present[i];
   }
   return found;

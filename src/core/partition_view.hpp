@@ -6,7 +6,8 @@
 //   kernels::Bitmap (bitmap_kernels.hpp)  a whole filter, 64-byte aligned, accessed by words
 //                                          and vectors with atomic stores: local stores, whose
 //                                          mapped files other processes read at the same time.
-//   PartitionView (here)                   one partition, any alignment, accessed by bytes, not
+//   PartitionView (here)                   one partition, any alignment, accessed by bytes (a
+//                                          blocked item's line by unaligned words), not
 //                                          atomically: one writer at a time (a Redis module
 //                                          runs single-threaded). Same bits, same answers.
 #pragma once
@@ -35,6 +36,9 @@ class PartitionView {
   std::size_t add(std::span<const ItemHash> hashes, std::uint8_t* newly) noexcept;
   // present[i] = 1 iff every bit of item i is set. Returns how many were.
   std::size_t contains(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept;
+  // One item: true iff some bit of it was 0 (add, which sets them) / every bit is set.
+  bool add_one(const ItemHash& h) noexcept;
+  [[nodiscard]] bool contains_one(const ItemHash& h) const noexcept;
   // The same, hashing the items first (hash scheme 1).
   std::size_t add(std::span<const std::string_view> items, std::uint8_t* newly) noexcept;
   std::size_t contains(std::span<const std::string_view> items,
@@ -43,6 +47,9 @@ class PartitionView {
  private:
   template <class Visit>
   void probes(const ItemHash& h, Visit&& visit) const;
+  // A blocked item's 64-byte block: its probes as eight word masks (layout.hpp), each word
+  // read and written with an unaligned 8-byte copy.
+  [[nodiscard]] std::uint8_t* block_of(const ItemHash& h) const noexcept;
 
   std::uint8_t* bytes_;
   Layout layout_;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/link_sizing.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/hash.hpp"
 #include "redbloom/sizing.hpp"
@@ -176,15 +177,8 @@ FilterParams StreamShape::size_link(std::uint32_t link) const {
     throw InvalidArgument("link " + std::to_string(link) + " would hold more than 2^53 items");
   }
   // Sized as one partition (the largest a sizing takes), then cut into the first link's count.
-  FilterParams params;
-  try {
-    params = size_filter(double(link_capacity(link)), link_error_rate(link), options_.layout,
-                         kRedisMaxStringBits / 8);
-  } catch (const InvalidArgument&) {
-    // Rates far below 1e-20 are out of a 512-bit block's reach: such a link is classic.
-    params = size_filter(double(link_capacity(link)), link_error_rate(link), Layout::classic,
-                         kRedisMaxStringBits / 8);
-  }
+  FilterParams params = redbloom::size_link(double(link_capacity(link)), link_error_rate(link),
+                                            options_.layout, kRedisMaxStringBits / 8);
   const std::uint64_t bits = params.total_bits();
   params.partitions = first_.partitions;
   params.partition_bits = round_up((bits + params.partitions - 1) / params.partitions, kBlockBits);
