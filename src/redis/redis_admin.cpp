@@ -236,8 +236,9 @@ std::vector<std::string> RedisStore::eviction_risks(const RedisEndpoint& endpoin
     if (reply->type != REDIS_REPLY_ARRAY) {
       // Managed services rename CONFIG or refuse it: the policy cannot be checked, so say so
       // rather than call the server safe.
-      const std::string why =
+      std::string why =
           redis::is_error(*reply) ? std::string(redis::text_of(*reply)) : std::string("no reply");
+      why = why.substr(0, why.find(", with args beginning with"));
       const std::string where =
           router->is_cluster() ? "the master serving slot " + std::to_string(slot) + " of " : "";
       risks.push_back("redis " + where + endpoint.describe() +

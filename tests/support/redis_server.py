@@ -35,8 +35,10 @@ def wait_until(condition, what, timeout=60.0, interval=0.02):
 
 
 class RedisServer:
-    def __init__(self, directory, *options, wrapper=()):
-        """wrapper: a command line that runs the server (a memory checker), before its own."""
+    def __init__(self, directory, *options, wrapper=(), auth=None):
+        """wrapper: a command line that runs the server (a memory checker), before its own.
+        auth: (user, password) the test's own clients log in with (a server whose default
+        user is off)."""
         if shutil.which("redis-server") is None:
             pytest.fail("redis-server not found (scripts/install-deps.sh --test installs it)")
         if wrapper and shutil.which(wrapper[0]) is None:
@@ -44,6 +46,7 @@ class RedisServer:
         self.directory = directory
         self.options = list(options)
         self.wrapper = list(wrapper)
+        self.auth = auth
         self.port = None
         self.process = None
         self.start()
@@ -66,7 +69,7 @@ class RedisServer:
                 self.wrapper + ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                                 "--save", "", "--appendonly", "no", "--dir", str(self.directory),
                                 "--logfile", str(self.log)] + self.options)
-            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+            client = self._redis(port, socket_timeout=10)
             deadline = time.monotonic() + START_TIMEOUT
             while process.poll() is None and time.monotonic() < deadline:
                 try:
@@ -90,9 +93,15 @@ class RedisServer:
     def pid(self):
         return self.process.pid if self.process is not None else None
 
+    def _redis(self, port, **options):
+        if self.auth is not None:
+            options.setdefault("username", self.auth[0])
+            options.setdefault("password", self.auth[1])
+        return redis.Redis(host="127.0.0.1", port=port, **options)
+
     def client(self, **options):
         options.setdefault("socket_timeout", 60)
-        return redis.Redis(host="127.0.0.1", port=self.port, **options)
+        return self._redis(self.port, **options)
 
     def alive(self):
         return self.process is not None and self.process.poll() is None
