@@ -106,6 +106,15 @@ check "growing: no false negatives" 20000 "$out"
 run info --redis "$G" --name app:growing
 check_contains "growing info" "growing" "$out"
 
+# --- the password from the environment, not the command line ---
+NOPASS=${APP/:app-secret@/:@}
+out=$(REDBLOOM_REDIS_PASSWORD=app-secret "$redbloom" exists --redis "$NOPASS" --name app:urls -c b.txt \
+  2> "$work/stderr")
+check "a user with the password in REDBLOOM_REDIS_PASSWORD" "0 20000" "$? $out"
+run exists --redis "$NOPASS" --name app:urls -c b.txt
+check "a user without a password logs in as that user, refused" 3 "$rc"
+check_contains "the refusal is the server's" "WRONGPASS" "$err"
+
 # --- drop everything, each with its own user ---
 run drop --redis "$W" --name app:window
 check "drop windowed" 0 "$rc"
