@@ -106,6 +106,15 @@ check "growing: no false negatives" 20000 "$out"
 run info --redis "$G" --name app:growing
 check_contains "growing info" "growing" "$out"
 
+# --- sharded over two databases (INFO refused: the servers told apart by address) ---
+S=$(user_for app:sharded)
+run dedup --redis "$S/0,$S/1" --name app:sharded -n 100000 --partition-size 8KiB a.txt
+check "sharded dedup" 20000 "$(wc -l <<< "$out")"
+run exists --redis "$S/0,$S/1" --name app:sharded -c b.txt
+check "sharded exists" 10000 "$out"
+run drop --redis "$S/0,$S/1" --name app:sharded
+check "sharded drop" 0 "$rc"
+
 # --- the password from the environment, not the command line ---
 NOPASS=${APP/:app-secret@/:@}
 out=$(REDBLOOM_REDIS_PASSWORD=app-secret "$redbloom" exists --redis "$NOPASS" --name app:urls -c b.txt \
