@@ -4,7 +4,7 @@
 # only with MANAGED_TLS=1). Every command works there, or fails with a message naming the
 # permission it lacks. No command reads or writes a key outside its filter's own names: each
 # filter is used by a user whose key patterns allow only that filter's names (NAME, NAME:*),
-# and the server's ACL LOG must show no refused key.
+# and the server's ACL LOG must show no refused key. MANAGED_TLS=1 runs it all over TLS.
 # With PATH/TO/redbloom.so, the same server again with the module loaded (a service with a
 # Bloom engine): the module's commands for redbloom's filters, BF.* for a BF key.
 # Usage: cli_managed_test.sh PATH/TO/redbloom [PATH/TO/redbloom.so]
@@ -20,11 +20,12 @@ seq 10001 30000 | sed 's/^/url-/' > b.txt
 
 # A user for one filter: its keys only, every command but @dangerous.
 user_for() {  # user_for NAME... : prints the URI of a user allowed exactly those filters' keys
+  # (in database $db, when set)
   local user="u$RANDOM$RANDOM" patterns=() name
   for name in "$@"; do patterns+=("~$name" "~$name:*"); done
   managed_cli acl setuser "$user" on ">pw-$user" resetkeys "${patterns[@]}" resetchannels \
     +@all -@dangerous > /dev/null
-  managed_uri "$user" "pw-$user"
+  managed_uri "$user" "pw-$user" "${db:-}"
 }
 refused_keys() {  # the keys the server refused anyone since the last call, one line each
   managed_cli acl log | awk 'prev == "reason" {r = $0} prev == "object" && r == "key" {print} {prev = $0}'
@@ -107,12 +108,12 @@ run info --redis "$G" --name app:growing
 check_contains "growing info" "growing" "$out"
 
 # --- sharded over two databases (INFO refused: the servers told apart by address) ---
-S=$(user_for app:sharded)
-run dedup --redis "$S/0,$S/1" --name app:sharded -n 100000 --partition-size 8KiB a.txt
+S="$(db=0 user_for app:sharded),$(db=1 user_for app:sharded)"
+run dedup --redis "$S" --name app:sharded -n 100000 --partition-size 8KiB a.txt
 check "sharded dedup" 20000 "$(wc -l <<< "$out")"
-run exists --redis "$S/0,$S/1" --name app:sharded -c b.txt
+run exists --redis "$S" --name app:sharded -c b.txt
 check "sharded exists" 10000 "$out"
-run drop --redis "$S/0,$S/1" --name app:sharded
+run drop --redis "$S" --name app:sharded
 check "sharded drop" 0 "$rc"
 
 # --- the password from the environment, not the command line ---
@@ -158,7 +159,7 @@ check "no SCRIPT LOAD allowed" 3 "$rc"
 check_contains "names SCRIPT LOAD" "the Redis user may not run SCRIPT LOAD (NOPERM" "$err"
 run drop --redis "$APP" --name app:w2
 check "drop by the app user" 0 "$rc"
-run exists --redis "redis://app:wrong@127.0.0.1:$managed_port" --name app:urls a.txt
+run exists --redis "$(managed_uri app wrong)" --name app:urls a.txt
 check "wrong password" 3 "$rc"
 check "the password is never printed" "no" "$([[ "$err" == *wrong@* ]] && echo yes || echo no)"
 

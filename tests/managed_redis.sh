@@ -6,7 +6,8 @@
 #     (which holds CONFIG, DEBUG, MODULE, KEYS, INFO, ...);
 #   - `admin`, for the test itself to look (ACL LOG, KEYS) and to add users;
 #   - with MANAGED_TLS=1, TLS only (`port 0`, `tls-port`), with certificates made by openssl.
-# start_managed_redis sets managed_port, managed_pid, and managed_uri USER PASSWORD prints the URI.
+# start_managed_redis sets managed_port and managed_pid; managed_uri USER PASSWORD [DB] prints
+# the URI (rediss:// with the test CA under MANAGED_TLS=1).
 # managed_cli ARGS... runs redis-cli as admin. A missing redis-server is a failure, never a skip.
 managed_port=""
 managed_pid=""
@@ -97,11 +98,12 @@ start_managed_redis() {
   exit 1
 }
 
-managed_uri() {  # managed_uri USER PASSWORD
+managed_uri() {  # managed_uri USER PASSWORD [DB]
+  local db=${3:+/$3}
   if [[ "$managed_tls" == 1 ]]; then
-    echo "rediss://$1:$2@127.0.0.1:$managed_port?ca_file=$managed_dir/tls/ca.crt"
+    echo "rediss://$1:$2@127.0.0.1:$managed_port$db?ca_file=$managed_dir/tls/ca.crt"
   else
-    echo "redis://$1:$2@127.0.0.1:$managed_port"
+    echo "redis://$1:$2@127.0.0.1:$managed_port$db"
   fi
 }
 
