@@ -101,7 +101,7 @@ start_managed_redis() {
 managed_uri() {  # managed_uri USER PASSWORD [DB]
   local db=${3:+/$3}
   if [[ "$managed_tls" == 1 ]]; then
-    echo "rediss://$1:$2@127.0.0.1:$managed_port$db?ca_file=$managed_dir/tls/ca.crt"
+    echo "rediss://$1:$2@127.0.0.1:$managed_port$db?tls_ca=$managed_dir/tls/ca.crt"
   else
     echo "redis://$1:$2@127.0.0.1:$managed_port$db"
   fi
