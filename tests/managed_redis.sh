@@ -5,7 +5,7 @@
 #   - the application's user `app` limited to keys `app:*`, all commands but @dangerous
 #     (which holds CONFIG, DEBUG, MODULE, KEYS, INFO, ...);
 #   - `admin`, for the test itself to look (ACL LOG, KEYS) and to add users;
-#   - with MANAGED_TLS=1, TLS only (`port 0`, `tls-port`), with certificates made by openssl.
+#   - with MANAGED_TLS=1, TLS only (`port 0`, `tls-port`), with the TLS tests' certificates.
 # start_managed_redis sets managed_port and managed_pid; managed_uri USER PASSWORD [DB] prints
 # the URI (rediss:// with the test CA under MANAGED_TLS=1).
 # managed_cli ARGS... runs redis-cli as admin. A missing redis-server is a failure, never a skip.
@@ -25,20 +25,8 @@ stop_managed_redis() {
 
 trap 'stop_managed_redis; rm -rf "$work"' EXIT
 
-managed_tls_files() {
-  command -v openssl >/dev/null || {
-    echo "FAIL: openssl not found (scripts/install-deps.sh --test installs it)"
-    exit 1
-  }
-  local d="$managed_dir/tls"
-  mkdir -p "$d"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=test CA" \
-    -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null || return 1
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
-    -keyout "$d/server.key" -out "$d/server.csr" 2>/dev/null || return 1
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$d/ext.cnf"
-  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
-    -days 2 -extfile "$d/ext.cnf" -out "$d/server.crt" 2>/dev/null
+managed_tls_files() {  # the TLS tests' certificates (tests/support/make-tls-certs.sh)
+  bash "$tests_dir/support/make-tls-certs.sh" "$managed_dir/tls" > /dev/null
 }
 
 start_managed_redis() {

@@ -1,6 +1,6 @@
-"""The package and the Scrapy dupefilter on a server set up like a managed service: no default
-user, CONFIG renamed away, users limited to a key pattern without @dangerous (CONFIG, DEBUG,
-MODULE, KEYS, INFO). Each filter is used by a user allowed only that filter's names (NAME,
+"""The package and the Scrapy dupefilter on a server set up like a managed service: TLS only, no
+default user, CONFIG renamed away, users limited to a key pattern without @dangerous (CONFIG,
+DEBUG, MODULE, KEYS, INFO). Each filter is used by a user allowed only that filter's names (NAME,
 NAME:*): the server's ACL LOG then shows any key read or written outside them."""
 
 import pytest
@@ -9,7 +9,7 @@ from scrapy.core.scheduler import Scheduler
 from scrapy.utils.test import get_crawler
 
 import redbloom
-from redis_server import RedisServer
+from redis_server import RedisServer, make_tls_certificates
 
 ADMIN = ("admin", "admin-secret")
 # Every creation there warns that the eviction policy cannot be read (tested once, below).
@@ -18,13 +18,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*maxmemory-policy could not be 
 
 @pytest.fixture(scope="module")
 def managed(tmp_path_factory):
+    certificates = make_tls_certificates(tmp_path_factory.mktemp("tls"))
     server = RedisServer(tmp_path_factory.mktemp("managed"),
                          "--rename-command", "CONFIG", "",
                          "--user", "default", "off",
                          "--user", "app", "on", ">app-secret", "~app:*", "resetchannels",
                          "+@all", "-@dangerous",
                          "--user", *ADMIN[:1], "on", ">" + ADMIN[1], "~*", "&*", "+@all",
-                         auth=ADMIN)
+                         tls=certificates, auth=ADMIN)
     yield server
     server.kill()
 
@@ -35,7 +36,13 @@ def user_for(server, *names):
     patterns = [p for n in names for p in ("~" + n, "~" + n + ":*")]
     server.client().execute_command("ACL", "SETUSER", user, "on", ">pw-" + user, "resetkeys",
                                     *patterns, "resetchannels", "+@all", "-@dangerous")
-    return "redis://%s:pw-%s@127.0.0.1:%d" % (user, user, server.port)
+    return login(server, user, "pw-" + user)
+
+
+def login(server, user, password):
+    """The server's URI (rediss:// with the test CA) with a user and password."""
+    scheme, rest = server.url.split("://", 1)
+    return "%s://%s:%s@%s" % (scheme, user, password, rest)
 
 
 def refused_keys(server):
@@ -51,7 +58,7 @@ def test_an_eviction_policy_that_cannot_be_read_is_said(managed):
     with pytest.raises(Exception, match="unknown command"):
         client.execute_command("CONFIG", "GET", "maxmemory")
     with pytest.warns(redbloom.RedbloomWarning, match="maxmemory-policy could not be read"):
-        app = redbloom.open("redis://app:app-secret@127.0.0.1:%d#app:probe" % managed.port,
+        app = redbloom.open(login(managed, "app", "app-secret") + "#app:probe",
                             capacity=1000, error_rate=0.01)
     assert app.add("x") is True
     app.close()
@@ -90,7 +97,7 @@ def test_filters_of_every_kind_touch_only_their_own_keys(managed):
 
 def test_a_name_outside_the_users_keys_is_refused_naming_the_permission(managed):
     with pytest.raises(redbloom.StorageError) as refused:
-        redbloom.open("redis://app:app-secret@127.0.0.1:%d#elsewhere" % managed.port,
+        redbloom.open(login(managed, "app", "app-secret") + "#elsewhere",
                       capacity=1000, error_rate=0.01)
     assert "the Redis user may not use a key of this filter" in str(refused.value)
     assert "~NAME ~NAME:*" in str(refused.value)
