@@ -49,7 +49,7 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
 
 // "windowed 10m in 4 slices, ..." or the plain parameters.
 std::string describe_filter(const Filter& filter) {
-  if (const auto stream = filter.store().stream_info()) {
+  if (const auto stream = filter.backend().stream_info()) {
     return redbloom::describe(stream->options);
   }
   return describe(filter.params());
@@ -57,25 +57,25 @@ std::string describe_filter(const Filter& filter) {
 
 void check_parameters(const Filter& filter, const OpenOptions& options) {
   if (!options.require_params) return;
-  if (const auto server = filter.store().server_filter_info()) {
-    throw FilterExists("filter " + filter.store().location() +
+  if (const auto server = filter.backend().server_filter_info()) {
+    throw FilterExists("filter " + filter.backend().location() +
                        " has the parameters its server gave it (capacity " +
                        std::to_string(server->capacity) +
                        "), which redbloom's options cannot check; leave out the sizing options "
                        "to use it as it is");
   }
   if (options.stream) {
-    const auto stream = filter.store().stream_info();
+    const auto stream = filter.backend().stream_info();
     const StreamShape wanted(*options.stream);
     if (!stream || !(stream->options == wanted.options())) {
-      throw FilterExists("filter " + filter.store().location() +
+      throw FilterExists("filter " + filter.backend().location() +
                          " was created with other parameters: it is " + describe_filter(filter) +
                          "; the options ask for " + wanted.describe());
     }
     return;
   }
-  if (filter.store().stream_info() || !(filter.params() == *options.params)) {
-    throw FilterExists("filter " + filter.store().location() +
+  if (filter.backend().stream_info() || !(filter.params() == *options.params)) {
+    throw FilterExists("filter " + filter.backend().location() +
                        " was created with other parameters: it is " + describe_filter(filter) +
                        "; the options ask for " + describe(*options.params));
   }
@@ -107,7 +107,7 @@ const RedisEndpoint& exact_home(const Location& location) {
 // Whether `set` was made for `filter` (sets and filters that recorded no id are taken as one).
 bool belongs_to(const ExactSet& set, const Filter& filter) {
   const std::uint64_t made_for = set.filter_id();
-  const std::uint64_t id = filter.store().created_unix_ns();
+  const std::uint64_t id = filter.backend().created_unix_ns();
   return made_for == 0 || id == 0 || made_for == id;
 }
 
@@ -140,7 +140,7 @@ Filter Filter::create(const Location& location, const FilterParams& params, bool
 Filter Filter::create(const Location& location, const StreamOptions& stream, bool overwrite,
                       OpenReport* report, Clock clock) {
   const StreamShape shape(stream);
-  std::unique_ptr<Store> store;
+  std::unique_ptr<FilterBackend> store;
   switch (location.kind) {
     case Location::Kind::memory:
       store = make_memory_stream_store(shape, std::move(clock));
@@ -260,7 +260,7 @@ std::unique_ptr<ExactSet> open_exact_set(const Location& location, const Filter&
   }
   if (!belongs_to(*set, filter)) {
     throw FormatError(set->location() + " belongs to another filter than " +
-                      filter.store().location() +
+                      filter.backend().location() +
                       " (one deleted or replaced since): its items are not this filter's; drop "
                       "the filter and build it again with --exact");
   }
@@ -280,7 +280,7 @@ std::unique_ptr<ExactSet> create_exact_set(const Location& location, const Filte
       break;
   }
   return create_redis_exact_set(exact_home(location), location.name, expected, overwrite,
-                                filter.store().created_unix_ns());
+                                filter.backend().created_unix_ns());
 }
 
 void drop_exact_set(const Location& location) {
@@ -313,13 +313,14 @@ void drop_stale_exact_set(const Location& location, const Filter& filter) {
 
 std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const Filter& filter,
                                                 bool create) {
-  if (const auto stream = filter.store().stream_info(); stream && stream->options.window_ns != 0) {
+  if (const auto stream = filter.backend().stream_info();
+      stream && stream->options.window_ns != 0) {
     if (!create) return nullptr;
     throw InvalidArgument("filter " + location.describe() +
                           " is windowed: it forgets items, and an exact set beside it would "
                           "not; use --exact with a plain or growing filter");
   }
-  if (const auto server = filter.store().server_filter_info()) {
+  if (const auto server = filter.backend().server_filter_info()) {
     if (!create) return nullptr;
     throw InvalidArgument("filter " + location.describe() + " is " + server->kind +
                           ": an exact set needs a redbloom filter beside it; create one (without "
@@ -327,7 +328,7 @@ std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const 
   }
   // Emptiness is read before the set is looked for: a racing writer may create the set and
   // add items in between, and its items must not be taken for ones added without a set.
-  const bool empty = filter.store().count_set_bits() == 0;
+  const bool empty = filter.backend().count_set_bits() == 0;
   if (exact_set_exists(location)) {
     // One left by a filter deleted or replaced since: replaced while this filter is empty
     // (nothing of it could be missing); else its items can never be verified.
