@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -124,5 +125,8 @@ class FilterBackend {
   [[nodiscard]] virtual StreamLinks* links() noexcept { return nullptr; }
   [[nodiscard]] virtual const StreamLinks* links() const noexcept { return nullptr; }
 };
+
+// A plain filter's backend: `store` (one bitmap, a custom store too) behind the interface.
+[[nodiscard]] std::unique_ptr<FilterBackend> plain_backend(std::unique_ptr<Store> store);
 
 }  // namespace redbloom

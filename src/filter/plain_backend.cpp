@@ -14,4 +14,8 @@ FilterShape PlainBackend::shape() const {
   return shape;
 }
 
+std::unique_ptr<FilterBackend> plain_backend(std::unique_ptr<Store> store) {
+  return std::make_unique<PlainBackend>(std::move(store));
+}
+
 }  // namespace redbloom
