@@ -32,9 +32,7 @@ class PyFilter {
  public:
   PyFilter(Filter filter, const Location& location, FileAccess access)
       : params_(filter.params()),
-        stream_(filter.store().stream_info()
-                    ? std::optional<StreamOptions>(filter.store().stream_info()->options)
-                    : std::nullopt),
+        stream_(filter.shape().stream),
         location_(location),
         remote_(location.in_redis()),
         handle_(std::move(filter), reopener(location, access)) {}
