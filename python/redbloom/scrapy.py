@@ -60,6 +60,9 @@ def _redis_py_client(redis, uri):
         options["password"] = unquote(parts.password)
     elif parts.username:
         options["password"] = unquote(parts.username)  # redis://secret@host: a password alone
+    if not options.get("password") and os.environ.get("REDBLOOM_REDIS_PASSWORD"):
+        # As the library does: a password left out of the URI comes from the environment.
+        options["password"] = os.environ["REDBLOOM_REDIS_PASSWORD"]
     # The first node of a cluster's list is enough: redis-py finds the others.
     first = urlsplit("//" + parts.netloc.rpartition("@")[2].split(",")[0])
     host = first.hostname
