@@ -6,6 +6,8 @@
 //   INITIAL_SIZE n        their capacity (100)
 //   EXPANSION n           their expansion (2)
 //   LAYOUT classic|blocked  the layout of every new filter (blocked: one cache line per item)
+//   DEFAULT_FORMAT redbloom|redisbloom  the type of new filters (redisbloom: RedisBloom's own,
+//                         which RedisBloom can load again)
 //   MAX_FILTER_BYTES n[k|m|g]  no filter grows past this (512m)
 //   CF_MAX_EXPANSIONS n   RedisBloom's cuckoo setting, accepted and ignored
 #include <cctype>
@@ -16,6 +18,7 @@
 #include "bloom_type.hpp"
 #include "command_support.hpp"
 #include "partition_commands.hpp"
+#include "redisbloom_commands.hpp"
 #include "redisbloom_type.hpp"
 #include "stream_commands.hpp"
 
@@ -78,6 +81,10 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       const auto layout = parse_layout(text(value));
       ok = layout.has_value();
       if (ok) s.layout = *layout;
+    } else if (is_option(argv[i], "DEFAULT_FORMAT")) {
+      const auto format = parse_format(text(value));
+      ok = format.has_value();
+      if (ok) default_format() = *format;
     } else if (is_option(argv[i], "CF_MAX_EXPANSIONS")) {
       // RedisBloom's cuckoo-filter setting: accepted so that its load lines work unchanged.
       ok = integer(value).has_value();
@@ -88,7 +95,7 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else {
       RedisModule_Log(ctx, module_api::kLogWarning,
                       "redbloom: unknown module argument '%.*s' (known: ERROR_RATE, "
-                      "INITIAL_SIZE, EXPANSION, LAYOUT, MAX_FILTER_BYTES)",
+                      "INITIAL_SIZE, EXPANSION, LAYOUT, DEFAULT_FORMAT, MAX_FILTER_BYTES)",
                       static_cast<int>(name.size()), name.data());
       return false;
     }

@@ -218,11 +218,16 @@ std::string link_problem(const Link& link) {
 }
 
 Chain Chain::make(std::uint64_t capacity, double error, std::uint32_t options,
-                  std::uint32_t expansion, ChainAllocator allocator) {
+                  std::uint32_t expansion, ChainAllocator allocator, std::uint64_t max_bytes) {
   Link first;
   const double target = (options & kNoScaling) != 0 ? error : error * kTightening;
-  if (!size_link(capacity, target, options, allocator, first)) {
-    throw InvalidArgument("ERR could not create filter");
+  bool over = false;
+  if (!size_link(capacity, target, options, allocator, first, max_bytes, &over)) {
+    if (over) {
+      throw InvalidArgument(
+          "filter would pass the module's memory limit per filter (MAX_FILTER_BYTES)");
+    }
+    throw InvalidArgument("could not create filter");
   }
   std::vector<Link> links;
   links.push_back(std::move(first));

@@ -99,9 +99,10 @@ class Chain {
  public:
   enum class AddResult : std::uint8_t { present, added, full, too_large, refused };
 
-  // BF.RESERVE's filter; throws InvalidArgument for figures RedisBloom refuses.
+  // BF.RESERVE's filter; throws InvalidArgument for figures RedisBloom refuses, and for a
+  // first sub-filter whose bits are over `max_bytes` (0: no limit), before allocating them.
   static Chain make(std::uint64_t capacity, double error, std::uint32_t options,
-                    std::uint32_t expansion, ChainAllocator allocator);
+                    std::uint32_t expansion, ChainAllocator allocator, std::uint64_t max_bytes = 0);
 
   [[nodiscard]] bool contains(std::string_view item) const noexcept;
   // As RedisBloom adds: present when a link has the item; else set in the newest link, after
