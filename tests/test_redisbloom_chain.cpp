@@ -117,6 +117,60 @@ TEST(RedisBloomChain, DamagedHeadersAreRefused) {
   EXPECT_THROW(Chain::decode_header(header, 8, default_chain_allocator()), InvalidArgument);
 }
 
+// Per sub-filter in the header: bytes, bits, items, error, bits per entry, probes, capacity,
+// n2 (53 bytes) after the chain's 20.
+std::string with_field(std::string header, std::size_t link, std::size_t at, const void* value,
+                       std::size_t size) {
+  header.replace(20 + 53 * link + at, size, static_cast<const char*>(value), size);
+  return header;
+}
+
+TEST(RedisBloomChain, HeaderFieldsOutsideWhatTheOptionsMakeAreRefused) {
+  const Chain chain = grown(kNewFilterOptions, 2, 500);
+  ASSERT_GE(chain.links().size(), 3u);
+  const std::string header = chain.encode_header();
+  ASSERT_NO_THROW(Chain::decode_header(header, 0, default_chain_allocator()));
+  const auto refused = [](const std::string& damaged) {
+    EXPECT_THROW(Chain::decode_header(damaged, 0, default_chain_allocator()), FormatError);
+  };
+  // An error rate of 1e-317 with the probes of another rate: its bits per entry do not match.
+  const double tiny = 1e-317;
+  refused(with_field(header, 0, 24, &tiny, 8));
+  // A second sub-filter whose error is not half the first's, though its other fields are kept.
+  const double off = chain.links()[1].error * 0.999;
+  refused(with_field(header, 1, 24, &off, 8));
+  // A capacity that does not follow from the one before.
+  const std::uint64_t capacity = chain.links()[2].capacity + 1;
+  refused(with_field(header, 2, 44, &capacity, 8));
+  // More items in a sub-filter than its capacity (the chain's total moved along).
+  const std::uint64_t items = chain.links()[2].capacity + 1;
+  std::string overfull = with_field(header, 2, 16, &items, 8);
+  const std::uint64_t total = chain.items() - chain.links()[2].items + items;
+  overfull.replace(0, 8, reinterpret_cast<const char*>(&total), 8);
+  refused(overfull);
+  // A first sub-filter with fewer bits than its capacity and rate make.
+  std::uint64_t capacity0 = chain.links()[0].capacity * 2;
+  refused(with_field(header, 0, 44, &capacity0, 8));
+  // A non-scaling filter with two sub-filters.
+  std::string two = header;
+  const std::uint32_t options = kNewFilterOptions | kNoScaling;
+  two.replace(12, 4, reinterpret_cast<const char*>(&options), 4);
+  refused(two);
+}
+
+TEST(RedisBloomChain, GrowsPastSixtyFourSubFiltersUntilTheErrorRateReachesZero) {
+  // BF.RESERVE poc 0.0001 1 EXPANSION 1: a sub-filter per item, each at half the error.
+  Chain chain = Chain::make(1, 0.0001, kNewFilterOptions, 1, default_chain_allocator());
+  int refused = 0;
+  for (int i = 0; i < 5001; ++i) refused += chain.add(item("poc:", i), 0) == AddResult::refused;
+  EXPECT_EQ(chain.links().size(), 1061u);  // as RedisBloom 2.4
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(chain.links().back().error, 0.0);
+  EXPECT_EQ(chain.problem(), "");
+  // Its header, with links at denormal error rates, loads back.
+  EXPECT_NO_THROW(Chain::decode_header(chain.encode_header(), 0, default_chain_allocator()));
+}
+
 TEST(RedisBloomChain, TheTwoHashVersionsPlaceItemsDifferently) {
   int same = 0;
   for (int i = 0; i < 100; ++i) {

@@ -161,8 +161,11 @@ bool Link::set(HashPair hash) noexcept {
   return changed;
 }
 
-bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
-               ChainAllocator allocator, Link& link, std::uint64_t max_bytes, bool* over_limit) {
+namespace {
+
+// A link's figures as RedisBloom's bloom_init sets them (its bits not allocated); false when
+// RedisBloom refuses them.
+bool shape_link(std::uint64_t capacity, double error, std::uint32_t options, Link& link) {
   if (capacity < 1 || !(error > 0) || error >= 1.0) return false;
   link = Link{};
   link.error = error;
@@ -195,7 +198,15 @@ bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
   const std::uint64_t bytes = bits % 64 != 0 ? (bits / 64 + 1) * 8 : bits / 8;
   link.bits = bytes * 8;
   link.hashes = probes_for(link.bits_per_entry);
-  if (link.hashes > kMaxHashes) return false;
+  return link.hashes <= kMaxHashes;
+}
+
+}  // namespace
+
+bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
+               ChainAllocator allocator, Link& link, std::uint64_t max_bytes, bool* over_limit) {
+  if (!shape_link(capacity, error, options, link)) return false;
+  const std::uint64_t bytes = link.bits / 8;
   if (max_bytes != 0 && bytes > max_bytes) {
     if (over_limit != nullptr) *over_limit = true;
     return false;
@@ -207,13 +218,24 @@ bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
 std::string link_problem(const Link& link) {
   if (!(link.error > 0) || link.error >= 1.0) return "error rate out of (0, 1)";
   if (link.n2 > 63) return "bit count exponent over 63";
-  if (link.n2 != 0 && link.bits < (std::uint64_t{1} << link.n2)) return "fewer bits than 2^n2";
+  if (link.n2 != 0) {
+    // 2^n2 bits, rounded up to whole 64-bit words as RedisBloom allocates them.
+    const std::uint64_t power = std::uint64_t{1} << link.n2;
+    if (link.bits != (power < 64 ? 64 : power)) return "bit count is not 2^n2";
+  }
   if (link.bits == 0) return "no bits";
   if (link.bits / 8 != link.data.size() || link.bits % 8 != 0) return "bit count and bytes differ";
   if (!(link.bits_per_entry >= 0) || link.hashes != probes_for(link.bits_per_entry)) {
     return "probe count does not match its bits per entry";
   }
   if (link.hashes == 0 || link.hashes > kMaxHashes) return "probe count out of range";
+  // RedisBloom derives the bits per entry from the error rate; the tolerance spares a libm
+  // that rounds the logarithm's last bit otherwise.
+  const double expected = bits_per_entry(link.error);
+  if (!(std::fabs(link.bits_per_entry - expected) <= 1e-9 * expected)) {
+    return "bits per entry do not match its error rate";
+  }
+  if (link.items > link.capacity) return "more items than its capacity";
   return {};
 }
 
@@ -361,6 +383,36 @@ std::string Chain::problem() const {
     total += link.items;
   }
   if (total != items_) return "item count differs from its sub-filters' sum";
+  if (!scaling() && links_.size() > 1) return "a non-scaling filter with more than one sub-filter";
+  // RedisBloom sizes the first sub-filter from BF.RESERVE's figures and each next one from
+  // the one before (capacity × expansion, half the error): every other shape is damage.
+  // Sizes are checked on the exact-size filters 2.x makes; power-of-two ones (older
+  // versions' data, whose sizing this module does not have on record) only by link_problem
+  // and the halving of their error rates.
+  const auto same_shape = [](const Link& a, const Link& b) {
+    return a.capacity == b.capacity && a.bits == b.bits && a.n2 == b.n2 && a.hashes == b.hashes;
+  };
+  Link expected;
+  const bool exact_sizes = (options_ & kNoRound) != 0 && (options_ & kEntsIsBits) == 0;
+  if (exact_sizes && (!shape_link(links_[0].capacity, links_[0].error, options_, expected) ||
+                      !same_shape(expected, links_[0]))) {
+    return "first sub-filter's size does not match its capacity and error rate";
+  }
+  for (std::size_t i = 1; i < links_.size(); ++i) {
+    const Link& before = links_[i - 1];
+    if (links_[i].error != before.error * kTightening) {
+      return "sub-filter " + std::to_string(i) + "'s error rate is not half the one before";
+    }
+    if (!exact_sizes) continue;
+    if (before.items < before.capacity) {
+      return "sub-filter " + std::to_string(i) + " follows one that is not full";
+    }
+    if ((!shape_link(before.capacity * expansion_, before.error * kTightening, options_,
+                     expected) ||
+         !same_shape(expected, links_[i]))) {
+      return "sub-filter " + std::to_string(i) + "'s size does not follow from the one before";
+    }
+  }
   return {};
 }
 
