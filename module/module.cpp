@@ -17,6 +17,7 @@
 #include "bf_commands.hpp"
 #include "bloom_type.hpp"
 #include "command_support.hpp"
+#include "module_info.hpp"
 #include "partition_commands.hpp"
 #include "redisbloom_commands.hpp"
 #include "redisbloom_type.hpp"
@@ -123,12 +124,16 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (RedisModule_IsModuleNameBusy("redbloom")) return module_api::kErr;
   RedisModule_SetModuleAttribs(ctx, "redbloom", 1, module_api::kApiVersion1);
   // Damaged RDB or RESTORE payloads then fail the load instead of stopping the server.
-  RedisModule_SetModuleOptions(ctx, module_api::kOptionHandleIoErrors);
+  // Async loading (a replica's swapdb diskless load) is safe: loading touches no keyspace and
+  // no state that commands change. Servers older than 7.0 ignore the flag.
+  RedisModule_SetModuleOptions(
+      ctx, module_api::kOptionHandleIoErrors | module_api::kOptionHandleReplAsyncLoad);
   if (!module::read_settings(ctx, argv, argc)) return module_api::kErr;
   if (!module::register_type(ctx)) return module_api::kErr;
   if (!module::register_redisbloom_type(ctx)) return module_api::kErr;
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
+  if (!module::register_info(ctx)) return module_api::kErr;
   return module_api::kOk;
 }

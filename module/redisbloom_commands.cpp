@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "module_info.hpp"
 #include "redbloom/error.hpp"
 #include "redisbloom_type.hpp"
 
@@ -58,13 +59,14 @@ Chain* redisbloom_create(RedisModuleCtx* ctx, const OpenKey& key, std::uint64_t 
   try {
     chain = std::make_unique<Chain>(Chain::make(
         capacity, error, redisbloom::kNewFilterOptions | (scaling ? 0 : redisbloom::kNoScaling),
-        expansion, server_allocator(), settings().max_filter_bytes));
+        expansion, redisbloom_allocator(), settings().max_filter_bytes));
   } catch (const InvalidArgument& e) {
     reply_error(ctx, (std::string("ERR ") + e.what()).c_str());
     return nullptr;
   }
   Chain* stored = chain.get();
   RedisModule_ModuleTypeSetValue(key.get(), redisbloom_type(), chain.release());
+  ++redisbloom_stats().filters;
   warn_if_filters_may_be_evicted(ctx);
   return stored;
 }
@@ -200,13 +202,14 @@ int redisbloom_create_from_header(RedisModuleCtx* ctx, RedisModuleString* name, 
   std::unique_ptr<Chain> chain;
   try {
     chain = std::make_unique<Chain>(
-        Chain::decode_header(header, settings().max_filter_bytes, server_allocator()));
+        Chain::decode_header(header, settings().max_filter_bytes, redisbloom_allocator()));
   } catch (const FormatError&) {
     return reply_error(ctx, "ERR received bad data");
   } catch (const InvalidArgument& e) {
     return reply_error(ctx, (std::string("ERR ") + e.what()).c_str());
   }
   RedisModule_ModuleTypeSetValue(key.get(), redisbloom_type(), chain.release());
+  ++redisbloom_stats().filters;
   warn_if_filters_may_be_evicted(ctx);
   RedisModule_ReplyWithSimpleString(ctx, "OK");
   announce(ctx, "bf.loadchunk", name);

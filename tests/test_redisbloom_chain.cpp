@@ -5,6 +5,8 @@
 // (tests/module/test_redisbloom_data.py).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,59 @@ TEST(RedisBloomChain, GrowsPastSixtyFourSubFiltersUntilTheErrorRateReachesZero) 
   EXPECT_EQ(chain.problem(), "");
   // Its header, with links at denormal error rates, loads back.
   EXPECT_NO_THROW(Chain::decode_header(chain.encode_header(), 0, default_chain_allocator()));
+}
+
+// What active defragmentation does to a block: a copy elsewhere, the old block poisoned (and
+// kept, so a stale pointer reads the poison instead of freed memory).
+struct Mover {
+  std::vector<std::vector<std::uint8_t>> old_blocks;
+  std::size_t sizes_known = 0;
+  const Chain* chain = nullptr;
+  int stop_after = -1;  // DefragShouldStop: true after this many calls
+
+  static void* move(void* context, void* block) {
+    auto& self = *static_cast<Mover*>(context);
+    std::size_t size = 0;
+    for (const Link& link : self.chain->links()) {
+      if (link.data.data() == block) size = link.data.size();
+    }
+    if (size == 0) return nullptr;  // not a block of the chain's: a bug
+    ++self.sizes_known;
+    void* moved = std::malloc(size);
+    std::memcpy(moved, block, size);
+    std::memset(block, 0xff, size);
+    // The chain's default allocator is malloc's: the poisoned block is handed to a vector
+    // that keeps it readable until the test ends.
+    self.old_blocks.emplace_back(static_cast<std::uint8_t*>(block),
+                                 static_cast<std::uint8_t*>(block) + size);
+    std::free(block);
+    return moved;
+  }
+  static bool stop(void* context) {
+    auto& self = *static_cast<Mover*>(context);
+    return self.stop_after >= 0 && self.stop_after-- == 0;
+  }
+};
+
+TEST(RedisBloomChain, DefragmentationMovesEveryBitsBlockWithoutChangingAnAnswer) {
+  Chain chain = grown(kNewFilterOptions, 2, 3000);
+  std::vector<bool> before;
+  for (int i = 0; i < 6000; ++i) before.push_back(chain.contains(item(i < 3000 ? "in:" : "x:", i)));
+  Mover mover;
+  mover.chain = &chain;
+  mover.stop_after = 1;  // a time budget that runs out after two sub-filters: resumed later
+  std::uint64_t moved = 0;
+  std::size_t next = chain.relocate(0, Mover::move, &mover, Mover::stop, &moved);
+  EXPECT_EQ(next, 2u);
+  EXPECT_EQ(moved, 2u);
+  next = chain.relocate(next, Mover::move, &mover, nullptr, &moved);
+  EXPECT_EQ(next, chain.links().size());
+  EXPECT_EQ(moved, chain.links().size());
+  EXPECT_EQ(mover.sizes_known, chain.links().size());
+  for (int i = 0; i < 6000; ++i) {
+    ASSERT_EQ(chain.contains(item(i < 3000 ? "in:" : "x:", i)), before[i]) << i;
+  }
+  EXPECT_EQ(chain.add(item("in:", 1), 0), AddResult::present);
 }
 
 TEST(RedisBloomChain, TheTwoHashVersionsPlaceItemsDifferently) {

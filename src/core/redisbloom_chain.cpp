@@ -57,10 +57,19 @@ class Writer {
 
 }  // namespace
 
-std::uint8_t* ByteAllocator::allocate(std::size_t n) {
-  void* pointer = source_.allocate(n);
-  if (pointer == nullptr) throw std::bad_alloc();
-  return static_cast<std::uint8_t*>(pointer);
+Bits::Bits(std::size_t size, ChainAllocator allocator) : size_(size), allocator_(allocator) {
+  if (size == 0) return;
+  data_ = static_cast<std::uint8_t*>(allocator_.allocate(size));
+  if (data_ == nullptr) throw std::bad_alloc();
+  std::memset(data_, 0, size);
+}
+
+Bits::Bits(const std::uint8_t* from, std::size_t size, ChainAllocator allocator)
+    : size_(size), allocator_(allocator) {
+  if (size == 0) return;
+  data_ = static_cast<std::uint8_t*>(allocator_.allocate(size));
+  if (data_ == nullptr) throw std::bad_alloc();
+  std::memcpy(data_, from, size);
 }
 
 std::uint32_t murmur2_32(std::string_view data, std::uint32_t seed) noexcept {
@@ -211,7 +220,7 @@ bool size_link(std::uint64_t capacity, double error, std::uint32_t options,
     if (over_limit != nullptr) *over_limit = true;
     return false;
   }
-  link.data = Bytes(bytes, 0, ByteAllocator(allocator));
+  link.data = Bits(bytes, allocator);
   return true;
 }
 
@@ -366,7 +375,7 @@ Chain Chain::decode_header(std::string_view header, std::uint64_t max_bytes,
     p += kLinkBytes;
     // The sizes are checked before the bits are allocated.
     if (link.bits != bytes * 8) throw FormatError("sub-filter bit count and bytes differ");
-    link.data = Bytes(bytes, 0, ByteAllocator(allocator));
+    link.data = Bits(bytes, allocator);
   }
   Chain chain(items, options, expansion, std::move(links), allocator);
   if (const std::string problem = chain.problem(); !problem.empty()) throw FormatError(problem);
@@ -414,6 +423,16 @@ std::string Chain::problem() const {
     }
   }
   return {};
+}
+
+std::size_t Chain::relocate(std::size_t first, void* (*move)(void*, void*), void* context,
+                            bool (*stop)(void*), std::uint64_t* moved) noexcept {
+  std::size_t i = first;
+  for (; i < links_.size(); ++i) {
+    if (stop != nullptr && i > first && stop(context)) break;
+    *moved += links_[i].data.relocate(move, context) ? 1 : 0;
+  }
+  return i;
 }
 
 Link* Chain::link_at(long long iterator, std::uint64_t* offset) noexcept {

@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/filter_chain.hpp"
@@ -48,28 +48,49 @@ struct HashPair {
 // The pair an item is placed by: probe i sets bit (a + i·b) mod the link's bit count.
 [[nodiscard]] HashPair item_hash(std::string_view item, std::uint32_t options) noexcept;
 
-// Bytes from a ChainAllocator: the module's links count in the server's memory, as RedisBloom's.
-class ByteAllocator {
+// A sub-filter's bits, from a ChainAllocator (the module's count in the server's memory, as
+// RedisBloom's), in one block that active defragmentation may move.
+class Bits {
  public:
-  using value_type = std::uint8_t;
-  template <class U>
-  struct rebind {
-    static_assert(std::is_same_v<U, std::uint8_t>, "bytes only");
-    using other = ByteAllocator;
-  };
-  ByteAllocator() noexcept : source_(default_chain_allocator()) {}
-  explicit ByteAllocator(ChainAllocator source) noexcept : source_(source) {}
-  [[nodiscard]] std::uint8_t* allocate(std::size_t n);
-  void deallocate(std::uint8_t* pointer, std::size_t) noexcept { source_.release(pointer); }
-  [[nodiscard]] ChainAllocator source() const noexcept { return source_; }
-  friend bool operator==(const ByteAllocator& x, const ByteAllocator& y) noexcept {
-    return x.source_.allocate == y.source_.allocate && x.source_.release == y.source_.release;
+  Bits() noexcept : allocator_(default_chain_allocator()) {}
+  // `size` zeroed bytes, or a copy of `from`; throw bad_alloc when they cannot be allocated.
+  Bits(std::size_t size, ChainAllocator allocator);
+  Bits(const std::uint8_t* from, std::size_t size, ChainAllocator allocator);
+  Bits(const Bits& other) : Bits(other.data_, other.size_, other.allocator_) {}
+  Bits(Bits&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        allocator_(other.allocator_) {}
+  Bits& operator=(Bits other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(allocator_, other.allocator_);
+    return *this;
+  }
+  ~Bits() {
+    if (data_ != nullptr) allocator_.release(data_);
+  }
+  [[nodiscard]] std::uint8_t* data() noexcept { return data_; }
+  [[nodiscard]] const std::uint8_t* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  std::uint8_t& operator[](std::size_t i) noexcept { return data_[i]; }
+  const std::uint8_t& operator[](std::size_t i) const noexcept { return data_[i]; }
+  // Offers the block to `move`, which returns the block the bytes now live in (the old one
+  // then belongs to it) or nullptr to leave them. True when they moved.
+  bool relocate(void* (*move)(void* context, void* block), void* context) noexcept {
+    if (data_ == nullptr) return false;
+    void* moved = move(context, data_);
+    if (moved == nullptr) return false;
+    data_ = static_cast<std::uint8_t*>(moved);
+    return true;
   }
 
  private:
-  ChainAllocator source_;
+  std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  ChainAllocator allocator_;
 };
-using Bytes = std::vector<std::uint8_t, ByteAllocator>;
 
 struct Link {
   std::uint64_t capacity = 0;  // RedisBloom's "entries"
@@ -79,7 +100,7 @@ struct Link {
   std::uint64_t bits = 0;
   std::uint8_t n2 = 0;  // bits == 1 << n2 when non-zero
   std::uint64_t items = 0;
-  Bytes data;
+  Bits data;
 
   [[nodiscard]] bool contains(HashPair hash) const noexcept;
   // Sets the item's bits; true when one of them was unset.
@@ -146,6 +167,12 @@ class Chain {
         allocator_(allocator) {}
   // Empty when the chain is sound, else what is wrong.
   [[nodiscard]] std::string problem() const;
+
+  // Active defragmentation: offers each sub-filter's bits from `first` on to `move`
+  // (Bits::relocate) until `stop` says so (nullptr: never). Returns the index to resume at
+  // (the sub-filter count when done) and adds the moved blocks to `moved`.
+  std::size_t relocate(std::size_t first, void* (*move)(void* context, void* block), void* context,
+                       bool (*stop)(void* context), std::uint64_t* moved) noexcept;
 
  private:
   Link* link_at(long long iterator, std::uint64_t* offset) noexcept;
