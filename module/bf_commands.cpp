@@ -147,7 +147,14 @@ std::optional<FilterFormat> format_option(RedisModuleCtx* ctx, RedisModuleString
 //            [FORMAT redbloom|redisbloom]
 // FORMAT redisbloom makes RedisBloom's type, which RedisBloom can load again.
 int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 4 || argc > 9) return RedisModule_WrongArity(ctx);
+  // RedisBloom's 4 to 7 arguments, and FORMAT's two when given (searched past the figures
+  // only: a key named FORMAT is not the option).
+  int format_at = -1;
+  for (int at = 4; at < argc && format_at < 0; ++at) {
+    if (is_option(argv[at], "FORMAT")) format_at = at;
+  }
+  const int counted = format_at < 0 ? argc : argc - std::min(2, argc - format_at);
+  if (counted < 4 || counted > 7) return RedisModule_WrongArity(ctx);
   ChainOptions options = default_options();
   const auto error_rate = real(argv[2]);
   if (!error_rate) return reply_error(ctx, "ERR bad error rate");
@@ -173,13 +180,10 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     options.expansion = static_cast<std::uint32_t>(*expansion);
   }
   FilterFormat format = default_format();
-  // Searched past the figures only: a key named FORMAT is not the option.
-  for (int at = 4; at < argc; ++at) {
-    if (!is_option(argv[at], "FORMAT")) continue;
-    const auto chosen = format_option(ctx, argv, argc, at);
+  if (format_at >= 0) {
+    const auto chosen = format_option(ctx, argv, argc, format_at);
     if (!chosen) return module_api::kOk;
     format = *chosen;
-    break;
   }
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
@@ -331,6 +335,7 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         break;
       }
       case 'f': {
+        if (!is_option(argv[i], "FORMAT")) return reply_error(ctx, "Unknown argument received");
         const auto chosen = format_option(ctx, argv, argc, i);
         if (!chosen) return module_api::kOk;
         format = *chosen;
