@@ -145,27 +145,82 @@ HashPair item_hash(std::string_view item, std::uint32_t options) noexcept {
   return {a, murmur2_32(item, a)};
 }
 
-// RedisBloom reduces (a + i·b) modulo 2^n2 in 32- or 64-bit words, or modulo the bit count;
-// with a power-of-two modulus the word width does not change the remainder.
+// RedisBloom places probe i at ((a + i·b) mod 2^64) mod the link's bits (2^n2 when n2 is set;
+// the word width does not change a power-of-two remainder). The walk below gives the same
+// positions with two divisions per item instead of one per probe: it keeps the remainder
+// r = v mod m of v = a + i·b, adds b mod m at each step and, when v wraps past 2^64, takes
+// 2^64 mod m off again.
+namespace {
+
+template <class Visit>
+void walk(std::uint64_t bits, std::uint8_t n2, std::uint32_t hashes, HashPair hash,
+          Visit&& visit) noexcept {
+  if (n2 > 0) {
+    const std::uint64_t mask = (std::uint64_t{1} << n2) - 1;
+    for (std::uint32_t i = 0; i < hashes; ++i) {
+      if (!visit((hash.a + i * hash.b) & mask)) return;
+    }
+    return;
+  }
+  const std::uint64_t m = bits;
+  const std::uint64_t step = hash.b % m;
+  const std::uint64_t wrap = (std::uint64_t{0} - m) % m;  // 2^64 mod m
+  std::uint64_t v = hash.a;
+  std::uint64_t r = hash.a % m;
+  for (std::uint32_t i = 0;;) {
+    if (!visit(r)) return;
+    if (++i == hashes) return;
+    const std::uint64_t next = v + hash.b;
+    const bool wrapped = next < v;
+    v = next;
+    r += step;  // both below m <= 2^62: no overflow
+    if (r >= m) r -= m;
+    if (wrapped) r = r >= wrap ? r - wrap : r + (m - wrap);
+  }
+}
+
+}  // namespace
+
 bool Link::contains(HashPair hash) const noexcept {
-  const std::uint64_t modulus = n2 > 0 ? std::uint64_t{1} << n2 : bits;
+  bool all = true;
+  walk(bits, n2, hashes, hash, [&](std::uint64_t bit) {
+    all = (data[bit >> 3] & (1u << (bit & 7))) != 0;
+    return all;
+  });
+  return all;
+}
+
+bool Link::set(HashPair hash) noexcept {
+  bool changed = false;
+  walk(bits, n2, hashes, hash, [&](std::uint64_t bit) {
+    const auto mask = static_cast<std::uint8_t>(1u << (bit & 7));
+    changed |= (data[bit >> 3] & mask) == 0;
+    data[bit >> 3] |= mask;
+    return true;
+  });
+  return changed;
+}
+
+void Link::positions(HashPair hash, std::uint64_t* out) const noexcept {
+  walk(bits, n2, hashes, hash, [&](std::uint64_t bit) {
+    *out++ = bit;
+    return true;
+  });
+}
+
+bool Link::all_set(const std::uint64_t* positions) const noexcept {
   for (std::uint32_t i = 0; i < hashes; ++i) {
-    const std::uint64_t bit = (hash.a + i * hash.b) % modulus;
-    if ((data[bit >> 3] & (1u << (bit & 7))) == 0) return false;
+    if ((data[positions[i] >> 3] & (1u << (positions[i] & 7))) == 0) return false;
   }
   return true;
 }
 
-bool Link::set(HashPair hash) noexcept {
-  const std::uint64_t modulus = n2 > 0 ? std::uint64_t{1} << n2 : bits;
+bool Link::set_at(const std::uint64_t* positions) noexcept {
   bool changed = false;
   for (std::uint32_t i = 0; i < hashes; ++i) {
-    const std::uint64_t bit = (hash.a + i * hash.b) % modulus;
-    const auto mask = static_cast<std::uint8_t>(1u << (bit & 7));
-    if ((data[bit >> 3] & mask) == 0) {
-      data[bit >> 3] |= mask;
-      changed = true;
-    }
+    const auto mask = static_cast<std::uint8_t>(1u << (positions[i] & 7));
+    changed |= (data[positions[i] >> 3] & mask) == 0;
+    data[positions[i] >> 3] |= mask;
   }
   return changed;
 }
@@ -275,10 +330,20 @@ bool Chain::contains(std::string_view item) const noexcept {
 
 Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
   const HashPair hash = item_hash(item, options_);
-  for (auto link = links_.rbegin(); link != links_.rend(); ++link) {
+  if (links_.empty()) return AddResult::refused;
+  // The newest link's positions, walked once for its test and its set.
+  constexpr std::uint32_t kKept = 64;
+  std::uint64_t newest[kKept];
+  const bool kept = links_.back().hashes <= kKept;
+  if (kept) {
+    links_.back().positions(hash, newest);
+    if (links_.back().all_set(newest)) return AddResult::present;
+  } else if (links_.back().contains(hash)) {
+    return AddResult::present;
+  }
+  for (auto link = links_.rbegin() + 1; link != links_.rend(); ++link) {
     if (link->contains(hash)) return AddResult::present;
   }
-  if (links_.empty()) return AddResult::refused;
   if (links_.back().items >= links_.back().capacity) {
     if (!scaling()) return AddResult::full;
     Link next;
@@ -290,8 +355,14 @@ Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
       return over ? AddResult::too_large : AddResult::refused;
     }
     links_.push_back(std::move(next));
+    if (links_.back().set(hash)) {
+      ++links_.back().items;
+      ++items_;
+      return AddResult::added;
+    }
+    return AddResult::present;
   }
-  if (links_.back().set(hash)) {
+  if (kept ? links_.back().set_at(newest) : links_.back().set(hash)) {
     ++links_.back().items;
     ++items_;
     return AddResult::added;

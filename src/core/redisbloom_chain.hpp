@@ -105,6 +105,11 @@ struct Link {
   [[nodiscard]] bool contains(HashPair hash) const noexcept;
   // Sets the item's bits; true when one of them was unset.
   bool set(HashPair hash) noexcept;
+  // The item's bit positions, probe by probe, into `out` (room for `hashes` of them).
+  void positions(HashPair hash, std::uint64_t* out) const noexcept;
+  // contains / set on positions from `positions`.
+  [[nodiscard]] bool all_set(const std::uint64_t* positions) const noexcept;
+  bool set_at(const std::uint64_t* positions) noexcept;
 };
 
 // A link as RedisBloom's bloom_init makes it for `capacity` items at `error`; false when
