@@ -80,15 +80,10 @@ Chain* redisbloom_at(const OpenKey& key) noexcept {
 // As RedisBloom: items in order up to the first refused one, whose error ends the array.
 int redisbloom_add(RedisModuleCtx* ctx, RedisModuleString* name, Chain& chain,
                    std::span<const std::string_view> items, bool array, const char* event) {
-  std::vector<Chain::AddResult> results;
-  results.reserve(items.size());
+  std::vector<Chain::AddResult> results(items.size());
+  results.resize(chain.add_many(items, results.data(), settings().max_filter_bytes));
   bool changed = false;
-  for (const std::string_view item : items) {
-    const Chain::AddResult result = chain.add(item, settings().max_filter_bytes);
-    results.push_back(result);
-    changed |= result == Chain::AddResult::added;
-    if (result != Chain::AddResult::added && result != Chain::AddResult::present) break;
-  }
+  for (const Chain::AddResult result : results) changed |= result == Chain::AddResult::added;
   if (array) RedisModule_ReplyWithArray(ctx, static_cast<long>(results.size()));
   for (const Chain::AddResult result : results) {
     if (result == Chain::AddResult::added || result == Chain::AddResult::present) {
@@ -103,10 +98,10 @@ int redisbloom_add(RedisModuleCtx* ctx, RedisModuleString* name, Chain& chain,
 
 int redisbloom_exists(RedisModuleCtx* ctx, const Chain& chain,
                       std::span<const std::string_view> items, bool array) {
+  std::vector<std::uint8_t> present(items.size());
+  chain.contains_many(items, present.data());
   if (array) RedisModule_ReplyWithArray(ctx, static_cast<long>(items.size()));
-  for (const std::string_view item : items) {
-    RedisModule_ReplyWithLongLong(ctx, chain.contains(item) ? 1 : 0);
-  }
+  for (const std::uint8_t answer : present) RedisModule_ReplyWithLongLong(ctx, answer);
   return module_api::kOk;
 }
 

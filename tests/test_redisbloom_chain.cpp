@@ -5,6 +5,7 @@
 // (tests/module/test_redisbloom_data.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -224,6 +225,44 @@ TEST(RedisBloomChain, DefragmentationMovesEveryBitsBlockWithoutChangingAnAnswer)
     ASSERT_EQ(chain.contains(item(i < 3000 ? "in:" : "x:", i)), before[i]) << i;
   }
   EXPECT_EQ(chain.add(item("in:", 1), 0), AddResult::present);
+}
+
+TEST(RedisBloomChain, BatchesAnswerAsItemByItemAcrossGrowth) {
+  for (const std::uint32_t options : {kNewFilterOptions, kForce64, kNoRound, 0u}) {
+    Chain one = Chain::make(30, 0.01, options, 2, default_chain_allocator());
+    Chain batched = Chain::make(30, 0.01, options, 2, default_chain_allocator());
+    std::vector<std::string> items;
+    for (int i = 0; i < 3000; ++i) items.push_back(item(i % 3 == 0 ? "dup:" : "in:", i % 1500));
+    std::vector<std::string_view> views(items.begin(), items.end());
+    std::vector<AddResult> singles, batch(views.size());
+    for (const std::string_view v : views) singles.push_back(one.add(v, 0));
+    std::size_t done = 0;
+    for (std::size_t first = 0; first < views.size(); first += 97) {
+      const std::size_t count = std::min<std::size_t>(97, views.size() - first);
+      done += batched.add_many(std::span(views).subspan(first, count), batch.data() + first, 0);
+    }
+    ASSERT_EQ(done, views.size());
+    EXPECT_EQ(batch, singles) << options;
+    EXPECT_EQ(batched.links().size(), one.links().size());
+    EXPECT_GE(one.links().size(), 4u);
+    std::vector<std::string> probes;
+    for (int i = 0; i < 4000; ++i) probes.push_back(item(i % 2 == 0 ? "in:" : "out:", i));
+    std::vector<std::string_view> probe_views(probes.begin(), probes.end());
+    std::vector<std::uint8_t> present(probes.size());
+    batched.contains_many(probe_views, present.data());
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      ASSERT_EQ(present[i] != 0, one.contains(probe_views[i])) << i;
+    }
+  }
+  // A batch stops at the first refused item and says how many it handled.
+  Chain full = Chain::make(5, 0.01, kNewFilterOptions | kNoScaling, 2, default_chain_allocator());
+  std::vector<std::string> many;
+  for (int i = 0; i < 50; ++i) many.push_back(item("f:", i));
+  std::vector<std::string_view> many_views(many.begin(), many.end());
+  std::vector<AddResult> results(many.size());
+  const std::size_t handled = full.add_many(many_views, results.data(), 0);
+  ASSERT_LT(handled, many.size());
+  EXPECT_EQ(results[handled - 1], AddResult::full);
 }
 
 TEST(RedisBloomChain, TheTwoHashVersionsPlaceItemsDifferently) {

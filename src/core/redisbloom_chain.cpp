@@ -320,30 +320,50 @@ Chain Chain::make(std::uint64_t capacity, double error, std::uint32_t options,
   return Chain(0, options, expansion, std::move(links), allocator);
 }
 
-bool Chain::contains(std::string_view item) const noexcept {
-  const HashPair hash = item_hash(item, options_);
-  for (auto link = links_.rbegin(); link != links_.rend(); ++link) {
-    if (link->contains(hash)) return true;
+// An item hashed, with its positions in the newest sub-filter when it has at most kKept
+// probes; their cache lines are prefetched while earlier items of a batch are handled.
+struct Chain::Prepared {
+  static constexpr std::uint32_t kKept = 64;
+  HashPair hash{};
+  std::size_t link = 0;  // the sub-filter the positions are for
+  bool kept = false;
+  std::uint64_t at[kKept];
+};
+
+void Chain::prepare(std::string_view item, Prepared& p) const noexcept {
+  p.hash = item_hash(item, options_);
+  p.kept = false;
+  if (links_.empty()) return;
+  p.link = links_.size() - 1;
+  const Link& newest = links_.back();
+  if (newest.hashes > Prepared::kKept) return;
+  newest.positions(p.hash, p.at);
+  for (std::uint32_t i = 0; i < newest.hashes; ++i) {
+    __builtin_prefetch(newest.data.data() + (p.at[i] >> 3));
+  }
+  p.kept = true;
+}
+
+bool Chain::contains(const Prepared& p) const noexcept {
+  if (links_.empty()) return false;
+  const bool fresh = p.kept && p.link == links_.size() - 1;
+  if (fresh ? links_.back().all_set(p.at) : links_.back().contains(p.hash)) return true;
+  for (auto link = links_.rbegin() + 1; link != links_.rend(); ++link) {
+    if (link->contains(p.hash)) return true;
   }
   return false;
 }
 
-Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
-  const HashPair hash = item_hash(item, options_);
+bool Chain::contains(std::string_view item) const noexcept {
+  Prepared p;
+  prepare(item, p);
+  return contains(p);
+}
+
+Chain::AddResult Chain::add(const Prepared& p, std::uint64_t max_bytes) {
   if (links_.empty()) return AddResult::refused;
-  // The newest link's positions, walked once for its test and its set.
-  constexpr std::uint32_t kKept = 64;
-  std::uint64_t newest[kKept];
-  const bool kept = links_.back().hashes <= kKept;
-  if (kept) {
-    links_.back().positions(hash, newest);
-    if (links_.back().all_set(newest)) return AddResult::present;
-  } else if (links_.back().contains(hash)) {
-    return AddResult::present;
-  }
-  for (auto link = links_.rbegin() + 1; link != links_.rend(); ++link) {
-    if (link->contains(hash)) return AddResult::present;
-  }
+  if (contains(p)) return AddResult::present;
+  const bool fresh = p.kept && p.link == links_.size() - 1;
   if (links_.back().items >= links_.back().capacity) {
     if (!scaling()) return AddResult::full;
     Link next;
@@ -355,19 +375,58 @@ Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
       return over ? AddResult::too_large : AddResult::refused;
     }
     links_.push_back(std::move(next));
-    if (links_.back().set(hash)) {
+    if (links_.back().set(p.hash)) {
       ++links_.back().items;
       ++items_;
       return AddResult::added;
     }
     return AddResult::present;
   }
-  if (kept ? links_.back().set_at(newest) : links_.back().set(hash)) {
+  // The newest sub-filter's positions, walked once for its test and its set.
+  if (fresh ? links_.back().set_at(p.at) : links_.back().set(p.hash)) {
     ++links_.back().items;
     ++items_;
     return AddResult::added;
   }
   return AddResult::present;
+}
+
+Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
+  Prepared p;
+  prepare(item, p);
+  return add(p, max_bytes);
+}
+
+namespace {
+// Items prepared ahead of the one handled: enough to overlap their cache misses, few enough
+// that their prefetches stay in flight together.
+constexpr std::size_t kAhead = 4;
+}  // namespace
+
+void Chain::contains_many(std::span<const std::string_view> items,
+                          std::uint8_t* present) const noexcept {
+  Prepared ring[kAhead];
+  const std::size_t n = items.size();
+  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) prepare(items[j], ring[j]);
+  for (std::size_t j = 0; j < n; ++j) {
+    Prepared& p = ring[j % kAhead];
+    present[j] = contains(p) ? 1 : 0;
+    if (j + kAhead < n) prepare(items[j + kAhead], p);
+  }
+}
+
+std::size_t Chain::add_many(std::span<const std::string_view> items, AddResult* results,
+                            std::uint64_t max_bytes) {
+  Prepared ring[kAhead];
+  const std::size_t n = items.size();
+  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) prepare(items[j], ring[j]);
+  for (std::size_t j = 0; j < n; ++j) {
+    Prepared& p = ring[j % kAhead];
+    results[j] = add(p, max_bytes);
+    if (results[j] != AddResult::added && results[j] != AddResult::present) return j + 1;
+    if (j + kAhead < n) prepare(items[j + kAhead], p);
+  }
+  return n;
 }
 
 std::uint64_t Chain::capacity() const noexcept {

@@ -131,11 +131,18 @@ class Chain {
                     std::uint32_t expansion, ChainAllocator allocator, std::uint64_t max_bytes = 0);
 
   [[nodiscard]] bool contains(std::string_view item) const noexcept;
+  // contains for each item into present[i] (1 or 0); the cache lines of the items ahead are
+  // fetched while one is tested.
+  void contains_many(std::span<const std::string_view> items, std::uint8_t* present) const noexcept;
   // As RedisBloom adds: present when a link has the item; else set in the newest link, after
   // stacking a new one (capacity × expansion, half the error) when the newest is full.
   // A new link that would take the chain past `max_bytes` (0: no limit) is refused. Throws
   // bad_alloc when its bits cannot be allocated (nothing changed).
   AddResult add(std::string_view item, std::uint64_t max_bytes);
+  // add for each item in order into results[i], up to and including the first that is
+  // neither added nor present; returns how many were handled.
+  std::size_t add_many(std::span<const std::string_view> items, AddResult* results,
+                       std::uint64_t max_bytes);
 
   [[nodiscard]] std::uint64_t items() const noexcept { return items_; }
   [[nodiscard]] std::uint32_t options() const noexcept { return options_; }
@@ -180,6 +187,10 @@ class Chain {
                        bool (*stop)(void* context), std::uint64_t* moved) noexcept;
 
  private:
+  struct Prepared;
+  void prepare(std::string_view item, Prepared& p) const noexcept;
+  [[nodiscard]] bool contains(const Prepared& p) const noexcept;
+  AddResult add(const Prepared& p, std::uint64_t max_bytes);
   Link* link_at(long long iterator, std::uint64_t* offset) noexcept;
 
   std::uint64_t items_ = 0;
