@@ -265,6 +265,35 @@ TEST(RedisBloomChain, BatchesAnswerAsItemByItemAcrossGrowth) {
   EXPECT_EQ(results[handled - 1], AddResult::full);
 }
 
+TEST(RedisBloomChain, RemaindersByMultiplicationAreExact) {
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const std::uint64_t edges[] = {
+      0,          1,         2,    63, 64, 65, (1ULL << 32) - 1, 1ULL << 32, (1ULL << 63) - 1,
+      1ULL << 63, ~0ULL - 1, ~0ULL};
+  for (int trial = 0; trial < 2000; ++trial) {
+    Link link;
+    link.bits = trial < 8 ? (std::uint64_t{64} << trial) + 64 * trial + 8 : (next() >> 2) | 8;
+    const Modulus modulus(link);
+    for (const std::uint64_t x : edges) ASSERT_EQ(modulus.of(x), x % link.bits) << link.bits;
+    for (int i = 0; i < 50; ++i) {
+      const std::uint64_t x = next();
+      ASSERT_EQ(modulus.of(x), x % link.bits) << x << " mod " << link.bits;
+    }
+    // The walk gives each probe's ((a + i·b) mod 2^64) mod bits.
+    link.hashes = 40;
+    const HashPair hash{next(), next()};
+    std::uint64_t at[40];
+    link.positions(hash, modulus, at);
+    for (std::uint32_t i = 0; i < 40; ++i) ASSERT_EQ(at[i], (hash.a + i * hash.b) % link.bits);
+  }
+}
+
 TEST(RedisBloomChain, TheTwoHashVersionsPlaceItemsDifferently) {
   int same = 0;
   for (int i = 0; i < 100; ++i) {

@@ -125,9 +125,11 @@ std::uint64_t murmur64a(std::string_view data, std::uint64_t seed) noexcept {
     h *= m;
   }
   if (left > 0) {
-    for (std::size_t i = left; i-- > 0;) {
-      h ^= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-    }
+    // The tail's bytes as the low bytes of a little-endian word: what the byte-by-byte
+    // xor of the reference gives.
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, p, left);
+    h ^= tail;
     h *= m;
   }
   h ^= h >> 47;
@@ -180,6 +182,45 @@ void walk(std::uint64_t bits, std::uint8_t n2, std::uint32_t hashes, HashPair ha
 }
 
 }  // namespace
+
+Modulus::Modulus(const Link& link) noexcept
+    : bits(link.n2 > 0 ? std::uint64_t{1} << link.n2 : link.bits),
+      inverse(bits > 1 ? ~static_cast<unsigned __int128>(0) / bits + 1 : 0),
+      wrap(bits > 0 ? (std::uint64_t{0} - bits) % bits : 0),
+      power_of_two(link.n2 > 0) {}
+
+// x mod bits by multiplications (Lemire, Kaser and Kurz, "Faster remainder by direct
+// computation", 2019: exact for every 64-bit x with a 128-bit inverse).
+std::uint64_t Modulus::of(std::uint64_t x) const noexcept {
+  if (power_of_two) return x & (bits - 1);
+  const unsigned __int128 low = inverse * x;
+  const auto low_lo = static_cast<std::uint64_t>(low);
+  const auto low_hi = static_cast<std::uint64_t>(low >> 64);
+  const unsigned __int128 high = static_cast<unsigned __int128>(low_hi) * bits +
+                                 ((static_cast<unsigned __int128>(low_lo) * bits) >> 64);
+  return static_cast<std::uint64_t>(high >> 64);
+}
+
+void Link::positions(HashPair hash, const Modulus& modulus, std::uint64_t* out) const noexcept {
+  if (modulus.power_of_two) {
+    for (std::uint32_t i = 0; i < hashes; ++i) out[i] = (hash.a + i * hash.b) & (modulus.bits - 1);
+    return;
+  }
+  // The walk of `walk`, with the remainders taken by multiplications.
+  const std::uint64_t m = modulus.bits;
+  const std::uint64_t step = modulus.of(hash.b);
+  std::uint64_t v = hash.a;
+  std::uint64_t r = modulus.of(hash.a);
+  for (std::uint32_t i = 0; i < hashes; ++i) {
+    out[i] = r;
+    const std::uint64_t next = v + hash.b;
+    const bool wrapped = next < v;
+    v = next;
+    r += step;
+    if (r >= m) r -= m;
+    if (wrapped) r = r >= modulus.wrap ? r - modulus.wrap : r + (m - modulus.wrap);
+  }
+}
 
 bool Link::contains(HashPair hash) const noexcept {
   bool all = true;
@@ -330,14 +371,18 @@ struct Chain::Prepared {
   std::uint64_t at[kKept];
 };
 
-void Chain::prepare(std::string_view item, Prepared& p) const noexcept {
+void Chain::prepare(std::string_view item, const Modulus* modulus, Prepared& p) const noexcept {
   p.hash = item_hash(item, options_);
   p.kept = false;
   if (links_.empty()) return;
   p.link = links_.size() - 1;
   const Link& newest = links_.back();
   if (newest.hashes > Prepared::kKept) return;
-  newest.positions(p.hash, p.at);
+  if (modulus != nullptr) {
+    newest.positions(p.hash, *modulus, p.at);
+  } else {
+    newest.positions(p.hash, p.at);
+  }
   for (std::uint32_t i = 0; i < newest.hashes; ++i) {
     __builtin_prefetch(newest.data.data() + (p.at[i] >> 3));
   }
@@ -356,7 +401,7 @@ bool Chain::contains(const Prepared& p) const noexcept {
 
 bool Chain::contains(std::string_view item) const noexcept {
   Prepared p;
-  prepare(item, p);
+  prepare(item, nullptr, p);
   return contains(p);
 }
 
@@ -393,7 +438,7 @@ Chain::AddResult Chain::add(const Prepared& p, std::uint64_t max_bytes) {
 
 Chain::AddResult Chain::add(std::string_view item, std::uint64_t max_bytes) {
   Prepared p;
-  prepare(item, p);
+  prepare(item, nullptr, p);
   return add(p, max_bytes);
 }
 
@@ -405,26 +450,42 @@ constexpr std::size_t kAhead = 4;
 
 void Chain::contains_many(std::span<const std::string_view> items,
                           std::uint8_t* present) const noexcept {
+  if (links_.empty()) {
+    std::fill(present, present + items.size(), std::uint8_t{0});
+    return;
+  }
+  const Modulus modulus(links_.back());
   Prepared ring[kAhead];
   const std::size_t n = items.size();
-  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) prepare(items[j], ring[j]);
+  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) prepare(items[j], &modulus, ring[j]);
   for (std::size_t j = 0; j < n; ++j) {
     Prepared& p = ring[j % kAhead];
     present[j] = contains(p) ? 1 : 0;
-    if (j + kAhead < n) prepare(items[j + kAhead], p);
+    if (j + kAhead < n) prepare(items[j + kAhead], &modulus, p);
   }
 }
 
 std::size_t Chain::add_many(std::span<const std::string_view> items, AddResult* results,
                             std::uint64_t max_bytes) {
+  if (links_.empty()) {
+    if (!items.empty()) results[0] = AddResult::refused;
+    return std::min<std::size_t>(items.size(), 1);
+  }
+  // The newest sub-filter's modulus, taken again when the chain grows.
+  Modulus modulus(links_.back());
+  std::size_t modulus_link = links_.size();
   Prepared ring[kAhead];
   const std::size_t n = items.size();
-  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) prepare(items[j], ring[j]);
+  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) prepare(items[j], &modulus, ring[j]);
   for (std::size_t j = 0; j < n; ++j) {
     Prepared& p = ring[j % kAhead];
     results[j] = add(p, max_bytes);
     if (results[j] != AddResult::added && results[j] != AddResult::present) return j + 1;
-    if (j + kAhead < n) prepare(items[j + kAhead], p);
+    if (links_.size() != modulus_link) {
+      modulus = Modulus(links_.back());
+      modulus_link = links_.size();
+    }
+    if (j + kAhead < n) prepare(items[j + kAhead], &modulus, p);
   }
   return n;
 }

@@ -92,6 +92,18 @@ class Bits {
   ChainAllocator allocator_;
 };
 
+struct Link;
+
+// A sub-filter's bit count as a divisor: remainders by multiplications, for batches.
+struct Modulus {
+  explicit Modulus(const Link& link) noexcept;
+  [[nodiscard]] std::uint64_t of(std::uint64_t x) const noexcept;
+  std::uint64_t bits;
+  unsigned __int128 inverse;  // ceil(2^128 / bits)
+  std::uint64_t wrap;         // 2^64 mod bits
+  bool power_of_two;
+};
+
 struct Link {
   std::uint64_t capacity = 0;  // RedisBloom's "entries"
   double error = 0;
@@ -107,6 +119,7 @@ struct Link {
   bool set(HashPair hash) noexcept;
   // The item's bit positions, probe by probe, into `out` (room for `hashes` of them).
   void positions(HashPair hash, std::uint64_t* out) const noexcept;
+  void positions(HashPair hash, const Modulus& modulus, std::uint64_t* out) const noexcept;
   // contains / set on positions from `positions`.
   [[nodiscard]] bool all_set(const std::uint64_t* positions) const noexcept;
   bool set_at(const std::uint64_t* positions) noexcept;
@@ -188,7 +201,7 @@ class Chain {
 
  private:
   struct Prepared;
-  void prepare(std::string_view item, Prepared& p) const noexcept;
+  void prepare(std::string_view item, const Modulus* modulus, Prepared& p) const noexcept;
   [[nodiscard]] bool contains(const Prepared& p) const noexcept;
   AddResult add(const Prepared& p, std::uint64_t max_bytes);
   Link* link_at(long long iterator, std::uint64_t* offset) noexcept;
