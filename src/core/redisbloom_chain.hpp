@@ -201,7 +201,8 @@ class Chain {
 
  private:
   struct Prepared;
-  void prepare(std::string_view item, const Modulus* modulus, Prepared& p) const noexcept;
+  void prepare(std::string_view item, const Modulus* modulus, std::uint32_t prefetch,
+               Prepared& p) const noexcept;
   [[nodiscard]] bool contains(const Prepared& p) const noexcept;
   AddResult add(const Prepared& p, std::uint64_t max_bytes);
   Link* link_at(long long iterator, std::uint64_t* offset) noexcept;
