@@ -124,13 +124,35 @@ std::uint64_t murmur64a(std::string_view data, std::uint64_t seed) noexcept {
     h ^= k;
     h *= m;
   }
-  if (left > 0) {
-    // The tail's bytes as the low bytes of a little-endian word: what the byte-by-byte
-    // xor of the reference gives.
-    std::uint64_t tail = 0;
-    std::memcpy(&tail, p, left);
-    h ^= tail;
-    h *= m;
+  const auto byte = [&](std::size_t i) {
+    return static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  };
+  // Unrolled by the switch (a loop or a memcpy of a variable length costs a call or branches).
+  switch (left) {
+    case 7:
+      h ^= byte(6);
+      [[fallthrough]];
+    case 6:
+      h ^= byte(5);
+      [[fallthrough]];
+    case 5:
+      h ^= byte(4);
+      [[fallthrough]];
+    case 4:
+      h ^= byte(3);
+      [[fallthrough]];
+    case 3:
+      h ^= byte(2);
+      [[fallthrough]];
+    case 2:
+      h ^= byte(1);
+      [[fallthrough]];
+    case 1:
+      h ^= byte(0);
+      h *= m;
+      break;
+    default:
+      break;
   }
   h ^= h >> 47;
   h *= m;
@@ -220,6 +242,31 @@ void Link::positions(HashPair hash, const Modulus& modulus, std::uint64_t* out) 
     if (r >= m) r -= m;
     if (wrapped) r = r >= modulus.wrap ? r - modulus.wrap : r + (m - modulus.wrap);
   }
+}
+
+bool Link::contains(HashPair hash, const Modulus& modulus) const noexcept {
+  const auto test = [&](std::uint64_t bit) { return (data[bit >> 3] & (1u << (bit & 7))) != 0; };
+  if (modulus.power_of_two) {
+    for (std::uint32_t i = 0; i < hashes; ++i) {
+      if (!test((hash.a + i * hash.b) & (modulus.bits - 1))) return false;
+    }
+    return true;
+  }
+  const std::uint64_t m = modulus.bits;
+  std::uint64_t r = modulus.of(hash.a);
+  if (!test(r)) return false;
+  const std::uint64_t step = modulus.of(hash.b);
+  std::uint64_t v = hash.a;
+  for (std::uint32_t i = 1; i < hashes; ++i) {
+    const std::uint64_t next = v + hash.b;
+    const bool wrapped = next < v;
+    v = next;
+    r += step;
+    if (r >= m) r -= m;
+    if (wrapped) r = r >= modulus.wrap ? r - modulus.wrap : r + (m - modulus.wrap);
+    if (!test(r)) return false;
+  }
+  return true;
 }
 
 bool Link::contains(HashPair hash) const noexcept {
@@ -455,19 +502,17 @@ void Chain::contains_many(std::span<const std::string_view> items,
     std::fill(present, present + items.size(), std::uint8_t{0});
     return;
   }
+  // Item by item, each probe tested as it is placed: an absent item mostly stops within two
+  // probes, so neither placing all of them nor fetching their lines ahead pays.
   const Modulus modulus(links_.back());
-  // A lookup of an absent item stops at its first unset bit, mostly within two probes: the
-  // lines of the first two are fetched ahead, not all of them.
-  constexpr std::uint32_t kLookupPrefetch = 2;
-  Prepared ring[kAhead];
-  const std::size_t n = items.size();
-  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) {
-    prepare(items[j], &modulus, kLookupPrefetch, ring[j]);
-  }
-  for (std::size_t j = 0; j < n; ++j) {
-    Prepared& p = ring[j % kAhead];
-    present[j] = contains(p) ? 1 : 0;
-    if (j + kAhead < n) prepare(items[j + kAhead], &modulus, kLookupPrefetch, p);
+  const Link& newest = links_.back();
+  for (std::size_t j = 0; j < items.size(); ++j) {
+    const HashPair hash = item_hash(items[j], options_);
+    bool found = newest.contains(hash, modulus);
+    for (auto link = links_.rbegin() + 1; !found && link != links_.rend(); ++link) {
+      found = link->contains(hash);
+    }
+    present[j] = found ? 1 : 0;
   }
 }
 

@@ -115,6 +115,7 @@ struct Link {
   Bits data;
 
   [[nodiscard]] bool contains(HashPair hash) const noexcept;
+  [[nodiscard]] bool contains(HashPair hash, const Modulus& modulus) const noexcept;
   // Sets the item's bits; true when one of them was unset.
   bool set(HashPair hash) noexcept;
   // The item's bit positions, probe by probe, into `out` (room for `hashes` of them).
