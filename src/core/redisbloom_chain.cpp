@@ -502,12 +502,25 @@ void Chain::contains_many(std::span<const std::string_view> items,
     std::fill(present, present + items.size(), std::uint8_t{0});
     return;
   }
-  // Item by item, each probe tested as it is placed: an absent item mostly stops within two
-  // probes, so neither placing all of them nor fetching their lines ahead pays.
+  // Each probe is tested as it is placed (an absent item mostly stops within two), and only
+  // the lines of the first two probes of the items ahead are fetched early.
   const Modulus modulus(links_.back());
   const Link& newest = links_.back();
-  for (std::size_t j = 0; j < items.size(); ++j) {
-    const HashPair hash = item_hash(items[j], options_);
+  HashPair ring[kAhead];
+  const auto ahead = [&](std::string_view item, HashPair& hash) {
+    hash = item_hash(item, options_);
+    const std::uint64_t first = modulus.of(hash.a);
+    __builtin_prefetch(newest.data.data() + (first >> 3));
+    if (newest.hashes > 1) {
+      const std::uint64_t second = modulus.of(hash.a + hash.b);
+      __builtin_prefetch(newest.data.data() + (second >> 3));
+    }
+  };
+  const std::size_t n = items.size();
+  for (std::size_t j = 0; j < std::min(kAhead, n); ++j) ahead(items[j], ring[j]);
+  for (std::size_t j = 0; j < n; ++j) {
+    const HashPair hash = ring[j % kAhead];
+    if (j + kAhead < n) ahead(items[j + kAhead], ring[j % kAhead]);
     bool found = newest.contains(hash, modulus);
     for (auto link = links_.rbegin() + 1; !found && link != links_.rend(); ++link) {
       found = link->contains(hash);
