@@ -17,6 +17,7 @@ constexpr std::size_t kRecordHead = 9;  // u32 size, u32 checksum, u8 type
 constexpr char kPending = 'P';          // payload: u64 sequence number, then keys
 constexpr char kBegin = 'B';            // payload: u64 sequence number, then keys
 constexpr char kDone = 'D';             // payload: u64 sequence number
+constexpr char kNew = 'N';              // payload: u64 sequence number, a bit per key
 
 constexpr std::array<std::uint32_t, 256> crc_table() {
   std::array<std::uint32_t, 256> table{};
@@ -167,6 +168,8 @@ Journal::~Journal() {
 void Journal::replay(std::string_view bytes) {
   std::size_t at = kHeader.size();
   std::vector<std::string_view> batch;  // the keys of the batch begun and not yet done
+  std::string_view fresh;               // its bits of keys printed as new, if recorded
+  bool have_fresh = false;
   bool open = false;
   auto damaged = [&](std::size_t where, const std::string& what) {
     return JournalError("the journal " + path_ + " is damaged at byte " + std::to_string(where) +
@@ -220,12 +223,20 @@ void Journal::replay(std::string_view bytes) {
       case kBegin:
         if (open) throw damaged(at, "a batch begins before the one before it is done");
         batch.clear();
+        have_fresh = false;
         read_keys(payload, at, [&](std::string_view key) {
           batch.push_back(key);
           replay_.emplace_back(key);
         });
         seq_ = seq;
         open = true;
+        break;
+      case kNew:
+        if (!open || seq != seq_ || have_fresh || payload.size() - 8 != (batch.size() + 7) / 8) {
+          throw damaged(at, "a batch's new keys that do not match the batch");
+        }
+        fresh = payload.substr(8);
+        have_fresh = true;
         break;
       case kDone:
         if (!open || seq != seq_) throw damaged(at, "a batch marked done that was not begun");
@@ -242,8 +253,13 @@ void Journal::replay(std::string_view bytes) {
     good_end = at;
   }
   if (open) {
-    unfinished_ = batch.size();
-    for (const std::string_view key : batch) pending_.emplace(key);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (have_fresh && (static_cast<unsigned char>(fresh[i / 8]) & (1u << (i % 8))) == 0) {
+        continue;  // a duplicate of a key printed before
+      }
+      pending_.emplace(batch[i]);
+      ++unfinished_;
+    }
   }
   if (good_end < bytes.size()) {
     // Appends must follow the last whole record.
@@ -278,6 +294,26 @@ void Journal::begin(const std::vector<std::string_view>& keys) {
   size_ += scratch_.size();
   ++seq_;
   open_batch_ = true;
+}
+
+void Journal::committed(const std::vector<std::uint8_t>& flags, std::size_t count) {
+  scratch_.assign(kRecordHead, '\0');
+  scratch_[8] = kNew;
+  put_u64(scratch_, seq_);
+  const std::size_t bits = scratch_.size();
+  scratch_.append((count + 7) / 8, '\0');
+  for (std::size_t i = 0; i < count; ++i) {
+    if (flags[i] != 0)
+      scratch_[bits + i / 8] = static_cast<char>(scratch_[bits + i / 8] | (1 << (i % 8)));
+  }
+  set_u32(scratch_, 0, static_cast<std::uint32_t>(scratch_.size() - kRecordHead));
+  set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
+  try {
+    write_all(fd_, scratch_);
+  } catch (const JournalError& e) {
+    throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
+  }
+  size_ += scratch_.size();
 }
 
 void Journal::done() {

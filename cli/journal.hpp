@@ -5,11 +5,13 @@
 // are written out. A death between the two leaves keys that the filter holds and nobody
 // printed; fed the same input again, the filter calls them duplicates. The protocol:
 //   1. begin(keys): append the batch's keys and fdatasync, before the filter is touched;
-//   2. commit the batch to the filter;
+//   2. commit the batch to the filter, then append which of its keys are printed as new (no
+//      sync: without it, all of the batch's keys count as printed as new);
 //   3. write its records to the output (and fdatasync the output when it is a regular file);
 //   4. done(): append a mark that the batch is finished (no sync: the next begin()'s sync
 //      carries it, and a mark that is lost only makes the batch count as unfinished).
-// Opening a journal replays it. The keys of the batch that has no mark are pending: the
+// Opening a journal replays it. The keys of the batch that has no mark (those printed as new,
+// when that record made it, else all of them) are pending: the
 // stage prints each of them once more the next time it reads it, duplicate or not, then
 // forgets it. The keys of every batch since the last checkpoint are handed back for adding to
 // the filter again (the filter's own writes may not have reached the disk before a power
@@ -63,6 +65,9 @@ class Journal {
 
   // Appends a batch's keys and syncs them to the disk. Call before committing the batch.
   void begin(const std::vector<std::string_view>& keys);
+  // After the commit: which keys of the batch (flags[i] != 0) are printed as new. Not synced:
+  // if it is lost, every key of an unfinished batch is pending, which only prints more twice.
+  void committed(const std::vector<std::uint8_t>& flags, std::size_t count);
   // Marks the batch begun last as written out.
   void done();
 

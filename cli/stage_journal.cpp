@@ -83,12 +83,14 @@ void StageJournal::before_commit(const std::vector<std::string_view>& keys) {
 
 void StageJournal::after_commit(const std::vector<std::string_view>& keys,
                                 std::vector<std::uint8_t>& newly) {
-  if (journal_.pending() == 0) return;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (!journal_.take_pending(keys[i])) continue;
-    if (newly[i] == 0) ++reprinted_;
-    newly[i] = 1;
+  if (journal_.pending() != 0) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!journal_.take_pending(keys[i])) continue;
+      if (newly[i] == 0) ++reprinted_;
+      newly[i] = 1;
+    }
   }
+  journal_.committed(newly, keys.size());
 }
 
 void StageJournal::after_output() {

@@ -77,6 +77,38 @@ TEST(Journal, UnfinishedBatchIsPendingAndEveryBatchIsReplayed) {
   EXPECT_EQ(journal.pending(), 1u);
 }
 
+TEST(Journal, OnlyTheKeysPrintedAsNewArePendingWhenThatIsRecorded) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  {
+    Journal journal(path, kLimit);
+    begin(journal, {"old", "new1", "new2", "old2"});
+    journal.committed({0, 1, 1, 0}, 4);
+  }
+  Journal journal(path, kLimit);
+  EXPECT_EQ(journal.unfinished_keys(), 2u);
+  EXPECT_FALSE(journal.take_pending("old"));
+  EXPECT_FALSE(journal.take_pending("old2"));
+  EXPECT_TRUE(journal.take_pending("new1"));
+  EXPECT_TRUE(journal.take_pending("new2"));
+}
+
+TEST(Journal, NewKeysRecordCutShortLeavesTheWholeBatchPending) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  {
+    Journal journal(path, kLimit);
+    begin(journal, {"old", "new"});
+    journal.committed({0, 1}, 2);
+  }
+  const std::string whole = slurp(path);
+  spit(path, whole.substr(0, whole.size() - 1));
+  Journal journal(path, kLimit);
+  EXPECT_TRUE(journal.dropped_torn_record());
+  EXPECT_EQ(journal.unfinished_keys(), 2u);
+  EXPECT_TRUE(journal.take_pending("old"));
+}
+
 TEST(Journal, CheckpointKeepsOnlyThePendingKeys) {
   TempDir dir;
   const std::string path = dir.file("j");
