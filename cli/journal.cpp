@@ -13,6 +13,8 @@ namespace redbloom::cli {
 namespace {
 
 constexpr std::string_view kHeader = "redbloom dedup journal 1\n";
+// Where a checkpoint writes the new journal before renaming it over the old one.
+constexpr std::string_view kCheckpointSuffix = ".checkpoint";
 constexpr std::size_t kRecordHead = 9;  // u32 size, u32 checksum, u8 type
 constexpr char kPending = 'P';          // payload: u64 sequence number, then keys
 constexpr char kBegin = 'B';            // payload: u64 sequence number, then keys
@@ -136,8 +138,7 @@ Journal::Journal(std::string path, std::uint64_t checkpoint_bytes)
     : path_(std::move(path)), checkpoint_bytes_(checkpoint_bytes) {
   fd_ = open_locked(path_, O_RDWR | O_CREAT | O_APPEND);
   try {
-    // A checkpoint the crash interrupted: the journal itself is still whole.
-    ::unlink((path_ + ".tmp").c_str());
+    remove_checkpoint_leftover();
     const std::string bytes = read_all(fd_, path_);
     if (bytes.size() < kHeader.size() && kHeader.starts_with(bytes)) {
       // New, or its creation was cut short: nothing was ever committed under it.
@@ -158,6 +159,23 @@ Journal::Journal(std::string path, std::uint64_t checkpoint_bytes)
     ::close(fd_);
     fd_ = -1;
     throw;
+  }
+}
+
+void Journal::remove_checkpoint_leftover() const {
+  // A checkpoint the crash interrupted (the journal itself is still whole); a file of that name
+  // that is no journal is left alone, and checkpoint() then says it is in the way.
+  const std::string tmp = path_ + std::string(kCheckpointSuffix);
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char head[kHeader.size()];
+  ssize_t n = 0;
+  do {
+    n = ::pread(fd, head, sizeof head, 0);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n >= 0 && kHeader.starts_with(std::string_view(head, static_cast<std::size_t>(n)))) {
+    ::unlink(tmp.c_str());
   }
 }
 
@@ -332,9 +350,15 @@ void Journal::done() {
 }
 
 void Journal::checkpoint() {
-  const std::string tmp = path_ + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw JournalError(errno_message("cannot create " + tmp));
+  const std::string tmp = path_ + std::string(kCheckpointSuffix);
+  remove_checkpoint_leftover();
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw JournalError(
+        errno_message("cannot create " + tmp) +
+        (errno == EEXIST ? " (a file that is not a journal is in the way: move it)" : "") +
+        "; the journal " + path_ + " is still whole and is replayed by the next run");
+  }
   try {
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       throw JournalError(errno_message("cannot lock " + tmp));

@@ -80,6 +80,7 @@ class Journal {
 
  private:
   void replay(std::string_view bytes);
+  void remove_checkpoint_leftover() const;
 
   // Lets pending_ be searched with a string_view, without a copy per key.
   struct KeyHash {

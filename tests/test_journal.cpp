@@ -263,10 +263,26 @@ TEST(Journal, LeftoverCheckpointFileIsIgnored) {
     Journal journal(path, kLimit);
     begin(journal, {"a"});
   }
-  spit(path + ".tmp", "half a checkpoint");
+  spit(path + ".checkpoint", "redbloom dedup jour");  // cut short by the crash
   Journal journal(path, kLimit);
   EXPECT_TRUE(journal.take_pending("a"));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".checkpoint"));
+}
+
+TEST(Journal, ForeignFileWhereTheCheckpointGoesIsKept) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  spit(path + ".checkpoint", "someone's notes");
+  Journal journal(path, kLimit);
+  begin(journal, {"a"});
+  journal.done();
+  try {
+    journal.checkpoint();
+    FAIL() << "a checkpoint wrote over a file that is not a journal";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find("is in the way"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(path + ".checkpoint"), "someone's notes");
 }
 
 }  // namespace
