@@ -21,13 +21,16 @@ from ._errors import (
     RedbloomWarning,
     StorageError,
 )
-from ._redbloom import Filter, KnownSet
+from ._redbloom import Filter, KnownSet, RecordKey
+from .records import dedup_records
 from ._version import __version__  # written by CMake: the version `redbloom --version` prints
 
 __all__ = [
     "open",
     "Filter",
     "KnownSet",
+    "RecordKey",
+    "dedup_records",
     "Error",
     "InvalidArgument",
     "FilterExists",
