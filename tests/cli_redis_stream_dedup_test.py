@@ -32,7 +32,7 @@ def module_path():
     path = os.environ.get("REDBLOOM_MODULE")
     if not path or not os.path.isfile(path):
         pytest.fail("REDBLOOM_MODULE must name the built redbloom.so (ctest sets it), got %r" % path)
-    return path
+    return os.path.abspath(path)
 
 
 class Setup:
@@ -71,7 +71,7 @@ class Setup:
 
     def _dir(self, name):
         d = self.tmp / name
-        d.mkdir()
+        d.mkdir(parents=True)
         return d
 
     def client_for(self, key):
