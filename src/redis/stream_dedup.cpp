@@ -451,12 +451,20 @@ StreamDedupBatch StreamDedup::commit() {
       for (const std::string& f : entry.fields) args.push_back(f);
     }
   }
-  Reply reply = s.call(args);
-  if (redis::is_error(*reply) && text_of(*reply).starts_with("NOSCRIPT")) {
-    // The server lost its scripts (a restart, SCRIPT FLUSH): nothing ran; send the text.
-    args[0] = "EVAL";
-    args[1] = kScript;
+  Reply reply;
+  try {
     reply = s.call(args);
+    if (redis::is_error(*reply) && text_of(*reply).starts_with("NOSCRIPT")) {
+      // The server lost its scripts (a restart, SCRIPT FLUSH): nothing ran; send the text.
+      args[0] = "EVAL";
+      args[1] = kScript;
+      reply = s.call(args);
+    }
+  } catch (const StorageError& e) {
+    throw StorageError(std::string(e.what()) + "; the batch of " + std::to_string(end) +
+                       " entries (" + s.batch.front().id + " to " + s.batch[end - 1].id +
+                       ") ran whole or not at all: what was not done stays pending in group '" +
+                       s.options.group + "' and the next run of the stage handles it");
   }
   const std::string pending_note =
       "; nothing of this batch of " + std::to_string(end) + " entries (" + s.batch.front().id +
