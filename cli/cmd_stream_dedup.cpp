@@ -187,8 +187,10 @@ void register_stream_dedup(CLI::App& app, int& exit_code) {
   auto cmd = std::make_shared<StreamDedupCommand>();
   CLI::App* sub = app.add_subcommand(
       kStreamDedupCommand,
-      "Copy each entry of a Redis stream whose key is new to another stream, exactly once per "
-      "key (dedup --from redis-stream://...)");
+      "redbloom dedup --from redis-stream://HOST[:PORT]#STREAM --group G --to "
+      "redis-stream://HOST[:PORT]#OUT --key-field NAME --redis redis://HOST[:PORT]#FILTER: copy "
+      "each entry of a Redis stream whose key is new to another stream, exactly once per key; "
+      "runs until SIGINT, SIGTERM or SIGHUP, which end it after the batch in hand (exit 0)");
   sub->group("");  // reached as `dedup --from ...` (main.cpp)
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);

@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     if (const std::string unknown = unknown_option(app, parsed_command, argc, argv);
         !unknown.empty()) {
-      report_error(unknown + "; redbloom " + command + " --help lists the options");
+      report_error(unknown + "; redbloom " + command +
+                   (parsed_command != command ? " --from X" : "") + " --help lists the options");
       return kExitUsage;
     }
     if (json) {

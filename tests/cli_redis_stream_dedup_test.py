@@ -224,6 +224,9 @@ def test_killed_and_restarted_each_key_once(make_setup, tmp_path, cluster, modul
     unexplained = [k for k in missing if not proven_false_positive(k, distinct, tmp_path)]
     assert unexplained == [], "keys missing from the output: %s" % unexplained[:10]
     assert set(counts) <= set(distinct)
+    print("%s: %d entries, %d distinct keys, %d kills; output %d, missing %d (proven false "
+          "positives), twice 0" % (setup.uri.split(":")[0], ENTRIES, len(distinct), KILLS,
+                                   len(out), len(missing)))
     # Each key's copy is its first entry, whole.
     for _, fields in out:
         key = fields[b"id"].decode()
@@ -361,3 +364,15 @@ def test_refuses_filters_one_script_cannot_write(make_setup):
     r = run_cli(*stage_command(setup, "in", "in", "f", "--create-group")[1:])
     assert r.returncode == 2
     assert b"the output must be another stream" in r.stderr
+
+
+def test_help_names_the_stage():
+    r = run_cli("dedup", "--help")
+    assert r.returncode == 0
+    assert b"--from redis-stream://" in r.stdout
+    r = run_cli("dedup", "--from", "x", "--help")
+    assert r.returncode == 0
+    assert b"--key-field" in r.stdout and b"--min-idle" in r.stdout
+    r = run_cli("dedup", "--from", "redis-stream://127.0.0.1:1#a", "--capacty", "3")
+    assert r.returncode == 2
+    assert b"did you mean '--capacity'" in r.stderr
