@@ -1,6 +1,7 @@
 #include "stream_dedup.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 #include <string_view>
 
@@ -23,7 +24,8 @@ using redis::text_of;
 
 // One batch. KEYS: input, output, then the partition keys the batch touches.
 // ARGV: group, sealed length, maxlen (0: none), engine ('b' BITFIELD, 'm' RB.PARTADD), hashes,
-// layout, partition bits, partitions, m (= #KEYS - 2), m partition indexes, n (entries), then
+// layout, partition bits, partitions, m (= #KEYS - 2), consumer, the batch's lowest and highest
+// ids, m partition indexes, n (entries), then
 // per entry: id, kind ('k' keyed, 'p' passed unfiltered, 's' skipped, 'd' deleted), and
 //   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b') or the packed item ('m')
 //   'k', 'p': the count of field and value strings, then them.
@@ -37,6 +39,7 @@ local input, output = KEYS[1], KEYS[2]
 local group, sealed, maxlen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local engine, k, layout = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local pbits, parts, m = ARGV[7], ARGV[8], tonumber(ARGV[9])
+local consumer, minid, maxid = ARGV[10], ARGV[11], ARGV[12]
 local t = redis.call('TYPE', input).ok
 if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
 t = redis.call('TYPE', output).ok
@@ -48,9 +51,17 @@ for j = 1, m do
     return redis.error_reply('REDBLOOMDEDUP partition ' .. j .. ' ' .. len)
   end
 end
-local pos = 10 + m
+local pos = 13 + m
 local n = tonumber(ARGV[pos])
 pos = pos + 1
+-- Only an entry still pending for this consumer is handled: a batch run again, or an entry
+-- another consumer took over (and finishes, or finished), is left as it is. One range query
+-- answers for the whole batch (what it returns besides the batch's entries is this consumer's
+-- other pending entries in that range, which a running stage does not have).
+local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
+local pending = {}
+for i = 1, #mine do pending[mine[i][1]] = true end
+local acks = {}
 local entries, by_part = {}, {}
 for j = 1, m do by_part[j] = {} end
 local done_before = 0
@@ -67,10 +78,9 @@ for e = 1, n do
     ent.fields = pos + 1
     pos = pos + 1 + ent.nf
   end
-  -- Only an entry still pending is handled: a batch run again, or an entry another consumer
-  -- took over and finished, is left as it is.
-  ent.live = #redis.call('XPENDING', input, group, ent.id, ent.id, 1) == 1
+  ent.live = pending[ent.id] == true
   if ent.live then
+    acks[#acks + 1] = ent.id
     if ent.kind == 'k' then table.insert(by_part[ent.j], ent) end
   else
     done_before = done_before + 1
@@ -85,7 +95,7 @@ for j = 1, m do
       local packed = {}
       for i = from, last do packed[#packed + 1] = ARGV[list[i].item] end
       local flags = redis.call('RB.PARTADD', key, sealed, layout, k, pbits, parts,
-                               ARGV[9 + j], table.concat(packed))
+                               ARGV[12 + j], table.concat(packed))
       for i = from, last do list[i].new = string.byte(flags, i - from + 1) ~= 0 end
     end
   else
@@ -114,11 +124,13 @@ for j = 1, m do
     end
   end
 end
+for from = 1, #acks, 5000 do
+  redis.call('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+end
 local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
 for e = 1, n do
   local ent = entries[e]
   if ent.live then
-    redis.call('XACK', input, group, ent.id)
     local copy = false
     if ent.kind == 'k' then
       if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
@@ -150,6 +162,19 @@ struct Entry {
   bool deleted = false;
   bool recovered = false;
 };
+
+// A stream entry id "<ms>-<seq>" as a pair that orders as the stream does.
+std::pair<std::uint64_t, std::uint64_t> stream_id(std::string_view id) {
+  std::uint64_t ms = 0;
+  std::uint64_t seq = 0;
+  const std::size_t dash = id.find('-');
+  const std::string_view head = id.substr(0, dash);
+  std::from_chars(head.data(), head.data() + head.size(), ms);
+  if (dash != std::string_view::npos) {
+    std::from_chars(id.data() + dash + 1, id.data() + id.size(), seq);
+  }
+  return {ms, seq};
+}
 
 // "{f:0:3}" of "f:bits:{f:0:3}": the part of a key that decides its Cluster slot, braces
 // included; empty when the key has no hash tag.
@@ -435,6 +460,12 @@ StreamDedupBatch StreamDedup::commit() {
   args.push_back(number(p.partition_bits));
   args.push_back(number(p.partitions));
   args.push_back(number(touched.size()));
+  args.push_back(s.options.consumer);
+  const auto [lowest, highest] = std::minmax_element(
+      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(end),
+      [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
+  args.push_back(lowest->id);
+  args.push_back(highest->id);
   for (const std::uint64_t t : touched) args.push_back(number(t));
   args.push_back(number(end));
   for (std::size_t i = 0; i < end; ++i) {
