@@ -331,6 +331,21 @@ def test_entries_without_the_key(make_setup):
     assert [f for _, f in node.xrange("out2")] == [{b"other": b"3"}, {b"id": b"c"}]
 
 
+def test_maxlen_trims_the_output(make_setup):
+    setup = make_setup()
+    node = setup.client_for("in")
+    for i in range(2000):
+        node.xadd("in", {"id": "k%d" % i})
+    stage = start_stage(setup, "--maxlen", "100", "--batch", "500")
+    wait_handled(node, "in", 2000, stage)
+    stage.send_signal(signal.SIGTERM)
+    _, err = stage.communicate(timeout=120)
+    assert stage.returncode == 0, err.decode()
+    # MAXLEN ~ trims whole nodes of the stream: about 100 kept, the newest.
+    assert 100 <= node.xlen("out") < 1000
+    assert node.xrevrange("out", count=1)[0][1] == {b"id": b"k1999"}
+
+
 def test_cluster_refuses_streams_in_another_slot(make_setup):
     setup = make_setup(cluster=True)
     r = run_cli("create", "--redis", "%s#f" % setup.uri, "-n", "1000", "-q")
