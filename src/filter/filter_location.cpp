@@ -44,7 +44,20 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
       throw;
     }
   }
-  return Filter(ShardedRedisStore::open(location.servers, location.name, options.wait_for_creator));
+  try {
+    return Filter(
+        ShardedRedisStore::open(location.servers, location.name, options.wait_for_creator));
+  } catch (const FormatError&) {
+    // A BF key is one key of one server: refused by name rather than as a foreign key.
+    for (const RedisEndpoint& server : location.servers) {
+      if (auto bf = ServerFilterStore::open_if_server_filter(server, location.name)) {
+        throw InvalidArgument(
+            bf->location() + " is one key of one server, not a filter sharded over " +
+            std::to_string(location.servers.size()) + " servers: open it with that server alone");
+      }
+    }
+    throw;
+  }
 }
 
 // "windowed 10m in 4 slices, ..." or the plain parameters.
