@@ -76,6 +76,15 @@ std::size_t answered_prefix(const std::vector<std::uint8_t>& answered, std::size
   return std::min(items, units * kCommandItems);
 }
 
+// Items committed when item `i` of `unit` failed: those before it, if every earlier unit was
+// answered.
+std::size_t committed_before(const std::vector<std::uint8_t>& answered, std::size_t unit,
+                             std::size_t i) {
+  const std::size_t first = unit * kCommandItems;
+  const std::size_t prefix = answered_prefix(answered, first + kCommandItems);
+  return prefix >= first ? first + i : prefix;
+}
+
 }  // namespace
 
 struct ServerFilterStore::State {
@@ -238,7 +247,7 @@ void ServerFilterStore::add(std::span<const std::string_view> items,
             // Nothing of this command ran ("not found": the key was deleted).
             throw IncompleteWrite(
                 s.router->message(kOperation, text_of(reply)) + " (" + s.location() + ")",
-                std::min(first, answered_prefix(answered, items.size())));
+                answered_prefix(answered, items.size()));
           }
           s.router->expect(reply, REDIS_REPLY_ARRAY, kOperation);
           for (std::size_t i = 0; i < count; ++i) {
@@ -250,7 +259,7 @@ void ServerFilterStore::add(std::span<const std::string_view> items,
               throw CapacityExceeded(s.location() + " refused item " +
                                          std::to_string(first + i + 1) + " of the batch: " + why +
                                          "; the items before it were added",
-                                     std::min(first + i, answered_prefix(answered, items.size())));
+                                     committed_before(answered, unit, i));
             }
             if (!newly_added.empty()) newly_added[first + i] = answer->integer == 1 ? 1 : 0;
           }
