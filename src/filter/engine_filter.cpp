@@ -21,11 +21,7 @@ Filter create_engine_filter(const Location& location, const EngineFilterOptions&
         "to shard over them");
   }
   // Checked before anything is dropped, so a bad option leaves an existing filter alone.
-  if (options.capacity < 1 || !(options.error_rate > 0 && options.error_rate < 1)) {
-    throw InvalidArgument(
-        "a BF filter needs a capacity of 1 or more and an error rate between "
-        "0 and 1 (exclusive)");
-  }
+  ServerFilterStore::check_options(options);
   if (overwrite && Filter::exists(location)) Filter::drop(location);
   return Filter(ServerFilterStore::reserve(location.servers.front(), location.name, options));
 }

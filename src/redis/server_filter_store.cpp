@@ -157,9 +157,7 @@ std::unique_ptr<ServerFilterStore> ServerFilterStore::open_if_server_filter(
   return store;
 }
 
-std::unique_ptr<ServerFilterStore> ServerFilterStore::reserve(const RedisEndpoint& endpoint,
-                                                              const std::string& name,
-                                                              const EngineFilterOptions& options) {
+void ServerFilterStore::check_options(const EngineFilterOptions& options) {
   if (options.capacity < 1) throw InvalidArgument("a BF filter needs a capacity of 1 or more");
   if (!(options.error_rate > 0 && options.error_rate < 1)) {
     throw InvalidArgument("a BF filter needs an error rate between 0 and 1 (exclusive)");
@@ -168,6 +166,12 @@ std::unique_ptr<ServerFilterStore> ServerFilterStore::reserve(const RedisEndpoin
     throw InvalidArgument(
         "a non-scaling BF filter never grows, so it takes no expansion: give one or the other");
   }
+}
+
+std::unique_ptr<ServerFilterStore> ServerFilterStore::reserve(const RedisEndpoint& endpoint,
+                                                              const std::string& name,
+                                                              const EngineFilterOptions& options) {
+  check_options(options);
   const auto router = redis::make_router(endpoint);
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.17g", options.error_rate);

@@ -31,6 +31,9 @@ class ServerFilterStore final : public Store {
   // nullptr when NAME is not such a key (missing, a hash, a string, ...).
   [[nodiscard]] static std::unique_ptr<ServerFilterStore> open_if_server_filter(
       const RedisEndpoint& endpoint, const std::string& name);
+  // InvalidArgument for options no engine takes (a capacity below 1, a rate outside (0, 1), an
+  // expansion with nonscaling).
+  static void check_options(const EngineFilterOptions& options);
   // BF.RESERVE (engine_filter.hpp), then the store of the new key. FilterExists if NAME is taken.
   [[nodiscard]] static std::unique_ptr<ServerFilterStore> reserve(
       const RedisEndpoint& endpoint, const std::string& name, const EngineFilterOptions& options);
