@@ -77,8 +77,10 @@ if [[ -n "$redisbloom" ]]; then
   engines+=(RedisBloom)
 fi
 
-private_redis_describe
-echo "servers: stock on ${port_of[stock]}, redbloom.so ($module) on ${port_of[redbloom.so]}" \
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB," \
+  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load average" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "servers: $("$server_bin" --version | head -n1), no persistence: stock on ${port_of[stock]}, redbloom.so ($module) on ${port_of[redbloom.so]}" \
   "${redisbloom:+, RedisBloom ($redisbloom) on ${port_of[RedisBloom]}}"
 echo "client and servers share these $(nproc) cores; one case runs at a time"
 echo "items: $count a run, new ones each run; $batch items a command, 8 commands in flight"
@@ -90,10 +92,33 @@ items_of() {
     'BEGIN { for (i = 0; i < n; i++) printf "s3://bucket/dir/file%d.pdf\n", first + i }'
 }
 
-# One case: SERVER PATH RUN; appends "SERVER|PATH|items/s" to $dir/results.
+# One case: SERVER PATH RUN; appends "SERVER|PATH|items/s" to $dir/results. SERVER "memory":
+# the CLI and Python on a filter in their own memory, what they do per item without a server.
 run_case() {
-  local server=$1 path=$2 run=$3 port=${port_of[$1]} key="bench:$run" rate
+  local server=$1 path=$2 run=$3 port=${port_of[$1]:-} key="bench:$run" rate
   local uri="redis://127.0.0.1:$port"
+  if [[ $server == memory ]]; then
+    items_of "$run" >"$dir/items.txt"
+    case $path in
+      cli) rate=$("$cli" dedup -f memory: -n "$count" -p 0.01 --json "$dir/items.txt" 2>&1 >/dev/null |
+        /usr/bin/python3 -c 'import json, sys
+for line in sys.stdin:
+    record = json.loads(line)
+    if record.get("type") == "summary": print(round(record["items_per_second"]))') ;;
+      python) rate=$(/usr/bin/python3 - "$count" "$dir/items.txt" <<'PY'
+import sys, time
+import redbloom
+items = open(sys.argv[2], "rb").read().split(b"\n")[:-1]
+with redbloom.open("memory:", capacity=int(sys.argv[1]), error_rate=0.01) as seen:
+    start = time.perf_counter()
+    new = sum(seen.add_many(items))
+    print(round(len(items) / (time.perf_counter() - start)))
+PY
+        ) ;;
+    esac
+    echo "$server|$path|$rate" >>"$dir/results"
+    return
+  fi
   case $path in
     raw) rcli "$port" BF.RESERVE "$key" 0.01 "$count" >/dev/null ;;
     *bf) "$cli" create --engine bf --redis "$uri" --name "$key" -n "$count" -p 0.01 -q ;;
@@ -139,7 +164,7 @@ for engine in "${engines[@]}"; do
   cases+=("$engine raw" "$engine library-bf" "$engine cli-bf" "$engine python-bf")
 done
 cases+=("stock library" "stock cli" "stock python" "redbloom.so library" "redbloom.so cli"
-  "redbloom.so python")
+  "redbloom.so python" "memory cli" "memory python")
 : >"$dir/results"
 run=0
 for ((rep = 0; rep < reps; rep++)); do
@@ -168,8 +193,9 @@ print()
 print("per-item adds with answers, items/s, median of %d runs" % len(results[(engines[0], "raw")]))
 print()
 print("| path | " + " | ".join(f"{e}'s BF.* key" for e in engines) +
-      " | redbloom's filter, stock Redis (BITFIELD) | redbloom's filter, redbloom.so (RB.PARTADD) |")
-print("|---|" + "---|" * (len(engines) + 2))
+      " | redbloom's filter, stock Redis (BITFIELD) | redbloom's filter, redbloom.so (RB.PARTADD) "
+      "| redbloom's filter in the process's memory (no server) |")
+print("|---|" + "---|" * (len(engines) + 3))
 rows = [("raw BF.MADD client (hiredis)", "raw", None),
         ("C++ library `add_many`", "library-bf", "library"),
         ("CLI `dedup`", "cli-bf", "cli"),
@@ -178,5 +204,6 @@ for label, bf, own in rows:
     cells = [cell(e, bf) + ratio(e, bf) if bf != "raw" else cell(e, bf) for e in engines]
     cells.append(cell("stock", own) if own else "-")
     cells.append(cell("redbloom.so", own) if own else "-")
+    cells.append(cell("memory", own) if own in ("cli", "python") else "-")
     print(f"| {label} | " + " | ".join(cells) + " |")
 PY
