@@ -48,6 +48,55 @@ def _fingerprinter_identity(fingerprinter, settings):
     return identity
 
 
+def _redis_py_client(redis, uri):
+    """A redis-py client for one of redbloom's Redis URIs (redis-py's from_url knows neither
+    its timeouts nor its TLS settings), or None, with a warning, when redis-py cannot check
+    the server the way redbloom does."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+    if uri.startswith("unix://"):
+        return redis.Redis.from_url(uri.split("?")[0])
+    parts = urlsplit(uri)
+    cluster = parts.scheme.endswith("+cluster")
+    options = {}
+    if parts.password is not None:
+        options["username"] = unquote(parts.username) or None
+        options["password"] = unquote(parts.password)
+    elif parts.username:
+        options["password"] = unquote(parts.username)  # redis://secret@host: a password alone
+    # The first node of a cluster's list is enough: redis-py finds the others.
+    first = urlsplit("//" + parts.netloc.rpartition("@")[2].split(",")[0])
+    host = first.hostname
+    options["port"] = first.port or 6379
+    if parts.path.strip("/") and not cluster:
+        options["db"] = int(parts.path.strip("/"))
+    if parts.scheme.startswith("rediss"):
+        options.update(ssl=True, ssl_check_hostname=True)
+    for key, value in parse_qsl(parts.query):
+        if key == "timeout":
+            options["socket_timeout"] = float(value)
+        elif key == "connect_timeout":
+            options["socket_connect_timeout"] = float(value)
+        elif key == "db" and not cluster:
+            options["db"] = int(value)
+        elif key == "tls_ca":
+            options["ssl_ca_certs"] = value
+        elif key == "tls_cert":
+            options["ssl_certfile"] = value
+        elif key == "tls_key":
+            options["ssl_keyfile"] = value
+        elif key == "tls_insecure_skip_verify" and value in ("yes", "true", "1"):
+            options.update(ssl_cert_reqs="none", ssl_check_hostname=False)
+        elif key == "tls_server_name":
+            logger.warning("redbloom dupefilter: the request fingerprinter is not recorded "
+                           "beside the filter: redis-py cannot check the server's certificate "
+                           "for tls_server_name=%s", value)
+            return None
+    if cluster:
+        from redis.cluster import RedisCluster
+        return RedisCluster(host=host, **options)
+    return redis.Redis(host=host, **options)
+
+
 def _location(settings, jobdir):
     """Where the filter is: REDBLOOM_URL, else JOBDIR/requests.rbf (when `jobdir`), else
     REDIS_URL, else memory, with a warning: that filter is neither shared nor kept."""
@@ -138,7 +187,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
         if self.filter is not None:
             return
         name = ""
-        in_redis = self.location.startswith(("redis://", "rediss://", "redis+cluster://", "unix://"))
+        in_redis = self.location.startswith(("redis://", "rediss://", "redis+cluster://",
+                                             "rediss+cluster://", "unix://"))
         if in_redis and "#" not in self.location:
             name = self.key % {"spider": getattr(spider, "name", "scrapy")}
         self.filter = _redbloom.Filter.open(self.location, name=name, capacity=self.capacity,
@@ -237,11 +287,9 @@ class RedbloomDupeFilter(BaseDupeFilter):
             return None
         first = self.location.partition("#")[0].split(",")[0]
         key = name + ":scrapy-fingerprinter"
-        if first.startswith("redis+cluster://"):
-            from redis.cluster import RedisCluster
-            client = RedisCluster.from_url("redis://" + first[len("redis+cluster://"):])
-        else:
-            client = redis.Redis.from_url(first)
+        client = _redis_py_client(redis, first)
+        if client is None:
+            return None
         try:
             client.set(key, identity, nx=True)
             recorded = client.get(key)
