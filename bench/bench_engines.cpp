@@ -7,7 +7,7 @@
 //                   server's engine (BF.*), or redbloom's own filter (BITFIELD or the module).
 // Prints one line: "items N new M seconds S items_per_second R".
 //   bench_engines --uri=redis://127.0.0.1:6379 --key=K --mode=raw|library [--n=1e6]
-//                 [--first=0] [--batch=1000] [--window=8]
+//                 [--first=0] [--batch=1000] [--window=8] [--command=madd|insert]
 #include <hiredis/hiredis.h>
 
 #include <cstdio>
@@ -67,6 +67,7 @@ struct Args {
   std::uint64_t first = 0;
   std::size_t batch = 1000;
   std::size_t window = 8;
+  bool insert = false;  // --command=insert: BF.INSERT KEY NOCREATE ITEMS item... (the library's)
 };
 
 [[noreturn]] void fail(const std::string& what) {
@@ -97,9 +98,17 @@ std::uint64_t raw_madd(const Args& args, std::span<const std::string_view> items
       const std::size_t begin = sent * args.batch;
       const std::size_t end = std::min(items.size(), begin + args.batch);
       resp.clear();
-      resp.begin(2 + (end - begin));
-      resp.arg(std::string_view("BF.MADD"));
-      resp.arg(std::string_view(args.key));
+      if (args.insert) {
+        resp.begin(4 + (end - begin));
+        resp.arg(std::string_view("BF.INSERT"));
+        resp.arg(std::string_view(args.key));
+        resp.arg(std::string_view("NOCREATE"));
+        resp.arg(std::string_view("ITEMS"));
+      } else {
+        resp.begin(2 + (end - begin));
+        resp.arg(std::string_view("BF.MADD"));
+        resp.arg(std::string_view(args.key));
+      }
       for (std::size_t i = begin; i < end; ++i) resp.arg(items[i]);
       if (redisAppendFormattedCommand(context, resp.data(), resp.size()) != REDIS_OK) {
         fail("append");
@@ -147,6 +156,9 @@ int main(int argc, char** argv) {
       args.first = static_cast<std::uint64_t>(std::strtod(v, nullptr));
     } else if (const char* v = value("--batch=")) {
       args.batch = static_cast<std::size_t>(std::strtoul(v, nullptr, 10));
+    } else if (const char* v = value("--command=")) {
+      args.insert = std::string_view(v) == "insert";
+      if (!args.insert && std::string_view(v) != "madd") fail("--command is madd or insert");
     } else if (const char* v = value("--window=")) {
       args.window = static_cast<std::size_t>(std::strtoul(v, nullptr, 10));
     } else {
