@@ -49,17 +49,20 @@ struct StreamPlace {
 };
 
 StreamPlace parse_stream_place(const std::string& text, const char* option) {
+  // The Redis URI's scheme with "-stream" after "redis" or "rediss" (TLS).
   std::string uri;
-  for (const char* scheme : {"redis-stream://", "redis-stream+cluster://"}) {
-    const std::string_view s(scheme);
-    if (text.starts_with(s)) {
-      uri = (s == "redis-stream://" ? "redis://" : "redis+cluster://") + text.substr(s.size());
+  for (const std::string scheme : {"redis", "rediss"}) {
+    for (const std::string rest : {"://", "+cluster://"}) {
+      if (text.starts_with(scheme + "-stream" + rest)) {
+        uri = scheme + rest + text.substr(scheme.size() + 7 + rest.size());
+      }
     }
   }
   if (uri.empty()) {
     throw InvalidArgument(std::string(option) + " '" + text +
                           "': a stream is named redis-stream://HOST[:PORT][/DB]#STREAM, or "
-                          "redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM on a Cluster");
+                          "redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM on a Cluster "
+                          "(rediss-stream:// and rediss-stream+cluster:// over TLS)");
   }
   const Location where = Location::parse(uri);
   if (where.servers.size() != 1 || where.name.empty()) {

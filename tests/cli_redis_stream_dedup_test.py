@@ -391,3 +391,15 @@ def test_help_names_the_stage():
     r = run_cli("dedup", "--from", "redis-stream://127.0.0.1:1#a", "--capacty", "3")
     assert r.returncode == 2
     assert b"did you mean '--capacity'" in r.stderr
+    r = run_cli("dedup", "--from", "kafka://127.0.0.1:1#a", "--to", "redis-stream://127.0.0.1:1#b",
+                "--group", "g", "--key-field", "id", "--redis", "redis://127.0.0.1:1#f")
+    assert r.returncode == 2
+    assert b"a stream is named redis-stream://" in r.stderr
+    # TLS and Cluster forms are streams too: the stage then tries the server (none listens).
+    port = free_port()
+    for form in ("rediss-stream://127.0.0.1:%d#a", "redis-stream+cluster://127.0.0.1:%d#a"):
+        r = run_cli("dedup", "--from", form % port, "--to", "redis-stream://127.0.0.1:%d#b" % port,
+                    "--group", "g", "--key-field", "id", "--redis", "redis://127.0.0.1:%d#f" % port)
+        assert r.returncode == 3, r.stderr
+        assert b"a stream is named" not in r.stderr
+        assert b"127.0.0.1:%d" % port in r.stderr
