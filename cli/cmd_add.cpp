@@ -123,7 +123,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
     }
   } catch (const OutputError& e) {
     filter.flush();
-    return report_output_failure(e, verb, /*committed=*/true, cmd.stream);
+    return report_output_failure(e, verb, /*committed=*/true, cmd.stream, cmd.journal.path);
   }
   // Exit status 0 then means durable: the filter's pages are on disk, not only in the cache.
   if (exact) exact->flush();

@@ -274,3 +274,31 @@ def test_damaged_journal_is_refused(tmp_path):
     assert b"is damaged at byte" in run.stderr
     assert run.stdout == b""
     assert journal.read_bytes() == bytes(damaged)  # left as it was
+
+
+def test_closed_output_keeps_the_batch_pending(tmp_path):
+    """dedup --journal | head -1: the lines the closed pipe did not take are saved to a file,
+    as without a journal, and the next run prints them again."""
+    cli = redbloom_cli()
+    data = tmp_path / "items.txt"
+    data.write_text("".join("item-%d\n" % i for i in range(200_000)))
+    stage = [cli, "dedup", "-f", str(tmp_path / "f.rbf"), "-n", "1e6", "-p", "1e-6",
+             "--journal", str(tmp_path / "journal"), str(data)]
+    process = subprocess.Popen(stage, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=tmp_path)
+    first = process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(RUN_TIMEOUT) == 141, stderr
+    assert "keeps them pending: the next run with it prints them again" in stderr
+    saved = [p for p in tmp_path.iterdir() if p.name.startswith("redbloom-dedup-unprinted-")]
+    assert len(saved) == 1
+    rest = subprocess.run(stage, capture_output=True, check=True, cwd=tmp_path)
+    assert rest.returncode == 0
+    again = set(rest.stdout.decode().splitlines())
+    pending = set(saved[0].read_text().splitlines())
+    assert len(pending) > 0 and pending <= again
+    assert first.decode().strip() not in again
+    # The lines write(2) put in the pipe before the reader closed it were printed, as far as
+    # the stage can know (cli.md: the contract ends at write(2)); they are not printed again.
+    assert b"printed again %d" % len(pending) in rest.stderr
