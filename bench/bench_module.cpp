@@ -378,7 +378,7 @@ MemoryRow library_memory(const ServerSide& server, const Workload& w) {
   const FilterParams params = redbloom::size_filter(double(w.n), w.p, Layout::blocked);
   {
     Filter filter = Filter::create(location, params);
-    row.memory_usage = filter.store().storage_bytes();
+    row.memory_usage = filter.backend().storage_bytes();
   }
   row.label = "redbloom filter (" + redbloom::describe(params) + "), keys' MEMORY USAGE";
   Filter::drop(location);

@@ -129,7 +129,8 @@ void add_location_options(CLI::App& command, FilterLocation& location,
       path_names, location.path,
       std::string(first ? "Filter" : "Destination filter") +
           ": a file (PATH), or in Redis redis://HOST[:PORT][/DB]#NAME, several such URIs "
-          "comma-separated (sharded), or redis+cluster://HOST:PORT[,HOST:PORT...]#NAME");
+          "comma-separated (sharded), or redis+cluster://HOST:PORT[,HOST:PORT...]#NAME; "
+          "rediss:// and rediss+cluster:// for TLS");
   CLI::Option* name = command.add_option("--" + flag_prefix + "name", location.name,
                                          std::string(first ? "Filter" : "Destination filter") +
                                              " name in Redis, when the URI has no #NAME");
@@ -139,7 +140,8 @@ void add_location_options(CLI::App& command, FilterLocation& location,
           "name: redis://[user:password@]host[:port][/db][#NAME] or unix:///path.sock[#NAME] "
           "(default: $REDIS_URL, else redis://127.0.0.1:6379); several, comma-separated, shard "
           "the filter over those servers in that order; redis+cluster://host:port[,host:port...] "
-          "is a Redis Cluster");
+          "is a Redis Cluster; rediss:// and rediss+cluster:// over TLS "
+          "(?tls_ca=PATH&tls_cert=PATH&tls_key=PATH&tls_server_name=NAME)");
   CLI::Option* redis_file =
       command.add_option("--" + flag_prefix + "redis-file", location.redis_file,
                          "File listing the Redis URIs of a sharded filter, one per line, in order");

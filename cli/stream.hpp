@@ -40,7 +40,7 @@ void check_threads(const StreamOptions& options, const FilterLocation& location)
 // store that prefers larger batches (several pipelined commands per round trip) gets them.
 inline constexpr std::size_t kStreamBatch = 4096;
 [[nodiscard]] inline std::size_t stream_batch(const Filter& filter) noexcept {
-  return std::max(kStreamBatch, filter.store().batch_items());
+  return std::max(kStreamBatch, filter.backend().batch_items());
 }
 
 // An output write that failed. `unwritten()` are the lines (without their delimiters) not

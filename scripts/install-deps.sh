@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Installs what redbloom needs from Debian's packages, only what is missing.
 #   scripts/install-deps.sh          build dependencies (compiler, CMake, xxHash, CLI11, hiredis,
-#                                    simdjson, Python's headers and pybind11 for the Python
+#                                    OpenSSL, simdjson, Python's headers and pybind11 for the Python
 #                                    package, help2man for the man page)
 #   scripts/install-deps.sh --test   also GoogleTest, Google Benchmark, redis-server, valgrind
 #                                    (the module's memory checks), what the Python tests import
-#                                    (pytest, numpy, Scrapy, redis-py, venv) and man/groff to
+#                                    (pytest, numpy, Scrapy, redis-py, venv), openssl (the TLS
+#                                    tests make their certificates) and man/groff to
 #                                    check the installed man page
 set -euo pipefail
 
 packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev libsimdjson-dev python3-dev
-  pybind11-dev help2man)
+  pybind11-dev help2man libssl-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libbenchmark-dev redis-server valgrind pkg-config python3-pytest
-    python3-numpy python3-scrapy python3-redis python3-venv man-db groff-base)
+    python3-numpy python3-scrapy python3-redis python3-venv man-db groff-base openssl)
 fi
 
 missing=()

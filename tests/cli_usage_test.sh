@@ -159,13 +159,13 @@ run diff --known empty.rbf --check references --exact
 check_contains "diff --exact on an empty filter: load it with --exact" \
   "it is empty: load its items with --exact (redbloom load --exact -f empty.rbf SOURCE)" "$err"
 
-# --- TLS is named, not an "unknown scheme"
-run exists --redis 'rediss://user:s3cret@127.0.0.1:1#urls' items.txt
+# --- a bad TLS setting is a usage error that never prints the password
+run exists --redis 'rediss://user:s3cret@127.0.0.1:1?tls_cert=/c.pem#urls' items.txt
 check "rediss: usage error" 2 "$rc"
-check_contains "rediss: not supported yet" "TLS (rediss://) is not supported yet" "$err"
+check_contains "rediss: what is wrong" "tls_cert and tls_key go together" "$err"
 check "rediss: password never printed" no "$([[ "$err" == *s3cret* ]] && echo yes || echo no)"
-run exists -f 'rediss://127.0.0.1:1#urls' items.txt
-check_contains "rediss as -f: not supported yet" "TLS (rediss://) is not supported yet" "$err"
+run exists -f 'redis://127.0.0.1:1?tls_ca=/ca.pem#urls' items.txt
+check_contains "a TLS setting on redis://" "'tls_ca' is a TLS setting: it needs rediss://" "$err"
 
 # --- a redis location without a name says how to give one
 run exists -f redis://127.0.0.1:1 items.txt

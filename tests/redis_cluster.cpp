@@ -45,7 +45,16 @@ std::vector<std::pair<unsigned, int>> slot_starts(const RedisServer& node) {
 }  // namespace
 
 RedisCluster::RedisCluster(int masters, int replicas_per_master,
-                           std::vector<std::string> extra_args) {
+                           std::vector<std::string> extra_args)
+    : RedisCluster(masters, replicas_per_master, std::move(extra_args), TlsMode{}) {}
+
+RedisCluster::RedisCluster(int masters, int replicas_per_master,
+                           std::vector<std::string> extra_args, const TlsMode& tls) {
+  if (tls.certificates != nullptr) {
+    for (const char* arg : {"--tls-cluster", "yes", "--tls-replication", "yes"}) {
+      extra_args.emplace_back(arg);
+    }
+  }
   const int total = masters * (1 + replicas_per_master);
   std::vector<int> bus_ports;
   for (int i = 0; i < total; ++i) {
@@ -55,7 +64,7 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master,
                                   "--cluster-node-timeout", "1000",
                                   "--cluster-port",         std::to_string(bus_ports.back())};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    nodes_.push_back(std::make_unique<RedisServer>(std::move(args)));
+    nodes_.push_back(std::make_unique<RedisServer>(std::move(args), tls));
     ids_.push_back(checked(*nodes_.back(), {"CLUSTER", "MYID"}).text);
     checked(*nodes_.back(), {"CLUSTER", "SET-CONFIG-EPOCH", std::to_string(i + 1)});
   }
@@ -95,7 +104,8 @@ RedisCluster::RedisCluster(int masters, int replicas_per_master,
 }
 
 RedisEndpoint RedisCluster::endpoint() const {
-  RedisEndpoint endpoint;
+  // The TLS settings (and the password) of one node are every node's.
+  RedisEndpoint endpoint = nodes_[0]->endpoint();
   for (const auto& node : nodes_) endpoint.cluster_seeds.emplace_back("127.0.0.1", node->port());
   endpoint.host = "127.0.0.1";
   endpoint.port = nodes_[0]->port();

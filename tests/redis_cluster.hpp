@@ -22,8 +22,12 @@ class RedisCluster {
  public:
   // `extra_args` go to every node's command line (e.g. {"--loadmodule", path}).
   RedisCluster(int masters, int replicas_per_master, std::vector<std::string> extra_args = {});
+  // Every node takes TLS only (RedisServer's TlsMode), and the nodes talk to each other over
+  // TLS too (--tls-cluster yes, --tls-replication yes), as a managed TLS cluster does.
+  RedisCluster(int masters, int replicas_per_master, std::vector<std::string> extra_args,
+               const TlsMode& tls);
 
-  // redis+cluster:// with every node as a seed.
+  // redis+cluster:// (rediss+cluster:// in TLS mode) with every node as a seed.
   [[nodiscard]] RedisEndpoint endpoint() const;
   // Nodes: the masters first (in slot order), then the replicas (replica r of master m at
   // masters + m * replicas_per_master + r).

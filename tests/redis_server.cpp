@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -86,10 +87,13 @@ timeval to_timeval(std::chrono::milliseconds ms) {
   return tv;
 }
 
-// A connection, authenticated if `password` is set; nullptr (and `why`) on failure.
-Context connect(int port, const std::string& password, std::chrono::milliseconds timeout,
-                std::string& why) {
-  Context context(redisConnectWithTimeout("127.0.0.1", port, to_timeval(timeout)));
+// A connection to the loopback port, or to the unix socket when `socket_path` is set (a TLS
+// server's), authenticated if `password` is set; nullptr (and `why`) on failure.
+Context connect(int port, const std::string& socket_path, const std::string& password,
+                std::chrono::milliseconds timeout, std::string& why) {
+  Context context(socket_path.empty()
+                      ? redisConnectWithTimeout("127.0.0.1", port, to_timeval(timeout))
+                      : redisConnectUnixWithTimeout(socket_path.c_str(), to_timeval(timeout)));
   if (context == nullptr || context->err != 0) {
     why = context == nullptr ? "out of memory" : context->errstr;
     return nullptr;
@@ -139,6 +143,36 @@ RedisReply convert(const redisReply& reply) {
 
 }  // namespace
 
+TestCertificates::TestCertificates() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "redbloom-tls-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  }
+  dir_ = pattern;
+  const std::filesystem::path script =
+      std::filesystem::path(REDBLOOM_TESTS_DIR) / "support" / "make-tls-certs.sh";
+  const std::string command = "bash '" + script.string() + "' '" + dir_ + "' 2>&1";
+  std::string output;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  int status = -1;
+  if (pipe != nullptr) {
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    status = ::pclose(pipe);
+  }
+  if (status != 0) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+    throw std::runtime_error("cannot make the test certificates with " + script.string() + ": " +
+                             output);
+  }
+}
+
+TestCertificates::~TestCertificates() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
 int free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
@@ -157,7 +191,11 @@ int free_loopback_port() {
   return ntohs(address.sin_port);
 }
 
-RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+RedisServer::RedisServer(std::vector<std::string> extra_args)
+    : RedisServer(std::move(extra_args), TlsMode{}) {}
+
+RedisServer::RedisServer(std::vector<std::string> extra_args, const TlsMode& tls)
+    : extra_args_(std::move(extra_args)), tls_(tls) {
   for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
     if (extra_args_[i] == "--requirepass") password_ = extra_args_[i + 1];
   }
@@ -201,6 +239,14 @@ RedisEndpoint RedisServer::endpoint() const {
   endpoint.host = "127.0.0.1";
   endpoint.port = port_;
   endpoint.password = password_;
+  if (is_tls()) {
+    endpoint.tls = true;
+    endpoint.tls_ca_file = tls_.certificates->path("ca.crt");
+    if (tls_.auth_clients) {
+      endpoint.tls_cert_file = tls_.certificates->path("client.crt");
+      endpoint.tls_key_file = tls_.certificates->path("client.key");
+    }
+  }
   return endpoint;
 }
 
@@ -225,6 +271,17 @@ bool RedisServer::start_on_port() {
                                    unix_socket_path(),
                                    "--unixsocketperm",
                                    "700"};
+  if (is_tls()) {
+    const TestCertificates& certs = *tls_.certificates;
+    args[2] = "0";  // no plain port
+    for (const std::string& arg :
+         {std::string("--tls-port"), std::to_string(port_), std::string("--tls-cert-file"),
+          certs.path("server.crt"), std::string("--tls-key-file"), certs.path("server.key"),
+          std::string("--tls-ca-cert-file"), certs.path("ca.crt"),
+          std::string("--tls-auth-clients"), std::string(tls_.auth_clients ? "yes" : "no")}) {
+      args.push_back(arg);
+    }
+  }
   // Later options win in Redis, so the extras override the defaults above.
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
@@ -282,7 +339,8 @@ bool RedisServer::wait_until_ready_or_exit(std::chrono::steady_clock::time_point
       pid_ = -1;
       return false;
     }
-    if (Context context = connect(port_, password_, std::chrono::milliseconds(500), why)) {
+    if (Context context = connect(port_, is_tls() ? unix_socket_path() : "", password_,
+                                  std::chrono::milliseconds(500), why)) {
       Reply reply(static_cast<redisReply*>(redisCommand(context.get(), "PING")));
       // A server still loading its AOF answers -LOADING: not ready yet.
       if (reply != nullptr && reply->type == REDIS_REPLY_STATUS &&
@@ -358,7 +416,8 @@ RedisReply RedisServer::command(const std::vector<std::string>& args) const {
 std::vector<RedisReply> RedisServer::commands(
     const std::vector<std::vector<std::string>>& batch) const {
   std::string why;
-  Context context = connect(port_, password_, kCommandTimeout, why);
+  Context context =
+      connect(port_, is_tls() ? unix_socket_path() : "", password_, kCommandTimeout, why);
   if (context == nullptr) {
     throw std::runtime_error("cannot connect to the test redis on port " + std::to_string(port_) +
                              ": " + why);

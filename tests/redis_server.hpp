@@ -32,6 +32,32 @@ struct RedisReply {
   std::vector<RedisReply> elements;  // array replies
 };
 
+// The certificates of TLS tests (tests/support/make-tls-certs.sh, run with openssl), in a
+// scratch directory removed with the object: ca.crt, server.crt/.key (for 127.0.0.1, ::1 and
+// localhost), client.crt/.key, expired-client.crt/.key (signed by the CA, expired),
+// other-ca.crt and other-client.crt/.key (an unrelated CA and a client it signed).
+class TestCertificates {
+ public:
+  TestCertificates();
+  ~TestCertificates();
+  TestCertificates(const TestCertificates&) = delete;
+  TestCertificates& operator=(const TestCertificates&) = delete;
+  [[nodiscard]] const std::string& dir() const noexcept { return dir_; }
+  // dir()/file, e.g. path("ca.crt").
+  [[nodiscard]] std::string path(const std::string& file) const { return dir_ + "/" + file; }
+
+ private:
+  std::string dir_;
+};
+
+// How a RedisServer takes TLS: on its port only (--port 0 --tls-port), with the server
+// certificate of `certificates`; clients must show a certificate of the test CA when
+// auth_clients is set. The helper's own commands (command(), readiness) use the unix socket.
+struct TlsMode {
+  const TestCertificates* certificates = nullptr;
+  bool auth_clients = false;
+};
+
 // A loopback port nobody listens on right now (bind to port 0, read back what the kernel chose).
 [[nodiscard]] int free_loopback_port();
 
@@ -41,12 +67,16 @@ class RedisServer {
   // "--requirepass P" among them is remembered, and endpoint() and command() authenticate with
   // it. Throws std::runtime_error if the server cannot be started and answer PING within 10 s.
   explicit RedisServer(std::vector<std::string> extra_args = {});
+  // A server that takes TLS connections only (see TlsMode).
+  RedisServer(std::vector<std::string> extra_args, const TlsMode& tls);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
-  // 127.0.0.1:port, with the --requirepass password if one was given.
+  // 127.0.0.1:port, with the --requirepass password if one was given. In TLS mode, a rediss
+  // endpoint that trusts the test CA and, with auth_clients, shows the client certificate.
   [[nodiscard]] RedisEndpoint endpoint() const;
+  [[nodiscard]] bool is_tls() const noexcept { return tls_.certificates != nullptr; }
   [[nodiscard]] int port() const noexcept { return port_; }
   // The server's pid, or -1 when it is not running.
   [[nodiscard]] pid_t pid() const noexcept { return pid_; }
@@ -88,6 +118,7 @@ class RedisServer {
   bool reap(std::chrono::milliseconds timeout);
 
   std::vector<std::string> extra_args_;
+  TlsMode tls_;
   std::string password_;
   std::string dir_;
   int port_ = 0;

@@ -104,13 +104,27 @@ TEST(Location, BadStringsSayWhatIsWrong) {
                                      "no filter location given"));
 }
 
-TEST(Location, TlsIsNamedAsNotSupportedYet) {
-  for (const char* text : {"rediss://u:hunter2@cache:6380#urls", "redis://a:1,rediss://b:2#urls",
-                           "rediss+cluster://n1:7000#urls"}) {
-    const std::string error = testing::error_of([text] { (void)Location::parse(text); });
-    EXPECT_TRUE(testing::contains_text(error, "TLS (rediss://) is not supported yet")) << error;
-    EXPECT_FALSE(testing::contains_text(error, "hunter2")) << error;
-  }
+TEST(Location, TlsLocationsOfEveryKind) {
+  const Location one = Location::parse("rediss://u:hunter2@cache:6380?tls_ca=/ca.pem#urls");
+  ASSERT_EQ(one.servers.size(), 1u);
+  EXPECT_TRUE(one.servers[0].tls);
+  EXPECT_EQ(one.servers[0].tls_ca_file, "/ca.pem");
+  EXPECT_EQ(one.name, "urls");
+  const Location sharded = Location::parse("redis://a:1,rediss://b:2#urls");
+  ASSERT_EQ(sharded.servers.size(), 2u);
+  EXPECT_FALSE(sharded.servers[0].tls);
+  EXPECT_TRUE(sharded.servers[1].tls);
+  const Location cluster =
+      Location::parse("rediss+cluster://n1:7000,n2:7001?tls_server_name=redis.internal#urls");
+  ASSERT_EQ(cluster.servers.size(), 1u);
+  EXPECT_TRUE(cluster.servers[0].is_cluster());
+  EXPECT_TRUE(cluster.servers[0].tls);
+  EXPECT_EQ(cluster.servers[0].tls_server_name, "redis.internal");
+  EXPECT_EQ(cluster.servers[0].cluster_seeds.size(), 2u);
+  const std::string error =
+      testing::error_of([] { (void)Location::parse("rediss://u:hunter2@h?tls_key=/k#urls"); });
+  EXPECT_TRUE(testing::contains_text(error, "tls_cert and tls_key go together")) << error;
+  EXPECT_FALSE(testing::contains_text(error, "hunter2")) << error;
 }
 
 TEST(FilterOpen, CreatesWhenMissingAndOpensAfterwards) {

@@ -91,11 +91,45 @@ TEST(RedisUri, Timeouts) {
   EXPECT_EQ(parse_redis_uri("redis://h?timeout=0.0001").command_timeout, 1ms);
 }
 
+TEST(RedisUri, TlsSchemesAndSettings) {
+  const RedisEndpoint plain = parse_redis_uri("redis://h:6379");
+  EXPECT_FALSE(plain.tls);
+  const RedisEndpoint e = parse_redis_uri(
+      "rediss://u:p@cache.example.com:6380/2?tls_ca=/etc/ca%2Cb.pem&tls_cert=/c.pem&tls_key=/k.pem"
+      "&tls_server_name=redis.internal&timeout=3");
+  EXPECT_TRUE(e.tls);
+  EXPECT_EQ(e.host, "cache.example.com");
+  EXPECT_EQ(e.port, 6380);
+  EXPECT_EQ(e.db, 2);
+  EXPECT_EQ(e.password, "p");
+  EXPECT_EQ(e.tls_ca_file, "/etc/ca,b.pem");  // percent-decoded, so a path can hold a comma
+  EXPECT_EQ(e.tls_cert_file, "/c.pem");
+  EXPECT_EQ(e.tls_key_file, "/k.pem");
+  EXPECT_EQ(e.tls_server_name, "redis.internal");
+  EXPECT_FALSE(e.tls_insecure_skip_verify);
+  EXPECT_EQ(e.command_timeout, 3000ms);
+  EXPECT_TRUE(parse_redis_uri("rediss://h?tls_insecure_skip_verify=yes").tls_insecure_skip_verify);
+  const RedisEndpoint defaults = parse_redis_uri("rediss://h");
+  EXPECT_TRUE(defaults.tls);
+  EXPECT_TRUE(defaults.tls_ca_file.empty());  // the system's trusted CAs
+  EXPECT_EQ(defaults.port, 6379);
+  const RedisEndpoint cluster = parse_redis_uri("rediss+cluster://a:7000,b:7001?tls_ca=/ca.pem");
+  EXPECT_TRUE(cluster.tls);
+  EXPECT_TRUE(cluster.is_cluster());
+  EXPECT_EQ(cluster.cluster_seeds.size(), 2u);
+  EXPECT_EQ(cluster.tls_ca_file, "/ca.pem");
+  EXPECT_TRUE(contains_text(error_of([] { (void)parse_redis_uri("redis://h?tls_ca=/ca.pem"); }),
+                            "'tls_ca' is a TLS setting: it needs rediss://"));
+}
+
 TEST(RedisUri, BadUrisAreRejectedWithoutShowingThePassword) {
   const std::string secret = "hunter2";
   const std::vector<std::string> bad = {
       "http://u:hunter2@h",
-      "rediss://u:hunter2@h",
+      "rediss://u:hunter2@h?tls_cert=/c.pem",
+      "rediss://u:hunter2@h?tls_ca=",
+      "rediss://u:hunter2@h?tls_insecure_skip_verify=maybe",
+      "redis://u:hunter2@h?tls_ca=/ca.pem",
       "redis://u:hunter2@",
       "redis://u:hunter2@:6379",
       "redis://u:hunter2@h:0",

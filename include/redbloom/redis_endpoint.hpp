@@ -3,9 +3,18 @@
 //   redis://[[user]:password@]host[:port][/db][?timeout=S&connect_timeout=S]
 //   unix:///path/to/redis.sock[?db=N&timeout=S&connect_timeout=S]
 //   redis+cluster://[[user]:password@]host:port[,host:port...][?timeout=S&connect_timeout=S]
+//   rediss://... and rediss+cluster://...: the same over TLS, with these parameters too:
+//     tls_ca=PATH             trust only the CA certificates in this PEM file (default: the
+//                             system's trusted CAs, through OpenSSL's default paths, so
+//                             SSL_CERT_FILE and SSL_CERT_DIR apply)
+//     tls_cert=PATH&tls_key=PATH  a client certificate and its key (mutual TLS)
+//     tls_server_name=NAME    the name the server's certificate must carry, also sent as SNI
+//                             (default: the host)
+//     tls_insecure_skip_verify=yes  accept any certificate (a warning is printed)
 //
 // A redis+cluster URI names a Redis Cluster by one or more of its nodes (seeds): the slot map
-// is discovered from them (cluster_router.hpp). Credentials and timeouts apply to every node.
+// is discovered from them (cluster_router.hpp). Credentials, timeouts and TLS settings apply
+// to every node.
 //
 // Host may be a bracketed IPv6 address. The user name and password are percent-decoded, so a
 // password holding '@' or ':' is written %40 / %3A. Timeouts are in seconds (fractions
@@ -34,6 +43,14 @@ struct RedisEndpoint {
   // Seed nodes of a Redis Cluster (redis+cluster://); empty for one server. host and port are
   // the first seed's.
   std::vector<std::pair<std::string, int>> cluster_seeds;
+  // TLS (rediss://). The server's certificate is verified, and its name checked, unless
+  // tls_insecure_skip_verify is set.
+  bool tls = false;
+  std::string tls_ca_file;    // empty: the system's trusted CAs
+  std::string tls_cert_file;  // client certificate (mutual TLS), with tls_key_file
+  std::string tls_key_file;
+  std::string tls_server_name;  // empty: host
+  bool tls_insecure_skip_verify = false;
 
   [[nodiscard]] bool is_cluster() const noexcept { return !cluster_seeds.empty(); }
 

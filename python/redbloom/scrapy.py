@@ -13,6 +13,11 @@ settings.py:
     REDBLOOM_GROWTH = 2                         # optional: grow past the capacity (by links of
                                                 # 2x, 4x, ... at tighter rates) instead of
                                                 # dropping ever more new requests
+    REDBLOOM_ENGINE = "bf"                      # optional: a filter of the Redis server's own
+                                                # Bloom engine (RedisBloom, Redis 8,
+                                                # valkey-bloom), made with BF.RESERVE from
+                                                # REDBLOOM_CAPACITY, REDBLOOM_ERROR_RATE and
+                                                # REDBLOOM_GROWTH (its EXPANSION) when missing
 
 The filter holds the 20-byte fingerprints of the crawler's request fingerprinter, so the
 fingerprinter is part of the filter's identity: the one that built the filter is recorded
@@ -41,6 +46,55 @@ def _fingerprinter_identity(fingerprinter, settings):
     if implementation:
         identity += " implementation %s" % implementation
     return identity
+
+
+def _redis_py_client(redis, uri):
+    """A redis-py client for one of redbloom's Redis URIs (redis-py's from_url knows neither
+    its timeouts nor its TLS settings), or None, with a warning, when redis-py cannot check
+    the server the way redbloom does."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+    if uri.startswith("unix://"):
+        return redis.Redis.from_url(uri.split("?")[0])
+    parts = urlsplit(uri)
+    cluster = parts.scheme.endswith("+cluster")
+    options = {}
+    if parts.password is not None:
+        options["username"] = unquote(parts.username) or None
+        options["password"] = unquote(parts.password)
+    elif parts.username:
+        options["password"] = unquote(parts.username)  # redis://secret@host: a password alone
+    # The first node of a cluster's list is enough: redis-py finds the others.
+    first = urlsplit("//" + parts.netloc.rpartition("@")[2].split(",")[0])
+    host = first.hostname
+    options["port"] = first.port or 6379
+    if parts.path.strip("/") and not cluster:
+        options["db"] = int(parts.path.strip("/"))
+    if parts.scheme.startswith("rediss"):
+        options.update(ssl=True, ssl_check_hostname=True)
+    for key, value in parse_qsl(parts.query):
+        if key == "timeout":
+            options["socket_timeout"] = float(value)
+        elif key == "connect_timeout":
+            options["socket_connect_timeout"] = float(value)
+        elif key == "db" and not cluster:
+            options["db"] = int(value)
+        elif key == "tls_ca":
+            options["ssl_ca_certs"] = value
+        elif key == "tls_cert":
+            options["ssl_certfile"] = value
+        elif key == "tls_key":
+            options["ssl_keyfile"] = value
+        elif key == "tls_insecure_skip_verify" and value in ("yes", "true", "1"):
+            options.update(ssl_cert_reqs="none", ssl_check_hostname=False)
+        elif key == "tls_server_name":
+            logger.warning("redbloom dupefilter: the request fingerprinter is not recorded "
+                           "beside the filter: redis-py cannot check the server's certificate "
+                           "for tls_server_name=%s", value)
+            return None
+    if cluster:
+        from redis.cluster import RedisCluster
+        return RedisCluster(host=host, **options)
+    return redis.Redis(host=host, **options)
 
 
 def _location(settings, jobdir):
@@ -79,9 +133,10 @@ class RedbloomDupeFilter(BaseDupeFilter):
 
     def __init__(self, location, key=DEFAULT_KEY, capacity=DEFAULT_CAPACITY,
                  error_rate=DEFAULT_ERROR_RATE, fingerprinter=None, settings=None, stats=None,
-                 debug=False, growth=None):
+                 debug=False, growth=None, engine=None):
         self.location = location
         self.growth = growth
+        self.engine = engine
         self.key = key
         self.capacity = capacity
         self.error_rate = error_rate
@@ -106,7 +161,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
                          fingerprinter=getattr(crawler, "request_fingerprinter", None),
                          settings=settings, stats=crawler.stats,
                          debug=settings.getbool("DUPEFILTER_DEBUG"),
-                         growth=settings.getint("REDBLOOM_GROWTH") or None)
+                         growth=settings.getint("REDBLOOM_GROWTH") or None,
+                         engine=settings.get("REDBLOOM_ENGINE") or None)
         dupefilter._crawler = crawler  # its spider names the Redis key when the crawl opens
         return dupefilter
 
@@ -118,7 +174,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
                    capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
                    error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
                    settings=settings, debug=settings.getbool("DUPEFILTER_DEBUG"),
-                   growth=settings.getint("REDBLOOM_GROWTH") or None)
+                   growth=settings.getint("REDBLOOM_GROWTH") or None,
+                   engine=settings.get("REDBLOOM_ENGINE") or None)
 
     def _fingerprint(self, request):
         if self.fingerprinter is not None:
@@ -130,12 +187,13 @@ class RedbloomDupeFilter(BaseDupeFilter):
         if self.filter is not None:
             return
         name = ""
-        in_redis = self.location.startswith(("redis://", "rediss://", "redis+cluster://", "unix://"))
+        in_redis = self.location.startswith(("redis://", "rediss://", "redis+cluster://",
+                                             "rediss+cluster://", "unix://"))
         if in_redis and "#" not in self.location:
             name = self.key % {"spider": getattr(spider, "name", "scrapy")}
         self.filter = _redbloom.Filter.open(self.location, name=name, capacity=self.capacity,
                                             error_rate=self.error_rate, growth=self.growth,
-                                            create=True)
+                                            create=True, engine=self.engine)
         self._start_items = len(self.filter)
         logger.info("redbloom dupefilter uses %r, about %d requests in it", self.filter,
                     self._start_items)
@@ -149,9 +207,11 @@ class RedbloomDupeFilter(BaseDupeFilter):
         self._ensure_open()
         if self.filter.add(self._fingerprint(request)):
             self.new_requests += 1
-            # The chance this new request would have been dropped, at the filter's fill now.
-            self._expected_wrong_drops += self.filter.error_rate_at(
-                self._start_items + self.new_requests)
+            # The chance this new request would have been dropped, at the filter's fill now
+            # (None: the server's Bloom engine keeps the rate and does not say it).
+            rate = self.filter.error_rate_at(self._start_items + self.new_requests)
+            if rate is not None:
+                self._expected_wrong_drops += rate
             return False
         self.dropped_requests += 1
         return True
@@ -180,7 +240,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
             self.stats.set_value("redbloom/dropped_requests", self.dropped_requests)
             self.stats.set_value("redbloom/expected_wrongly_dropped",
                                  self._expected_wrong_drops)
-        if info["estimated_items"] > info["capacity"]:
+        # The server's Bloom engine grows past its capacity, or refuses requests past it.
+        if info["server_filter"] is None and info["estimated_items"] > info["capacity"]:
             logger.warning("redbloom dupefilter %s holds ~%d requests, over its capacity %d: "
                            "new requests are wrongly dropped at a rate of %.3g; create a larger "
                            "filter (REDBLOOM_CAPACITY)", info["location"],
@@ -226,11 +287,9 @@ class RedbloomDupeFilter(BaseDupeFilter):
             return None
         first = self.location.partition("#")[0].split(",")[0]
         key = name + ":scrapy-fingerprinter"
-        if first.startswith("redis+cluster://"):
-            from redis.cluster import RedisCluster
-            client = RedisCluster.from_url("redis://" + first[len("redis+cluster://"):])
-        else:
-            client = redis.Redis.from_url(first)
+        client = _redis_py_client(redis, first)
+        if client is None:
+            return None
         try:
             client.set(key, identity, nx=True)
             recorded = client.get(key)

@@ -14,28 +14,18 @@ bool is_redis_uri(std::string_view text) {
   return !text.starts_with("file:") && text.find("://") != std::string_view::npos;
 }
 
-// TLS is a scheme users reach for: say it is not there yet, rather than "unknown scheme".
-void refuse_tls(std::string_view uri) {
-  if (uri.starts_with("rediss://") || uri.starts_with("rediss+cluster://")) {
-    // The URI is not repeated: it may hold a password.
-    throw InvalidArgument(
-        "bad Redis URI: TLS (rediss://) is not supported yet; use redis:// on a trusted "
-        "network, or reach the server through a TLS tunnel on this machine");
-  }
-}
-
 }  // namespace
 
 std::vector<RedisEndpoint> parse_redis_servers(std::string_view list) {
-  refuse_tls(list);
-  if (list.starts_with("redis+cluster://")) return {parse_redis_uri(list)};
+  if (list.starts_with("redis+cluster://") || list.starts_with("rediss+cluster://")) {
+    return {parse_redis_uri(list)};
+  }
   std::vector<RedisEndpoint> servers;
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = list.find(',', start);
     const std::string_view uri = list.substr(start, comma - start);
     if (uri.empty()) throw InvalidArgument("empty URI in the list of Redis servers");
-    refuse_tls(uri);
     servers.push_back(parse_redis_uri(uri));
     if (comma == std::string_view::npos) break;
     start = comma + 1;

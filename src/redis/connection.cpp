@@ -1,72 +1,27 @@
 #include "connection.hpp"
 
-#include <pthread.h>
-#include <sys/time.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 
 #include "redbloom/error.hpp"
 
 namespace redbloom::redis {
 namespace {
 
-timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
+// Bytes read from the socket at a time: one TLS record is at most 16 KiB, and a larger read
+// lets a big plain reply (a partition of a few MiB) arrive in fewer calls.
+constexpr std::size_t kInputSize = 64 * 1024;
 
-// hiredis sends with write(2), which raises SIGPIPE when the server has gone (a killed server
-// whose socket this client still writes to); its default action kills the whole process. A
-// library must not change the process's signal dispositions, so, as libpq does, the signal is
-// blocked in this thread around the writes, and a SIGPIPE they raised is consumed before it is
-// unblocked. The write itself fails with EPIPE, which is reported as a lost connection.
-class SigpipeBlock {
- public:
-  SigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    // One that was already pending is someone else's, and stays.
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &previous_) == 0;
-  }
-  ~SigpipeBlock() {
-    if (!blocked_) return;
-    const int saved_errno = errno;
-    if (!was_pending_) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        const timespec no_wait{};
-        while (sigtimedwait(&pipe_, nullptr, &no_wait) < 0 && errno == EINTR) {
-        }
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-    errno = saved_errno;
-  }
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
-
- private:
-  sigset_t pipe_;
-  sigset_t previous_;
-  bool was_pending_ = false;
-  bool blocked_ = false;
-};
-
-std::string seconds_text(std::chrono::milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms.count()) / 1000);
-  return buf;
+void warn_unverified(const RedisEndpoint& endpoint) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "redbloom: WARNING: TLS certificate verification is OFF for %s "
+                 "(tls_insecure_skip_verify): anyone on the network path can read and change "
+                 "this traffic; give the server's CA as tls_ca=PATH instead\n",
+                 endpoint.describe().c_str());
+  });
 }
 
 }  // namespace
@@ -80,9 +35,9 @@ Connection::~Connection() {
 }
 
 void Connection::drop() noexcept {
-  if (context_ != nullptr) redisFree(context_);
-  context_ = nullptr;
-  unsent_ = false;
+  transport_.reset();
+  reader_.reset();
+  unsent_.clear();
 }
 
 std::string Connection::message(std::string_view operation, std::string_view what) const {
@@ -95,40 +50,32 @@ void Connection::fail(std::string_view operation, std::string_view what) const {
 
 void Connection::connect() {
   drop();
-  const timeval connect_tv = to_timeval(endpoint_.connect_timeout);
-  redisContext* context =
-      endpoint_.unix_path.empty()
-          ? redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, connect_tv)
-          : redisConnectUnixWithTimeout(endpoint_.unix_path.c_str(), connect_tv);
-  if (context == nullptr) fail("connect", "out of memory");
-  if (context->err != 0) {
-    std::string why = context->errstr;
-    redisFree(context);
-    if (why.find("Resource temporarily unavailable") != std::string::npos ||
-        why.find("timed out") != std::string::npos) {
-      why = "timed out after " + seconds_text(endpoint_.connect_timeout);
-    }
-    fail("connect", why);
-  }
-  context_ = context;
-  if (redisSetTimeout(context_, to_timeval(endpoint_.command_timeout)) != REDIS_OK) {
-    drop();
-    fail("connect", "cannot set the socket timeout");
-  }
-  // TCP only: on a unix socket the TCP keepalive options fail, and hiredis then marks the
-  // context as failed, so every later command would fail with "Operation not supported".
-  if (endpoint_.unix_path.empty() && redisEnableKeepAlive(context_) != REDIS_OK) {
-    const std::string why = context_->errstr;
-    drop();
-    fail("connect", "cannot enable TCP keepalive: " + why);
-  }
+  if (endpoint_.tls && endpoint_.tls_insecure_skip_verify) warn_unverified(endpoint_);
   try {
-    if (!endpoint_.password.empty()) {
-      if (endpoint_.user.empty()) {
-        run({"AUTH", endpoint_.password});
-      } else {
-        run({"AUTH", endpoint_.user, endpoint_.password});
-      }
+    transport_ = std::make_unique<Transport>(endpoint_);
+  } catch (const TransportError& e) {
+    fail("connect", e.what());
+  }
+  reader_.reset(redisReaderCreate());
+  if (reader_ == nullptr) {
+    drop();
+    fail("connect", "out of memory");
+  }
+  if (input_ == nullptr) input_ = std::make_unique<char[]>(kInputSize);
+  replies_ = 0;
+  try {
+    // A password left out of the URI comes from the environment, so it need not be on a
+    // command line; a user named without one still logs in (a nopass user), never silently
+    // runs as the default user.
+    std::string password = endpoint_.password;
+    if (const char* env = std::getenv("REDBLOOM_REDIS_PASSWORD");
+        password.empty() && env != nullptr) {
+      password = env;
+    }
+    if (!endpoint_.user.empty()) {
+      run({"AUTH", endpoint_.user, password});
+    } else if (!password.empty()) {
+      run({"AUTH", password});
     }
     if (endpoint_.db != 0) run({"SELECT", std::to_string(endpoint_.db)});
   } catch (...) {
@@ -140,12 +87,8 @@ void Connection::connect() {
 }
 
 void Connection::append(const CommandBuffer& commands) {
-  if (context_ == nullptr) connect();
-  const std::string_view text = commands.text();
-  if (redisAppendFormattedCommand(context_, text.data(), text.size()) != REDIS_OK) {
-    fail("send", "out of memory");
-  }
-  unsent_ = true;
+  if (transport_ == nullptr) connect();
+  unsent_.append(commands.text());
 }
 
 void Connection::append(std::span<const std::string_view> args) {
@@ -154,47 +97,86 @@ void Connection::append(std::span<const std::string_view> args) {
   append(buffer);
 }
 
-bool Connection::write_unsent() noexcept {
-  SigpipeBlock guard;
-  int done = 0;
-  while (done == 0) {
-    if (redisBufferWrite(context_, &done) != REDIS_OK) return false;
+bool Connection::write_unsent(std::string& why) noexcept {
+  try {
+    transport_->write_all(unsent_);
+    unsent_.clear();
+    return true;
+  } catch (const TransportError& e) {
+    why = e.what();
+    if (why.empty()) why = "connection closed by the server";
+  } catch (const std::exception& e) {
+    why = e.what();
   }
-  unsent_ = false;
-  return true;
+  return false;
 }
 
 void Connection::send(std::string_view operation) {
-  if (context_ == nullptr) fail(operation, "connection lost earlier; nothing pending");
-  if (!write_unsent()) {
-    const std::string why = context_->errstr;
+  if (transport_ == nullptr) fail(operation, "connection lost earlier; nothing pending");
+  if (unsent_.empty()) return;
+  std::string why;
+  if (!write_unsent(why)) {
     drop();
     fail(operation, "connection lost while sending (" + why + ")");
   }
 }
 
-Reply Connection::read(std::string_view operation) {
-  if (context_ == nullptr) fail(operation, "connection lost earlier; nothing pending");
-  // hiredis would write these inside redisGetReply, unguarded. A write error stays in the
-  // context, and redisGetReply reports it once the replies that did arrive are read.
-  if (unsent_) (void)write_unsent();
-  void* raw = nullptr;
-  if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
-    std::string why = context_->errstr;
-    const int err = context_->err;
-    drop();
-    if (err == REDIS_ERR_IO && (why.find("Resource temporarily unavailable") != std::string::npos ||
-                                why.find("timed out") != std::string::npos)) {
-      why = "timed out after " + seconds_text(endpoint_.command_timeout) +
-            " (the server is stalled or overloaded; the command may or may not have run)";
-    } else if (err == REDIS_ERR_EOF || why.empty()) {
-      why = "connection closed by the server (" + (why.empty() ? "no reply" : why) + ")";
-    } else {
-      why = "connection lost (" + why + ")";
-    }
-    fail(operation, why);
+std::string Connection::lost(const TransportError& error) const {
+  const std::string what = error.what();
+  // A server that takes TLS only closes a plain connection at once.
+  const std::string hint = replies_ == 0 && !endpoint_.tls
+                               ? "; if the server takes TLS connections only, use rediss://"
+                               : "";
+  switch (error.kind()) {
+    case TransportError::Kind::timeout:
+      return what + " (the server is stalled or overloaded; the command may or may not have run)";
+    case TransportError::Kind::closed:
+      return "connection closed by the server (" + (what.empty() ? "no reply" : what) + hint + ")";
+    case TransportError::Kind::failed:
+      break;
   }
-  return Reply(static_cast<redisReply*>(raw));
+  return what.starts_with("TLS") ? what : "connection lost (" + what + hint + ")";
+}
+
+Reply Connection::read(std::string_view operation) {
+  if (transport_ == nullptr) fail(operation, "connection lost earlier; nothing pending");
+  // A failed write is reported once the replies that did arrive are read: the commands
+  // before it ran, and their answers are the caller's to see.
+  std::string write_error;
+  if (!unsent_.empty() && !write_unsent(write_error)) unsent_.clear();
+  while (true) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      std::string why = "the server's reply is not RESP (";
+      why += reader_->errstr;
+      why += ')';
+      if (replies_ == 0 && !endpoint_.tls) {
+        why += "; if the server takes TLS connections only, use rediss://";
+      }
+      drop();
+      fail(operation, why);
+    }
+    if (raw != nullptr) {
+      ++replies_;
+      return Reply(static_cast<redisReply*>(raw));
+    }
+    std::size_t got = 0;
+    try {
+      got = transport_->read_some(input_.get(), kInputSize);
+    } catch (const TransportError& e) {
+      // A TLS error read now (a server's alert) says more than the failed write did.
+      const bool tls_error = std::string_view(e.what()).starts_with("TLS");
+      const std::string why = write_error.empty() || tls_error
+                                  ? lost(e)
+                                  : "connection lost while sending (" + write_error + ")";
+      drop();
+      fail(operation, why);
+    }
+    if (redisReaderFeed(reader_.get(), input_.get(), got) != REDIS_OK) {
+      drop();
+      fail(operation, "out of memory");
+    }
+  }
 }
 
 Reply Connection::run(std::initializer_list<std::string_view> args) {

@@ -1,4 +1,5 @@
-// One blocking hiredis connection with pipelining, and the RESP encoder the hot paths use.
+// One blocking connection with pipelining (over transport.hpp: TCP, unix socket or TLS, with
+// hiredis's reply parser), and the RESP encoder the hot paths use.
 // Internal to the library: public headers never include hiredis.
 //
 // Every failure throws StorageError naming the server and the operation. An I/O failure or a
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "redbloom/redis_endpoint.hpp"
+#include "transport.hpp"
 
 namespace redbloom::redis {
 
@@ -99,7 +101,7 @@ class Connection {
     append(std::span<const std::string_view>(args.begin(), args.size()));
   }
   // Writes the queued commands to the socket now, so the server starts on them while the
-  // caller prepares the next ones (hiredis alone writes only when a reply is read).
+  // caller prepares the next ones (read() writes what is still queued, too).
   void send(std::string_view operation);
   // The next reply, in order. Error replies are returned (check with is_error); I/O failures
   // and timeouts throw. `operation` names the command in messages.
@@ -120,12 +122,21 @@ class Connection {
  private:
   void connect();
   void drop() noexcept;
-  // Writes the queued commands with SIGPIPE blocked; false (the error in the context) on failure.
-  bool write_unsent() noexcept;
+  // Writes the queued commands; false (and why in `why`) on failure.
+  bool write_unsent(std::string& why) noexcept;
+  // The message for a transport failure while `operation` waited for a reply.
+  [[nodiscard]] std::string lost(const TransportError& error) const;
+
+  struct ReaderDeleter {
+    void operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
+  };
 
   RedisEndpoint endpoint_;
-  redisContext* context_ = nullptr;
-  bool unsent_ = false;  // appended commands not yet written to the socket
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<redisReader, ReaderDeleter> reader_;
+  std::string unsent_;  // appended commands not yet written to the socket
+  std::unique_ptr<char[]> input_;
+  std::size_t replies_ = 0;  // replies read since the connection was made
 };
 
 [[nodiscard]] inline bool is_error(const redisReply& reply) noexcept {

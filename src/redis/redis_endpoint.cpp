@@ -11,8 +11,9 @@ namespace {
 // The URI may hold a password, so messages name the problem, never the whole text.
 [[noreturn]] void bad_uri(std::string_view /*uri*/, const std::string& why) {
   throw InvalidArgument("bad Redis URI: " + why +
-                        " (expected redis://[user:password@]host[:port][/db] or "
-                        "unix:///path.sock or redis+cluster://host:port[,host:port...])");
+                        " (expected redis://[user:password@]host[:port][/db], "
+                        "rediss://... for TLS, unix:///path.sock or "
+                        "redis+cluster://host:port[,host:port...])");
 }
 
 int hex_value(char c) {
@@ -62,6 +63,11 @@ std::chrono::milliseconds parse_seconds(std::string_view uri, std::string_view t
   return std::chrono::milliseconds(static_cast<long>(std::ceil(seconds * 1000)));
 }
 
+std::string non_empty(std::string_view uri, std::string_view key, std::string value) {
+  if (value.empty()) bad_uri(uri, "empty " + std::string(key));
+  return value;
+}
+
 // Applies "a=1&b=2".
 void apply_query(std::string_view uri, std::string_view query, RedisEndpoint& endpoint) {
   while (!query.empty()) {
@@ -78,9 +84,28 @@ void apply_query(std::string_view uri, std::string_view query, RedisEndpoint& en
       endpoint.connect_timeout = parse_seconds(uri, value, "connect_timeout");
     } else if (key == "db") {
       endpoint.db = static_cast<int>(parse_integer(uri, value, 0, 1 << 20, "db"));
+    } else if (key.starts_with("tls_") && !endpoint.tls) {
+      bad_uri(uri, "'" + std::string(key) + "' is a TLS setting: it needs rediss://");
+    } else if (key == "tls_ca") {
+      endpoint.tls_ca_file = non_empty(uri, key, percent_decode(uri, value));
+    } else if (key == "tls_cert") {
+      endpoint.tls_cert_file = non_empty(uri, key, percent_decode(uri, value));
+    } else if (key == "tls_key") {
+      endpoint.tls_key_file = non_empty(uri, key, percent_decode(uri, value));
+    } else if (key == "tls_server_name") {
+      endpoint.tls_server_name = non_empty(uri, key, percent_decode(uri, value));
+    } else if (key == "tls_insecure_skip_verify") {
+      if (value == "yes" || value == "true" || value == "1") {
+        endpoint.tls_insecure_skip_verify = true;
+      } else if (value == "no" || value == "false" || value == "0") {
+        endpoint.tls_insecure_skip_verify = false;
+      } else {
+        bad_uri(uri, "tls_insecure_skip_verify takes yes or no");
+      }
     } else {
-      bad_uri(uri,
-              "unknown parameter '" + std::string(key) + "' (known: timeout, connect_timeout, db)");
+      bad_uri(uri, "unknown parameter '" + std::string(key) +
+                       "' (known: timeout, connect_timeout, db, and with rediss:// tls_ca, "
+                       "tls_cert, tls_key, tls_server_name, tls_insecure_skip_verify)");
     }
   }
 }
@@ -163,11 +188,15 @@ RedisEndpoint parse_redis_uri(std::string_view uri) {
   RedisEndpoint endpoint;
   std::string_view rest;
   const bool is_unix = uri.starts_with("unix://");
-  const bool is_cluster = uri.starts_with("redis+cluster://");
+  const bool is_cluster =
+      uri.starts_with("redis+cluster://") || uri.starts_with("rediss+cluster://");
+  endpoint.tls = uri.starts_with("rediss://") || uri.starts_with("rediss+cluster://");
   if (uri.starts_with("redis://")) {
     rest = uri.substr(8);
+  } else if (uri.starts_with("rediss://")) {
+    rest = uri.substr(9);
   } else if (is_cluster) {
-    rest = uri.substr(16);
+    rest = uri.substr(endpoint.tls ? 17 : 16);
   } else if (is_unix) {
     rest = uri.substr(7);
   } else {
@@ -177,6 +206,9 @@ RedisEndpoint parse_redis_uri(std::string_view uri) {
   if (question != std::string_view::npos) {
     apply_query(uri, rest.substr(question + 1), endpoint);
     rest = rest.substr(0, question);
+  }
+  if (endpoint.tls_cert_file.empty() != endpoint.tls_key_file.empty()) {
+    bad_uri(uri, "tls_cert and tls_key go together (a client certificate and its key)");
   }
   if (is_unix) {
     // unix://[user:password@]/path: the path starts at the first '/'.

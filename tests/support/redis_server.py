@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -34,9 +35,26 @@ def wait_until(condition, what, timeout=60.0, interval=0.02):
         time.sleep(interval)
 
 
+def make_tls_certificates(directory):
+    """The TLS tests' certificates, made in `directory` by make-tls-certs.sh (beside this file):
+    ca.crt, server.crt/.key, client.crt/.key, expired-client.crt/.key, other-ca.crt and
+    other-client.crt/.key. Returns the directory as a Path."""
+    script = Path(__file__).resolve().parent / "make-tls-certs.sh"
+    made = subprocess.run(["bash", str(script), str(directory)], capture_output=True, text=True,
+                          timeout=120)
+    if made.returncode != 0:
+        pytest.fail("cannot make the test certificates: %s%s" % (made.stdout, made.stderr))
+    return Path(directory)
+
+
 class RedisServer:
-    def __init__(self, directory, *options, wrapper=()):
-        """wrapper: a command line that runs the server (a memory checker), before its own."""
+    def __init__(self, directory, *options, wrapper=(), tls=None, tls_auth_clients=False,
+                 auth=None):
+        """wrapper: a command line that runs the server (a memory checker), before its own.
+        tls: a directory of make_tls_certificates(): the server then takes TLS only, and url and
+        client() use it (with the client certificate when tls_auth_clients).
+        auth: (user, password) the test's own clients log in with (a server whose default
+        user is off)."""
         if shutil.which("redis-server") is None:
             pytest.fail("redis-server not found (scripts/install-deps.sh --test installs it)")
         if wrapper and shutil.which(wrapper[0]) is None:
@@ -44,6 +62,9 @@ class RedisServer:
         self.directory = directory
         self.options = list(options)
         self.wrapper = list(wrapper)
+        self.tls = Path(tls) if tls is not None else None
+        self.tls_auth_clients = tls_auth_clients
+        self.auth = auth
         self.port = None
         self.process = None
         self.start()
@@ -62,11 +83,18 @@ class RedisServer:
         """Starts the server (on its old port after a stop) and waits until it answers PING."""
         for _ in range(20):
             port = self.port or free_port()
+            listen = ["--port", str(port)]
+            if self.tls is not None:
+                listen = ["--port", "0", "--tls-port", str(port),
+                          "--tls-cert-file", str(self.tls / "server.crt"),
+                          "--tls-key-file", str(self.tls / "server.key"),
+                          "--tls-ca-cert-file", str(self.tls / "ca.crt"),
+                          "--tls-auth-clients", "yes" if self.tls_auth_clients else "no"]
             process = subprocess.Popen(
-                self.wrapper + ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                                "--save", "", "--appendonly", "no", "--dir", str(self.directory),
-                                "--logfile", str(self.log)] + self.options)
-            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+                self.wrapper + ["redis-server"] + listen + [
+                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                    "--dir", str(self.directory), "--logfile", str(self.log)] + self.options)
+            client = self._redis(port, socket_timeout=10)
             deadline = time.monotonic() + START_TIMEOUT
             while process.poll() is None and time.monotonic() < deadline:
                 try:
@@ -82,17 +110,43 @@ class RedisServer:
                 break
         pytest.fail("could not start redis-server (%s):\n%s" % (self.log, self.log_tail()))
 
+    def _tls_options(self):
+        """redis-py's arguments for this server's TLS."""
+        if self.tls is None:
+            return {}
+        options = {"ssl": True, "ssl_ca_certs": str(self.tls / "ca.crt"),
+                   "ssl_check_hostname": True}
+        if self.tls_auth_clients:
+            options.update(ssl_certfile=str(self.tls / "client.crt"),
+                           ssl_keyfile=str(self.tls / "client.key"))
+        return options
+
     @property
     def url(self):
-        return "redis://127.0.0.1:%d" % self.port
+        """redis://127.0.0.1:PORT, or in TLS mode rediss:// with the test CA (and the client
+        certificate) as its parameters."""
+        if self.tls is None:
+            return "redis://127.0.0.1:%d" % self.port
+        url = "rediss://127.0.0.1:%d?tls_ca=%s" % (self.port, self.tls / "ca.crt")
+        if self.tls_auth_clients:
+            url += "&tls_cert=%s&tls_key=%s" % (self.tls / "client.crt", self.tls / "client.key")
+        return url
 
     @property
     def pid(self):
         return self.process.pid if self.process is not None else None
 
+    def _redis(self, port, **options):
+        for key, value in self._tls_options().items():
+            options.setdefault(key, value)
+        if self.auth is not None:
+            options.setdefault("username", self.auth[0])
+            options.setdefault("password", self.auth[1])
+        return redis.Redis(host="127.0.0.1", port=port, **options)
+
     def client(self, **options):
         options.setdefault("socket_timeout", 60)
-        return redis.Redis(host="127.0.0.1", port=self.port, **options)
+        return self._redis(self.port, **options)
 
     def alive(self):
         return self.process is not None and self.process.poll() is None
