@@ -187,11 +187,12 @@ local count = 0
 if links > 0 then
   count = redis.call('BITFIELD_RO', key, 'GET', 'i64', 64 * (2 * links - 1))[1]
 end
--- inG: in a link of G. Exact for the links that are no longer the newest; the newest one's
--- test-and-set below sees what earlier items of this unit wrote into it.
+-- inG: in a link of G before the newest. The newest one is not probed: its test-and-set below
+-- answers the same (all bits set: not new, nothing counted), and a full newest link is probed
+-- before it is frozen.
 local inG = {}
 for i = 1, n do inG[i] = false end
-for l = 0, links - 1 do probe(key, l, inG) end
+for l = 0, links - 2 do probe(key, l, inG) end
 -- found: in G or an older slice. An item only in an older slice is not new, but the add still
 -- sets it in G, restarting its window.
 for i = 1, n do found[i] = inG[i] end
