@@ -912,7 +912,7 @@ int throughput_part(const Args& args) {
       redbloom::format_duration(args.tp_window_ns).c_str(), args.slices, args.slices,
       args.slices + 1, static_cast<unsigned long long>(args.growing_start), args.reps);
   std::printf(
-      "| store | filter | items | items/s | × plain | issue target | × plain-window | reported "
+      "| store | filter | items | items/s | × plain | target | × plain-window | reported "
       "new | links | MiB |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   bool missed = false;
