@@ -87,7 +87,7 @@ constexpr std::string_view kMemoryKey = "bench:module:memory";
 constexpr std::string_view kLatencyKey = "bench:module:latency";
 constexpr std::string_view kLibraryName = "bench:module:redbloom";
 
-// The targets (ratios, not results).
+// The targets (ratios, not results).
 constexpr double kRateTarget = 2.0;        // BF.MADD / BF.MEXISTS items/s, × RedisBloom's
 constexpr double kCpuTarget = 0.5;         // server CPU per item, × RedisBloom's
 constexpr double kModulePathTarget = 5.0;  // redbloom filter via the module, × via BITFIELD
