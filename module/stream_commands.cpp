@@ -444,121 +444,183 @@ int reply_lookup(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<
   return module_api::kOk;
 }
 
-// Adds the items to the current slice (the last of `live`), making it and its links as needed.
-int add_items(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const StreamRequest& r,
-              const Declared& d, Roster& roster, std::vector<Slice>& live,
-              const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
-  const std::uint64_t link_count = r.links.size();
-  std::uint64_t used = 0;
-  for (const Slice& slice : live) used += r.start[slice.links] - r.header;
-  const std::int64_t most = most_links(live);
-  const std::size_t n = hashes.size();
-  const Probe probe(hashes);
-  Slice& cur = live.back();
-  std::size_t ignored = 0;
-  if (cur.links > 0) {
-    cur.bytes = reinterpret_cast<std::uint8_t*>(
-        RedisModule_StringDMA(cur.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+// Adds the items to the current slice (the last of `live`), making it and its links as needed:
+// what the items are in (look_up), then each item's test-and-set (add_one), a link made when
+// the newest is full (make_link, with the slice's expiry and roster entry for its first), and the
+// reply with its notifications and replication (finish).
+class AddItems {
+ public:
+  AddItems(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const StreamRequest& r,
+           const Declared& d, Roster& roster, std::vector<Slice>& live,
+           const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now)
+      : ctx_(ctx),
+        argv_(argv),
+        argc_(argc),
+        r_(r),
+        d_(d),
+        roster_(roster),
+        cur_(live.back()),
+        hashes_(hashes),
+        probe_(hashes),
+        current_(current),
+        now_(now),
+        most_(most_links(live)),
+        links_(cur_.links) {
+    for (const Slice& slice : live) used_ += r.start[slice.links] - r.header;
+    if (links_ > 0) {
+      reopen_current();
+      count_ = field(cur_.bytes, 2 * std::uint64_t{links_} - 1);
+    }
+    counted_ = count_;
+    look_up(live);
   }
-  std::uint32_t links = cur.links;
-  std::int64_t count = links > 0 ? field(cur.bytes, 2 * std::uint64_t{links} - 1) : 0;
+
+  int run() {
+    const std::size_t n = hashes_.size();
+    flags_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (in_current_[i] == 0 && links_ > 0 && full_at(links_ - 1)) {
+        // The newest link is full and about to be frozen: what this unit wrote into it counts.
+        probe_(link_bytes(links_ - 1), r_.links[links_ - 1], in_current_);
+      }
+      if (in_current_[i] != 0) {
+        flags_.push_back('0');
+        continue;
+      }
+      if ((links_ == 0 || full_at(links_ - 1)) && !make_link()) {
+        return finish("full", i, links_);
+      }
+      add_one(i);
+    }
+    return finish("ok", n, std::max<std::int64_t>(most_, links_));
+  }
+
+ private:
   // in_current: in a link of the current slice before the newest. The script also probes the
-  // newest one first; its test-and-set below answers the same (all bits set: not new, nothing
+  // newest one first; its test-and-set answers the same (all bits set: not new, nothing
   // counted), and a full newest link is probed before it is frozen, as the script does.
-  std::vector<std::uint8_t> in_current(n, 0);
-  for (std::uint32_t l = 0; l + 1 < links; ++l) {
-    probe(cur.bytes + r.start[l], r.links[l], in_current);
-  }
   // found: in the current slice or an older one. An item only in an older slice is not new,
   // but the add still sets it in the current one, restarting its window.
-  std::vector<std::uint8_t> found = in_current;
-  for (std::size_t s = live.size() - 1; s-- > 0;) {
-    for (std::uint32_t l = live[s].links; l-- > 0;) {
-      probe(live[s].bytes + r.start[l], r.links[l], found);
+  void look_up(const std::vector<Slice>& live) {
+    in_current_.assign(hashes_.size(), 0);
+    for (std::uint32_t l = 0; l + 1 < links_; ++l) {
+      probe_(link_bytes(l), r_.links[l], in_current_);
+    }
+    found_ = in_current_;
+    for (std::size_t s = live.size() - 1; s-- > 0;) {
+      for (std::uint32_t l = live[s].links; l-- > 0;) {
+        probe_(live[s].bytes + r_.start[l], r_.links[l], found_);
+      }
     }
   }
-  std::int64_t counted = count;
-  bool wrote = false;
-  bool roster_written = false;
-  const auto save_count = [&] {
-    if (links > 0 && count != counted) {
-      set_field(cur.bytes, 2 * std::uint64_t{links} - 1, count);
-      counted = count;
-      wrote = true;
+
+  // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
+  // already set them all (then nothing changed and the item is not new).
+  void add_one(std::size_t i) {
+    PartitionView bits(link_bytes(links_ - 1), r_.links[links_ - 1].params);
+    if (bits.add_one(hashes_[i])) {
+      ++count_;
+      wrote_ = true;
+      flags_.push_back(found_[i] != 0 ? '0' : '1');
+    } else {
+      flags_.push_back('0');
     }
-  };
-  const auto full_at = [&](std::uint32_t link) {
-    return static_cast<std::uint64_t>(count) >= r.links[link].capacity;
-  };
-  const auto finish = [&](const char* status, std::size_t done, const std::string& flags,
-                          std::int64_t answer_links) {
+  }
+
+  // Makes the next link of the current slice (the slice itself with its first); false when
+  // there is no next link or it would pass the budget.
+  bool make_link() {
+    const std::uint32_t make = links_;
+    if (make >= r_.links.size() || (r_.budget > 0 && used_ + r_.links[make].bytes > r_.budget)) {
+      return false;
+    }
     save_count();
-    reply_head(ctx, status, done, flags, answer_links, current, now);
-    if (wrote) {
-      RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, "rb.stream",
-                                      d.key_of(current));
-      if (roster_written) {
-        RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, "rb.stream", argv[2]);
+    RedisModule_StringTruncate(cur_.key->get(), r_.start[make + 1]);
+    reopen_current();
+    set_field(cur_.bytes, 0, make + 1);
+    set_field(cur_.bytes, 2 + 2 * std::uint64_t{make}, now_);
+    if (make == 0) enter_slice();
+    links_ = make + 1;
+    used_ += r_.links[make].bytes;
+    count_ = 0;
+    counted_ = 0;
+    wrote_ = true;
+    return true;
+  }
+
+  // A new current slice: its expiry, and its entry in the roster (made if missing).
+  void enter_slice() {
+    if (r_.slice_ms > 0) {
+      // parse() checked that the last declared slice's retirement fits an i64.
+      RedisModule_SetAbsExpire(cur_.key->get(), (current_ + 1 + r_.older) * r_.slice_ms);
+    }
+    if (roster_.ring == nullptr) {
+      RedisModule_StringTruncate(roster_.key->get(), 8 * static_cast<std::size_t>(roster_.slots));
+    }
+    std::size_t ignored = 0;
+    roster_.ring = reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(
+        roster_.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+    set_field(roster_.ring, static_cast<std::uint64_t>(floor_mod(current_, roster_.slots)),
+              current_ + 1);
+    roster_written_ = true;
+  }
+
+  void reopen_current() {
+    std::size_t ignored = 0;
+    cur_.bytes = reinterpret_cast<std::uint8_t*>(
+        RedisModule_StringDMA(cur_.key->get(), &ignored, module_api::kRead | module_api::kWrite));
+  }
+
+  [[nodiscard]] std::uint8_t* link_bytes(std::uint32_t l) const { return cur_.bytes + r_.start[l]; }
+
+  [[nodiscard]] bool full_at(std::uint32_t link) const {
+    return static_cast<std::uint64_t>(count_) >= r_.links[link].capacity;
+  }
+
+  void save_count() {
+    if (links_ > 0 && count_ != counted_) {
+      set_field(cur_.bytes, 2 * std::uint64_t{links_} - 1, count_);
+      counted_ = count_;
+      wrote_ = true;
+    }
+  }
+
+  int finish(const char* status, std::size_t done, std::int64_t answer_links) {
+    save_count();
+    reply_head(ctx_, status, done, flags_, answer_links, current_, now_);
+    if (wrote_) {
+      RedisModule_NotifyKeyspaceEvent(ctx_, module_api::kNotifyGeneric, "rb.stream",
+                                      d_.key_of(current_));
+      if (roster_written_) {
+        RedisModule_NotifyKeyspaceEvent(ctx_, module_api::kNotifyGeneric, "rb.stream", argv_[2]);
       }
-      replicate(ctx, argv, argc, r, now);
+      replicate(ctx_, argv_, argc_, r_, now_);
     }
     return module_api::kOk;
-  };
-  std::string flags;
-  flags.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (in_current[i] == 0 && links > 0 && full_at(links - 1)) {
-      // The newest link is full and about to be frozen: what this unit wrote into it counts.
-      probe(cur.bytes + r.start[links - 1], r.links[links - 1], in_current);
-    }
-    if (in_current[i] != 0) {
-      flags.push_back('0');
-      continue;
-    }
-    if (links == 0 || full_at(links - 1)) {
-      const std::uint32_t make = links;
-      if (make >= link_count || (r.budget > 0 && used + r.links[make].bytes > r.budget)) {
-        return finish("full", i, flags, make);
-      }
-      save_count();
-      RedisModule_StringTruncate(cur.key->get(), r.start[make + 1]);
-      cur.bytes = reinterpret_cast<std::uint8_t*>(
-          RedisModule_StringDMA(cur.key->get(), &ignored, module_api::kRead | module_api::kWrite));
-      set_field(cur.bytes, 0, make + 1);
-      set_field(cur.bytes, 2 + 2 * std::uint64_t{make}, now);
-      if (make == 0) {
-        if (r.slice_ms > 0) {
-          // parse() checked that the last declared slice's retirement fits an i64.
-          RedisModule_SetAbsExpire(cur.key->get(), (current + 1 + r.older) * r.slice_ms);
-        }
-        if (roster.ring == nullptr) {
-          RedisModule_StringTruncate(roster.key->get(), 8 * static_cast<std::size_t>(roster.slots));
-        }
-        roster.ring = reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(
-            roster.key->get(), &ignored, module_api::kRead | module_api::kWrite));
-        set_field(roster.ring, static_cast<std::uint64_t>(floor_mod(current, roster.slots)),
-                  current + 1);
-        roster_written = true;
-      }
-      links = make + 1;
-      used += r.links[make].bytes;
-      count = 0;
-      counted = 0;
-      wrote = true;
-    }
-    // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
-    // already set them all (then nothing changed and the item is not new).
-    PartitionView bits(cur.bytes + r.start[links - 1], r.links[links - 1].params);
-    if (bits.add_one(hashes[i])) {
-      ++count;
-      wrote = true;
-      flags.push_back(found[i] != 0 ? '0' : '1');
-    } else {
-      flags.push_back('0');
-    }
   }
-  return finish("ok", n, flags, std::max<std::int64_t>(most, links));
-}
+
+  RedisModuleCtx* ctx_;
+  RedisModuleString** argv_;
+  int argc_;
+  const StreamRequest& r_;
+  const Declared& d_;
+  Roster& roster_;
+  Slice& cur_;
+  const std::vector<ItemHash>& hashes_;
+  const Probe probe_;
+  const std::int64_t current_;
+  const std::int64_t now_;
+  const std::int64_t most_;
+  std::uint32_t links_;
+  std::uint64_t used_ = 0;
+  std::int64_t count_ = 0;
+  std::int64_t counted_ = 0;
+  bool wrote_ = false;
+  bool roster_written_ = false;
+  std::vector<std::uint8_t> in_current_;
+  std::vector<std::uint8_t> found_;
+  std::string flags_;
+};
 
 int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only) {
   if (RedisModule_IsKeysPositionRequest(ctx)) {
@@ -591,7 +653,7 @@ int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool rea
   if (!open_live(ctx, r, d, roster, *current, live)) return module_api::kOk;
   if (r.mode == 'i') return reply_info(ctx, r, live, *current, now);
   if (r.mode == 'l') return reply_lookup(ctx, r, live, hashes, *current, now);
-  return add_items(ctx, argv, argc, r, d, roster, live, hashes, *current, now);
+  return AddItems(ctx, argv, argc, r, d, roster, live, hashes, *current, now).run();
 }
 
 int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {

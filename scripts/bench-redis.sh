@@ -6,10 +6,17 @@
 # of BITFIELD, medians of --reps runs (3 by default), randomly interleaved. The server is
 # killed by pid on exit, whatever happens.
 #   scripts/bench-redis.sh [--n=1e6] [--reps=3] [--absent=1e5] [--only=SUBSTRING]
+#   scripts/bench-redis.sh --tls [--n=1e6] [--reps=5]   TLS against plain TCP on the batched
+#                                   paths of the CLI and Python (scripts/bench-tls.sh)
 # The server binary is $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH; the build dir
 # is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ " $* " == *" --tls "* ]]; then
+  rest=()
+  for arg in "$@"; do [[ $arg == --tls ]] || rest+=("$arg"); done
+  exec scripts/bench-tls.sh "${rest[@]}"
+fi
 # shellcheck source=scripts/lib/private-redis.sh
 source scripts/lib/private-redis.sh
 private_redis_setup bench-redis bench_redis

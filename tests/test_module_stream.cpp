@@ -112,7 +112,16 @@ Trace run(RedisStreamStore& store, std::uint64_t& now, std::uint64_t slice_ns) {
       const auto old = make_items(300, "s0-");
       items.insert(items.end(), old.begin(), old.end());
     }
+    // Some items twice in a row, so in the same unit: the second is never new.
+    constexpr std::size_t kTwins = 50;
+    for (std::size_t j = 0; j < kTwins; ++j) {
+      const std::string twin = items[2 * j];
+      items.insert(items.begin() + static_cast<std::ptrdiff_t>(2 * j + 1), twin);
+    }
     add(items);
+    for (std::size_t j = 0; j < kTwins && 2 * j + 1 < trace.flags.back().size(); ++j) {
+      EXPECT_EQ(trace.flags.back()[2 * j + 1], 0) << "step " << step << " twin " << j;
+    }
     auto probes = make_items(1500, tag_of(std::max(0, step - 3)));
     const auto absent = make_items(1500, "never-");
     probes.insert(probes.end(), absent.begin(), absent.end());

@@ -114,40 +114,59 @@ if mode == 'i' then
 end
 if need > 0 then return {'links', 0, '', need, G, now} end
 
--- found[i] = true for the items whose bits are all set in link l of `key`.
+-- found[i] = true for the items whose bits are all set in link l of `key`. The bits are read in
+-- rounds (the first, the second, the rest), each for the items whose bits so far were all set:
+-- in a link about half full, most items absent from it are ruled out by one or two bits.
+local rounds = {1, 2}
 local function probe(key, l, found)
-  local per = math.max(1, math.floor(2000 / hashes[l]))
-  local i = 1
-  while i <= n do
-    local args, which, na, nw = {'BITFIELD_RO', key}, {}, 2, 0
-    while i <= n and nw < per do
-      if not found[i] then
-        nw = nw + 1
-        which[nw] = i
-        local o = base + (i - 1) * stride + koff[l]
-        for j = o, o + hashes[l] - 1 do
-          args[na + 1] = 'GET'
-          args[na + 2] = 'u1'
-          args[na + 3] = ARGV[j]
-          na = na + 3
-        end
-      end
-      i = i + 1
-    end
-    if nw > 0 then
-      local bits = redis.call(unpack(args, 1, na))
-      for w = 1, nw do
-        local all = true
-        for j = 1, hashes[l] do
-          if bits[(w - 1) * hashes[l] + j] == 0 then
-            all = false
-            break
-          end
-        end
-        if all then found[which[w]] = true end
-      end
+  local h = hashes[l]
+  local cand, nc = {}, 0
+  for i = 1, n do
+    if not found[i] then
+      nc = nc + 1
+      cand[nc] = i
     end
   end
+  local from = 0
+  for r = 1, 3 do
+    local upto = math.min(rounds[r] or h, h)
+    if from < upto and nc > 0 then
+      local width = upto - from
+      local per = math.max(1, math.floor(2000 / width))
+      local kept, c = 0, 1
+      while c <= nc do
+        local args, na, c0 = {'BITFIELD_RO', key}, 2, c
+        while c <= nc and c - c0 < per do
+          local o = base + (cand[c] - 1) * stride + koff[l] + from
+          for j = o, o + width - 1 do
+            args[na + 1] = 'GET'
+            args[na + 2] = 'u1'
+            args[na + 3] = ARGV[j]
+            na = na + 3
+          end
+          c = c + 1
+        end
+        local bits = redis.call(unpack(args, 1, na))
+        -- Survivors move to the front of cand; kept never passes the item being read.
+        for w = 0, c - c0 - 1 do
+          local all = true
+          for j = w * width + 1, (w + 1) * width do
+            if bits[j] == 0 then
+              all = false
+              break
+            end
+          end
+          if all then
+            kept = kept + 1
+            cand[kept] = cand[c0 + w]
+          end
+        end
+      end
+      nc = kept
+      from = upto
+    end
+  end
+  for c = 1, nc do found[cand[c]] = true end
 end
 
 local found = {}
@@ -168,11 +187,12 @@ local count = 0
 if links > 0 then
   count = redis.call('BITFIELD_RO', key, 'GET', 'i64', 64 * (2 * links - 1))[1]
 end
--- inG: in a link of G. Exact for the links that are no longer the newest; the newest one's
--- test-and-set below sees what earlier items of this unit wrote into it.
+-- inG: in a link of G before the newest. The newest one is not probed: its test-and-set below
+-- answers the same (all bits set: not new, nothing counted), and a full newest link is probed
+-- before it is frozen.
 local inG = {}
 for i = 1, n do inG[i] = false end
-for l = 0, links - 1 do probe(key, l, inG) end
+for l = 0, links - 2 do probe(key, l, inG) end
 -- found: in G or an older slice. An item only in an older slice is not new, but the add still
 -- sets it in G, restarting its window.
 for i = 1, n do found[i] = inG[i] end
@@ -186,7 +206,36 @@ local function save_count()
   end
 end
 local flags = {}
+-- Test-and-set in the newest link, queued: one BITFIELD for many items. BITFIELD applies its
+-- SETs in order, so each item's old bits still tell whether an earlier item of this unit
+-- already set them all (then nothing changed and the item is not new). The queue is flushed
+-- before anything reads the link's count, which it raises by at most one an item.
+local queued, nq = {}, 0
+local sets, ns = {'BITFIELD', key}, 2
+local function flush()
+  if nq == 0 then return end
+  local h = hashes[links - 1]
+  local old = redis.call(unpack(sets, 1, ns))
+  for w = 1, nq do
+    local all = true
+    for j = (w - 1) * h + 1, w * h do
+      if old[j] == 0 then
+        all = false
+        break
+      end
+    end
+    local i = queued[w]
+    if all then
+      flags[i] = '0'
+    else
+      count = count + 1
+      flags[i] = found[i] and '0' or '1'
+    end
+  end
+  nq, ns = 0, 2
+end
 for i = 1, n do
+  if not inG[i] and links > 0 and count + nq >= cap[links - 1] then flush() end
   if not inG[i] and links > 0 and count >= cap[links - 1] then
     -- The newest link is full and about to be frozen: what this unit wrote into it counts.
     probe(key, links - 1, inG)
@@ -219,33 +268,22 @@ for i = 1, n do
       count = 0
       counted = 0
     end
-    -- Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
-    -- already set them all (then nothing changed and the item is not new).
-    local args, na = {'BITFIELD', key}, 2
+    local h = hashes[links - 1]
     local o = base + (i - 1) * stride + koff[links - 1]
-    for j = o, o + hashes[links - 1] - 1 do
-      args[na + 1] = 'SET'
-      args[na + 2] = 'u1'
-      args[na + 3] = ARGV[j]
-      args[na + 4] = '1'
-      na = na + 4
+    for j = o, o + h - 1 do
+      sets[ns + 1] = 'SET'
+      sets[ns + 2] = 'u1'
+      sets[ns + 3] = ARGV[j]
+      sets[ns + 4] = '1'
+      ns = ns + 4
     end
-    local old = redis.call(unpack(args, 1, na))
-    local all = true
-    for j = 1, hashes[links - 1] do
-      if old[j] == 0 then
-        all = false
-        break
-      end
-    end
-    if all then
-      flags[i] = '0'
-    else
-      count = count + 1
-      flags[i] = found[i] and '0' or '1'
-    end
+    nq = nq + 1
+    queued[nq] = i
+    -- Lua 5.1 unpacks at most ~8000 values.
+    if ns + 4 * h > 7000 then flush() end
   end
 end
+flush()
 save_count()
 return {'ok', n, table.concat(flags), math.max(most, links), G, now}
 )lua";

@@ -139,127 +139,183 @@ void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t
   }
 }
 
+using Units = std::function<std::size_t(std::uint64_t)>;
+using Fill = std::function<void(std::uint64_t, stream::Call&, UnitArgs&)>;
+using Handled = std::function<void(std::uint64_t, const stream::Reply&)>;
+
 // Runs the script (or RB.STREAM) in waves (see the top of the file). units(p) says how many items
 // partition p sends this wave (0: nothing), fill(p, call, unit) sets the call's mode and items,
 // and handled(p, reply) sees the replies that moved it (ok, links, full). The keys, the time,
-// more links, another slice and NOSCRIPT are dealt with here.
-void waves(RedisStreamStore::State& s, std::string_view what, bool writes,
-           const std::function<std::size_t(std::uint64_t)>& units,
-           const std::function<void(std::uint64_t, stream::Call&, UnitArgs&)>& fill,
-           const std::function<void(std::uint64_t, const stream::Reply&)>& handled) {
-  const std::string operation = operation_of(s, what);
-  const std::uint64_t partitions = s.shape.partitions();
-  const std::int64_t guess = s.guess_slice();
-  std::vector<std::int64_t> center(partitions);
-  for (std::uint64_t p = 0; p < partitions; ++p) center[p] = std::max(guess, s.newest_slice[p]);
-  std::vector<int> detours(partitions, 0);
-  std::vector<std::uint8_t> by_text(s.routers.size(), 0);  // NOSCRIPT seen: EVAL there
-  std::mutex mutex;  // make and on_unit of a cluster's masters run on their own threads
-  const std::int64_t now = s.now_ms();
+// more links, another slice and NOSCRIPT are dealt with here, one step a member.
+class Waves {
+ public:
+  Waves(RedisStreamStore::State& s, std::string_view what, bool writes, const Units& units,
+        const Fill& fill, const Handled& handled)
+      : s_(s),
+        operation_(operation_of(s, what)),
+        writes_(writes),
+        units_(units),
+        fill_(fill),
+        handled_(handled),
+        partitions_(s.shape.partitions()),
+        now_(s.now_ms()),
+        center_(partitions_),
+        detours_(partitions_, 0),
+        by_text_(s.routers.size(), 0) {
+    const std::int64_t guess = s.guess_slice();
+    for (std::uint64_t p = 0; p < partitions_; ++p) {
+      center_[p] = std::max(guess, s.newest_slice[p]);
+    }
+  }
+
+  void run() {
+    while (true) {
+      const std::vector<std::vector<std::uint64_t>> work = schedule();
+      if (work.empty()) return;
+      redis::run_each(s_.routers.size(), [&](std::size_t r) { send(r, work[r]); });
+    }
+  }
+
+ private:
+  // Per router, the partitions with items left this wave; empty when none has any.
+  [[nodiscard]] std::vector<std::vector<std::uint64_t>> schedule() const {
+    std::vector<std::vector<std::uint64_t>> work(s_.routers.size());
+    bool any = false;
+    for (std::uint64_t p = 0; p < partitions_; ++p) {
+      if (units_(p) == 0) continue;
+      work[s_.router_of[p]].push_back(p);
+      any = true;
+    }
+    if (!any) work.clear();
+    return work;
+  }
+
   // The keys a unit of partition p declares: its roster, the live slices around its center, one
   // before (the server's clock may be behind the guess) and two after (the script then knows
   // whether a newer slice exists); the one slice of a growing filter. Returns the first one's
   // slice.
-  const auto declare = [&](std::uint64_t p, std::vector<std::string>& keys) {
-    const std::int64_t older = s.shape.windowed() ? s.shape.slices() : 0;
-    const std::int64_t first = s.shape.windowed() ? center[p] - older - 1 : 0;
-    const std::int64_t last = s.shape.windowed() ? center[p] + 2 : 0;
+  std::int64_t declare(std::uint64_t p, std::vector<std::string>& keys) const {
+    const std::int64_t older = s_.shape.windowed() ? s_.shape.slices() : 0;
+    const std::int64_t first = s_.shape.windowed() ? center_[p] - older - 1 : 0;
+    const std::int64_t last = s_.shape.windowed() ? center_[p] + 2 : 0;
     keys.clear();
-    keys.push_back(s.roster_key(p));
-    for (std::int64_t g = first; g <= last; ++g) keys.push_back(s.slice_key(p, g));
+    keys.push_back(s_.roster_key(p));
+    for (std::int64_t g = first; g <= last; ++g) keys.push_back(s_.slice_key(p, g));
     return first;
-  };
-  while (true) {
-    std::vector<std::vector<std::uint64_t>> work(s.routers.size());
-    bool any = false;
-    for (std::uint64_t p = 0; p < partitions; ++p) {
-      if (units(p) == 0) continue;
-      work[s.router_of[p]].push_back(p);
-      any = true;
-    }
-    if (!any) return;
-    redis::run_each(s.routers.size(), [&](std::size_t r) {
-      const std::vector<std::uint64_t>& mine = work[r];
-      std::vector<std::string> keys;
-      UnitArgs unit;
-      s.routers[r]->pipeline(
-          mine.size(), operation,
-          [&](std::size_t u) {
-            return UnitRoute{s.slots[mine[u]], u, writes, {}};
-          },
-          [&](std::size_t u, CommandBuffer& buffer) {
-            std::lock_guard lock(mutex);
-            const std::uint64_t p = mine[u];
-            stream::Call call;
-            call.now_ms = now;
-            call.slice_ms = s.shape.slice_ns() / 1'000'000;
-            call.older = s.shape.windowed() ? s.shape.slices() : 0;
-            call.first = declare(p, keys);
-            call.keys = keys;
-            call.budget = s.budget;
-            call.guarded = s.guarded;
-            call.links = s.link_args;
-            call.link_params = s.links;
-            call.partitions = partitions;
-            call.partition = p;
-            unit.offsets.clear();
-            unit.packed.clear();
-            fill(p, call, unit);
-            call.offsets = unit.offsets;
-            call.packed = unit.packed;
-            if (s.module) return stream::encode_module(buffer, call);
-            return stream::encode(buffer, call, by_text[r] != 0 ? std::string_view{} : s.sha);
-          },
-          [&](std::size_t u, Replies replies) {
-            std::lock_guard lock(mutex);
-            const std::uint64_t p = mine[u];
-            const redisReply& reply = *replies[0];
-            if (redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
-              by_text[r] = 1;
-            } else {
-              std::vector<std::string> declared;
-              declare(p, declared);
-              stream::Reply decoded;
-              try {
-                decoded = stream::decode(reply, declared);
-              } catch (const redis::ReplyProblem& problem) {
-                if (problem.lost()) {
-                  throw FormatError(s.routers[r]->message(operation, problem.what()));
-                }
-                s.routers[r]->fail(operation, problem.what());
-              }
-              switch (decoded.status) {
-                case stream::Reply::Status::time:
-                  center[p] = decoded.slice;
-                  break;
-                case stream::Reply::Status::links:
-                  s.known_links[p] = std::max(s.known_links[p], decoded.links);
-                  handled(p, decoded);
-                  break;
-                case stream::Reply::Status::ok:
-                  // Exact: the live slices' most links (fewer once big slices retire).
-                  s.known_links[p] = std::max<std::uint32_t>(1, decoded.links);
-                  s.newest_slice[p] = std::max(s.newest_slice[p], decoded.slice);
-                  handled(p, decoded);
-                  break;
-                case stream::Reply::Status::full:
-                  handled(p, decoded);
-                  break;
-              }
-              if (decoded.status == stream::Reply::Status::ok || decoded.done > 0) {
-                detours[p] = 0;
-                return;
-              }
-            }
-            if (++detours[p] > kMaxDetours) {
-              s.routers[r]->fail(operation, "the stream script for slice key '" +
-                                                s.slice_key(p, center[p]) +
-                                                "' kept asking for more links or another slice");
-            }
-          },
-          writes ? OnLostNode::fail : OnLostNode::retry);
-    });
   }
+
+  // One wave on router r: a unit of each of `mine`'s partitions, pipelined.
+  void send(std::size_t r, const std::vector<std::uint64_t>& mine) {
+    std::vector<std::string> keys;
+    UnitArgs unit;
+    s_.routers[r]->pipeline(
+        mine.size(), operation_,
+        [&](std::size_t u) {
+          return UnitRoute{s_.slots[mine[u]], u, writes_, {}};
+        },
+        [&](std::size_t u, CommandBuffer& buffer) {
+          std::lock_guard lock(mutex_);
+          return encode(r, mine[u], keys, unit, buffer);
+        },
+        [&](std::size_t u, Replies replies) {
+          std::lock_guard lock(mutex_);
+          take(r, mine[u], *replies[0]);
+        },
+        writes_ ? OnLostNode::fail : OnLostNode::retry);
+  }
+
+  // Partition p's unit as router r's command: the call's common part, then fill_'s items.
+  std::size_t encode(std::size_t r, std::uint64_t p, std::vector<std::string>& keys, UnitArgs& unit,
+                     CommandBuffer& buffer) const {
+    stream::Call call;
+    call.now_ms = now_;
+    call.slice_ms = s_.shape.slice_ns() / 1'000'000;
+    call.older = s_.shape.windowed() ? s_.shape.slices() : 0;
+    call.first = declare(p, keys);
+    call.keys = keys;
+    call.budget = s_.budget;
+    call.guarded = s_.guarded;
+    call.links = s_.link_args;
+    call.link_params = s_.links;
+    call.partitions = partitions_;
+    call.partition = p;
+    unit.offsets.clear();
+    unit.packed.clear();
+    fill_(p, call, unit);
+    call.offsets = unit.offsets;
+    call.packed = unit.packed;
+    if (s_.module) return stream::encode_module(buffer, call);
+    return stream::encode(buffer, call, by_text_[r] != 0 ? std::string_view{} : s_.sha);
+  }
+
+  // Router r's reply for partition p: NOSCRIPT switches r to EVAL; anything else is decoded and
+  // applied. A reply that moved nothing counts as a detour.
+  void take(std::size_t r, std::uint64_t p, const redisReply& reply) {
+    if (redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
+      by_text_[r] = 1;
+    } else if (apply(p, decode(r, p, reply))) {
+      detours_[p] = 0;
+      return;
+    }
+    if (++detours_[p] > kMaxDetours) {
+      s_.routers[r]->fail(operation_, "the stream script for slice key '" +
+                                          s_.slice_key(p, center_[p]) +
+                                          "' kept asking for more links or another slice");
+    }
+  }
+
+  [[nodiscard]] stream::Reply decode(std::size_t r, std::uint64_t p,
+                                     const redisReply& reply) const {
+    std::vector<std::string> declared;
+    declare(p, declared);
+    try {
+      return stream::decode(reply, declared);
+    } catch (const redis::ReplyProblem& problem) {
+      if (problem.lost()) throw FormatError(s_.routers[r]->message(operation_, problem.what()));
+      s_.routers[r]->fail(operation_, problem.what());
+    }
+  }
+
+  // What a decoded reply tells about partition p; true when it moved the partition on.
+  bool apply(std::uint64_t p, const stream::Reply& decoded) {
+    switch (decoded.status) {
+      case stream::Reply::Status::time:
+        center_[p] = decoded.slice;
+        break;
+      case stream::Reply::Status::links:
+        s_.known_links[p] = std::max(s_.known_links[p], decoded.links);
+        handled_(p, decoded);
+        break;
+      case stream::Reply::Status::ok:
+        // Exact: the live slices' most links (fewer once big slices retire).
+        s_.known_links[p] = std::max<std::uint32_t>(1, decoded.links);
+        s_.newest_slice[p] = std::max(s_.newest_slice[p], decoded.slice);
+        handled_(p, decoded);
+        break;
+      case stream::Reply::Status::full:
+        handled_(p, decoded);
+        break;
+    }
+    return decoded.status == stream::Reply::Status::ok || decoded.done > 0;
+  }
+
+  RedisStreamStore::State& s_;
+  const std::string operation_;
+  const bool writes_;
+  const Units& units_;
+  const Fill& fill_;
+  const Handled& handled_;
+  const std::uint64_t partitions_;
+  const std::int64_t now_;
+  std::vector<std::int64_t> center_;
+  std::vector<int> detours_;
+  std::vector<std::uint8_t> by_text_;  // NOSCRIPT seen: EVAL there
+  std::mutex mutex_;  // encode and take of a cluster's masters run on their own threads
+};
+
+void waves(RedisStreamStore::State& s, std::string_view what, bool writes, const Units& units,
+           const Fill& fill, const Handled& handled) {
+  Waves(s, what, writes, units, fill, handled).run();
 }
 
 }  // namespace
