@@ -3,7 +3,8 @@
 # engine (BF.*) through redbloom (the CLI's dedup, Python's add_many, the C++ library's
 # add_many) against a raw pipelined BF.MADD client (bench/bench_engines.cpp, the same batch of
 # items per command and commands in flight), and against redbloom's own filter on the same kind
-# of server without a module (BITFIELD) and with redbloom.so (RB.PARTADD). Builds in Release,
+# of server without a module (BITFIELD), with redbloom.so (RB.PARTADD), and in the process's
+# memory (the CLI's and Python's own per-item work, no server). Builds in Release,
 # starts private redis-servers (no persistence) on free loopback ports in a temp dir: one
 # without modules, one with redbloom.so and, with --redisbloom, one with that RedisBloom build.
 # Each case runs --reps times (5 by default), cases shuffled in each round, on a fresh key
@@ -30,7 +31,7 @@ while (($# > 0)); do
       redisbloom=${1:-}
       ;;
     --help | -h)
-      sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
