@@ -54,7 +54,8 @@ private_redis_setup bench-engines bench_engines # builds bench_engines, starts t
 cmake --build "$build" -j "$(nproc)" --target redbloom_cli redbloom_module _redbloom >/dev/null
 module=$(realpath "$build/module/redbloom.so")
 cli=$(realpath "$build/redbloom")
-export PYTHONPATH="$(realpath "$build/python")${PYTHONPATH:+:$PYTHONPATH}"
+python_dir=$(realpath "$build/python")
+export PYTHONPATH="$python_dir${PYTHONPATH:+:$PYTHONPATH}"
 
 # A server with a module: a wrapper that execs the real server with --loadmodule (the pid
 # private_redis_start_server records is the server's).
@@ -96,8 +97,8 @@ items_of() {
 # One case: SERVER PATH RUN; appends "SERVER|PATH|items/s" to $dir/results. SERVER "memory":
 # the CLI and Python on a filter in their own memory, what they do per item without a server.
 run_case() {
-  local server=$1 path=$2 run=$3 port=${port_of[$1]:-} key="bench:$run" rate
-  local uri="redis://127.0.0.1:$port"
+  local server=$1 path=$2 run=$3 port=${port_of[$1]:-} rate
+  local key="bench:$run" uri="redis://127.0.0.1:$port"
   if [[ $server == memory ]]; then
     items_of "$run" >"$dir/items.txt"
     case $path in
