@@ -2,11 +2,12 @@
 # Server Bloom engines benchmark: per-item adds with answers on a key of the server's own Bloom
 # engine (BF.*) through redbloom (the CLI's dedup, Python's add_many, the C++ library's
 # add_many) against a raw pipelined BF.MADD client (bench/bench_engines.cpp, the same batch of
-# items per command and commands in flight), and against redbloom's own filter on the same kind
-# of server without a module (BITFIELD), with redbloom.so (RB.PARTADD), and in the process's
-# memory (the CLI's and Python's own per-item work, no server). Builds in Release,
-# starts private redis-servers (no persistence) on free loopback ports in a temp dir: one
-# without modules, one with redbloom.so and, with --redisbloom, one with that RedisBloom build.
+# items per command and commands in flight; also sending the library's BF.INSERT), and against
+# redbloom's own filter on the same kind of server without a module (BITFIELD), with
+# redbloom.so (RB.PARTADD), and in the process's memory (the CLI's and Python's own per-item
+# work, no server). Builds in Release, starts private redis-servers (no persistence) on free
+# loopback ports in a temp dir: one without modules, one with redbloom.so and, with
+# --redisbloom, one with that RedisBloom build.
 # Each case runs --reps times (5 by default), cases shuffled in each round, on a fresh key
 # sized for the --n items (no growth); the table has the medians. The servers are killed by pid
 # on exit, whatever happens.
@@ -31,7 +32,7 @@ while (($# > 0)); do
       redisbloom=${1:-}
       ;;
     --help | -h)
-      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -122,14 +123,15 @@ PY
     return
   fi
   case $path in
-    raw) rcli "$port" BF.RESERVE "$key" 0.01 "$count" >/dev/null ;;
+    raw*) rcli "$port" BF.RESERVE "$key" 0.01 "$count" >/dev/null ;;
     *bf) "$cli" create --engine bf --redis "$uri" --name "$key" -n "$count" -p 0.01 -q ;;
     *) "$cli" create --redis "$uri" --name "$key" -n "$count" -p 0.01 -q ;;
   esac
   items_of "$run" >"$dir/items.txt"
   case $path in
-    raw)
+    raw | raw-insert)
       rate=$("$build/bench/bench_engines" --uri="$uri" --key="$key" --mode=raw \
+        --command="$([[ $path == raw ]] && echo madd || echo insert)" \
         --first=$((run * count)) --n="$count" --batch="$batch" | awk '{ print $8 }')
       ;;
     library*)
@@ -163,7 +165,7 @@ PY
 
 cases=()
 for engine in "${engines[@]}"; do
-  cases+=("$engine raw" "$engine library-bf" "$engine cli-bf" "$engine python-bf")
+  cases+=("$engine raw" "$engine raw-insert" "$engine library-bf" "$engine cli-bf" "$engine python-bf")
 done
 cases+=("stock library" "stock cli" "stock python" "redbloom.so library" "redbloom.so cli"
   "redbloom.so python" "memory cli" "memory python")
@@ -199,6 +201,7 @@ print("| path | " + " | ".join(f"{e}'s BF.* key" for e in engines) +
       "| redbloom's filter in the process's memory (no server) |")
 print("|---|" + "---|" * (len(engines) + 3))
 rows = [("raw BF.MADD client (hiredis)", "raw", None),
+        ("raw client sending the library's `BF.INSERT … NOCREATE`", "raw-insert", None),
         ("C++ library `add_many`", "library-bf", "library"),
         ("CLI `dedup`", "cli-bf", "cli"),
         ("Python `add_many`", "python-bf", "python")]
