@@ -230,7 +230,7 @@ Result run_redbloom(Case c, const Workload& w, const FilterParams& params,
   start = Clock::now();
   KnownSet known =
       redis ? KnownSet::open_redis(endpoint, kRedisName, exact) : KnownSet::open_file(path, exact);
-  const std::size_t batch = std::max(kCliStreamBatch, known.filter().store().batch_items());
+  const std::size_t batch = std::max(kCliStreamBatch, known.filter().backend().batch_items());
   const auto checked = w.checked->views();
   for (std::size_t first = 0; first < checked.size(); first += batch) {
     const std::size_t count = std::min(batch, checked.size() - first);

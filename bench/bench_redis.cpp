@@ -13,6 +13,11 @@
 //                partition downloads).
 //   d  dedup     Filter::add_many over a stream of n items holding n/2 distinct ones, each twice,
 //                in random order (the filter is sized for n, like the others).
+//   e  script    blocked only: the per-item test-and-set as one EVALSHA per unit of 1024 items
+//                of a partition (pipelined like b), the script reading each item's 64-byte
+//                block with GETRANGE and writing back the changed bytes with one SETRANGE, the
+//                answers returned as one string; the alternative to b's BITFIELD on servers
+//                without a Bloom engine. Lookups as b (GETRANGE per item).
 // Each case measures, per phase (insert, lookup of the n present items, lookup of --absent
 // absent items "s3://bucket/dir/file<i>.pdf", i >= n): wall time, items/s, and the server's
 // CPU (used_cpu_user + used_cpu_sys from INFO cpu, read on a second connection before and after
@@ -53,6 +58,7 @@
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
+#include "redis/format.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_bench_support.hpp"
 
@@ -132,9 +138,132 @@ class HandWrittenFilter {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Case e: the blocked layout's test-and-set as a script per unit. The client sends, per item,
+// its block (u32) and its k offsets in the block (u16 each), big-endian, packed in one argument.
+
+constexpr std::string_view kBlockScript = R"lua(
+local key = KEYS[1]
+local k = tonumber(ARGV[2])
+local data = ARGV[3]
+local have = redis.call('STRLEN', key)
+if have ~= tonumber(ARGV[1]) then return redis.error_reply('REDBLOOM partition ' .. have) end
+local band, bor, rshift = bit.band, bit.bor, bit.rshift
+local byte, char, sub = string.byte, string.char, string.sub
+local call = redis.call
+local count = #data / (4 + 2 * k)
+local out = {}
+local pos = 1
+for j = 1, count do
+  local b1, b2, b3, b4 = byte(data, pos, pos + 3)
+  local off = (((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 64
+  pos = pos + 4
+  local block = call('GETRANGE', key, off, off + 63)
+  local lo, hi = 65, 0
+  for i = 1, k do
+    local h, l = byte(data, pos, pos + 1)
+    pos = pos + 2
+    local at = h * 32 + rshift(l, 3) + 1
+    local mask = rshift(128, band(l, 7))
+    local v = byte(block, at)
+    if band(v, mask) == 0 then
+      block = sub(block, 1, at - 1) .. char(bor(v, mask)) .. sub(block, at + 1)
+      if at < lo then lo = at end
+      if at > hi then hi = at end
+    end
+  end
+  if hi > 0 then
+    call('SETRANGE', key, off + lo - 1, sub(block, lo, hi))
+    out[j] = '\1'
+  else
+    out[j] = '\0'
+  end
+end
+return table.concat(out)
+)lua";
+
+class BlockScriptFilter {
+ public:
+  BlockScriptFilter(RawConnection& connection, const FilterParams& params, const std::string& name)
+      : connection_(connection), params_(params) {
+    for (std::uint64_t p = 0; p < params.partitions; ++p) {
+      keys_.push_back(redbloom::redis::partition_key(name, p, 0));
+    }
+    sealed_ = std::to_string(params.partition_bytes() + redbloom::redis::seal_bytes(2));
+    hashes_ = std::to_string(params.hashes);
+    const Reply loaded = connection_.run({"SCRIPT", "LOAD", kBlockScript});
+    sha_.assign(loaded->str, loaded->len);
+  }
+
+  void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) {
+    constexpr std::size_t kUnit = 1024;
+    constexpr std::size_t kInFlight = 8;
+    struct Unit {
+      std::uint64_t partition;
+      std::vector<std::uint32_t> order;
+    };
+    // Units of consecutive items of one partition, as the library groups its BITFIELDs.
+    std::vector<std::vector<std::uint32_t>> open(params_.partitions);
+    std::vector<Unit> units;
+    hashes_of_.resize(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const redbloom::ItemHash h = hashes_of_[i] = redbloom::hash_item(items[i]);
+      const std::uint64_t p = redbloom::layout::partition_of(h, params_.partitions);
+      open[p].push_back(static_cast<std::uint32_t>(i));
+      if (open[p].size() == kUnit) units.push_back({p, std::exchange(open[p], {})});
+    }
+    for (std::uint64_t p = 0; p < params_.partitions; ++p) {
+      if (!open[p].empty()) units.push_back({p, std::move(open[p])});
+    }
+    std::string packed;
+    Resp resp;
+    for (std::size_t first = 0; first < units.size(); first += kInFlight) {
+      const std::size_t last = std::min(units.size(), first + kInFlight);
+      resp.clear();
+      for (std::size_t u = first; u < last; ++u) {
+        packed.clear();
+        for (const std::uint32_t i : units[u].order) {
+          const redbloom::ItemHash& h = hashes_of_[i];
+          const std::uint64_t block = redbloom::layout::blocked_block_of(h, params_.partition_bits);
+          for (int shift = 24; shift >= 0; shift -= 8) packed.push_back(char(block >> shift));
+          redbloom::layout::blocked_probes_in_block(h, params_.hashes, [&](std::uint64_t bit) {
+            packed.push_back(char(bit >> 8));
+            packed.push_back(char(bit & 0xff));
+          });
+        }
+        resp.begin(7);
+        resp.arg(std::string_view{"EVALSHA"});
+        resp.arg(sha_);
+        resp.arg(std::string_view{"1"});
+        resp.arg(keys_[units[u].partition]);
+        resp.arg(sealed_);
+        resp.arg(hashes_);
+        resp.arg(packed);
+      }
+      connection_.append(resp);
+      for (std::size_t u = first; u < last; ++u) {
+        const Reply reply = connection_.read("EVALSHA");
+        if (reply->type != REDIS_REPLY_STRING || reply->len != units[u].order.size()) {
+          throw std::runtime_error("EVALSHA: not one answer per item");
+        }
+        for (std::size_t j = 0; j < reply->len; ++j) {
+          newly_added[units[u].order[j]] = reply->str[j] != 0 ? 1 : 0;
+        }
+      }
+    }
+  }
+
+ private:
+  RawConnection& connection_;
+  FilterParams params_;
+  std::vector<std::string> keys_;
+  std::string sealed_, hashes_, sha_;
+  std::vector<redbloom::ItemHash> hashes_of_;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Cases and their results.
 
-enum class Method { hand_written, per_item, bulk, dedup };
+enum class Method { hand_written, per_item, bulk, dedup, script };
 
 struct Case {
   char letter;
@@ -142,7 +271,8 @@ struct Case {
   Layout layout;
   [[nodiscard]] std::string name() const {
     static const char* const names[] = {"hand-written SETBIT/GETBIT", "redbloom per-item",
-                                        "redbloom bulk", "redbloom dedup 50%"};
+                                        "redbloom bulk", "redbloom dedup 50%",
+                                        "script per unit (GETRANGE/SETRANGE)"};
     return std::string(1, letter) + " " + names[static_cast<int>(method)] + " " +
            std::string(redbloom::to_string(layout));
   }
@@ -201,8 +331,9 @@ Result run_redbloom(const RedisEndpoint& endpoint, RawConnection& stats, Method 
   const std::string name = "bench:redbloom";
   auto owned = RedisStore::create(endpoint, name, params, /*overwrite=*/true);
   RedisStore& store = *owned;
-  store.set_bulk_mode(method == Method::per_item ? RedisStore::BulkMode::per_item
-                                                 : RedisStore::BulkMode::automatic);
+  store.set_bulk_mode(method == Method::per_item || method == Method::script
+                          ? RedisStore::BulkMode::per_item
+                          : RedisStore::BulkMode::automatic);
   Filter filter(std::move(owned));
   Result r;
   std::vector<std::uint8_t> flags(std::max(w.n, w.absent));
@@ -222,6 +353,10 @@ Result run_redbloom(const RedisEndpoint& endpoint, RawConnection& stats, Method 
     const auto absent = w.absent_items->views();
     if (method == Method::bulk) {
       r.insert = measure(stats, w.n, [&] { filter.load_many(present); });
+    } else if (method == Method::script) {
+      RawConnection connection(endpoint);
+      BlockScriptFilter script(connection, params, name);
+      r.insert = measure(stats, w.n, [&] { script.add(present, flags); });
     } else {
       r.insert = measure(stats, w.n, [&] { filter.add_many(present, flags); });
     }
@@ -287,7 +422,7 @@ int main(int argc, char** argv) {
         {'a', Method::hand_written, Layout::classic}, {'b', Method::per_item, Layout::classic},
         {'b', Method::per_item, Layout::blocked},     {'c', Method::bulk, Layout::classic},
         {'c', Method::bulk, Layout::blocked},         {'d', Method::dedup, Layout::classic},
-        {'d', Method::dedup, Layout::blocked},
+        {'d', Method::dedup, Layout::blocked},        {'e', Method::script, Layout::blocked},
     };
     std::erase_if(cases,
                   [&](const Case& c) { return c.name().find(options.only) == std::string::npos; });

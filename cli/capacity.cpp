@@ -33,7 +33,7 @@ CapacityWatch::CapacityWatch(const Filter& filter, OnFull on_full, bool fresh, c
   // A filter sized by explicit bits and hashes has no capacity to compare with; a windowed or
   // growing one keeps its rate by growing (it stops with CapacityExceeded at its limit), and so
   // does a filter of the server's Bloom engine (or it refuses items past its capacity).
-  watched_ = filter.params().capacity != 0 && !filter.store().stream_info() &&
+  watched_ = filter.shape().plain() && filter.params().capacity != 0 &&
              !filter.store().server_filter_info();
   if (!watched_) return;
   if (!fresh) estimated_ = filter.estimate_items();
@@ -58,7 +58,7 @@ void CapacityWatch::check(std::uint64_t committed) {
   warned_ = true;
   char items[64];
   std::snprintf(items, sizeof items, "%.0f", estimated_);
-  const std::string state = "filter " + filter_.store().location() + " holds about " + items +
+  const std::string state = "filter " + filter_.backend().location() + " holds about " + items +
                             " items, past its capacity of " + std::to_string(p.capacity) +
                             ": its false-positive rate is now about " +
                             format_rate(expected_false_positive_rate(p, estimated_)) +

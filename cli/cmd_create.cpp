@@ -138,7 +138,7 @@ void register_create(CLI::App& app, int& exit_code) {
     } else if (cmd->json) {
       std::printf("{\"created\": %s, \"location\": %s, %s, \"stream\": %s, \"exact\": %s}\n",
                   json_string(cmd->location.describe()).c_str(),
-                  json_string(filter.store().location()).c_str(),
+                  json_string(filter.backend().location()).c_str(),
                   params_json_members(filter.params()).c_str(),
                   stream ? json_string(made).c_str() : "null", cmd->exact ? "true" : "false");
     } else {

@@ -24,7 +24,7 @@ namespace {
 // The exact set diff --exact needs is missing: how to get one. A filter that already holds
 // items cannot take one (the items before it could never be verified), so it is built anew.
 [[noreturn]] void no_exact_set(const Location& where, const Filter& filter) {
-  const bool empty = filter.store().count_set_bits() == 0;
+  const bool empty = filter.backend().count_set_bits() == 0;
   const std::string how =
       how_to_get_exact_set(empty ? FilterContents::empty : FilterContents::holds_items,
                            where.in_redis(), where.in_redis() ? where.name : where.path);
@@ -106,7 +106,7 @@ int run_diff(const DiffCommand& cmd) {
         .note("Bloom-only: each orphan is missed with probability " + std::to_string(rate) +
               "; use --exact to verify");
   }
-  if (cmd.stream.verbose) summary.engines(known.filter().store().engines());
+  if (cmd.stream.verbose) summary.engines(known.filter().backend().engines());
   keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);

@@ -85,7 +85,7 @@ int run_load(const LoadCommand& cmd) {
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
       .rate("items_per_second", progress.rate(items), "items/s");
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
-  if (cmd.stream.verbose) summary.engines(filter.store().engines());
+  if (cmd.stream.verbose) summary.engines(filter.backend().engines());
   keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);

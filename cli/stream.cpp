@@ -114,7 +114,7 @@ int exit_status_for_signal(int signal) noexcept {
 }
 
 int report_output_failure(const OutputError& error, const char* verb, bool committed,
-                          const StreamOptions& options) {
+                          const StreamOptions& options, const std::string& journal) {
   const std::size_t lost = error.unwritten().size();
   const int status = error.closed() ? kExitOutputClosed : kExitOutputFailed;
   const std::string what = error.closed() ? "output closed" : error.what();
@@ -148,7 +148,11 @@ int report_output_failure(const OutputError& error, const char* verb, bool commi
       report_error(std::string(verb) + ": " + what + ": " + std::to_string(lost) +
                    " committed item(s) of the last batch were not written; they are saved, in "
                    "order, in " +
-                   path + " (the filter holds them: a rerun would call them duplicates)");
+                   path +
+                   (journal.empty()
+                        ? " (the filter holds them: a rerun would call them duplicates)"
+                        : " (the journal " + journal +
+                              " keeps them pending: the next run with it prints them again)"));
       return status;
     }
     failures += (failures.empty() ? "" : "; ") + errno_message("cannot save them to " + path);
@@ -156,7 +160,11 @@ int report_output_failure(const OutputError& error, const char* verb, bool commi
   report_error(std::string(verb) + ": " + what + ": " + std::to_string(lost) +
                " committed item(s) of the last batch were not written, and could not be saved (" +
                failures + "); the first was '" + error.unwritten().front() + "', the last '" +
-               error.unwritten().back() + "'");
+               error.unwritten().back() + "'" +
+               (journal.empty() ? std::string()
+                                : "; the journal " + journal +
+                                      " keeps them pending: the next run with it prints them "
+                                      "again"));
   return status;
 }
 

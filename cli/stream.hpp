@@ -40,7 +40,7 @@ void check_threads(const StreamOptions& options, const FilterLocation& location)
 // store that prefers larger batches (several pipelined commands per round trip) gets them.
 inline constexpr std::size_t kStreamBatch = 4096;
 [[nodiscard]] inline std::size_t stream_batch(const Filter& filter) noexcept {
-  return std::max(kStreamBatch, filter.store().batch_items());
+  return std::max(kStreamBatch, filter.backend().batch_items());
 }
 
 // An output write that failed. `unwritten()` are the lines (without their delimiters) not
@@ -84,8 +84,10 @@ class BatchOutput {
 // them to options.unprinted_path (or a new file in the working directory, else $TMPDIR/tmp),
 // says how many and where, and returns the exit status (output closed: kExitOutputClosed,
 // else kExitOutputFailed). With `committed` false (exists, diff: the lines are answers, and
-// running again gives them), it only says how many answers were not written.
+// running again gives them), it only says how many answers were not written. `journal`: the
+// journal (dedup --journal) that keeps the lines pending for the next run, if any.
 [[nodiscard]] int report_output_failure(const OutputError& error, const char* verb, bool committed,
-                                        const StreamOptions& options);
+                                        const StreamOptions& options,
+                                        const std::string& journal = "");
 
 }  // namespace redbloom::cli

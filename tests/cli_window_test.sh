@@ -69,11 +69,6 @@ check "growing: printed every committed first sight" "$(md5sum < replayed.txt)" 
   "$(md5sum < printed.txt)"
 check "growing: printed some" 1 "$(($(wc -l < printed.txt) > 1000))"
 
-# --- copies move plain filters only
-run import --from g.rbf --name g --redis redis://127.0.0.1:1
-check "import of a growing filter: usage error" 2 "$rc"
-check_contains "import of a growing filter: why" "copying one is not supported" "$err"
-
 # --- option errors, each naming the problem
 run create --filter bad.rbf --window 10x
 check "bad duration: usage error" 2 "$rc"

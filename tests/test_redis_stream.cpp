@@ -162,14 +162,15 @@ std::size_t count_of(const std::vector<std::uint8_t>& flags) {
   return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), 1));
 }
 
-std::vector<std::uint8_t> lookup(const Store& store, const std::vector<std::string>& items) {
+std::vector<std::uint8_t> lookup(const FilterBackend& store,
+                                 const std::vector<std::string>& items) {
   std::vector<std::uint8_t> present(items.size());
   const auto views = views_of(items);
   store.contains(views, present);
   return present;
 }
 
-std::vector<std::uint8_t> add(Store& store, const std::vector<std::string>& items) {
+std::vector<std::uint8_t> add(FilterBackend& store, const std::vector<std::string>& items) {
   std::vector<std::uint8_t> fresh(items.size());
   const auto views = views_of(items);
   store.add(views, fresh);
@@ -639,7 +640,7 @@ TEST_P(StreamTest, AWriterKilledMidStreamLeavesAUsableFilterWithItsCommittedItem
 }
 
 // The names: a plain store refuses a stream filter and the other way round, a second create
-// is refused, the wrong server list is refused, copying is refused, a damaged slice key is an
+// is refused, the wrong server list is refused, it has no single bitmap, a damaged slice key is an
 // error naming it, and a drop leaves no key behind.
 TEST_P(StreamTest, KindsAreToldApartAndDropRemovesEveryKey) {
   constexpr std::uint64_t kSlice = 60'000 * kMs;
@@ -658,10 +659,15 @@ TEST_P(StreamTest, KindsAreToldApartAndDropRemovesEveryKey) {
   const std::string again =
       error_of([&] { (void)RedisStreamStore::create(endpoints, "s", shape, Clock{}, false); });
   EXPECT_TRUE(contains_text(again, "already exists")) << again;
-  std::vector<std::uint8_t> bytes(8);
-  EXPECT_THROW(store->read_bytes(0, 0, bytes), InvalidArgument);
-  EXPECT_THROW(store->write_bytes(0, 0, bytes), InvalidArgument);
-  EXPECT_EQ(store->params(), shape.link_params(0));
+  // No single bitmap: its shape is the options asked for, with every link's parameters.
+  EXPECT_EQ(store->bitmap(), nullptr);
+  EXPECT_NE(store->links(), nullptr);
+  const FilterShape asked = store->shape();
+  ASSERT_TRUE(asked.windowed());
+  EXPECT_EQ(*asked.stream, shape.options());
+  EXPECT_EQ(asked.params, shape.link_params(0));
+  ASSERT_GE(asked.links.size(), 2u);
+  EXPECT_EQ(asked.links[1], shape.link_params(1));
 
   // A plain filter: no stream there, and drop_if_stream leaves it alone.
   const FilterParams plain = size_filter(1000, 0.01, Layout::classic);

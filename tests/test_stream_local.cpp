@@ -309,7 +309,7 @@ TEST(StreamFile, ReopensRetiresOldSlicesAndDrops) {
   }
   EXPECT_EQ(files, 6u);
   // Stray link files (a writer killed between creating and publishing) go at the next rotation.
-  (void)Filter::create_file(path + ".s5.0", again.params());
+  (void)Filter::create_file(path + ".s5.0", again.shape().params);
   time.now->fetch_add(kSecond);
   EXPECT_TRUE(again.add("next"));
   EXPECT_FALSE(std::filesystem::exists(path + ".s5.0"));
@@ -487,7 +487,7 @@ TEST(StreamFile, FilesNamedLikeLinksAreLeftUnlessTheyAreLinks) {
   std::vector<std::string> before;
   for (const std::string& suffix : kUserSuffixes) before.push_back(content(suffix));
   // A stray link (a writer killed before publishing it) is one: it goes.
-  (void)Filter::create_file(path + ".s9.0", filter.params());
+  (void)Filter::create_file(path + ".s9.0", filter.shape().params);
   for (int second = 0; second < 8; ++second) {
     EXPECT_TRUE(filter.add(event(second)));
     time.now->fetch_add(kSecond);

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/filter_backend.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
@@ -93,7 +94,10 @@ struct OpenReport {
 };
 
 struct FilterInfo {
+  // What the filter was sized for (Filter::params).
   FilterParams params;
+  // What the user asked for: plain parameters, or the stream options and each link's.
+  FilterShape shape;
   std::string location;
   std::uint64_t set_bits = 0;
   double fill_ratio = 0;              // set_bits / m
@@ -114,7 +118,10 @@ struct FilterInfo {
 
 class Filter {
  public:
+  // A plain filter over one store (a custom one too).
   explicit Filter(std::unique_ptr<Store> store);
+  // Any kind of filter over its backend (filter_backend.hpp).
+  explicit Filter(std::unique_ptr<FilterBackend> backend);
 
   // Where a filter lives, in one call (location.hpp): opens it, creates it if asked, waits for
   // a concurrent creator, refuses other parameters if asked.
@@ -166,7 +173,7 @@ class Filter {
   // Lets add_many / load_many / contains_many use up to `threads` threads (default 1). Helps
   // large local batches out of cache (each core keeps its own misses in flight); blocked adds
   // stay on one thread. No effect on Redis filters.
-  void use_threads(unsigned threads) { store_->use_threads(threads); }
+  void use_threads(unsigned threads) { backend_->use_threads(threads); }
 
   [[nodiscard]] FilterInfo info() const;
   // The estimated item count from the fill of at most `sample_bytes` of the bits, spread over
@@ -174,14 +181,28 @@ class Filter {
   // capacity where info() would read every bit. Items spread uniformly over partitions and
   // blocks, so a 1 MiB sample is within about 0.1% of the whole filter's fill.
   [[nodiscard]] double estimate_items(std::uint64_t sample_bytes = std::uint64_t{1} << 20) const;
-  void flush() { store_->flush(); }
+  void flush() { backend_->flush(); }
 
-  [[nodiscard]] const FilterParams& params() const noexcept { return store_->params(); }
-  [[nodiscard]] Store& store() noexcept { return *store_; }
-  [[nodiscard]] const Store& store() const noexcept { return *store_; }
+  // What the user asked for: a plain filter's parameters, or a windowed or growing filter's
+  // options with each of its links' parameters.
+  [[nodiscard]] const FilterShape& shape() const noexcept { return shape_; }
+  // What the filter was sized for, one meaning for every kind: capacity and error_rate are the
+  // user's (a plain filter's; a windowed or growing filter's items per window, or of its first
+  // link, and the rate of the whole filter), layout, bits, hashes and partitions those of the
+  // bitmap an item is first set in (a plain filter's; link 0, which every slice starts with).
+  [[nodiscard]] const FilterParams& params() const noexcept { return params_; }
+  // Everything about the filter as a whole: its kind, fill, where it lives, its links.
+  [[nodiscard]] FilterBackend& backend() noexcept { return *backend_; }
+  [[nodiscard]] const FilterBackend& backend() const noexcept { return *backend_; }
+  // A plain filter's one bitmap; InvalidArgument for a windowed or growing filter, which has
+  // one per link (backend().links()).
+  [[nodiscard]] Store& store();
+  [[nodiscard]] const Store& store() const;
 
  private:
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<FilterBackend> backend_;
+  FilterShape shape_;
+  FilterParams params_;
   // The store's one-item paths (store.hpp), called inline by add and contains.
   Store::OneItemCall contains_one_;
   Store::OneItemCall add_one_;

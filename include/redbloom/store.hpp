@@ -1,7 +1,9 @@
-// The one interface between a filter and where its bits live (memory, a mapped file, Redis). A
-// store works on batches of items, hashes them with hash_item() and places their bits with
-// layout.hpp, as its parameters say. Taking the items rather than their hashes lets a local store
-// hash item i+D while item i's cache line is still on its way.
+// One bitmap and where its bits live (memory, a mapped file, Redis): a plain filter's whole
+// filter, or one link of a windowed or growing filter (filter_backend.hpp composes those). The
+// extension point for custom stores: Filter(std::make_unique<MyStore>(...)). A store works on
+// batches of items, hashes them with hash_item() and places their bits with layout.hpp, as its
+// parameters say. Taking the items rather than their hashes lets a local store hash item i+D
+// while item i's cache line is still on its way.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,6 @@
 
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
-#include "redbloom/stream.hpp"
 
 namespace redbloom {
 
@@ -109,12 +110,6 @@ class Store {
   // Local stores split large batches over them (bitmap_store.hpp); remote stores already
   // pipeline their batches and ignore it.
   virtual void use_threads(unsigned threads) { (void)threads; }
-
-  // A windowed or growing filter (stream.hpp): its slices and links now; nullopt for a plain
-  // filter. Such a store's params() are its first link's, its count_set_bits() and
-  // storage_bytes() cover the live links, and read_bytes / write_bytes (whole-filter copies)
-  // throw InvalidArgument.
-  [[nodiscard]] virtual std::optional<StreamInfo> stream_info() const { return std::nullopt; }
 
   // A filter of a server's own Bloom engine (ServerFilterInfo); nullopt for redbloom's filters.
   // Such a store's params() are placeholders with capacity 0, and what needs redbloom's bits

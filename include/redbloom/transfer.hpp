@@ -1,6 +1,7 @@
 // Copying a filter between stores (file <-> Redis, Redis <-> Redis). Every store keeps a
 // partition's bytes in Redis bit order, so a copy is the same bytes moved, partition by
-// partition, in bounded chunks; the exact set, if any, goes with it.
+// partition (of each link of each live slice, for a windowed or growing filter), in bounded
+// chunks; the exact set, if any, goes with it.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "redbloom/exact_set.hpp"
+#include "redbloom/filter_backend.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/store.hpp"
 
@@ -22,6 +24,18 @@ using CopyProgress = std::function<void(std::uint64_t done, std::uint64_t total)
 // changed either filter during the copy) throws StorageError.
 void copy_bits(const Store& from, Store& to, const CopyProgress& progress = {});
 
+// Copies the live slices of `from`, a windowed or growing filter, into `to`, a new filter of
+// the same options (InvalidArgument otherwise), link by link. Each slice keeps its number,
+// which is its place in Unix time, so it retires at the same moment at the target (the
+// remaining life of each slice is the same, as far as the two stores' clocks agree); each link
+// keeps its creation time and its count of adds, so the target grows when the source would.
+// Writers may go on adding to `from` meanwhile: every item whose add returned before the copy
+// began is in the copy (until its window ends); items added during the copy may or may not be.
+// Afterwards the bits the target holds are compared with those written (StorageError if they
+// differ). Returns the bytes copied.
+std::uint64_t copy_links(const FilterBackend& from, FilterBackend& to,
+                         const CopyProgress& progress = {});
+
 // Copies every fingerprint of `from` into `to`. InvalidArgument if `to` keeps bits `from` does
 // not (a Redis set's fingerprints cannot fill a set that keeps more of each).
 void copy_exact_set(const ExactSet& from, ExactSet& to);
@@ -34,12 +48,15 @@ struct CopyReport {
   std::vector<std::string> warnings;  // about the target (Filter::create's OpenReport)
 };
 
-// Creates the filter at `to` with the parameters of the one at `from` (FilterExists if there
-// is one, unless `overwrite`), copies its bits, then its exact set if it has one (bound to the
-// new filter; a file set made from a Redis set keeps the bits the Redis set kept). Anything
-// that fails part way leaves nothing at `to`: the incomplete copy is dropped, and the error
-// says so (or, if dropping failed too, what to drop).
+// Creates the filter at `to` with the parameters (or the window and growth options) of the one
+// at `from` (FilterExists if there is one, unless `overwrite`), copies its bits (copy_bits) or
+// its live slices (copy_links), then its exact set if it has one (bound to the new filter; a
+// file set made from a Redis set keeps the bits the Redis set kept). Every kind of filter
+// copies between a file, one Redis server, several and a Cluster. Anything that fails part way
+// leaves nothing at `to`: the incomplete copy is dropped, and the error says so (or, if
+// dropping failed too, what to drop). `clock` drives both filters' windows (stream.hpp; empty:
+// the real one).
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
-                       const CopyProgress& progress = {});
+                       const CopyProgress& progress = {}, Clock clock = {});
 
 }  // namespace redbloom

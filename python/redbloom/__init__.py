@@ -21,13 +21,16 @@ from ._errors import (
     RedbloomWarning,
     StorageError,
 )
-from ._redbloom import Filter, KnownSet
+from ._redbloom import Filter, KnownSet, RecordKey
+from .records import dedup_records
 from ._version import __version__  # written by CMake: the version `redbloom --version` prints
 
 __all__ = [
     "open",
     "Filter",
     "KnownSet",
+    "RecordKey",
+    "dedup_records",
     "Error",
     "InvalidArgument",
     "FilterExists",
@@ -46,7 +49,8 @@ def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits
          hashes=None, create=True, read_only=False, window=None, slices=None, growth=None,
          max_bytes=None, engine=None, nonscaling=False):
     """Opens the filter at `location` (a path, "redis://host:port#name", "redis://a,redis://b#name",
-    "redis+cluster://host:port#name" or "memory:"); with a size (capacity=, error_rate=, layout=)
+    "redis+cluster://host:port#name" or "memory:"; rediss:// and rediss+cluster:// for TLS, as
+    "rediss://host:6380?tls_ca=/path/ca.crt#name"); with a size (capacity=, error_rate=, layout=)
     and create=True, creates it when missing. A size given must match the filter's
     (FilterExists otherwise); without one, the filter must exist (NotFound).
 

@@ -7,6 +7,8 @@ settings.py:
     DUPEFILTER_CLASS = "redbloom.scrapy.RedbloomDupeFilter"
     REDBLOOM_URL = "redis://127.0.0.1:6379"     # default: JOBDIR/requests.rbf, else REDIS_URL,
                                                 # else memory (this crawl only)
+                                                # TLS: "rediss://host:6380" (and
+                                                # ?tls_ca=PATH&tls_cert=PATH&tls_key=PATH)
     REDBLOOM_KEY = "%(spider)s:dupefilter"      # the filter's name in Redis
     REDBLOOM_CAPACITY = 10_000_000              # requests expected over the filter's life
     REDBLOOM_ERROR_RATE = 1e-4                  # chance that a new request is wrongly dropped
@@ -63,6 +65,9 @@ def _redis_py_client(redis, uri):
         options["password"] = unquote(parts.password)
     elif parts.username:
         options["password"] = unquote(parts.username)  # redis://secret@host: a password alone
+    if not options.get("password") and os.environ.get("REDBLOOM_REDIS_PASSWORD"):
+        # As the library does: a password left out of the URI comes from the environment.
+        options["password"] = os.environ["REDBLOOM_REDIS_PASSWORD"]
     # The first node of a cluster's list is enough: redis-py finds the others.
     first = urlsplit("//" + parts.netloc.rpartition("@")[2].split(",")[0])
     host = first.hostname

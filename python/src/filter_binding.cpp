@@ -35,9 +35,7 @@ class PyFilter {
  public:
   PyFilter(Filter filter, const Location& location, FileAccess access)
       : params_(filter.params()),
-        stream_(filter.store().stream_info()
-                    ? std::optional<StreamOptions>(filter.store().stream_info()->options)
-                    : std::nullopt),
+        stream_(filter.shape().stream),
         location_(location),
         remote_(location.in_redis()),
         server_filter_(filter.store().server_filter_info().has_value()),

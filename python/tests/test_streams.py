@@ -77,3 +77,15 @@ def test_window_takes_a_timedelta_or_seconds():
         redbloom.open("memory:", capacity=10, max_bytes=10**6)
     with pytest.raises(redbloom.InvalidArgument, match="growth"):
         redbloom.open("memory:", capacity=10, growth=1)
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_properties_and_info_are_what_was_asked(workdir, where):
+    location = "memory:" if where == "memory" else str(workdir / "asked.rbf")
+    with redbloom.open(location, capacity=7000, error_rate=0.002, window="10m") as f:
+        assert f.capacity == 7000 and f.error_rate == 0.002
+        info = f.info()
+        assert info["capacity"] == 7000 and info["error_rate"] == 0.002
+    with redbloom.open("memory:", capacity=1000, error_rate=0.01, growth=3) as f:
+        assert f.capacity == 1000 and f.error_rate == 0.01
+        assert f.info()["capacity"] == 1000

@@ -13,6 +13,9 @@
 #   private_redis_run COMMAND...  run the benchmark, in the background, and wait for it
 # After setup: $build (the build dir), $dir (the temp dir), $uri (redis://127.0.0.1:PORT, or
 # redis+cluster:// with every master), $ports and $pids (arrays, one entry per server).
+# With private_redis_tls=yes set before setup, every server also takes TLS on a second port
+# ($tls_ports, same index), with certificates made in $dir/tls (tests/support/make-tls-certs.sh);
+# $tls_uri is then rediss://127.0.0.1:TLS_PORT?tls_ca=... for the first server.
 # The server binary is $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH; the build dir
 # is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench.
 
@@ -23,6 +26,9 @@ uri=""
 ports=()
 pids=()
 bench=""
+private_redis_tls=${private_redis_tls:-no}
+tls_ports=()
+tls_uri=""
 
 private_redis_cleanup() {
   if [[ -n "$bench" ]] && kill -0 "$bench" 2>/dev/null; then
@@ -46,13 +52,23 @@ private_redis_server_args=()
 private_redis_start_server() {
   local name=$1 cluster=$2 attempt port pid node_dir
   local extra=()
+  if [[ $private_redis_tls == yes && ! -f "$dir/tls/ca.crt" ]]; then
+    bash tests/support/make-tls-certs.sh "$dir/tls" >&2 || exit 1
+  fi
   for ((attempt = 0; attempt < 8; attempt++)); do
     port=$((20000 + RANDOM % 30000))
     private_redis_port_in_use "$port" && continue
     extra=()
+    if [[ $private_redis_tls == yes ]]; then
+      # The TLS port is the plain one + 1: the same server answers both, side by side.
+      private_redis_port_in_use $((port + 1)) && continue
+      extra=(--tls-port $((port + 1)) --tls-cert-file "$dir/tls/server.crt"
+        --tls-key-file "$dir/tls/server.key" --tls-ca-cert-file "$dir/tls/ca.crt"
+        --tls-auth-clients no)
+    fi
     if [[ $cluster == yes ]]; then
       private_redis_port_in_use $((port + 10000)) && continue
-      extra=(--cluster-enabled yes --cluster-config-file nodes.conf
+      extra+=(--cluster-enabled yes --cluster-config-file nodes.conf
         --cluster-port $((port + 10000)))
     fi
     node_dir="$dir/$port"
@@ -70,6 +86,7 @@ private_redis_start_server() {
     then
       ports+=("$port")
       pids+=("$pid")
+      [[ $private_redis_tls == yes ]] && tls_ports+=($((port + 1)))
       return 0
     fi
     kill "$pid" 2>/dev/null || true
@@ -106,6 +123,9 @@ private_redis_setup() {
   if ((masters == 0)); then
     private_redis_start_server "$name" no
     uri="redis://127.0.0.1:${ports[0]}"
+    if [[ $private_redis_tls == yes ]]; then
+      tls_uri="rediss://127.0.0.1:${tls_ports[0]}?tls_ca=$dir/tls/ca.crt"
+    fi
     return
   fi
   local m nodes=()

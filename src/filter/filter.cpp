@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "filter/plain_backend.hpp"
 #include "local/file_store.hpp"
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
@@ -112,10 +113,27 @@ std::uint64_t count_ones(std::span<const std::uint8_t> bytes) {
 
 }  // namespace
 
-Filter::Filter(std::unique_ptr<Store> store) : store_(std::move(store)) {
-  if (!store_) throw InvalidArgument("Filter needs a store");
-  contains_one_ = store_->direct_contains_one();
-  add_one_ = store_->direct_add_one();
+Filter::Filter(std::unique_ptr<Store> store)
+    : Filter(std::unique_ptr<FilterBackend>(std::make_unique<PlainBackend>(std::move(store)))) {}
+
+Filter::Filter(std::unique_ptr<FilterBackend> backend) : backend_(std::move(backend)) {
+  if (!backend_) throw InvalidArgument("Filter needs a backend");
+  shape_ = backend_->shape();
+  params_ = shape_.params;
+  params_.capacity = shape_.capacity();
+  params_.error_rate = shape_.error_rate();
+  contains_one_ = backend_->direct_contains_one();
+  add_one_ = backend_->direct_add_one();
+}
+
+Store& Filter::store() {
+  if (Store* bitmap = backend_->bitmap()) return *bitmap;
+  throw InvalidArgument("filter " + backend_->location() + " is " + shape_.describe() +
+                        ": it keeps one bitmap per link, not one store");
+}
+
+const Store& Filter::store() const {
+  return const_cast<Filter*>(this)->store();
 }
 
 Filter Filter::in_memory(const FilterParams& params) {
@@ -152,37 +170,38 @@ Filter Filter::open_redis(const std::vector<RedisEndpoint>& servers, const std::
 
 std::size_t Filter::add_many(std::span<const std::string_view> items,
                              std::span<std::uint8_t> newly_added) {
-  return for_each_flagged_chunk(items, newly_added, store_->batch_items(), ChunkAccess::writes,
-                                [&](auto chunk, auto out) { store_->add(chunk, out); });
+  return for_each_flagged_chunk(items, newly_added, backend_->batch_items(), ChunkAccess::writes,
+                                [&](auto chunk, auto out) { backend_->add(chunk, out); });
 }
 
 void Filter::load_many(std::span<const std::string_view> items) {
   for_each_chunk(
-      items, store_->bulk_batch_items(), ChunkAccess::writes,
-      [&](std::span<const std::string_view> chunk, std::size_t) { store_->load(chunk); });
+      items, backend_->bulk_batch_items(), ChunkAccess::writes,
+      [&](std::span<const std::string_view> chunk, std::size_t) { backend_->load(chunk); });
 }
 
 std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                   std::span<std::uint8_t> present) const {
-  return for_each_flagged_chunk(items, present, store_->bulk_batch_items(), ChunkAccess::reads,
-                                [&](auto chunk, auto out) { store_->contains(chunk, out); });
+  return for_each_flagged_chunk(items, present, backend_->bulk_batch_items(), ChunkAccess::reads,
+                                [&](auto chunk, auto out) { backend_->contains(chunk, out); });
 }
 
 FilterInfo Filter::info() const {
   FilterInfo info;
   info.params = params();
-  info.location = store_->location();
-  info.engines = store_->engines();
-  info.server_filter = store_->server_filter_info();
+  info.shape = shape_;
+  info.location = backend_->location();
+  info.engines = backend_->engines();
+  info.server_filter = backend_->server_filter_info();
   if (info.server_filter) {
-    info.storage_bytes = store_->storage_bytes();
+    info.storage_bytes = backend_->storage_bytes();
     info.estimated_items = static_cast<double>(info.server_filter->items.value_or(0));
     return info;
   }
-  info.set_bits = store_->count_set_bits();
-  info.created_unix_ns = store_->created_unix_ns();
-  info.storage_bytes = store_->storage_bytes();
-  info.stream = store_->stream_info();
+  info.set_bits = backend_->count_set_bits();
+  info.created_unix_ns = backend_->created_unix_ns();
+  info.storage_bytes = backend_->storage_bytes();
+  info.stream = backend_->stream_info();
   if (info.stream) {
     // Counted rather than estimated: each link knows how many adds set a bit of it.
     const double bits = 8.0 * static_cast<double>(info.stream->bytes);
@@ -206,17 +225,17 @@ FilterInfo Filter::info() const {
 }
 
 double Filter::estimate_items(std::uint64_t sample_bytes) const {
-  if (const std::optional<ServerFilterInfo> server = store_->server_filter_info()) {
+  if (const std::optional<ServerFilterInfo> server = backend_->server_filter_info()) {
     return static_cast<double>(server->items.value_or(0));
   }
-  if (const std::optional<StreamInfo> stream = store_->stream_info()) {
+  if (const std::optional<StreamInfo> stream = backend_->stream_info()) {
     double items = 0;
     for (const StreamSegment& segment : stream->segments) items += double(segment.items);
     return items;
   }
   const FilterParams& p = params();
   if (sample_bytes >= p.total_bytes()) {
-    return estimated_items_from(p, static_cast<double>(store_->count_set_bits()));
+    return estimated_items_from(p, static_cast<double>(backend_->count_set_bits()));
   }
   // Up to 16 partitions, evenly spaced; in each, one run of whole 64-byte blocks at a spread
   // offset (the hash spreads items evenly, so any run is as good as another).
@@ -233,7 +252,7 @@ double Filter::estimate_items(std::uint64_t sample_bytes) const {
     const std::uint64_t offset = runs_per_partition > 1 ? (i * 7919 % runs_per_partition) * run : 0;
     const std::uint64_t size = std::min(run, p.partition_bytes() - offset);
     std::span<std::uint8_t> out(buffer.data(), size);
-    store_->read_bytes(partition, offset, out);
+    store().read_bytes(partition, offset, out);
     ones += count_ones(out);
     bits += size * 8;
   }

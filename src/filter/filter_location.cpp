@@ -4,92 +4,52 @@
 #include <thread>
 
 #include "core/stream_shape.hpp"
+#include "local/file_filters.hpp"
 #include "local/file_store.hpp"
-#include "local/file_stream_store.hpp"
 #include "local/stream_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
+#include "redis/redis_filters.hpp"
 #include "redis/redis_store.hpp"
-#include "redis/server_filter_store.hpp"
 #include "redis/sharded_store.hpp"
-#include "redis/stream_store.hpp"
 
 namespace redbloom {
 namespace {
 
 // A Redis filter still being created by another process is waited for (its store does that,
-// in the Redis lifecycle); a file appears complete or not at all.
+// in the Redis lifecycle); a file appears complete or not at all. Each store family tells the
+// kinds of filter it holds apart.
 Filter open_existing(const Location& location, const OpenOptions& options) {
   if (!location.in_redis()) {
-    if (FileStreamStore::is_stream_file(location.path)) {
-      return Filter(FileStreamStore::open(location.path, options.access, options.clock));
-    }
-    return Filter::open_file(location.path, options.access);
+    return Filter(open_file_filter(location.path, options.access, options.clock));
   }
-  if (auto stream = RedisStreamStore::open_if_stream(location.servers, location.name, options.clock,
-                                                     options.wait_for_creator)) {
-    return Filter(std::move(stream));
-  }
-  if (location.servers.size() == 1) {
-    try {
-      return Filter(
-          RedisStore::open(location.servers.front(), location.name, {}, options.wait_for_creator));
-    } catch (const FormatError&) {
-      // Not a hash: a filter of the server's own Bloom engine (BF.RESERVE / BF.ADD made it)?
-      if (auto server =
-              ServerFilterStore::open_if_server_filter(location.servers.front(), location.name)) {
-        return Filter(std::move(server));
-      }
-      throw;
-    }
-  }
-  try {
-    return Filter(
-        ShardedRedisStore::open(location.servers, location.name, options.wait_for_creator));
-  } catch (const FormatError&) {
-    // A BF key is one key of one server: refused by name rather than as a foreign key.
-    for (const RedisEndpoint& server : location.servers) {
-      if (auto bf = ServerFilterStore::open_if_server_filter(server, location.name)) {
-        throw InvalidArgument(
-            bf->location() + " is one key of one server, not a filter sharded over " +
-            std::to_string(location.servers.size()) + " servers: open it with that server alone");
-      }
-    }
-    throw;
-  }
-}
-
-// "windowed 10m in 4 slices, ..." or the plain parameters.
-std::string describe_filter(const Filter& filter) {
-  if (const auto stream = filter.store().stream_info()) {
-    return redbloom::describe(stream->options);
-  }
-  return describe(filter.params());
+  return Filter(
+      open_redis_filter(location.servers, location.name, options.clock, options.wait_for_creator));
 }
 
 void check_parameters(const Filter& filter, const OpenOptions& options) {
   if (!options.require_params) return;
-  if (const auto server = filter.store().server_filter_info()) {
-    throw FilterExists("filter " + filter.store().location() +
+  if (const auto server = filter.backend().server_filter_info()) {
+    throw FilterExists("filter " + filter.backend().location() +
                        " has the parameters its server gave it (capacity " +
                        std::to_string(server->capacity) +
                        "), which redbloom's options cannot check; leave out the sizing options "
                        "to use it as it is");
   }
+  const FilterShape& shape = filter.shape();
   if (options.stream) {
-    const auto stream = filter.store().stream_info();
     const StreamShape wanted(*options.stream);
-    if (!stream || !(stream->options == wanted.options())) {
-      throw FilterExists("filter " + filter.store().location() +
-                         " was created with other parameters: it is " + describe_filter(filter) +
+    if (!shape.stream || !(*shape.stream == wanted.options())) {
+      throw FilterExists("filter " + filter.backend().location() +
+                         " was created with other parameters: it is " + shape.describe() +
                          "; the options ask for " + wanted.describe());
     }
     return;
   }
-  if (filter.store().stream_info() || !(filter.params() == *options.params)) {
-    throw FilterExists("filter " + filter.store().location() +
-                       " was created with other parameters: it is " + describe_filter(filter) +
+  if (!shape.plain() || !(shape.params == *options.params)) {
+    throw FilterExists("filter " + filter.backend().location() +
+                       " was created with other parameters: it is " + shape.describe() +
                        "; the options ask for " + describe(*options.params));
   }
 }
@@ -120,7 +80,7 @@ const RedisEndpoint& exact_home(const Location& location) {
 // Whether `set` was made for `filter` (sets and filters that recorded no id are taken as one).
 bool belongs_to(const ExactSet& set, const Filter& filter) {
   const std::uint64_t made_for = set.filter_id();
-  const std::uint64_t id = filter.store().created_unix_ns();
+  const std::uint64_t id = filter.backend().created_unix_ns();
   return made_for == 0 || id == 0 || made_for == id;
 }
 
@@ -132,17 +92,9 @@ Filter Filter::create(const Location& location, const FilterParams& params, bool
     if (report) report->created = true;
     return in_memory(params);
   }
-  if (overwrite) {
-    // A windowed or growing filter of that name goes whole, its links and slices too.
-    if (location.in_redis()) {
-      (void)RedisStreamStore::drop_if_stream(location.servers, location.name);
-    } else if (FileStreamStore::is_stream_file(location.path)) {
-      FileStreamStore::remove(location.path);
-    }
-  }
-  Filter filter = location.in_redis()
-                      ? create_redis(location.servers, location.name, params, overwrite)
-                      : create_file(location.path, params, overwrite);
+  Filter filter(location.in_redis()
+                    ? create_redis_filter(location.servers, location.name, params, overwrite)
+                    : create_file_filter(location.path, params, overwrite));
   if (report) {
     report->created = true;
     if (location.in_redis()) note_eviction_risks(location, report->warnings);
@@ -153,21 +105,17 @@ Filter Filter::create(const Location& location, const FilterParams& params, bool
 Filter Filter::create(const Location& location, const StreamOptions& stream, bool overwrite,
                       OpenReport* report, Clock clock) {
   const StreamShape shape(stream);
-  std::unique_ptr<Store> store;
+  std::unique_ptr<FilterBackend> store;
   switch (location.kind) {
     case Location::Kind::memory:
       store = make_memory_stream_store(shape, std::move(clock));
       break;
     case Location::Kind::file:
-      if (overwrite && FileStore::exists(location.path) &&
-          !FileStreamStore::is_stream_file(location.path)) {
-        FileStore::remove(location.path);
-      }
-      store = FileStreamStore::create(location.path, shape, std::move(clock), overwrite);
+      store = create_file_filter(location.path, shape, std::move(clock), overwrite);
       break;
     case Location::Kind::redis:
-      store = RedisStreamStore::create(location.servers, location.name, shape, std::move(clock),
-                                       overwrite);
+      store =
+          create_redis_filter(location.servers, location.name, shape, std::move(clock), overwrite);
       break;
   }
   if (report) {
@@ -225,22 +173,11 @@ void Filter::drop(const Location& location) {
     case Location::Kind::memory:
       throw InvalidArgument("a memory filter is dropped by destroying it");
     case Location::Kind::file:
-      if (FileStreamStore::is_stream_file(location.path)) {
-        FileStreamStore::remove(location.path);
-      } else {
-        FileStore::remove(location.path);
-      }
+      remove_file_filter(location.path);
       break;
     case Location::Kind::redis:
-      if (RedisStreamStore::drop_if_stream(location.servers, location.name)) break;
-      if (location.servers.size() == 1) {
-        if (ServerFilterStore::drop_if_server_filter(location.servers.front(), location.name)) {
-          return;  // no exact set beside it: one needs redbloom's bits
-        }
-        RedisStore::drop(location.servers.front(), location.name);
-      } else {
-        ShardedRedisStore::drop(location.servers, location.name);
-      }
+      // A key of the server's own Bloom engine has no exact set beside it.
+      if (!drop_redis_filter(location.servers, location.name)) return;
       break;
   }
   if (exact_set_exists(location)) drop_exact_set(location);
@@ -273,7 +210,7 @@ std::unique_ptr<ExactSet> open_exact_set(const Location& location, const Filter&
   }
   if (!belongs_to(*set, filter)) {
     throw FormatError(set->location() + " belongs to another filter than " +
-                      filter.store().location() +
+                      filter.backend().location() +
                       " (one deleted or replaced since): its items are not this filter's; drop "
                       "the filter and build it again with --exact");
   }
@@ -293,7 +230,7 @@ std::unique_ptr<ExactSet> create_exact_set(const Location& location, const Filte
       break;
   }
   return create_redis_exact_set(exact_home(location), location.name, expected, overwrite,
-                                filter.store().created_unix_ns());
+                                filter.backend().created_unix_ns());
 }
 
 void drop_exact_set(const Location& location) {
@@ -326,13 +263,13 @@ void drop_stale_exact_set(const Location& location, const Filter& filter) {
 
 std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const Filter& filter,
                                                 bool create) {
-  if (const auto stream = filter.store().stream_info(); stream && stream->options.window_ns != 0) {
+  if (filter.shape().windowed()) {
     if (!create) return nullptr;
     throw InvalidArgument("filter " + location.describe() +
                           " is windowed: it forgets items, and an exact set beside it would "
                           "not; use --exact with a plain or growing filter");
   }
-  if (const auto server = filter.store().server_filter_info()) {
+  if (const auto server = filter.backend().server_filter_info()) {
     if (!create) return nullptr;
     throw InvalidArgument("filter " + location.describe() + " is " + server->kind +
                           ": an exact set needs a redbloom filter beside it; create one (without "
@@ -340,7 +277,7 @@ std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const 
   }
   // Emptiness is read before the set is looked for: a racing writer may create the set and
   // add items in between, and its items must not be taken for ones added without a set.
-  const bool empty = filter.store().count_set_bits() == 0;
+  const bool empty = filter.backend().count_set_bits() == 0;
   if (exact_set_exists(location)) {
     // One left by a filter deleted or replaced since: replaced while this filter is empty
     // (nothing of it could be missing); else its items can never be verified.

@@ -1,6 +1,9 @@
 #include "redbloom/transfer.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+#include <map>
 #include <vector>
 
 #include "redbloom/error.hpp"
@@ -12,6 +15,18 @@ namespace {
 // Large enough to amortise a network round trip, small enough to keep memory flat whatever
 // the filter's size.
 constexpr std::uint64_t kChunkBytes = std::uint64_t{8} << 20;
+
+std::uint64_t count_ones(std::span<const std::uint8_t> bytes) {
+  std::uint64_t ones = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    ones += static_cast<std::uint64_t>(std::popcount(word));
+  }
+  for (; i < bytes.size(); ++i) ones += static_cast<std::uint64_t>(std::popcount(bytes[i]));
+  return ones;
+}
 
 }  // namespace
 
@@ -44,6 +59,62 @@ void copy_bits(const Store& from, Store& to, const CopyProgress& progress) {
   }
 }
 
+std::uint64_t copy_links(const FilterBackend& from, FilterBackend& to,
+                         const CopyProgress& progress) {
+  const StreamLinks* source = from.links();
+  StreamLinks* target = to.links();
+  const FilterShape shape = from.shape();
+  if (source == nullptr || target == nullptr || !(shape.stream == to.shape().stream)) {
+    throw InvalidArgument("cannot copy " + from.location() + " (" + shape.describe() + ") into " +
+                          to.location() + " (" + to.shape().describe() +
+                          "): a windowed or growing filter goes into a new one of the same "
+                          "options");
+  }
+  const std::vector<SliceCopy> slices = source->live_slices();
+  target->restore_slices(slices);
+  std::uint64_t total = 0;
+  for (const SliceCopy& slice : slices) {
+    for (const auto& items : slice.items) {
+      for (std::uint32_t l = 0; l < items.size(); ++l) total += shape.links.at(l).partition_bytes();
+    }
+  }
+  std::vector<std::uint8_t> chunk;
+  std::map<std::int64_t, std::uint64_t> ones_of;  // set bits written, per slice
+  std::uint64_t done = 0;
+  for (const SliceCopy& slice : slices) {
+    for (std::uint64_t p = 0; p < slice.items.size(); ++p) {
+      for (std::uint32_t l = 0; l < slice.items[p].size(); ++l) {
+        const std::uint64_t bytes = shape.links[l].partition_bytes();
+        chunk.resize(std::min(kChunkBytes, bytes));
+        for (std::uint64_t offset = 0; offset < bytes; offset += chunk.size()) {
+          const std::span<std::uint8_t> piece(
+              chunk.data(), std::min<std::uint64_t>(chunk.size(), bytes - offset));
+          source->read_link(slice.slice, l, p, offset, piece);
+          target->write_link(slice.slice, l, p, offset, piece);
+          ones_of[slice.slice] += count_ones(piece);
+          done += piece.size();
+          if (progress) progress(done, total);
+        }
+      }
+    }
+  }
+  to.flush();
+  // What the target holds of the slices still live (one may have retired meanwhile) against
+  // what was written into them: nobody else knows the new filter yet.
+  std::uint64_t written = 0;
+  for (const SliceCopy& slice : target->live_slices()) {
+    const auto ones = ones_of.find(slice.slice);
+    if (ones != ones_of.end()) written += ones->second;
+  }
+  const std::uint64_t copied = to.count_set_bits();
+  if (copied != written) {
+    throw StorageError("copy of " + from.location() + " to " + to.location() + " holds " +
+                       std::to_string(copied) + " set bits where " + std::to_string(written) +
+                       " were written (was the new filter written to during the copy?)");
+  }
+  return done;
+}
+
 void copy_exact_set(const ExactSet& from, ExactSet& to) {
   if ((to.fingerprint_mask() & ~from.fingerprint_mask()) != 0) {
     throw InvalidArgument("cannot copy exact set " + from.location() + " into " + to.location() +
@@ -54,29 +125,32 @@ void copy_exact_set(const ExactSet& from, ExactSet& to) {
 }
 
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
-                       const CopyProgress& progress) {
-  const Filter source = Filter::open(from, OpenOptions::read_only());
-  if (const auto server = source.store().server_filter_info()) {
+                       const CopyProgress& progress, Clock clock) {
+  OpenOptions reading = OpenOptions::read_only();
+  reading.clock = clock;
+  const Filter source = Filter::open(from, reading);
+  if (const auto server = source.backend().server_filter_info()) {
     throw InvalidArgument("filter " + from.describe() + " is " + server->kind +
                           ", whose bits the server's Bloom engine keeps in its own layout: it "
                           "cannot be copied byte for byte; create a redbloom filter and add its "
                           "items there");
   }
-  if (source.store().stream_info()) {
-    throw InvalidArgument("filter " + from.describe() +
-                          " is windowed or growing: copying one is not supported (its slices "
-                          "come and go); create the destination with the same options and add "
-                          "the items there");
-  }
   const std::unique_ptr<ExactSet> source_exact =
       exact_set_exists(from) ? open_exact_set(from, source, /*writable=*/false) : nullptr;
   OpenReport created;
-  Filter target = Filter::create(to, source.params(), overwrite, &created);
+  const FilterShape& shape = source.shape();
+  Filter target = shape.stream
+                      ? Filter::create(to, *shape.stream, overwrite, &created, std::move(clock))
+                      : Filter::create(to, shape.params, overwrite, &created);
   CopyReport report;
   report.warnings = std::move(created.warnings);
   try {
-    copy_bits(source.store(), target.store(), progress);
-    report.bytes = source.params().total_bytes();
+    if (shape.stream) {
+      report.bytes = copy_links(source.backend(), target.backend(), progress);
+    } else {
+      copy_bits(source.store(), target.store(), progress);
+      report.bytes = shape.params.total_bytes();
+    }
     // A set left at the target by another filter describes other items.
     drop_stale_exact_set(to, target);
     if (source_exact) {

@@ -175,7 +175,7 @@ void FileStreamStore::sync(bool locked) const {
           moved = true;
           break;
         }
-        if (!(link.bits->params() == shape().link_params(entry.link))) {
+        if (!(link.bits->params() == stream_shape().link_params(entry.link))) {
           throw FormatError(path_ + ": link file " + file +
                             " named by the manifest is a filter of other parameters, not the "
                             "link it names (replaced by another file?)");
@@ -221,7 +221,7 @@ void FileStreamStore::publish_links() {
 
 std::unique_ptr<FileStore> FileStreamStore::create_link(const std::string& file,
                                                         std::uint32_t link) const {
-  const FilterParams params = shape().link_params(link);
+  const FilterParams params = stream_shape().link_params(link);
   for (int attempt = 0;; ++attempt) {
     try {
       return FileStore::create(file, params, /*overwrite=*/false);
@@ -301,7 +301,7 @@ void FileStreamStore::remove_strays() const {
   for (const auto& [file, link] : strays) {
     FilterParams params;
     try {
-      params = shape().link_params(link);
+      params = stream_shape().link_params(link);
     } catch (const InvalidArgument&) {
       continue;  // no link of this filter has that number: not one of its files
     }

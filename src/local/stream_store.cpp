@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/bitmap_kernels.hpp"
+#include "filter/stream_shape_of.hpp"
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 
@@ -80,12 +81,6 @@ void drop_present(const BitmapStore& link, std::span<const ItemHash> hashes,
   }
 }
 
-[[noreturn]] void refuse_copy() {
-  throw InvalidArgument(
-      "copying a windowed or growing filter is not supported (its slices come and go): "
-      "create the destination with the same options and add the items");
-}
-
 class MemoryStreamStore final : public LocalStreamStore {
  public:
   MemoryStreamStore(const StreamShape& shape, Clock clock)
@@ -103,7 +98,7 @@ class MemoryStreamStore final : public LocalStreamStore {
   void end_write() noexcept override {}
   void begin_read() const override {}
   void add_link(std::int64_t slice, std::uint32_t link, std::int64_t retired_below) override {
-    auto bits = std::make_unique<MemoryStore>(link == 0 ? params() : shape().link_params(link));
+    auto bits = std::make_unique<MemoryStore>(stream_shape().link_params(link));
     std::erase_if(links_, [&](const Link& l) { return l.slice < retired_below; });
     links_.push_back(Link{slice, link, now(), 0, std::move(bits)});
   }
@@ -317,12 +312,78 @@ std::int64_t LocalStreamStore::oldest_live_now() const {
   return shape_.oldest_live(std::max(shape_.slice_at(now()), links_.back().slice));
 }
 
-void LocalStreamStore::read_bytes(std::uint64_t, std::uint64_t, std::span<std::uint8_t>) const {
-  refuse_copy();
+FilterShape LocalStreamStore::shape() const {
+  return shape_of(shape_);
 }
 
-void LocalStreamStore::write_bytes(std::uint64_t, std::uint64_t, std::span<const std::uint8_t>) {
-  refuse_copy();
+const LocalStreamStore::Link& LocalStreamStore::find_link(std::int64_t slice,
+                                                          std::uint32_t link) const {
+  for (const Link& l : links_) {
+    if (l.slice == slice && l.link == link) return l;
+  }
+  throw StorageError(location() + ": link " + std::to_string(link) + " of slice " +
+                     std::to_string(slice) + " is not there (deleted during the copy?)");
+}
+
+std::vector<SliceCopy> LocalStreamStore::live_slices() const {
+  begin_read();
+  std::vector<SliceCopy> slices;
+  if (links_.empty()) return slices;
+  const std::int64_t oldest = oldest_live_now();
+  const std::uint64_t partitions = shape_.partitions();
+  for (const Link& link : links_) {
+    if (link.slice < oldest) continue;
+    if (slices.empty() || slices.back().slice != link.slice) {
+      slices.push_back(
+          SliceCopy{link.slice, {}, std::vector<std::vector<std::uint64_t>>(partitions)});
+    }
+    SliceCopy& slice = slices.back();
+    slice.created_unix_ns.push_back(link.created_unix_ns);
+    for (std::uint64_t p = 0; p < partitions; ++p) {
+      slice.items[p].push_back(link.items / partitions + (p < link.items % partitions ? 1 : 0));
+    }
+  }
+  return slices;
+}
+
+void LocalStreamStore::read_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                                 std::uint64_t offset, std::span<std::uint8_t> out) const {
+  begin_read();
+  if (!links_.empty() && slice < oldest_live_now()) {
+    // It left the window during the copy (a writer may have deleted it): its items are
+    // forgotten, at the target too.
+    check_byte_range(shape_.link_params(link), partition, offset, out.size());
+    std::fill(out.begin(), out.end(), std::uint8_t{0});
+    return;
+  }
+  find_link(slice, link).bits->read_bytes(partition, offset, out);
+}
+
+void LocalStreamStore::restore_slices(std::span<const SliceCopy> slices) {
+  begin_write();
+  try {
+    if (!links_.empty()) {
+      throw InvalidArgument(location() + " already holds slices: a copy goes into a new filter");
+    }
+    for (const SliceCopy& slice : slices) {
+      for (std::uint32_t l = 0; l < slice.created_unix_ns.size(); ++l) {
+        std::uint64_t items = 0;
+        for (const auto& counts : slice.items) items += l < counts.size() ? counts[l] : 0;
+        add_link(slice.slice, l, std::numeric_limits<std::int64_t>::min());
+        links_.back().created_unix_ns = slice.created_unix_ns[l];
+        links_.back().items = items;
+      }
+    }
+  } catch (...) {
+    end_write();
+    throw;
+  }
+  end_write();
+}
+
+void LocalStreamStore::write_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                                  std::uint64_t offset, std::span<const std::uint8_t> bytes) {
+  find_link(slice, link).bits->write_bytes(partition, offset, bytes);
 }
 
 std::optional<StreamInfo> LocalStreamStore::stream_info() const {
@@ -355,7 +416,7 @@ std::optional<StreamInfo> LocalStreamStore::stream_info() const {
   return info;
 }
 
-std::unique_ptr<Store> make_memory_stream_store(const StreamShape& shape, Clock clock) {
+std::unique_ptr<FilterBackend> make_memory_stream_store(const StreamShape& shape, Clock clock) {
   return std::make_unique<MemoryStreamStore>(shape, std::move(clock));
 }
 

@@ -24,11 +24,11 @@
 
 #include "core/stream_shape.hpp"
 #include "local/bitmap_store.hpp"
-#include "redbloom/store.hpp"
+#include "redbloom/filter_backend.hpp"
 
 namespace redbloom {
 
-class LocalStreamStore : public Store {
+class LocalStreamStore : public FilterBackend, public StreamLinks {
  public:
   struct Link {
     std::int64_t slice = 0;
@@ -38,18 +38,24 @@ class LocalStreamStore : public Store {
     std::unique_ptr<BitmapStore> bits;
   };
 
-  [[nodiscard]] const FilterParams& params() const noexcept override { return first_; }
+  [[nodiscard]] FilterShape shape() const override;
   void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
   void load(std::span<const std::string_view> items) override;
   void contains(std::span<const std::string_view> items,
                 std::span<std::uint8_t> present) const override;
   [[nodiscard]] std::uint64_t count_set_bits() const override;
-  void read_bytes(std::uint64_t partition, std::uint64_t offset,
-                  std::span<std::uint8_t> out) const override;
-  void write_bytes(std::uint64_t partition, std::uint64_t offset,
-                   std::span<const std::uint8_t> bytes) override;
   [[nodiscard]] std::optional<StreamInfo> stream_info() const override;
-  [[nodiscard]] const StreamShape& shape() const noexcept { return shape_; }
+  [[nodiscard]] const StreamShape& stream_shape() const noexcept { return shape_; }
+  [[nodiscard]] StreamLinks* links() noexcept override { return this; }
+  [[nodiscard]] const StreamLinks* links() const noexcept override { return this; }
+
+  // StreamLinks: a link's partitions all hold it; its count is spread evenly over them.
+  [[nodiscard]] std::vector<SliceCopy> live_slices() const override;
+  void read_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                 std::uint64_t offset, std::span<std::uint8_t> out) const override;
+  void restore_slices(std::span<const SliceCopy> slices) override;
+  void write_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                  std::uint64_t offset, std::span<const std::uint8_t> bytes) override;
 
  protected:
   LocalStreamStore(const StreamShape& shape, Clock clock);
@@ -80,6 +86,8 @@ class LocalStreamStore : public Store {
   void open_slice(std::int64_t slice);
   void grow(std::size_t committed);
   [[nodiscard]] std::uint64_t live_bytes() const noexcept;
+  // Link `link` of slice `slice` in links_; StorageError naming it when it is not there.
+  [[nodiscard]] const Link& find_link(std::int64_t slice, std::uint32_t link) const;
   // The oldest slice a lookup reads now (links_ not empty).
   [[nodiscard]] std::int64_t oldest_live_now() const;
 
@@ -89,7 +97,7 @@ class LocalStreamStore : public Store {
 };
 
 // A windowed or growing filter in this process's memory (MemoryStore links).
-[[nodiscard]] std::unique_ptr<Store> make_memory_stream_store(const StreamShape& shape,
-                                                              Clock clock);
+[[nodiscard]] std::unique_ptr<FilterBackend> make_memory_stream_store(const StreamShape& shape,
+                                                                      Clock clock);
 
 }  // namespace redbloom

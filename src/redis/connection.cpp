@@ -1,6 +1,7 @@
 #include "connection.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "redbloom/error.hpp"
@@ -63,12 +64,18 @@ void Connection::connect() {
   if (input_ == nullptr) input_ = std::make_unique<char[]>(kInputSize);
   replies_ = 0;
   try {
-    if (!endpoint_.password.empty()) {
-      if (endpoint_.user.empty()) {
-        run({"AUTH", endpoint_.password});
-      } else {
-        run({"AUTH", endpoint_.user, endpoint_.password});
-      }
+    // A password left out of the URI comes from the environment, so it need not be on a
+    // command line; a user named without one still logs in (a nopass user), never silently
+    // runs as the default user.
+    std::string password = endpoint_.password;
+    if (const char* env = std::getenv("REDBLOOM_REDIS_PASSWORD");
+        password.empty() && env != nullptr) {
+      password = env;
+    }
+    if (!endpoint_.user.empty()) {
+      run({"AUTH", endpoint_.user, password});
+    } else if (!password.empty()) {
+      run({"AUTH", password});
     }
     if (endpoint_.db != 0) run({"SELECT", std::to_string(endpoint_.db)});
   } catch (...) {

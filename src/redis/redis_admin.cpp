@@ -233,7 +233,21 @@ std::vector<std::string> RedisStore::eviction_risks(const RedisEndpoint& endpoin
     // "maxmemory*": one pattern, as servers before Redis 7 take only one.
     const redis::Reply reply =
         router->call(slot, {"CONFIG", "GET", "maxmemory*"}, OnLostNode::retry);
-    if (reply->type != REDIS_REPLY_ARRAY) return;  // CONFIG renamed away, or not allowed
+    if (reply->type != REDIS_REPLY_ARRAY) {
+      // Managed services rename CONFIG or refuse it: the policy cannot be checked, so say so
+      // rather than call the server safe.
+      std::string why =
+          redis::is_error(*reply) ? std::string(redis::text_of(*reply)) : std::string("no reply");
+      why = why.substr(0, why.find(", with args beginning with"));
+      const std::string where =
+          router->is_cluster() ? "the master serving slot " + std::to_string(slot) + " of " : "";
+      risks.push_back("redis " + where + endpoint.describe() +
+                      ": its maxmemory-policy could not be read (CONFIG GET: " + why +
+                      "), so whether it evicts keys when full is unknown; a filter's keys must "
+                      "not be evicted: ask for maxmemory-policy noeviction (or a volatile-* "
+                      "policy), as an evicted partition loses every item in it");
+      return;
+    }
     std::string limit = "0";
     std::string policy;
     for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {

@@ -1,6 +1,7 @@
 #include "router.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include "cluster_router.hpp"
@@ -28,7 +29,10 @@ class SingleRouter final : public Router {
   [[nodiscard]] std::size_t masters() const override { return 1; }
   [[nodiscard]] std::size_t master_of(std::uint16_t /*slot*/) const override { return 0; }
   [[nodiscard]] std::string keyspace_id() override {
-    Reply info = run(0, {"INFO", "server"});
+    Reply info = call(0, {"INFO", "server"}, OnLostNode::retry);
+    // Managed services often refuse INFO (an ACL without @dangerous, or renamed): the address
+    // then stands for the server, so only the same address is recognised as the same keys.
+    if (is_error(*info)) return "address/" + connection_.endpoint().describe();
     const std::string_view text = text_of(*info);
     const std::size_t at = text.find("run_id:");
     if (at == std::string_view::npos) fail("INFO server", "no run_id in the reply");
@@ -65,8 +69,33 @@ Reply Router::run(std::uint16_t slot, std::initializer_list<std::string_view> ar
   return reply;
 }
 
+std::string permission_problem(std::string_view what) {
+  if (!what.starts_with("NOPERM")) return std::string(what);
+  std::string said(what);
+  // "... to run the 'script|load' command": the command as a user types it, SCRIPT LOAD.
+  const std::string_view run = "to run the '";
+  if (const std::size_t at = what.find(run); at != std::string_view::npos) {
+    const std::size_t from = at + run.size();
+    const std::size_t to = what.find('\'', from);
+    std::string command(what.substr(from, to == std::string_view::npos ? 0 : to - from));
+    for (char& c : command) c = c == '|' ? ' ' : static_cast<char>(std::toupper(c));
+    if (!command.empty()) {
+      return "the Redis user may not run " + command + " (" + said +
+             "); ask the server's administrator to allow it for this user (ACL +" +
+             std::string(what.substr(from, to - from)) + "), or connect as a user who may";
+    }
+  }
+  if (what.find("keys") != std::string_view::npos) {
+    return "the Redis user may not use a key of this filter (" + said +
+           "); a filter NAME uses the key NAME and keys that start with 'NAME:', so the "
+           "user's key patterns must allow both (e.g. ~NAME ~NAME:*), or choose a name they "
+           "allow";
+  }
+  return "the Redis user may not do this (" + said + ")";
+}
+
 void Router::fail(std::string_view operation, std::string_view what) const {
-  throw StorageError(message(operation, what));
+  throw StorageError(message(operation, permission_problem(what)));
 }
 
 void Router::expect(const redisReply& reply, int type, std::string_view operation) const {

@@ -97,6 +97,10 @@ class Router {
   void expect(const redisReply& reply, int type, std::string_view operation) const;
 };
 
+// An error reply as said to the user: a refused permission (NOPERM, from a server's ACL) says
+// what the user may not do and what would allow it; anything else as it is.
+[[nodiscard]] std::string permission_problem(std::string_view what);
+
 // The cluster slot of a key: the CRC16 of its hash tag, or of the whole key if it has none.
 [[nodiscard]] std::uint16_t slot_of(std::string_view key);
 

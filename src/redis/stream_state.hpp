@@ -66,4 +66,11 @@ struct RedisStreamStore::State {
   [[nodiscard]] std::string describe_servers() const;
 };
 
+// Every partition's live slices, as the script's info mode (or RB.STREAM's) reports them.
+struct LiveSlices {
+  std::vector<std::vector<redis::stream::SliceState>> of;  // per partition
+  std::int64_t now_ms = 0;
+};
+[[nodiscard]] LiveSlices read_live_slices(RedisStreamStore::State& s);
+
 }  // namespace redbloom

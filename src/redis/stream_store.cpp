@@ -15,6 +15,7 @@
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/packed_items.hpp"
+#include "filter/stream_shape_of.hpp"
 #include "format.hpp"
 #include "object.hpp"
 #include "partition_ops.hpp"
@@ -397,10 +398,10 @@ std::string RedisStreamStore::State::describe_servers() const {
 RedisStreamStore::RedisStreamStore(std::unique_ptr<State> state) : state_(std::move(state)) {}
 RedisStreamStore::~RedisStreamStore() = default;
 
-const FilterParams& RedisStreamStore::params() const noexcept {
-  return state_->first;
+FilterShape RedisStreamStore::shape() const {
+  return shape_of(state_->shape);
 }
-const StreamShape& RedisStreamStore::shape() const noexcept {
+const StreamShape& RedisStreamStore::stream_shape() const noexcept {
   return state_->shape;
 }
 std::uint64_t RedisStreamStore::created_unix_ns() const {
@@ -435,13 +436,6 @@ std::string RedisStreamStore::roster_key(std::uint64_t partition) const {
 std::string RedisStreamStore::location() const {
   return "redis " + state_->describe_servers() + " filter " + state_->name +
          (state_->shape.windowed() ? " (windowed)" : " (growing)");
-}
-
-void RedisStreamStore::read_bytes(std::uint64_t, std::uint64_t, std::span<std::uint8_t>) const {
-  throw InvalidArgument("copying a windowed or growing filter is not supported");
-}
-void RedisStreamStore::write_bytes(std::uint64_t, std::uint64_t, std::span<const std::uint8_t>) {
-  throw InvalidArgument("copying a windowed or growing filter is not supported");
 }
 
 void RedisStreamStore::add(std::span<const std::string_view> items,
@@ -526,15 +520,7 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
       });
 }
 
-namespace {
-
-// Every partition's live slices, as the script's info mode reports them.
-struct LiveSlices {
-  std::vector<std::vector<stream::SliceState>> of;  // per partition
-  std::int64_t now_ms = 0;
-};
-
-LiveSlices live_slices(RedisStreamStore::State& s) {
+LiveSlices read_live_slices(RedisStreamStore::State& s) {
   const std::uint64_t partitions = s.shape.partitions();
   LiveSlices live;
   live.of.resize(partitions);
@@ -565,10 +551,8 @@ LiveSlices live_slices(RedisStreamStore::State& s) {
   return live;
 }
 
-}  // namespace
-
 std::uint64_t RedisStreamStore::count_set_bits() const {
-  const LiveSlices live = live_slices(*state_);
+  const LiveSlices live = read_live_slices(*state_);
   std::uint64_t ones = 0;
   for (const auto& slices : live.of) {
     for (const stream::SliceState& slice : slices) ones += slice.set_bits;
@@ -578,7 +562,7 @@ std::uint64_t RedisStreamStore::count_set_bits() const {
 
 std::uint64_t RedisStreamStore::storage_bytes() const {
   State& s = *state_;
-  const LiveSlices live = live_slices(s);
+  const LiveSlices live = read_live_slices(s);
   std::uint64_t total = 0;
   std::mutex mutex;
   redis::run_each(s.routers.size(), [&](std::size_t r) {
@@ -614,7 +598,7 @@ std::uint64_t RedisStreamStore::storage_bytes() const {
 
 std::optional<StreamInfo> RedisStreamStore::stream_info() const {
   State& s = *state_;
-  const LiveSlices live = live_slices(s);
+  const LiveSlices live = read_live_slices(s);
   const std::uint64_t partitions = s.shape.partitions();
   struct Merged {
     std::uint64_t items = 0;

@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "core/stream_shape.hpp"
+#include "redbloom/filter_backend.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redbloom/store.hpp"
 #include "redbloom/stream.hpp"
 
 namespace redbloom {
 
-class RedisStreamStore final : public Store {
+class RedisStreamStore final : public FilterBackend, public StreamLinks {
  public:
   // Creates the metadata on every server (no slice key exists until the first add). An
   // existing filter of that name (stream or plain) throws FilterExists unless `overwrite`;
@@ -51,8 +51,7 @@ class RedisStreamStore final : public Store {
 
   ~RedisStreamStore() override;
 
-  // The first link's parameters.
-  [[nodiscard]] const FilterParams& params() const noexcept override;
+  [[nodiscard]] FilterShape shape() const override;
   void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
   void load(std::span<const std::string_view> items) override;
   void contains(std::span<const std::string_view> items,
@@ -62,11 +61,16 @@ class RedisStreamStore final : public Store {
   // MEMORY USAGE of the metadata and the live slice keys.
   [[nodiscard]] std::uint64_t storage_bytes() const override;
   [[nodiscard]] std::optional<StreamInfo> stream_info() const override;
-  // InvalidArgument: a window's slices come and go, so there is no fixed set of bytes to copy.
-  void read_bytes(std::uint64_t partition, std::uint64_t offset,
-                  std::span<std::uint8_t> out) const override;
-  void write_bytes(std::uint64_t partition, std::uint64_t offset,
-                   std::span<const std::uint8_t> bytes) override;
+  [[nodiscard]] StreamLinks* links() noexcept override { return this; }
+  [[nodiscard]] const StreamLinks* links() const noexcept override { return this; }
+  // StreamLinks (stream_copy.cpp): a slice key per partition holds the links that partition
+  // grew; a copy writes each key whole (header, links, expiry) and marks it in the roster.
+  [[nodiscard]] std::vector<SliceCopy> live_slices() const override;
+  void read_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                 std::uint64_t offset, std::span<std::uint8_t> out) const override;
+  void restore_slices(std::span<const SliceCopy> slices) override;
+  void write_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                  std::uint64_t offset, std::span<const std::uint8_t> bytes) override;
   [[nodiscard]] std::uint64_t created_unix_ns() const override;
   void flush() override {}
   // "redis 127.0.0.1:6379 filter clicks (windowed)".
@@ -75,7 +79,7 @@ class RedisStreamStore final : public Store {
   [[nodiscard]] std::vector<std::string> engines() const override;
   [[nodiscard]] std::size_t batch_items() const noexcept override { return std::size_t{1} << 16; }
 
-  [[nodiscard]] const StreamShape& shape() const noexcept;
+  [[nodiscard]] const StreamShape& stream_shape() const noexcept;
   // The key of slice `slice` of partition `partition` (tests look at its TTL).
   [[nodiscard]] std::string slice_key(std::uint64_t partition, std::int64_t slice) const;
   // The key of partition `partition`'s slice roster (tests evict it).

@@ -48,10 +48,13 @@ def make_tls_certificates(directory):
 
 
 class RedisServer:
-    def __init__(self, directory, *options, wrapper=(), tls=None, tls_auth_clients=False):
+    def __init__(self, directory, *options, wrapper=(), tls=None, tls_auth_clients=False,
+                 auth=None):
         """wrapper: a command line that runs the server (a memory checker), before its own.
         tls: a directory of make_tls_certificates(): the server then takes TLS only, and url and
-        client() use it (with the client certificate when tls_auth_clients)."""
+        client() use it (with the client certificate when tls_auth_clients).
+        auth: (user, password) the test's own clients log in with (a server whose default
+        user is off)."""
         if shutil.which("redis-server") is None:
             pytest.fail("redis-server not found (scripts/install-deps.sh --test installs it)")
         if wrapper and shutil.which(wrapper[0]) is None:
@@ -61,6 +64,7 @@ class RedisServer:
         self.wrapper = list(wrapper)
         self.tls = Path(tls) if tls is not None else None
         self.tls_auth_clients = tls_auth_clients
+        self.auth = auth
         self.port = None
         self.process = None
         self.start()
@@ -90,8 +94,7 @@ class RedisServer:
                 self.wrapper + ["redis-server"] + listen + [
                     "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                     "--dir", str(self.directory), "--logfile", str(self.log)] + self.options)
-            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10,
-                                 **self._tls_options())
+            client = self._redis(port, socket_timeout=10)
             deadline = time.monotonic() + START_TIMEOUT
             while process.poll() is None and time.monotonic() < deadline:
                 try:
@@ -133,11 +136,17 @@ class RedisServer:
     def pid(self):
         return self.process.pid if self.process is not None else None
 
-    def client(self, **options):
-        options.setdefault("socket_timeout", 60)
+    def _redis(self, port, **options):
         for key, value in self._tls_options().items():
             options.setdefault(key, value)
-        return redis.Redis(host="127.0.0.1", port=self.port, **options)
+        if self.auth is not None:
+            options.setdefault("username", self.auth[0])
+            options.setdefault("password", self.auth[1])
+        return redis.Redis(host="127.0.0.1", port=port, **options)
+
+    def client(self, **options):
+        options.setdefault("socket_timeout", 60)
+        return self._redis(self.port, **options)
 
     def alive(self):
         return self.process is not None and self.process.poll() is None

@@ -1,0 +1,132 @@
+// What a Filter calls (filter.hpp): one interface for every kind of filter. A plain filter's
+// backend works on one Store (store.hpp: one bitmap, the extension point for custom stores); a
+// windowed or growing filter's works on its links, each a bitmap of its own, and also offers
+// them link by link (StreamLinks) so that copies move them between stores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redbloom/params.hpp"
+#include "redbloom/store.hpp"
+#include "redbloom/stream.hpp"
+
+namespace redbloom {
+
+// A filter as its user asked for it (Filter::shape).
+struct FilterShape {
+  // A plain filter: its bitmap's parameters. Windowed or growing: link 0's, the link every
+  // slice starts with (`links` has each one).
+  FilterParams params;
+  // A windowed or growing filter: the options it was made with (items per window or of the
+  // first link, the rate of the whole filter, window, slices, growth, byte limit).
+  std::optional<StreamOptions> stream;
+  // A windowed or growing filter: every link a slice may hold, in order, each with its own
+  // capacity and rate. Empty for a plain filter.
+  std::vector<FilterParams> links;
+
+  [[nodiscard]] bool plain() const noexcept { return !stream; }
+  [[nodiscard]] bool windowed() const noexcept { return stream && stream->window_ns != 0; }
+  [[nodiscard]] bool growing() const noexcept { return stream && stream->window_ns == 0; }
+  // What the user sized it for: items (per window, or of the first link of a growing filter)
+  // and the false-positive rate of the whole filter.
+  [[nodiscard]] std::uint64_t capacity() const noexcept {
+    return stream ? stream->capacity : params.capacity;
+  }
+  [[nodiscard]] double error_rate() const noexcept {
+    return stream ? stream->error_rate : params.error_rate;
+  }
+  // "windowed 10m in 4 slices ..." or the plain parameters (params.hpp).
+  [[nodiscard]] std::string describe() const;
+};
+
+// One live slice of a windowed or growing filter, as a copy moves it (transfer.hpp). A slice
+// keeps its number, so it retires at the same Unix time wherever it lives.
+struct SliceCopy {
+  std::int64_t slice = 0;  // Unix time / slice length; 0 without a window
+  // Per link of the slice: when it was made (the earliest partition's, in Redis).
+  std::vector<std::uint64_t> created_unix_ns;
+  // Per partition: the adds that set a bit of each of its links. Partition p holds links
+  // 0 .. items[p].size() - 1 of this slice (in Redis each partition grows on its own and may
+  // hold none; a local filter's partitions all hold every link, its counts spread over them).
+  std::vector<std::vector<std::uint64_t>> items;
+};
+
+// A windowed or growing filter link by link, for copies. Bytes are in Redis bit order, as a
+// Store's (store.hpp), so links copy between stores verbatim.
+class StreamLinks {
+ public:
+  virtual ~StreamLinks() = default;
+
+  // The live slices now, oldest first.
+  [[nodiscard]] virtual std::vector<SliceCopy> live_slices() const = 0;
+  // Bytes [offset, offset + out.size()) of partition `partition` of link `link` of slice
+  // `slice` (zeros where the partition does not hold that link). StorageError if the slice
+  // went away meanwhile, other than by retiring.
+  virtual void read_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                         std::uint64_t offset, std::span<std::uint8_t> out) const = 0;
+  // A copy's target, empty and of the same options: makes `slices` with zeroed links, their
+  // counts and creation times, retiring when their slice does. InvalidArgument if it already
+  // holds a slice.
+  virtual void restore_slices(std::span<const SliceCopy> slices) = 0;
+  // Overwrites bytes of a link that restore_slices made.
+  virtual void write_link(std::int64_t slice, std::uint32_t link, std::uint64_t partition,
+                          std::uint64_t offset, std::span<const std::uint8_t> bytes) = 0;
+};
+
+class FilterBackend {
+ public:
+  virtual ~FilterBackend() = default;
+  FilterBackend() = default;
+  FilterBackend(const FilterBackend&) = delete;
+  FilterBackend& operator=(const FilterBackend&) = delete;
+
+  [[nodiscard]] virtual FilterShape shape() const = 0;
+
+  // As Store::add, load and contains (store.hpp), over the whole filter: an add is atomic
+  // across every link and slice; one that stops part-way throws IncompleteWrite (or
+  // CapacityExceeded) with the leading items committed.
+  virtual void add(std::span<const std::string_view> items,
+                   std::span<std::uint8_t> newly_added) = 0;
+  virtual void load(std::span<const std::string_view> items) = 0;
+  virtual void contains(std::span<const std::string_view> items,
+                        std::span<std::uint8_t> present) const = 0;
+  // One-item calls (Store::OneItemCall); the defaults go through the batch calls.
+  [[nodiscard]] virtual Store::OneItemCall direct_contains_one() const;
+  [[nodiscard]] virtual Store::OneItemCall direct_add_one();
+
+  // As the Store's of the same names.
+  [[nodiscard]] virtual std::size_t batch_items() const noexcept { return 1024; }
+  [[nodiscard]] virtual std::size_t bulk_batch_items() const noexcept { return batch_items(); }
+  virtual void use_threads(unsigned threads) { (void)threads; }
+
+  // Over the live links of a windowed or growing filter.
+  [[nodiscard]] virtual std::uint64_t count_set_bits() const = 0;
+  [[nodiscard]] virtual std::uint64_t created_unix_ns() const { return 0; }
+  [[nodiscard]] virtual std::uint64_t storage_bytes() const = 0;
+  // A windowed or growing filter's slices and links now; nullopt for a plain filter.
+  [[nodiscard]] virtual std::optional<StreamInfo> stream_info() const { return std::nullopt; }
+  [[nodiscard]] virtual std::optional<ServerFilterInfo> server_filter_info() const {
+    return std::nullopt;
+  }
+  [[nodiscard]] virtual std::vector<std::string> engines() const { return {}; }
+  virtual void flush() = 0;
+  [[nodiscard]] virtual std::string location() const = 0;
+
+  // A plain filter's one bitmap; nullptr for a windowed or growing filter.
+  [[nodiscard]] virtual Store* bitmap() noexcept { return nullptr; }
+  [[nodiscard]] virtual const Store* bitmap() const noexcept { return nullptr; }
+  // A windowed or growing filter's links; nullptr for a plain filter.
+  [[nodiscard]] virtual StreamLinks* links() noexcept { return nullptr; }
+  [[nodiscard]] virtual const StreamLinks* links() const noexcept { return nullptr; }
+};
+
+// A plain filter's backend: `store` (one bitmap, a custom store too) behind the interface.
+[[nodiscard]] std::unique_ptr<FilterBackend> plain_backend(std::unique_ptr<Store> store);
+
+}  // namespace redbloom
