@@ -5,11 +5,15 @@
 //   --classic=URI     redbloom.so loaded with LAYOUT classic
 //   --stock=URI       no module
 //   --redisbloom=URI  RedisBloom loaded (optional)
+//   --rbformat=URI    redbloom.so loaded with DEFAULT_FORMAT redisbloom: BF.RESERVE makes
+//                     RedisBloom-format filters (optional)
+//   --floor=URI       the no-op floor (bench/noop_module.cpp): BF.MADD / BF.MEXISTS that take
+//                     the same arguments and only reply (optional)
 // Cases, each on a fresh filter for n items "s3://bucket/dir/file<i>.pdf" (i < n) at error rate
 // p, --batch items per command (1000), with each of --in-flight commands in flight (1 and 4):
 //   BF.MADD / BF.MEXISTS on a `BF.RESERVE key p n` filter: redbloom.so blocked and classic,
-//        RedisBloom; hiredis with pipelined raw RESP (redis_bench_support's Resp), a new command
-//        sent as each reply arrives.
+//        redbloom.so's RedisBloom format, RedisBloom, and the no-op floor; hiredis with pipelined
+//        raw RESP (redis_bench_support's Resp), a new command sent as each reply arrives.
 //   RB.MADD / RB.MEXISTS on the same filter in redbloom.so blocked: each batch packed in one
 //        argument (core/packed_items.hpp), the reply one byte per item.
 //   redbloom's own filter (plain-string partitions, blocked, size_filter(n, p)) through its
@@ -31,7 +35,8 @@
 // --latency-clients connections, --latency-requests commands and random ints below
 // --latency-range, against a filter reserved for that range: rps, p50 and p99.
 //
-//   bench_module --blocked=URI --classic=URI --stock=URI [--redisbloom=URI] [--n=1e6]
+//   bench_module --blocked=URI --classic=URI --stock=URI [--redisbloom=URI] [--rbformat=URI]
+//                [--floor=URI] [--n=1e6]
 //                [--p=0.01] [--reps=3] [--batch=1000] [--in-flight=1,4] [--only=SUBSTRING]
 //                [--shuffle-seed=N] [--redis-benchmark=PATH] [--latency-only]
 //                [--latency-clients=50] [--latency-requests=200000] [--latency-range=1e6]
@@ -87,6 +92,9 @@ constexpr double kRateTarget = 2.0;        // BF.MADD / BF.MEXISTS items/s, × R
 constexpr double kCpuTarget = 0.5;         // server CPU per item, × RedisBloom's
 constexpr double kModulePathTarget = 5.0;  // redbloom filter via the module, × via BITFIELD
 constexpr double kMemoryTarget = 1.0;      // bytes per filter, × RedisBloom's
+// redbloom.so's RedisBloom format against RedisBloom: the same work, at least as fast.
+constexpr double kFormatRateTarget = 1.0;  // items/s, × RedisBloom's
+constexpr double kFormatCpuTarget = 1.0;   // server CPU per item, × RedisBloom's
 
 std::string format_number(double value) {
   char buf[32];
@@ -97,7 +105,7 @@ std::string format_number(double value) {
 // ---------------------------------------------------------------------------------------------
 // The servers.
 
-enum class Server { blocked, classic, stock, redisbloom };
+enum class Server { blocked, classic, stock, redisbloom, redisbloom_format, floor };
 
 struct ServerSide {
   std::string label;  // "redbloom.so blocked", "RedisBloom 2.4.23"
@@ -477,7 +485,8 @@ std::vector<std::size_t> parse_list(const std::string& text) {
 int usage(const char* message) {
   std::fprintf(stderr,
                "bench_module: %s\nusage: bench_module --blocked=URI --classic=URI --stock=URI "
-               "[--redisbloom=URI] [--n=1e6] [--p=0.01] [--reps=3] [--batch=1000] "
+               "[--redisbloom=URI] [--rbformat=URI] [--floor=URI] [--n=1e6] [--p=0.01] "
+               "[--reps=3] [--batch=1000] "
                "[--in-flight=1,4] [--only=SUBSTRING] [--shuffle-seed=N] "
                "[--redis-benchmark=PATH] [--latency-only] [--latency-clients=50] "
                "[--latency-requests=200000] [--latency-range=1e6]\n",
@@ -509,6 +518,10 @@ int main(int argc, char** argv) {
       uris[Server::stock] = value;
     } else if (key == "--redisbloom") {
       uris[Server::redisbloom] = value;
+    } else if (key == "--rbformat") {
+      uris[Server::redisbloom_format] = value;
+    } else if (key == "--floor") {
+      uris[Server::floor] = value;
     } else if (key == "--batch") {
       w.batch = static_cast<std::size_t>(redbloom_bench::parse_count(value));
     } else if (key == "--in-flight") {
@@ -561,6 +574,12 @@ int main(int argc, char** argv) {
           break;
         case Server::redisbloom:
           side.label = redisbloom_label(*side.stats);
+          break;
+        case Server::redisbloom_format:
+          side.label = "redbloom.so RedisBloom format";
+          break;
+        case Server::floor:
+          side.label = "no-op floor";
           break;
       }
       servers.emplace(kind, std::move(side));
@@ -632,7 +651,9 @@ int main(int argc, char** argv) {
       push(Method::packed, Server::blocked);
       push(Method::library, Server::blocked);
       push(Method::library, Server::stock);
+      push(Method::bf, Server::redisbloom_format);
       push(Method::bf, Server::redisbloom);
+      push(Method::bf, Server::floor);
     }
     std::erase_if(cases, [&](const Case& c) { return !selected(c.name()); });
 
@@ -693,12 +714,17 @@ int main(int argc, char** argv) {
         refused += r.refused;
         links = std::max(links, r.links);
       }
-      std::printf("| %s | %zu | %s | %s | %s / %s | %s / %s | %.3f%% |\n",
-                  cases[c].variant().c_str(), cases[c].in_flight, rate(m.insert_rate).c_str(),
-                  rate(m.lookup_rate).c_str(), fixed(m.insert_cpu, 3).c_str(),
-                  fixed(m.lookup_cpu, 3).c_str(), fixed(insert_client, 3).c_str(),
-                  fixed(lookup_client, 3).c_str(),
-                  100 * double(false_positives) / double(std::max<std::uint64_t>(trials, 1)));
+      // The floor answers 1 for every item: it has no false positive rate.
+      const std::string fpr =
+          cases[c].server == Server::floor
+              ? std::string("—")
+              : fixed(100 * double(false_positives) / double(std::max<std::uint64_t>(trials, 1)),
+                      3) +
+                    "%";
+      std::printf("| %s | %zu | %s | %s | %s / %s | %s / %s | %s |\n", cases[c].variant().c_str(),
+                  cases[c].in_flight, rate(m.insert_rate).c_str(), rate(m.lookup_rate).c_str(),
+                  fixed(m.insert_cpu, 3).c_str(), fixed(m.lookup_cpu, 3).c_str(),
+                  fixed(insert_client, 3).c_str(), fixed(lookup_client, 3).c_str(), fpr.c_str());
       if (false_negatives != 0 || refused != 0) {
         failed = true;
         notes.push_back("FAIL: " + cases[c].name() + ": " + std::to_string(false_negatives) +
@@ -725,7 +751,8 @@ int main(int argc, char** argv) {
 
     // Memory.
     std::vector<MemoryRow> memory;
-    for (Server s : {Server::blocked, Server::classic, Server::redisbloom}) {
+    for (Server s :
+         {Server::blocked, Server::classic, Server::redisbloom_format, Server::redisbloom}) {
       if (servers.contains(s)) {
         MemoryRow row = reserved_memory(servers.at(s), w);
         row.redisbloom = s == Server::redisbloom;
@@ -785,6 +812,39 @@ int main(int argc, char** argv) {
                     verdict(ratio(&Medians::insert_cpu), kCpuTarget, false).c_str());
         std::printf("| %s: server CPU/item, lookup | %zu | %s |\n", who.c_str(), depth,
                     verdict(ratio(&Medians::lookup_cpu), kCpuTarget, false).c_str());
+      }
+      const Medians* same_format = find(Method::bf, Server::redisbloom_format, depth);
+      if (same_format != nullptr && rb != nullptr) {
+        const std::string who = "redbloom.so RedisBloom format vs " +
+                                servers.at(Server::redisbloom).label + " (same filter, same bits)";
+        std::printf(
+            "| %s: insert items/s | %zu | %s |\n", who.c_str(), depth,
+            verdict(same_format->insert_rate / rb->insert_rate, kFormatRateTarget, true).c_str());
+        std::printf(
+            "| %s: lookup items/s | %zu | %s |\n", who.c_str(), depth,
+            verdict(same_format->lookup_rate / rb->lookup_rate, kFormatRateTarget, true).c_str());
+        std::printf(
+            "| %s: server CPU/item, insert | %zu | %s |\n", who.c_str(), depth,
+            verdict(same_format->insert_cpu / rb->insert_cpu, kFormatCpuTarget, false).c_str());
+        std::printf(
+            "| %s: server CPU/item, lookup | %zu | %s |\n", who.c_str(), depth,
+            verdict(same_format->lookup_cpu / rb->lookup_cpu, kFormatCpuTarget, false).c_str());
+      }
+      // How far each implementation is above what any BF.* command costs the server.
+      if (const Medians* floor = find(Method::bf, Server::floor, depth)) {
+        for (Server s :
+             {Server::blocked, Server::classic, Server::redisbloom_format, Server::redisbloom}) {
+          const Medians* m = find(Method::bf, s, depth);
+          if (m == nullptr) continue;
+          std::printf(
+              "| %s BF.MADD / BF.MEXISTS: server CPU/item above the no-op floor, insert / lookup "
+              "| %zu | +%s / +%s µs (%s× / %s× the floor) |\n",
+              servers.at(s).label.c_str(), depth,
+              fixed(m->insert_cpu - floor->insert_cpu, 3).c_str(),
+              fixed(m->lookup_cpu - floor->lookup_cpu, 3).c_str(),
+              fixed(m->insert_cpu / floor->insert_cpu, 2).c_str(),
+              fixed(m->lookup_cpu / floor->lookup_cpu, 2).c_str());
+        }
       }
       const Medians* via_module = find(Method::library, Server::blocked, depth);
       const Medians* via_stock = find(Method::library, Server::stock, depth);

@@ -31,8 +31,10 @@ CapacityWatch::CapacityWatch(const Filter& filter, OnFull on_full, bool fresh, c
                              bool printed)
     : filter_(filter), on_full_(on_full), verb_(verb), printed_(printed) {
   // A filter sized by explicit bits and hashes has no capacity to compare with; a windowed or
-  // growing one keeps its rate by growing (it stops with CapacityExceeded at its limit).
-  watched_ = filter.shape().plain() && filter.params().capacity != 0;
+  // growing one keeps its rate by growing (it stops with CapacityExceeded at its limit), and so
+  // does a filter of the server's Bloom engine (or it refuses items past its capacity).
+  watched_ = filter.shape().plain() && filter.params().capacity != 0 &&
+             !filter.store().server_filter_info();
   if (!watched_) return;
   if (!fresh) estimated_ = filter.estimate_items();
   check(0);

@@ -3,6 +3,7 @@
 // an item is never printed as new unless the filter holds it, and at most one batch is ever
 // committed and not yet printed (stream.hpp has the rest of the contract).
 #include <cstdio>
+#include <optional>
 
 #include "capacity.hpp"
 #include "commands.hpp"
@@ -13,6 +14,7 @@
 #include "progress.hpp"
 #include "records.hpp"
 #include "redbloom/error.hpp"
+#include "stage_journal.hpp"
 #include "stop_signals.hpp"
 #include "stream.hpp"
 #include "summary.hpp"
@@ -27,6 +29,8 @@ struct AddCommand {
   SizingOptions sizing;
   StreamOptions stream;
   RecordOptions records;
+  JournalOptions journal;  // dedup only
+  std::size_t batch = 0;   // dedup --batch; 0: the filter's own
   OnFull on_full = OnFull::warn;
   bool print_duplicates = false;
   bool exact = false;
@@ -49,8 +53,14 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   InputOptions input = cmd.stream.input;
   check_record_options(cmd.records, input);
   RecordKeys keys(cmd.records, verb);
+  if (!cmd.journal.path.empty() && emit != Emit::first_occurrences) {
+    throw InvalidArgument(
+        "--journal keeps first occurrences from being lost; with --dups leave it out");
+  }
   // The inputs first: a command that cannot read them must not leave a new filter behind.
   ItemReader reader(cmd.stream.inputs, input);
+  std::optional<StageJournal> journal;
+  if (!cmd.journal.path.empty()) journal.emplace(cmd.journal, /*output_fd=*/1);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
@@ -58,7 +68,8 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   BatchOutput out(1, reader.delimiter());
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
-  const std::size_t batch_items = stream_batch(filter);
+  const std::size_t batch_items = cmd.batch != 0 ? cmd.batch : stream_batch(filter);
+  if (journal) journal->recover(filter, exact.get(), batch_items);
   std::vector<std::uint8_t> newly(batch_items);
   std::uint64_t items = 0;
   std::uint64_t added = 0;
@@ -80,8 +91,10 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       std::size_t batch_added = 0;
       try {
         // The companion first: the filter must never hold an item the companion lacks.
+        if (journal) journal->before_commit(keyed);
         if (exact) add_to_exact(*exact, keyed);
         batch_added = filter.add_many(keyed, newly);
+        if (journal) journal->after_commit(keyed, newly);
       } catch (const IncompleteWrite& e) {
         // Print what is known committed, then say exactly where the input stops being certain.
         print(e.committed());
@@ -98,11 +111,13 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       added += batch_added;
       items += keyed.size();
       print(keyed.size());
+      if (journal) journal->after_output();
       progress.update(items);
       capacity.added(batch_added, items);
       if (keys.stopped()) {
         if (exact) exact->flush();
         filter.flush();
+        if (journal) journal->finish();
         keys.throw_if_stopped(committed_text(items, emit) + "; nothing after them was added");
       }
     }
@@ -113,6 +128,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   // Exit status 0 then means durable: the filter's pages are on disk, not only in the cache.
   if (exact) exact->flush();
   filter.flush();
+  if (journal) journal->finish();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
   Summary summary(verb);
@@ -124,6 +140,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
   if (cmd.stream.verbose) summary.engines(filter.backend().engines());
   keys.add_summary_fields(summary);
+  if (journal) journal->add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;
@@ -146,6 +163,11 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
     sub->add_option("--unprinted", cmd->stream.unprinted_path,
                     "Where to save committed items whose lines could not be written (output "
                     "closed or full); default: a new file in the working directory");
+    add_journal_options(*sub, cmd->journal);
+    sub->add_option("--batch", cmd->batch,
+                    "Most records per batch (default 4096 on a local filter, more on Redis); "
+                    "with --journal, the most records a crash can make print twice")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   }
   sub->callback([cmd, &exit_code, dedup, name] {
     const Emit emit = !dedup                  ? Emit::nothing

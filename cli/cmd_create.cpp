@@ -1,34 +1,131 @@
 // create: a new, empty filter. Refuses an existing one (as BF.RESERVE answers "item exists")
 // unless --force.
 #include <cstdio>
+#include <string>
 
 #include "commands.hpp"
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "redbloom/engine_filter.hpp"
+#include "redbloom/error.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
+namespace {
+
+// The engine's BF.RESERVE takes a capacity, a rate and how it grows; an option it has no
+// counterpart for is refused rather than ignored.
+EngineFilterOptions engine_options(const SizingOptions& sizing, bool nonscaling) {
+  const std::pair<const CLI::Option*, const char*> unsupported[] = {
+      {sizing.layout_option, "the engine picks its own layout and hashes"},
+      {sizing.bits_option, "the engine sizes its bits from -n and -p"},
+      {sizing.hashes_option, "the engine picks its hashes from -p"},
+      {sizing.partition_option, "the engine keeps one key"},
+      {sizing.window_option,
+       "windows are redbloom's own (a BF key never forgets items): leave out --engine bf"},
+      {sizing.slices_option, "windows are redbloom's own"},
+      {sizing.rate_option, "windows are redbloom's own"},
+      {sizing.max_bytes_option, "the engine sets its own limits"},
+  };
+  for (const auto& [option, why] : unsupported) {
+    if (option != nullptr && option->count() > 0) {
+      throw InvalidArgument(option->get_name() +
+                            " cannot apply to a filter of the server's Bloom "
+                            "engine (--engine bf): " +
+                            why);
+    }
+  }
+  if (nonscaling && sizing.growth_option->count() > 0) {
+    throw InvalidArgument(
+        "--nonscaling and --growth contradict each other: a non-scaling BF "
+        "filter never grows");
+  }
+  if (!(sizing.capacity >= 1) || sizing.capacity > 1e15) {
+    throw InvalidArgument("-n/--capacity for a BF filter must be between 1 and 1e15");
+  }
+  EngineFilterOptions options;
+  options.capacity = static_cast<std::uint64_t>(sizing.capacity);
+  options.error_rate = sizing.error_rate;
+  options.expansion = sizing.growth_option->count() > 0 ? sizing.growth : 0;
+  options.nonscaling = nonscaling;
+  return options;
+}
+
+struct CreateCommand {
+  FilterLocation location;
+  SizingOptions sizing;
+  bool force = false;
+  bool quiet = false;
+  bool json = false;
+  bool exact = false;
+  std::string engine = "redbloom";
+  bool nonscaling = false;
+};
+
+// BF.RESERVE on the server, then what was made, as `create` says it for its own filters.
+void create_engine(const CreateCommand& cmd) {
+  if (cmd.exact) {
+    throw InvalidArgument(
+        "--exact cannot apply to a filter of the server's Bloom engine (--engine "
+        "bf): an exact set is kept beside redbloom's own filters");
+  }
+  const EngineFilterOptions options = engine_options(cmd.sizing, cmd.nonscaling);
+  const Filter filter = create_engine_filter(cmd.location.resolve(), options, cmd.force);
+  const auto server = filter.store().server_filter_info();
+  const std::string expansion =
+      options.nonscaling ? "none"
+                         : (server && server->expansion ? std::to_string(*server->expansion)
+                                                        : "the engine's default");
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%g", options.error_rate);
+  if (cmd.quiet) return;
+  if (cmd.json) {
+    std::printf(
+        "{\"created\": %s, \"location\": %s, \"engine\": \"bf\", \"capacity\": %llu, "
+        "\"error_rate\": %s, \"expansion\": %s, \"kind\": %s}\n",
+        json_string(cmd.location.describe()).c_str(),
+        json_string(filter.store().location()).c_str(),
+        static_cast<unsigned long long>(options.capacity), rate,
+        server && server->expansion ? std::to_string(*server->expansion).c_str() : "null",
+        json_string(server ? server->kind : "").c_str());
+    return;
+  }
+  std::printf("created %s: %s, capacity %llu, p=%s, expansion %s\n",
+              cmd.location.describe().c_str(), server ? server->kind.c_str() : "BF filter",
+              static_cast<unsigned long long>(options.capacity), rate, expansion.c_str());
+}
+
+}  // namespace
 
 void register_create(CLI::App& app, int& exit_code) {
-  struct CreateCommand {
-    FilterLocation location;
-    SizingOptions sizing;
-    bool force = false;
-    bool quiet = false;
-    bool json = false;
-    bool exact = false;
-  };
   auto cmd = std::make_shared<CreateCommand>();
   CLI::App* sub = app.add_subcommand("create", "Create an empty filter");
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   sub->add_flag("--force", cmd->force, "Replace an existing filter (and its exact set)");
   sub->add_flag("--exact", cmd->exact, "Also create the exact set that diff --exact uses");
+  sub->add_option("--engine", cmd->engine,
+                  "redbloom (default): redbloom's own filter; bf: a filter of the Redis server's "
+                  "own Bloom engine (BF.RESERVE: RedisBloom, Redis 8, valkey-bloom, redbloom.so), "
+                  "from -n, -p and --growth (its EXPANSION)")
+      ->check(CLI::IsMember({"redbloom", "bf"}));
+  sub->add_flag("--nonscaling", cmd->nonscaling,
+                "With --engine bf: a filter that never grows (adds past -n fail)");
   sub->add_flag("-q,--quiet", cmd->quiet, "Print nothing");
   sub->add_flag("--json", cmd->json,
                 "What was created as one JSON object on stdout (warnings as JSON on stderr)");
   sub->callback([cmd, &exit_code] {
+    if (cmd->engine == "bf") {
+      create_engine(*cmd);
+      exit_code = kExitOk;
+      return;
+    }
+    if (cmd->nonscaling) {
+      throw InvalidArgument(
+          "--nonscaling is for a filter of the server's Bloom engine (with "
+          "--engine bf); a redbloom filter grows only with --growth");
+    }
     // create_filter also drops an exact set left from a former filter of that name.
     const std::optional<StreamOptions> stream = requested_stream(cmd->sizing);
     check_exact_for(stream, cmd->exact);

@@ -106,9 +106,17 @@ int main(int argc, char** argv) {
   register_load(app, exit_code);
   register_diff(app, exit_code);
   register_transfers(app, exit_code);
+  register_stream_dedup(app, exit_code);
+  app.get_subcommand("dedup")->footer(
+      "From a Redis stream to another, exactly once per key: redbloom dedup --from "
+      "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
+      "--key-field NAME --redis redis://HOST[:PORT]#FILTER; redbloom dedup --from X --help "
+      "lists its options");
 
   std::vector<std::string> commands;
-  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (!sub->get_group().empty()) commands.push_back(sub->get_name());
+  }
   // The command and the flags that shape messages, known before parsing so that even a
   // parse error comes out as JSON when --json was given.
   std::string command;
@@ -122,6 +130,22 @@ int main(int argc, char** argv) {
     if (command.empty() && !arg.starts_with("-")) command = arg;
   }
   set_diagnostics(command, json, quiet);
+  // dedup of a Redis stream (--from) has options of its own: its hidden command parses them.
+  std::vector<char*> args(argv, argv + argc);
+  std::string parsed_command = command;
+  if (command == "dedup") {
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "--") break;
+      if (arg == "--from" || arg.starts_with("--from=")) parsed_command = kStreamDedupCommand;
+    }
+    for (int i = 1; i < argc && parsed_command != command; ++i) {
+      if (std::string_view(argv[i]) == "dedup") {
+        args[i] = const_cast<char*>(kStreamDedupCommand);
+        break;
+      }
+    }
+  }
   if (!command.empty() && std::find(commands.begin(), commands.end(), command) == commands.end()) {
     std::string list;
     for (const std::string& name : commands) list += (list.empty() ? "" : ", ") + name;
@@ -132,11 +156,13 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   try {
-    app.parse(argc, argv);
+    app.parse(argc, args.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    if (const std::string unknown = unknown_option(app, command, argc, argv); !unknown.empty()) {
-      report_error(unknown + "; redbloom " + command + " --help lists the options");
+    if (const std::string unknown = unknown_option(app, parsed_command, argc, argv);
+        !unknown.empty()) {
+      report_error(unknown + "; redbloom " + command +
+                   (parsed_command != command ? " --from X" : "") + " --help lists the options");
       return kExitUsage;
     }
     if (json) {

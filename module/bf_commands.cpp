@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <iterator>
 #include <string>
 
 #include "command_support.hpp"
 #include "core/chain_format.hpp"
 #include "core/packed_items.hpp"
+#include "module_info.hpp"
 #include "plain_filter.hpp"
 #include "redbloom/error.hpp"
 #include "redisbloom_commands.hpp"
@@ -129,9 +131,30 @@ int find_option(RedisModuleString** argv, int argc, std::string_view name) {
   return -1;
 }
 
+// The FORMAT option's value at argv[at + 1]; nullopt after an error reply.
+std::optional<FilterFormat> format_option(RedisModuleCtx* ctx, RedisModuleString** argv, int argc,
+                                          int at) {
+  if (at + 1 >= argc) {
+    reply_error(ctx, "ERR FORMAT needs a value: redbloom or redisbloom");
+    return std::nullopt;
+  }
+  const auto format = parse_format(text(argv[at + 1]));
+  if (!format) reply_error(ctx, "ERR FORMAT is redbloom or redisbloom");
+  return format;
+}
+
 // BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
+//            [FORMAT redbloom|redisbloom]
+// FORMAT redisbloom makes RedisBloom's type, which RedisBloom can load again.
 int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  if (argc < 4 || argc > 7) return RedisModule_WrongArity(ctx);
+  // RedisBloom's 4 to 7 arguments, and FORMAT's two when given (searched past the figures
+  // only: a key named FORMAT is not the option).
+  int format_at = -1;
+  for (int at = 4; at < argc && format_at < 0; ++at) {
+    if (is_option(argv[at], "FORMAT")) format_at = at;
+  }
+  const int counted = format_at < 0 ? argc : argc - std::min(2, argc - format_at);
+  if (counted < 4 || counted > 7) return RedisModule_WrongArity(ctx);
   ChainOptions options = default_options();
   const auto error_rate = real(argv[2]);
   if (!error_rate) return reply_error(ctx, "ERR bad error rate");
@@ -156,6 +179,12 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     }
     options.expansion = static_cast<std::uint32_t>(*expansion);
   }
+  FilterFormat format = default_format();
+  if (format_at >= 0) {
+    const auto chosen = format_option(ctx, argv, argc, format_at);
+    if (!chosen) return module_api::kOk;
+    format = *chosen;
+  }
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
   if (const auto hash = redbloom_at(ctx, argv[1], key)) {
     const RedbloomHash named{hash->kind, std::nullopt, {}};
@@ -166,7 +195,14 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (redisbloom_at(key) != nullptr) return reply_error(ctx, "ERR item exists");
   if (key.holds_other_type()) return reply_error(ctx, module_api::kWrongTypeError);
   if (!key.empty()) return reply_error(ctx, "ERR item exists");
-  key.store(make_filter(options));
+  if (format == FilterFormat::redisbloom) {
+    if (redisbloom_create(ctx, key, options.capacity, options.error_rate, options.expansion,
+                          options.scaling) == nullptr) {
+      return module_api::kOk;
+    }
+  } else {
+    key.store(make_filter(options));
+  }
   RedisModule_ReplyWithSimpleString(ctx, "OK");
   announce(ctx, "bf.reserve", argv[1]);
   return module_api::kOk;
@@ -198,6 +234,13 @@ int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (redisbloom::Chain* chain = redisbloom_at(key)) {
     return redisbloom_add(ctx, argv[1], *chain, {&item, 1}, false, "bf.add");
   }
+  if (default_format() == FilterFormat::redisbloom && key.empty()) {
+    const ChainOptions options = default_options();
+    redisbloom::Chain* chain = redisbloom_create(ctx, key, options.capacity, options.error_rate,
+                                                 options.expansion, options.scaling);
+    if (chain == nullptr) return module_api::kOk;
+    return redisbloom_add(ctx, argv[1], *chain, {&item, 1}, false, "bf.add");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
   if (chain == nullptr) return module_api::kOk;
@@ -224,6 +267,13 @@ int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (redisbloom::Chain* chain = redisbloom_at(key)) {
     return redisbloom_add(ctx, argv[1], *chain, items, true, "bf.madd");
   }
+  if (default_format() == FilterFormat::redisbloom && key.empty()) {
+    const ChainOptions options = default_options();
+    redisbloom::Chain* chain = redisbloom_create(ctx, key, options.capacity, options.error_rate,
+                                                 options.expansion, options.scaling);
+    if (chain == nullptr) return module_api::kOk;
+    return redisbloom_add(ctx, argv[1], *chain, items, true, "bf.madd");
+  }
   bool created = false;
   FilterChain* chain = filter_for_write(ctx, key, true, default_options(), &created);
   if (chain == nullptr) return module_api::kOk;
@@ -236,7 +286,7 @@ int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 }
 
 // BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE]
-//           [NONSCALING] ITEMS item [item ...]
+//           [NONSCALING] [FORMAT redbloom|redisbloom] ITEMS item [item ...]
 // Options are told apart as RedisBloom 2.4 tells them: by their first letter (and ERROR from
 // EXPANSION by the second, NOCREATE from NONSCALING by the third); a repeated one wins last.
 // On an existing filter the creation options are ignored.
@@ -246,6 +296,7 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   long long capacity = static_cast<long long>(options.capacity);
   long long expansion = options.expansion;
   bool create = true;
+  FilterFormat format = default_format();
   int items_at = -1;
   for (int i = 2; i < argc && items_at < 0; ++i) {
     const std::string_view word = text(argv[i]);
@@ -283,6 +334,14 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         }
         break;
       }
+      case 'f': {
+        if (!is_option(argv[i], "FORMAT")) return reply_error(ctx, "Unknown argument received");
+        const auto chosen = format_option(ctx, argv, argc, i);
+        if (!chosen) return module_api::kOk;
+        format = *chosen;
+        ++i;
+        break;
+      }
       default:
         return reply_error(ctx, "Unknown argument received");
     }
@@ -301,6 +360,12 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return add_to_plain(ctx, argv[1], *hash, items, AddReply::array, "bf.insert");
   }
   if (redisbloom::Chain* chain = redisbloom_at(key)) {
+    return redisbloom_add(ctx, argv[1], *chain, items, true, "bf.insert");
+  }
+  if (create && format == FilterFormat::redisbloom && key.empty()) {
+    redisbloom::Chain* chain = redisbloom_create(ctx, key, options.capacity, options.error_rate,
+                                                 options.expansion, options.scaling);
+    if (chain == nullptr) return module_api::kOk;
     return redisbloom_add(ctx, argv[1], *chain, items, true, "bf.insert");
   }
   bool created = false;
@@ -448,6 +513,35 @@ int info(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return module_api::kOk;
 }
 
+// BF.DEBUG key: RedisBloom's lines ("size:ITEMS", then per sub-filter its bytes, bits, probes,
+// hash width, capacity, items and error rate), for both filter types.
+int debug(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 2) return RedisModule_WrongArity(ctx);
+  OpenKey key(ctx, argv[1], module_api::kRead);
+  if (const redisbloom::Chain* rb = redisbloom_at(key)) return redisbloom_debug(ctx, *rb);
+  if (const auto hash = redbloom_at(ctx, argv[1], key)) {
+    return reply_error(ctx, kind_error(text(argv[1]), *hash, kOnlyPlain).c_str());
+  }
+  bool missing = false;
+  const FilterChain* chain = filter_for_read(ctx, key, &missing);
+  if (chain == nullptr) return missing ? reply_error(ctx, "ERR not found") : module_api::kOk;
+  RedisModule_ReplyWithArray(ctx, 1 + static_cast<long>(chain->links().size()));
+  const std::string total = "size:" + std::to_string(chain->items());
+  RedisModule_ReplyWithStringBuffer(ctx, total.data(), total.size());
+  for (const FilterChain::Link& link : chain->links()) {
+    char line[256];
+    const int n = std::snprintf(
+        line, sizeof line,
+        "bytes:%llu bits:%llu hashes:%u hashwidth:64 capacity:%llu size:%llu ratio:%g",
+        static_cast<unsigned long long>(link.params.total_bytes()),
+        static_cast<unsigned long long>(link.params.total_bits()), link.params.hashes,
+        static_cast<unsigned long long>(link.params.capacity),
+        static_cast<unsigned long long>(link.items), link.target_error);
+    RedisModule_ReplyWithStringBuffer(ctx, line, static_cast<std::size_t>(n));
+  }
+  return module_api::kOk;
+}
+
 // BF.SCANDUMP key iterator: [1, header] for iterator 0, then [next, bits] until [0, ""].
 // `next` is one past the byte after the chunk, so BF.LOADCHUNK knows where the chunk goes.
 int scandump(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
@@ -581,10 +675,15 @@ int packed_mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
 }
 
+// A command body with its call counter (INFO redbloom) and no exception let out.
 template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
-int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return guarded(ctx, [&] { return Body(ctx, argv, argc); });
-}
+struct Counted {
+  static inline std::uint64_t* calls = nullptr;
+  static int run(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+    ++*calls;
+    return guarded(ctx, [&] { return Body(ctx, argv, argc); });
+  }
+};
 
 }  // namespace
 
@@ -592,23 +691,26 @@ bool register_bf_commands(RedisModuleCtx* ctx) noexcept {
   struct Command {
     const char* name;
     RedisModuleCmdFunc body;
+    std::uint64_t** calls;
     const char* flags;
   };
   const Command commands[] = {
-      {"bf.reserve", guard<reserve>, "write deny-oom"},
-      {"bf.add", guard<add>, "write deny-oom"},
-      {"bf.madd", guard<madd>, "write deny-oom"},
-      {"bf.insert", guard<insert>, "write deny-oom"},
-      {"bf.exists", guard<exists>, "readonly fast"},
-      {"bf.mexists", guard<mexists>, "readonly fast"},
-      {"bf.card", guard<card>, "readonly fast"},
-      {"bf.info", guard<info>, "readonly fast"},
-      {"bf.scandump", guard<scandump>, "readonly"},
-      {"bf.loadchunk", guard<loadchunk>, "write deny-oom"},
-      {"rb.madd", guard<packed_madd>, "write deny-oom"},
-      {"rb.mexists", guard<packed_mexists>, "readonly"},
+      {"bf.reserve", Counted<reserve>::run, &Counted<reserve>::calls, "write deny-oom"},
+      {"bf.add", Counted<add>::run, &Counted<add>::calls, "write deny-oom"},
+      {"bf.madd", Counted<madd>::run, &Counted<madd>::calls, "write deny-oom"},
+      {"bf.insert", Counted<insert>::run, &Counted<insert>::calls, "write deny-oom"},
+      {"bf.exists", Counted<exists>::run, &Counted<exists>::calls, "readonly fast"},
+      {"bf.mexists", Counted<mexists>::run, &Counted<mexists>::calls, "readonly fast"},
+      {"bf.card", Counted<card>::run, &Counted<card>::calls, "readonly fast"},
+      {"bf.info", Counted<info>::run, &Counted<info>::calls, "readonly fast"},
+      {"bf.debug", Counted<debug>::run, &Counted<debug>::calls, "readonly fast"},
+      {"bf.scandump", Counted<scandump>::run, &Counted<scandump>::calls, "readonly"},
+      {"bf.loadchunk", Counted<loadchunk>::run, &Counted<loadchunk>::calls, "write deny-oom"},
+      {"rb.madd", Counted<packed_madd>::run, &Counted<packed_madd>::calls, "write deny-oom"},
+      {"rb.mexists", Counted<packed_mexists>::run, &Counted<packed_mexists>::calls, "readonly"},
   };
   for (const Command& command : commands) {
+    *command.calls = command_counter(command.name);
     if (RedisModule_CreateCommand(ctx, command.name, command.body, command.flags, 1, 1, 1) !=
         module_api::kOk) {
       RedisModule_Log(ctx, module_api::kLogWarning,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/chain_format.hpp"
+#include "module_info.hpp"
 
 namespace redbloom::module {
 
@@ -13,9 +14,12 @@ namespace {
 RedisModuleType* g_type = nullptr;
 
 void* server_allocate(std::size_t bytes) {
-  return RedisModule_Alloc(bytes);
+  void* block = RedisModule_Alloc(bytes);
+  count_block(redbloom_stats(), block, true);
+  return block;
 }
 void server_release(void* pointer) {
+  count_block(redbloom_stats(), pointer, false);
   RedisModule_Free(pointer);
 }
 
@@ -77,6 +81,7 @@ void* load(RedisModuleIO* rdb, int encver) {
                            e.what());
     return nullptr;
   }
+  ++redbloom_stats().filters;
   return chain.release();
 }
 
@@ -111,12 +116,15 @@ void digest(RedisModuleDigest* md, void* value) {
 }
 
 void free_value(void* value) {
+  --redbloom_stats().filters;
   delete static_cast<FilterChain*>(value);
 }
 
 void* copy(RedisModuleString*, RedisModuleString*, const void* value) {
   try {
-    return static_cast<const FilterChain*>(value)->clone().release();
+    auto copied = static_cast<const FilterChain*>(value)->clone();
+    ++redbloom_stats().filters;
+    return copied.release();
   } catch (...) {
     return nullptr;  // COPY then fails; the source is untouched
   }
@@ -153,6 +161,8 @@ bool register_type(RedisModuleCtx* ctx) noexcept {
   methods.digest = digest;
   methods.free = free_value;
   methods.copy = copy;
+  methods.free_effort = redbloom_free_effort;
+  methods.defrag = defrag_redbloom_value;
   g_type = RedisModule_CreateDataType(ctx, kTypeName, kEncodingVersion, &methods);
   return g_type != nullptr;
 }

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string>
 
+#include "module_info.hpp"
+
 namespace redbloom::module {
 
 std::string_view text(const RedisModuleString* argument) noexcept {
@@ -54,6 +56,7 @@ bool OpenKey::holds_other_type() const noexcept {
 FilterChain* OpenKey::store(std::unique_ptr<FilterChain> chain) const noexcept {
   FilterChain* stored = chain.release();
   RedisModule_ModuleTypeSetValue(key_, filter_type(), stored);
+  ++redbloom_stats().filters;
   warn_if_filters_may_be_evicted(ctx_);
   return stored;
 }

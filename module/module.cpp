@@ -6,6 +6,8 @@
 //   INITIAL_SIZE n        their capacity (100)
 //   EXPANSION n           their expansion (2)
 //   LAYOUT classic|blocked  the layout of every new filter (blocked: one cache line per item)
+//   DEFAULT_FORMAT redbloom|redisbloom  the type of new filters (redisbloom: RedisBloom's own,
+//                         which RedisBloom can load again)
 //   MAX_FILTER_BYTES n[k|m|g]  no filter grows past this (512m)
 //   CF_MAX_EXPANSIONS n   RedisBloom's cuckoo setting, accepted and ignored
 #include <cctype>
@@ -15,7 +17,9 @@
 #include "bf_commands.hpp"
 #include "bloom_type.hpp"
 #include "command_support.hpp"
+#include "module_info.hpp"
 #include "partition_commands.hpp"
+#include "redisbloom_commands.hpp"
 #include "redisbloom_type.hpp"
 #include "stream_commands.hpp"
 
@@ -78,6 +82,10 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       const auto layout = parse_layout(text(value));
       ok = layout.has_value();
       if (ok) s.layout = *layout;
+    } else if (is_option(argv[i], "DEFAULT_FORMAT")) {
+      const auto format = parse_format(text(value));
+      ok = format.has_value();
+      if (ok) default_format() = *format;
     } else if (is_option(argv[i], "CF_MAX_EXPANSIONS")) {
       // RedisBloom's cuckoo-filter setting: accepted so that its load lines work unchanged.
       ok = integer(value).has_value();
@@ -88,7 +96,7 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else {
       RedisModule_Log(ctx, module_api::kLogWarning,
                       "redbloom: unknown module argument '%.*s' (known: ERROR_RATE, "
-                      "INITIAL_SIZE, EXPANSION, LAYOUT, MAX_FILTER_BYTES)",
+                      "INITIAL_SIZE, EXPANSION, LAYOUT, DEFAULT_FORMAT, MAX_FILTER_BYTES)",
                       static_cast<int>(name.size()), name.data());
       return false;
     }
@@ -116,12 +124,16 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (RedisModule_IsModuleNameBusy("redbloom")) return module_api::kErr;
   RedisModule_SetModuleAttribs(ctx, "redbloom", 1, module_api::kApiVersion1);
   // Damaged RDB or RESTORE payloads then fail the load instead of stopping the server.
-  RedisModule_SetModuleOptions(ctx, module_api::kOptionHandleIoErrors);
+  // Async loading (a replica's swapdb diskless load) is safe: loading touches no keyspace and
+  // no state that commands change. Servers older than 7.0 ignore the flag.
+  RedisModule_SetModuleOptions(
+      ctx, module_api::kOptionHandleIoErrors | module_api::kOptionHandleReplAsyncLoad);
   if (!module::read_settings(ctx, argv, argc)) return module_api::kErr;
   if (!module::register_type(ctx)) return module_api::kErr;
   if (!module::register_redisbloom_type(ctx)) return module_api::kErr;
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
+  if (!module::register_info(ctx)) return module_api::kErr;
   return module_api::kOk;
 }

@@ -18,6 +18,7 @@ struct RedisModuleType;
 struct RedisModuleDigest;
 struct RedisModuleDefragCtx;
 struct RedisModuleServerInfoData;
+struct RedisModuleInfoCtx;
 
 using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 using RedisModuleTypeLoadFunc = void* (*)(RedisModuleIO* rdb, int encver);
@@ -33,6 +34,7 @@ using RedisModuleTypeFreeEffortFunc = std::size_t (*)(RedisModuleString* key, co
 using RedisModuleTypeUnlinkFunc = void (*)(RedisModuleString* key, const void* value);
 using RedisModuleTypeCopyFunc = void* (*)(RedisModuleString* fromkey, RedisModuleString* tokey,
                                           const void* value);
+using RedisModuleInfoFunc = void (*)(RedisModuleInfoCtx* ctx, int for_crash_report);
 using RedisModuleTypeDefragFunc = int (*)(RedisModuleDefragCtx* ctx, RedisModuleString* key,
                                           void** value);
 
@@ -80,6 +82,9 @@ inline constexpr int kKeyTypeStream = 7;
 inline constexpr int kNotifyGeneric = 1 << 2;
 // RedisModule_SetModuleOptions: loading functions report errors instead of exiting.
 inline constexpr int kOptionHandleIoErrors = 1 << 0;
+// Redis >= 7.0: the module's values may load in the background while the old dataset still
+// serves commands (a replica's repl-diskless-load swapdb); older servers ignore it.
+inline constexpr int kOptionHandleReplAsyncLoad = 1 << 2;
 // RedisModule_ReplyWithArray: the length is set later with RedisModule_ReplySetArrayLength.
 inline constexpr long kPostponedLength = -1;
 // RedisModule_GetContextFlags: a maxmemory limit is set, with a policy that evicts keys.
@@ -153,7 +158,16 @@ inline constexpr const char* kWrongTypeError =
   X(void, Log, (RedisModuleCtx * ctx, const char* level, const char* fmt, ...))                \
   X(void, LogIOError, (RedisModuleIO * io, const char* levelstr, const char* fmt, ...))        \
   X(int, HashGet, (RedisModuleKey * key, int flags, ...))                                      \
-  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, std::size_t n))
+  X(RedisModuleString*, CreateString, (RedisModuleCtx * ctx, const char* ptr, std::size_t n))  \
+  X(std::size_t, MallocSize, (void* ptr))                                                      \
+  X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                     \
+  X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char* name))                         \
+  X(int, InfoAddFieldULongLong,                                                                \
+    (RedisModuleInfoCtx * ctx, const char* field, unsigned long long value))                   \
+  X(void*, DefragAlloc, (RedisModuleDefragCtx * ctx, void* ptr))                               \
+  X(int, DefragShouldStop, (RedisModuleDefragCtx * ctx))                                       \
+  X(int, DefragCursorSet, (RedisModuleDefragCtx * ctx, unsigned long cursor))                  \
+  X(int, DefragCursorGet, (RedisModuleDefragCtx * ctx, unsigned long* cursor))
 
 #define REDBLOOM_DECLARE_MODULE_FUNCTION(ret, name, args) extern ret(*RedisModule_##name) args;
 extern "C" {

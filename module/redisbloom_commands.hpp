@@ -2,6 +2,8 @@
 // growth, so that data a server kept under RedisBloom reads and grows as it did.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -9,6 +11,19 @@
 #include "core/redisbloom_chain.hpp"
 
 namespace redbloom::module {
+
+// Which type a new filter gets: redbloom's own (`redbloomF`, the default) or RedisBloom's
+// (`MBbloom--`, which RedisBloom can load again). BF.RESERVE and BF.INSERT take FORMAT; the
+// DEFAULT_FORMAT load argument sets it for the others.
+enum class FilterFormat : std::uint8_t { redbloom, redisbloom };
+[[nodiscard]] std::optional<FilterFormat> parse_format(std::string_view word) noexcept;
+FilterFormat& default_format() noexcept;
+
+// A new RedisBloom-format filter at the empty key, sized as RedisBloom's BF.RESERVE sizes it;
+// nullptr after an error reply (figures RedisBloom refuses, or over MAX_FILTER_BYTES).
+redisbloom::Chain* redisbloom_create(RedisModuleCtx* ctx, const OpenKey& key,
+                                     std::uint64_t capacity, double error, std::uint32_t expansion,
+                                     bool scaling);
 
 // The RedisBloom filter at the key; nullptr when it holds something else or nothing.
 [[nodiscard]] redisbloom::Chain* redisbloom_at(const OpenKey& key) noexcept;
@@ -19,6 +34,8 @@ int redisbloom_add(RedisModuleCtx* ctx, RedisModuleString* name, redisbloom::Cha
 // BF.EXISTS (`array` false) and BF.MEXISTS.
 int redisbloom_exists(RedisModuleCtx* ctx, const redisbloom::Chain& chain,
                       std::span<const std::string_view> items, bool array);
+// BF.DEBUG key: RedisBloom's lines, the items then one line per sub-filter.
+int redisbloom_debug(RedisModuleCtx* ctx, const redisbloom::Chain& chain);
 int redisbloom_card(RedisModuleCtx* ctx, const redisbloom::Chain& chain);
 // BF.INFO key [field]: `field` nullptr for all of them.
 int redisbloom_info(RedisModuleCtx* ctx, const redisbloom::Chain& chain,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bloom_type.hpp"
+#include "module_info.hpp"
 
 namespace redbloom::module {
 
@@ -95,9 +96,8 @@ void* load(RedisModuleIO* rdb, int encver) {
       char* bytes = RedisModule_LoadStringBuffer(rdb, &length);
       if (RedisModule_IsIOError(rdb) || bytes == nullptr) return nullptr;
       try {
-        link.data = redisbloom::Bytes(reinterpret_cast<const std::uint8_t*>(bytes),
-                                      reinterpret_cast<const std::uint8_t*>(bytes) + length,
-                                      redisbloom::ByteAllocator(server_allocator()));
+        link.data = redisbloom::Bits(reinterpret_cast<const std::uint8_t*>(bytes), length,
+                                     redisbloom_allocator());
       } catch (...) {
         RedisModule_Free(bytes);
         throw;
@@ -114,12 +114,13 @@ void* load(RedisModuleIO* rdb, int encver) {
     }
     auto chain = std::make_unique<Chain>(items, static_cast<std::uint32_t>(options),
                                          static_cast<std::uint32_t>(expansion), std::move(links),
-                                         server_allocator());
+                                         redisbloom_allocator());
     if (const std::string problem = chain->problem(); !problem.empty()) {
       RedisModule_LogIOError(rdb, module_api::kLogWarning,
                              "redbloom: RedisBloom filter refused: %s", problem.c_str());
       return nullptr;
     }
+    ++redisbloom_stats().filters;
     return chain.release();
   } catch (const LoadFailed&) {
     return nullptr;
@@ -162,12 +163,15 @@ void digest(RedisModuleDigest* md, void* value) {
 }
 
 void free_value(void* value) {
+  --redisbloom_stats().filters;
   delete static_cast<Chain*>(value);
 }
 
 void* copy(RedisModuleString*, RedisModuleString*, const void* value) {
   try {
-    return new Chain(*static_cast<const Chain*>(value));
+    auto* copied = new Chain(*static_cast<const Chain*>(value));
+    ++redisbloom_stats().filters;
+    return copied;
   } catch (...) {
     return nullptr;  // COPY then fails; the source is untouched
   }
@@ -189,6 +193,8 @@ bool register_redisbloom_type(RedisModuleCtx* ctx) noexcept {
   methods.digest = digest;
   methods.free = free_value;
   methods.copy = copy;
+  methods.free_effort = redisbloom_free_effort;
+  methods.defrag = defrag_redisbloom_value;
   g_type =
       RedisModule_CreateDataType(ctx, kRedisBloomTypeName, kRedisBloomEncodingVersion, &methods);
   if (g_type == nullptr) {

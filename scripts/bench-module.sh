@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # redbloom.so benchmark: builds bench/bench_module and the module in Release, starts private
 # redis-servers (no persistence) on free loopback ports in a temp dir: one without modules, one
-# with redbloom.so (default LAYOUT blocked), one with redbloom.so LAYOUT classic and, with
-# --redisbloom, one with that RedisBloom module. Then, per --n, runs bench_module against them
-# all (BF.MADD / BF.MEXISTS, RB.MADD / RB.MEXISTS, redbloom's own filter through the module and
-# through stock Redis, RedisBloom; 1 and 4 commands in flight; memory per filter) and prints its
+# with redbloom.so (default LAYOUT blocked), one with redbloom.so LAYOUT classic, one with
+# redbloom.so DEFAULT_FORMAT redisbloom (RedisBloom-format filters), one with the no-op floor
+# (bench/noop_module.cpp: BF.MADD / BF.MEXISTS that only reply) and, with --redisbloom, one with
+# that RedisBloom module. Then, per --n, runs bench_module against them all (BF.MADD /
+# BF.MEXISTS, RB.MADD / RB.MEXISTS, redbloom's own filter through the module and through stock
+# Redis, RedisBloom; 1 and 4 commands in flight; memory per filter) and prints its
 # markdown tables, medians of --reps runs, randomly interleaved; then redis-benchmark's BF.ADD
 # latency against each module's server. The servers are killed by pid on exit, whatever happens.
 #   scripts/bench-module.sh [--n=1e6,1e7] [--reps=3] [--redisbloom=PATH.so] [--only=SUBSTRING]
@@ -24,7 +26,7 @@ for arg in "$@"; do
     --reps=*) reps=${arg#--reps=} ;;
     --redisbloom=*) redisbloom=${arg#--redisbloom=} ;;
     --help | -h)
-      sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *) passed+=("$arg") ;;
@@ -40,8 +42,9 @@ if [[ -n "$redisbloom" ]]; then redisbloom=$(realpath "$redisbloom"); fi
 source scripts/lib/private-redis.sh
 start=$SECONDS
 private_redis_setup bench-module bench_module # builds bench_module, starts the stock server
-cmake --build "$build" -j "$(nproc)" --target redbloom_module >/dev/null
+cmake --build "$build" -j "$(nproc)" --target redbloom_module bench_noop_module >/dev/null
 module=$(realpath "$build/module/redbloom.so")
+noop_module=$(realpath "$build/bench/bench_noop_module.so")
 
 # A server with a module: private_redis_start_server runs $server_bin, so it runs a wrapper
 # that execs the real server with the module's arguments (the pid is the server's).
@@ -64,7 +67,12 @@ with_module blocked "$module" >"$dir/uri"
 blocked_uri=$(tail -n1 "$dir/uri")
 with_module classic "$module" LAYOUT classic >"$dir/uri"
 classic_uri=$(tail -n1 "$dir/uri")
-servers=(--stock="$stock_uri" --blocked="$blocked_uri" --classic="$classic_uri")
+with_module rbformat "$module" DEFAULT_FORMAT redisbloom >"$dir/uri"
+rbformat_uri=$(tail -n1 "$dir/uri")
+with_module floor "$noop_module" >"$dir/uri"
+floor_uri=$(tail -n1 "$dir/uri")
+servers=(--stock="$stock_uri" --blocked="$blocked_uri" --classic="$classic_uri"
+  --rbformat="$rbformat_uri" --floor="$floor_uri")
 if [[ -n "$redisbloom" ]]; then
   with_module redisbloom "$redisbloom" >"$dir/uri"
   servers+=(--redisbloom="$(tail -n1 "$dir/uri")")
@@ -73,7 +81,8 @@ fi
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB," \
   "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "servers: $("$server_bin" --version | head -n1), no persistence, pids ${pids[*]}" \
-  "(stock, redbloom.so, redbloom.so LAYOUT classic${redisbloom:+, $redisbloom})"
+  "(stock, redbloom.so, redbloom.so LAYOUT classic, redbloom.so DEFAULT_FORMAT redisbloom," \
+  "no-op floor${redisbloom:+, $redisbloom})"
 echo "module: $module"
 echo "client and servers share these $(nproc) cores; one case runs at a time"
 

@@ -95,9 +95,109 @@ rcli_main BF.RESERVE small 0.01 100 NONSCALING > /dev/null
 run add --redis "$U" --name small -q held.txt
 check "add past a non-scaling filter's capacity" 3 "$rc"
 check_contains "add past capacity: the server's reason" "non scaling filter is full" "$err"
+check_contains "add past capacity: the items before the refused one are committed" \
+  "committed the first 100 input items" "$err"
 run drop --redis "$U" --name bf
 check "drop a BF filter" 0 "$rc"
 check "dropped" 0 "$(rcli_main EXISTS bf)"
+
+# --- create --engine bf: BF.RESERVE from the usual options ---
+run create --engine bf --redis "$U" --name made -n 50000 -p 0.001
+check "create --engine bf" 0 "$rc"
+check_contains "create says what it made" "redbloom.so's BF filter (TYPE redbloomF), capacity 50000, p=0.001, expansion 2" "$out"
+check "a key of the server's engine" "redbloomF" "$(rcli_main TYPE made)"
+check "its capacity" 50000 "$(rcli_main BF.INFO made CAPACITY)"
+run create --engine bf --redis "$U" --name made -n 50000 -p 0.001
+check "create --engine bf over an existing key" 2 "$rc"
+check_contains "it says the key exists" "already exists" "$err"
+run create --engine bf --redis "$U" --name made -n 200 -p 0.01 --growth 4 --force --json
+check "create --engine bf --force" 0 "$rc"
+check_contains "--growth is the EXPANSION" '"expansion": 4' "$out"
+check "--force made it anew" 200 "$(rcli_main BF.INFO made CAPACITY)"
+check "with that expansion" 4 "$(rcli_main BF.INFO made EXPANSION)"
+run create --engine bf --redis "$U" --name fixed -n 100 --nonscaling -q
+check "create --engine bf --nonscaling" 0 "$rc"
+run info --redis "$U" --name fixed
+check_contains "info: a non-scaling filter" "expansion         none" "$out"
+for refused in "--layout blocked" "--partition-size 1MiB" "--window 10m" "--hashes 3 --bits 1000" \
+  "--exact" "--nonscaling --growth 2"; do
+  # shellcheck disable=SC2086
+  run create --engine bf --redis "$U" --name other $refused
+  check "create --engine bf $refused refused" 2 "$rc"
+done
+run create --engine bf --redis "$U" --name other --layout blocked
+check_contains "the refusal says why" "--layout cannot apply to a filter of the server's Bloom engine (--engine bf): the engine picks its own layout" "$err"
+run create --engine bf --redis "$U" --name other --window 10m
+check_contains "no window over a BF key" "windows are redbloom's own" "$err"
+check "nothing made by a refused create" 0 "$(rcli_main EXISTS other)"
+run create --engine bf -f local-bf.rbf
+check "create --engine bf on a file refused" 2 "$rc"
+check_contains "a file cannot hold one" "give a Redis location" "$err"
+run create --engine bf --redis "$S" --name nobf
+check "create --engine bf without an engine on the server" 2 "$rc"
+check_contains "no engine on the server" "has no Bloom engine of its own" "$err"
+run create --nonscaling --redis "$U" --name other
+check "--nonscaling without --engine bf refused" 2 "$rc"
+run create --engine bf --redis "$U,$S" --name other
+check "create --engine bf over several servers refused" 2 "$rc"
+check_contains "one key of one server" "one key on one server" "$err"
+
+# --- every command on it ---
+run load --redis "$U" --name made held.txt
+check "load into a BF key" 0 "$rc"
+# Past its capacity of 200 it grew, and a growing filter's false positives are not counted.
+check "load: the server counts them, but for false positives" 1 "$(( $(rcli_main BF.CARD made) >= 9800 ))"
+check "load: it grew past its capacity of 200" 1 "$(( $(rcli_main BF.INFO made FILTERS) > 1 ))"
+run add --redis "$U" --name made <(seq 1 100 | sed 's/^/held-/'; echo fresh-1)
+check "add to a BF key" 0 "$rc"
+run add --redis "$U" --name made --json <(echo fresh-2; echo held-9)
+check_contains "add counts what was new" '"unique": 1, "duplicates": 1' "$err"
+run diff --known "$U#made" --check <(cat held.txt; echo orphan-1; echo orphan-2)
+check "diff against a BF key: the orphans" "orphan-1
+orphan-2" "$out"
+run exists --redis "$U" --name made held.txt
+check "exists prints every held item" 10000 "$(wc -l <<< "$out")"
+run info --redis "$U" --name made --json
+check_contains "info json: its sizes" '"capacity": ' "$out"
+check_contains "info json: items, as BF.CARD counts them" "\"items\": $(rcli_main BF.CARD made)" "$out"
+check_contains "info json: expansion" '"expansion": 4' "$out"
+# Lookups on a key deleted under an open filter are an error, not "absent": one process, so the
+# key goes between its open and its lookups (a FIFO holds the input until then).
+mkfifo slow-input
+( "$redbloom" exists --redis "$U" --name made -c slow-input > gone.out 2> gone.err; echo $? > gone.rc ) &
+gone_pid=$!
+exec 7> slow-input
+for _ in $(seq 1 100); do
+  [[ "$(rcli_main CLIENT LIST | grep -c 'cmd=bf.info')" -ge 1 || -s gone.err ]] && break
+  sleep 0.1
+done
+rcli_main DEL made > /dev/null
+echo held-1 >&7
+exec 7>&-
+wait "$gone_pid"
+check "exists on a key deleted after open" 3 "$(cat gone.rc)"
+check_contains "it says the key is gone" "filter made is gone" "$(cat gone.err)"
+
+# --- a key of the engine on several servers: refused by name ---
+rcli_main BF.RESERVE twice 0.01 100 > /dev/null
+run exists --redis "$U,$S" --name twice -c held.txt
+check "a BF key opened as sharded refused" 2 "$rc"
+check_contains "with the reason" "is one key of one server, not a filter sharded over 2 servers" "$err"
+
+# --- many writers on one BF key: each item is new to exactly one of them ---
+rcli_main BF.RESERVE shared 0.0001 100000 > /dev/null
+seq 1 20000 | sed 's/^/event-/' > events.txt
+writers=()
+for w in 1 2 3 4; do
+  shuf events.txt > "events-$w.txt"
+  "$redbloom" dedup --redis "$U" --name shared -q "events-$w.txt" > "unique-$w.txt" &
+  writers+=($!)
+done
+for w in "${writers[@]}"; do wait "$w"; done
+cat unique-*.txt | sort > all-unique.txt
+check "no item is new to two writers" "" "$(uniq -d all-unique.txt | head -3)"
+check "the writers' new items are the server's count" "$(rcli_main BF.CARD shared)" "$(wc -l < all-unique.txt)"
+check "every item but false positives is new to one" 1 "$(( $(wc -l < all-unique.txt) >= 19990 ))"
 
 # --- a filter in RedisBloom's format (its own dump chunks, fed to BF.LOADCHUNK) ---
 fixtures="$tests_dir/module/fixtures/redisbloom"

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "error_of.hpp"
+#include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/transfer.hpp"
@@ -302,6 +305,67 @@ TEST(ModuleStore, TheLibraryUsesAFilterOfTheServersOwnEngine) {
   EXPECT_TRUE(contains_text(lookup, "is gone")) << lookup;
   EXPECT_THROW(filter.add_many(items, added), IncompleteWrite);
   EXPECT_EQ(with.integer({"EXISTS", "bf"}), 0);
+}
+
+// create_engine_filter makes the key with BF.RESERVE; four writers, each with its own Filter and
+// connections, add one item set in different orders and no item is new to two of them.
+TEST(ModuleStore, EngineFiltersAreReservedAndTheirAddsAreAtomic) {
+  RedisServer with(kWithModule);
+  const Location where = Location::redis({with.endpoint()}, "shared");
+  EngineFilterOptions options;
+  options.capacity = 100000;
+  options.error_rate = 1e-6;
+  options.expansion = 4;
+  const Filter made = create_engine_filter(where, options);
+  EXPECT_EQ(made.params().capacity, 100000u);
+  EXPECT_EQ(made.params().error_rate, 1e-6);
+  EXPECT_EQ(with.command({"TYPE", "shared"}).text, "redbloomF");
+  EXPECT_THROW((void)create_engine_filter(where, options), FilterExists);
+  options.nonscaling = true;
+  EXPECT_THROW((void)create_engine_filter(where, options, true), InvalidArgument);
+  EXPECT_EQ(with.command({"TYPE", "shared"}).text, "redbloomF");  // a bad option drops nothing
+  options.nonscaling = false;
+
+  const auto keys = numbered("event-", 0, 30000);
+  constexpr int kWriters = 4;
+  std::vector<std::vector<std::string>> fresh(kWriters);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      std::vector<std::string> order = keys;
+      std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(w)));
+      Filter filter = Filter::open(where);
+      const std::vector<std::string_view> views(order.begin(), order.end());
+      std::vector<std::uint8_t> added(views.size());
+      for (std::size_t first = 0; first < views.size(); first += 2500) {
+        const std::size_t count = std::min<std::size_t>(2500, views.size() - first);
+        filter.add_many(std::span(views).subspan(first, count),
+                        std::span(added).subspan(first, count));
+      }
+      for (std::size_t i = 0; i < views.size(); ++i) {
+        if (added[i] != 0) fresh[static_cast<std::size_t>(w)].push_back(order[i]);
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  std::vector<std::string> all;
+  for (const auto& some : fresh) all.insert(all.end(), some.begin(), some.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "an item new twice";
+  EXPECT_EQ(static_cast<long long>(all.size()), with.integer({"BF.CARD", "shared"}));
+  EXPECT_GE(all.size(), keys.size() - 5);  // all but false positives at 1e-6
+
+  // Several servers: refused, naming why, before anything is made.
+  RedisServer other(kWithModule);
+  const std::string sharded = error_of([&] {
+    (void)create_engine_filter(Location::redis({with.endpoint(), other.endpoint()}, "s"), options);
+  });
+  EXPECT_TRUE(contains_text(sharded, "one key on one server")) << sharded;
+  // A server without an engine.
+  RedisServer stock;
+  const std::string none = error_of(
+      [&] { (void)create_engine_filter(Location::redis({stock.endpoint()}, "s"), options); });
+  EXPECT_TRUE(contains_text(none, "has no Bloom engine of its own")) << none;
 }
 
 // info names what does the per-item work on each server.

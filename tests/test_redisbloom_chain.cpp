@@ -5,6 +5,9 @@
 // (tests/module/test_redisbloom_data.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -115,6 +118,180 @@ TEST(RedisBloomChain, DamagedHeadersAreRefused) {
   options_off[12] = 0x10;  // an option RedisBloom does not know
   EXPECT_THROW(Chain::decode_header(options_off, 0, default_chain_allocator()), FormatError);
   EXPECT_THROW(Chain::decode_header(header, 8, default_chain_allocator()), InvalidArgument);
+}
+
+// Per sub-filter in the header: bytes, bits, items, error, bits per entry, probes, capacity,
+// n2 (53 bytes) after the chain's 20.
+std::string with_field(std::string header, std::size_t link, std::size_t at, const void* value,
+                       std::size_t size) {
+  header.replace(20 + 53 * link + at, size, static_cast<const char*>(value), size);
+  return header;
+}
+
+TEST(RedisBloomChain, HeaderFieldsOutsideWhatTheOptionsMakeAreRefused) {
+  const Chain chain = grown(kNewFilterOptions, 2, 500);
+  ASSERT_GE(chain.links().size(), 3u);
+  const std::string header = chain.encode_header();
+  ASSERT_NO_THROW(Chain::decode_header(header, 0, default_chain_allocator()));
+  const auto refused = [](const std::string& damaged) {
+    EXPECT_THROW(Chain::decode_header(damaged, 0, default_chain_allocator()), FormatError);
+  };
+  // An error rate of 1e-317 with the probes of another rate: its bits per entry do not match.
+  const double tiny = 1e-317;
+  refused(with_field(header, 0, 24, &tiny, 8));
+  // A second sub-filter whose error is not half the first's, though its other fields are kept.
+  const double off = chain.links()[1].error * 0.999;
+  refused(with_field(header, 1, 24, &off, 8));
+  // A capacity that does not follow from the one before.
+  const std::uint64_t capacity = chain.links()[2].capacity + 1;
+  refused(with_field(header, 2, 44, &capacity, 8));
+  // More items in a sub-filter than its capacity (the chain's total moved along).
+  const std::uint64_t items = chain.links()[2].capacity + 1;
+  std::string overfull = with_field(header, 2, 16, &items, 8);
+  const std::uint64_t total = chain.items() - chain.links()[2].items + items;
+  overfull.replace(0, 8, reinterpret_cast<const char*>(&total), 8);
+  refused(overfull);
+  // A first sub-filter with fewer bits than its capacity and rate make.
+  std::uint64_t capacity0 = chain.links()[0].capacity * 2;
+  refused(with_field(header, 0, 44, &capacity0, 8));
+  // A non-scaling filter with two sub-filters.
+  std::string two = header;
+  const std::uint32_t options = kNewFilterOptions | kNoScaling;
+  two.replace(12, 4, reinterpret_cast<const char*>(&options), 4);
+  refused(two);
+}
+
+TEST(RedisBloomChain, GrowsPastSixtyFourSubFiltersUntilTheErrorRateReachesZero) {
+  // BF.RESERVE poc 0.0001 1 EXPANSION 1: a sub-filter per item, each at half the error.
+  Chain chain = Chain::make(1, 0.0001, kNewFilterOptions, 1, default_chain_allocator());
+  int refused = 0;
+  for (int i = 0; i < 5001; ++i) refused += chain.add(item("poc:", i), 0) == AddResult::refused;
+  EXPECT_EQ(chain.links().size(), 1061u);  // as RedisBloom 2.4
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(chain.links().back().error, 0.0);
+  EXPECT_EQ(chain.problem(), "");
+  // Its header, with links at denormal error rates, loads back.
+  EXPECT_NO_THROW(Chain::decode_header(chain.encode_header(), 0, default_chain_allocator()));
+}
+
+// What active defragmentation does to a block: a copy elsewhere, the old block poisoned (and
+// kept, so a stale pointer reads the poison instead of freed memory).
+struct Mover {
+  std::vector<std::vector<std::uint8_t>> old_blocks;
+  std::size_t sizes_known = 0;
+  const Chain* chain = nullptr;
+  int stop_after = -1;  // DefragShouldStop: true after this many calls
+
+  static void* move(void* context, void* block) {
+    auto& self = *static_cast<Mover*>(context);
+    std::size_t size = 0;
+    for (const Link& link : self.chain->links()) {
+      if (link.data.data() == block) size = link.data.size();
+    }
+    if (size == 0) return nullptr;  // not a block of the chain's: a bug
+    ++self.sizes_known;
+    void* moved = std::malloc(size);
+    std::memcpy(moved, block, size);
+    std::memset(block, 0xff, size);
+    // The chain's default allocator is malloc's: the poisoned block is handed to a vector
+    // that keeps it readable until the test ends.
+    self.old_blocks.emplace_back(static_cast<std::uint8_t*>(block),
+                                 static_cast<std::uint8_t*>(block) + size);
+    std::free(block);
+    return moved;
+  }
+  static bool stop(void* context) {
+    auto& self = *static_cast<Mover*>(context);
+    return self.stop_after >= 0 && self.stop_after-- == 0;
+  }
+};
+
+TEST(RedisBloomChain, DefragmentationMovesEveryBitsBlockWithoutChangingAnAnswer) {
+  Chain chain = grown(kNewFilterOptions, 2, 3000);
+  std::vector<bool> before;
+  for (int i = 0; i < 6000; ++i) before.push_back(chain.contains(item(i < 3000 ? "in:" : "x:", i)));
+  Mover mover;
+  mover.chain = &chain;
+  mover.stop_after = 1;  // a time budget that runs out after two sub-filters: resumed later
+  std::uint64_t moved = 0;
+  std::size_t next = chain.relocate(0, Mover::move, &mover, Mover::stop, &moved);
+  EXPECT_EQ(next, 2u);
+  EXPECT_EQ(moved, 2u);
+  next = chain.relocate(next, Mover::move, &mover, nullptr, &moved);
+  EXPECT_EQ(next, chain.links().size());
+  EXPECT_EQ(moved, chain.links().size());
+  EXPECT_EQ(mover.sizes_known, chain.links().size());
+  for (int i = 0; i < 6000; ++i) {
+    ASSERT_EQ(chain.contains(item(i < 3000 ? "in:" : "x:", i)), before[i]) << i;
+  }
+  EXPECT_EQ(chain.add(item("in:", 1), 0), AddResult::present);
+}
+
+TEST(RedisBloomChain, BatchesAnswerAsItemByItemAcrossGrowth) {
+  for (const std::uint32_t options : {kNewFilterOptions, kForce64, kNoRound, 0u}) {
+    Chain one = Chain::make(30, 0.01, options, 2, default_chain_allocator());
+    Chain batched = Chain::make(30, 0.01, options, 2, default_chain_allocator());
+    std::vector<std::string> items;
+    for (int i = 0; i < 3000; ++i) items.push_back(item(i % 3 == 0 ? "dup:" : "in:", i % 1500));
+    std::vector<std::string_view> views(items.begin(), items.end());
+    std::vector<AddResult> singles, batch(views.size());
+    for (const std::string_view v : views) singles.push_back(one.add(v, 0));
+    std::size_t done = 0;
+    for (std::size_t first = 0; first < views.size(); first += 97) {
+      const std::size_t count = std::min<std::size_t>(97, views.size() - first);
+      done += batched.add_many(std::span(views).subspan(first, count), batch.data() + first, 0);
+    }
+    ASSERT_EQ(done, views.size());
+    EXPECT_EQ(batch, singles) << options;
+    EXPECT_EQ(batched.links().size(), one.links().size());
+    EXPECT_GE(one.links().size(), 4u);
+    std::vector<std::string> probes;
+    for (int i = 0; i < 4000; ++i) probes.push_back(item(i % 2 == 0 ? "in:" : "out:", i));
+    std::vector<std::string_view> probe_views(probes.begin(), probes.end());
+    std::vector<std::uint8_t> present(probes.size());
+    batched.contains_many(probe_views, present.data());
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      ASSERT_EQ(present[i] != 0, one.contains(probe_views[i])) << i;
+    }
+  }
+  // A batch stops at the first refused item and says how many it handled.
+  Chain full = Chain::make(5, 0.01, kNewFilterOptions | kNoScaling, 2, default_chain_allocator());
+  std::vector<std::string> many;
+  for (int i = 0; i < 50; ++i) many.push_back(item("f:", i));
+  std::vector<std::string_view> many_views(many.begin(), many.end());
+  std::vector<AddResult> results(many.size());
+  const std::size_t handled = full.add_many(many_views, results.data(), 0);
+  ASSERT_LT(handled, many.size());
+  EXPECT_EQ(results[handled - 1], AddResult::full);
+}
+
+TEST(RedisBloomChain, RemaindersByMultiplicationAreExact) {
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const std::uint64_t edges[] = {
+      0,          1,         2,    63, 64, 65, (1ULL << 32) - 1, 1ULL << 32, (1ULL << 63) - 1,
+      1ULL << 63, ~0ULL - 1, ~0ULL};
+  for (int trial = 0; trial < 2000; ++trial) {
+    Link link;
+    link.bits = trial < 8 ? (std::uint64_t{64} << trial) + 64 * trial + 8 : (next() >> 2) | 8;
+    const Modulus modulus(link);
+    for (const std::uint64_t x : edges) ASSERT_EQ(modulus.of(x), x % link.bits) << link.bits;
+    for (int i = 0; i < 50; ++i) {
+      const std::uint64_t x = next();
+      ASSERT_EQ(modulus.of(x), x % link.bits) << x << " mod " << link.bits;
+    }
+    // The walk gives each probe's ((a + i·b) mod 2^64) mod bits.
+    link.hashes = 40;
+    const HashPair hash{next(), next()};
+    std::uint64_t at[40];
+    link.positions(hash, modulus, at);
+    for (std::uint32_t i = 0; i < 40; ++i) ASSERT_EQ(at[i], (hash.a + i * hash.b) % link.bits);
+  }
 }
 
 TEST(RedisBloomChain, TheTwoHashVersionsPlaceItemsDifferently) {

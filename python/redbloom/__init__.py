@@ -21,13 +21,16 @@ from ._errors import (
     RedbloomWarning,
     StorageError,
 )
-from ._redbloom import Filter, KnownSet
+from ._redbloom import Filter, KnownSet, RecordKey
+from .records import dedup_records
 from ._version import __version__  # written by CMake: the version `redbloom --version` prints
 
 __all__ = [
     "open",
     "Filter",
     "KnownSet",
+    "RecordKey",
+    "dedup_records",
     "Error",
     "InvalidArgument",
     "FilterExists",
@@ -44,7 +47,7 @@ __all__ = [
 
 def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits=None,
          hashes=None, create=True, read_only=False, window=None, slices=None, growth=None,
-         max_bytes=None):
+         max_bytes=None, engine=None, nonscaling=False):
     """Opens the filter at `location` (a path, "redis://host:port#name", "redis://a,redis://b#name",
     "redis+cluster://host:port#name" or "memory:"); with a size (capacity=, error_rate=, layout=)
     and create=True, creates it when missing. A size given must match the filter's
@@ -52,8 +55,13 @@ def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits
 
     window= (seconds, a timedelta, or "10m") makes a filter that remembers items that long,
     capacity= being the items per window; growth= (e.g. 2) one that grows instead of filling
-    up; max_bytes= caps either (CapacityExceeded when reached)."""
+    up; max_bytes= caps either (CapacityExceeded when reached).
+
+    engine="bf" uses a filter of the Redis server's own Bloom engine (RedisBloom, Redis 8,
+    valkey-bloom, redbloom.so) through its BF.* commands: when missing it is created with
+    BF.RESERVE from capacity=, error_rate=, growth= (its EXPANSION) or nonscaling=True; an
+    existing one is used as the server made it. engine=None opens whichever kind is there."""
     return Filter.open(location, name=name, capacity=capacity, error_rate=error_rate,
                        layout=layout, bits=bits, hashes=hashes, create=create,
                        read_only=read_only, window=window, slices=slices, growth=growth,
-                       max_bytes=max_bytes)
+                       max_bytes=max_bytes, engine=engine, nonscaling=nonscaling)

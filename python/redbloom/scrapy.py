@@ -13,6 +13,11 @@ settings.py:
     REDBLOOM_GROWTH = 2                         # optional: grow past the capacity (by links of
                                                 # 2x, 4x, ... at tighter rates) instead of
                                                 # dropping ever more new requests
+    REDBLOOM_ENGINE = "bf"                      # optional: a filter of the Redis server's own
+                                                # Bloom engine (RedisBloom, Redis 8,
+                                                # valkey-bloom), made with BF.RESERVE from
+                                                # REDBLOOM_CAPACITY, REDBLOOM_ERROR_RATE and
+                                                # REDBLOOM_GROWTH (its EXPANSION) when missing
 
 The filter holds the 20-byte fingerprints of the crawler's request fingerprinter, so the
 fingerprinter is part of the filter's identity: the one that built the filter is recorded
@@ -128,9 +133,10 @@ class RedbloomDupeFilter(BaseDupeFilter):
 
     def __init__(self, location, key=DEFAULT_KEY, capacity=DEFAULT_CAPACITY,
                  error_rate=DEFAULT_ERROR_RATE, fingerprinter=None, settings=None, stats=None,
-                 debug=False, growth=None):
+                 debug=False, growth=None, engine=None):
         self.location = location
         self.growth = growth
+        self.engine = engine
         self.key = key
         self.capacity = capacity
         self.error_rate = error_rate
@@ -155,7 +161,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
                          fingerprinter=getattr(crawler, "request_fingerprinter", None),
                          settings=settings, stats=crawler.stats,
                          debug=settings.getbool("DUPEFILTER_DEBUG"),
-                         growth=settings.getint("REDBLOOM_GROWTH") or None)
+                         growth=settings.getint("REDBLOOM_GROWTH") or None,
+                         engine=settings.get("REDBLOOM_ENGINE") or None)
         dupefilter._crawler = crawler  # its spider names the Redis key when the crawl opens
         return dupefilter
 
@@ -167,7 +174,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
                    capacity=settings.getfloat("REDBLOOM_CAPACITY", DEFAULT_CAPACITY),
                    error_rate=settings.getfloat("REDBLOOM_ERROR_RATE", DEFAULT_ERROR_RATE),
                    settings=settings, debug=settings.getbool("DUPEFILTER_DEBUG"),
-                   growth=settings.getint("REDBLOOM_GROWTH") or None)
+                   growth=settings.getint("REDBLOOM_GROWTH") or None,
+                   engine=settings.get("REDBLOOM_ENGINE") or None)
 
     def _fingerprint(self, request):
         if self.fingerprinter is not None:
@@ -185,7 +193,7 @@ class RedbloomDupeFilter(BaseDupeFilter):
             name = self.key % {"spider": getattr(spider, "name", "scrapy")}
         self.filter = _redbloom.Filter.open(self.location, name=name, capacity=self.capacity,
                                             error_rate=self.error_rate, growth=self.growth,
-                                            create=True)
+                                            create=True, engine=self.engine)
         self._start_items = len(self.filter)
         logger.info("redbloom dupefilter uses %r, about %d requests in it", self.filter,
                     self._start_items)
@@ -199,9 +207,11 @@ class RedbloomDupeFilter(BaseDupeFilter):
         self._ensure_open()
         if self.filter.add(self._fingerprint(request)):
             self.new_requests += 1
-            # The chance this new request would have been dropped, at the filter's fill now.
-            self._expected_wrong_drops += self.filter.error_rate_at(
-                self._start_items + self.new_requests)
+            # The chance this new request would have been dropped, at the filter's fill now
+            # (None: the server's Bloom engine keeps the rate and does not say it).
+            rate = self.filter.error_rate_at(self._start_items + self.new_requests)
+            if rate is not None:
+                self._expected_wrong_drops += rate
             return False
         self.dropped_requests += 1
         return True
@@ -230,7 +240,8 @@ class RedbloomDupeFilter(BaseDupeFilter):
             self.stats.set_value("redbloom/dropped_requests", self.dropped_requests)
             self.stats.set_value("redbloom/expected_wrongly_dropped",
                                  self._expected_wrong_drops)
-        if info["estimated_items"] > info["capacity"]:
+        # The server's Bloom engine grows past its capacity, or refuses requests past it.
+        if info["server_filter"] is None and info["estimated_items"] > info["capacity"]:
             logger.warning("redbloom dupefilter %s holds ~%d requests, over its capacity %d: "
                            "new requests are wrongly dropped at a rate of %.3g; create a larger "
                            "filter (REDBLOOM_CAPACITY)", info["location"],

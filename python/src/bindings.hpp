@@ -7,5 +7,6 @@ namespace redbloom::python {
 
 void bind_filter(pybind11::module_& m);
 void bind_known_set(pybind11::module_& m);
+void bind_record_key(pybind11::module_& m);
 
 }  // namespace redbloom::python

@@ -5,15 +5,18 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "errors.hpp"
 #include "items.hpp"
+#include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/location.hpp"
@@ -35,6 +38,7 @@ class PyFilter {
         stream_(filter.shape().stream),
         location_(location),
         remote_(location.in_redis()),
+        server_filter_(filter.store().server_filter_info().has_value()),
         handle_(std::move(filter), reopener(location, access)) {}
 
   bool add(py::handle item) {
@@ -86,7 +90,18 @@ class PyFilter {
     const double n = handle_.run(remote_, [](Filter& f) { return f.estimate_items(); });
     return static_cast<std::uint64_t>(std::llround(n));
   }
-  double error_rate_at(double items) const { return expected_false_positive_rate(params_, items); }
+  // A filter of the server's engine keeps its rate by growing (or refuses items past its
+  // capacity): its rate is the one it was made with, where known.
+  py::object error_rate_at(double items) const {
+    if (server_filter_) return error_rate();
+    return py::float_(expected_false_positive_rate(params_, items));
+  }
+  // None for a filter of the server's engine whose BF.INFO does not say it.
+  [[nodiscard]] py::object error_rate() const {
+    if (server_filter_ && params_.error_rate == 0) return py::none();
+    return py::float_(params_.error_rate);
+  }
+  [[nodiscard]] std::string engine() const { return server_filter_ ? "bf" : "redbloom"; }
   void flush() {
     handle_.run(true, [](Filter& f) { f.flush(); });
   }
@@ -109,6 +124,7 @@ class PyFilter {
   std::optional<StreamOptions> stream_;
   Location location_;
   bool remote_;
+  bool server_filter_;  // kept by the server's own Bloom engine (BF.*)
   SharedHandle<Filter> handle_;
 
   static std::function<Filter()> reopener(const Location& location, FileAccess access) {
@@ -188,14 +204,118 @@ class PyFilter {
   }
 };
 
+// engine="bf": BF.RESERVE's options from capacity=, error_rate=, growth= (its EXPANSION) and
+// nonscaling=; what the engine has no counterpart for is refused.
+EngineFilterOptions engine_options(
+    const py::object& capacity, const py::object& error_rate, const py::object& growth,
+    bool nonscaling, std::initializer_list<std::pair<const char*, const py::object*>> unsupported) {
+  for (const auto& [what, value] : unsupported) {
+    if (!value->is_none()) {
+      throw InvalidArgument(std::string(what) +
+                            "= cannot apply to a filter of the server's Bloom engine "
+                            "(engine='bf'): it takes capacity=, error_rate=, growth= and "
+                            "nonscaling=");
+    }
+  }
+  if (nonscaling && !growth.is_none()) {
+    throw InvalidArgument("nonscaling=True and growth= contradict each other");
+  }
+  EngineFilterOptions options;
+  const double n = capacity.is_none() ? 0 : py::cast<double>(capacity);
+  if (!(n >= 1) || n > 1e15) {
+    throw InvalidArgument("capacity= for a BF filter must be between 1 and 1e15");
+  }
+  options.capacity = static_cast<std::uint64_t>(n);
+  options.error_rate = error_rate.is_none() ? 0.01 : py::cast<double>(error_rate);
+  if (!growth.is_none()) {
+    const long long g = py::cast<long long>(growth);
+    if (g < 1 || g > 32768) throw InvalidArgument("growth= for a BF filter: 1 to 32768");
+    options.expansion = static_cast<std::uint32_t>(g);
+  }
+  options.nonscaling = nonscaling;
+  return options;
+}
+
+void check_engine_name(const py::object& engine) {
+  if (engine.is_none()) return;
+  const auto name = py::cast<std::string>(engine);
+  if (name != "bf" && name != "redbloom") {
+    throw InvalidArgument(
+        "engine= is 'redbloom' (redbloom's own filter) or 'bf' (the Redis "
+        "server's Bloom engine), not '" +
+        name + "'");
+  }
+}
+
+bool wants_bf(const py::object& engine) {
+  return !engine.is_none() && py::cast<std::string>(engine) == "bf";
+}
+
+// The filter at `location` must be of the engine asked for (when one was).
+void check_engine_of(const Filter& filter, const Location& location, const py::object& engine) {
+  if (engine.is_none()) return;
+  const bool bf = filter.store().server_filter_info().has_value();
+  if (bf != wants_bf(engine)) {
+    throw FilterExists(location.describe() + " is " +
+                       (bf ? "a filter of the server's Bloom engine (engine='bf')"
+                           : "redbloom's own filter (engine='redbloom')") +
+                       ", not the engine asked for; open it with engine=" +
+                       (bf ? "'bf'" : "'redbloom'") + " or None");
+  }
+}
+
+// open(engine='bf'): the key, reserved with BF.RESERVE first when missing and `create`. Its
+// size options apply only then: the engine keeps its own.
+std::unique_ptr<PyFilter> open_engine_filter(const Location& location, const py::object& capacity,
+                                             const EngineFilterOptions* reserve, bool read_only) {
+  OpenOptions options;
+  options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
+  std::optional<Filter> filter;
+  {
+    py::gil_scoped_release no_gil;
+    if (reserve != nullptr && !Filter::exists(location)) {
+      try {
+        filter.emplace(create_engine_filter(location, *reserve));
+      } catch (const FilterExists&) {
+        // Another process reserved it first: use theirs.
+      }
+    }
+    if (!filter) {
+      if (!Filter::exists(location)) {
+        throw NotFound(location.describe() + " does not exist; pass capacity= (and error_rate=) " +
+                       "to create it" + (capacity.is_none() ? "" : " (and create=True)"));
+      }
+      filter.emplace(Filter::open(location, options));
+    }
+  }
+  check_engine_of(*filter, location, py::str("bf"));
+  return std::make_unique<PyFilter>(std::move(*filter), location, options.access);
+}
+
 // open(): an existing filter, or a new one when `create` and a size was given.
 std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::string& name,
                                       const py::object& capacity, const py::object& error_rate,
                                       const py::object& layout, const py::object& bits,
                                       const py::object& hashes, bool create, bool read_only,
                                       const py::object& window, const py::object& slices,
-                                      const py::object& growth, const py::object& max_bytes) {
+                                      const py::object& growth, const py::object& max_bytes,
+                                      const py::object& engine, bool nonscaling) {
   const Location location = Location::parse(where, name);
+  check_engine_name(engine);
+  if (wants_bf(engine)) {
+    std::optional<EngineFilterOptions> reserve;
+    if (!capacity.is_none() && create && !read_only) {
+      reserve = engine_options(capacity, error_rate, growth, nonscaling,
+                               {{"layout", &layout},
+                                {"bits", &bits},
+                                {"hashes", &hashes},
+                                {"window", &window},
+                                {"slices", &slices},
+                                {"max_bytes", &max_bytes}});
+    }
+    return open_engine_filter(location, capacity, reserve ? &*reserve : nullptr, read_only);
+  }
+  if (nonscaling) throw InvalidArgument("nonscaling= is for engine='bf'");
   const std::optional<StreamOptions> stream =
       requested_stream(capacity, error_rate, layout, window, slices, growth, max_bytes);
   const std::optional<FilterParams> params =
@@ -224,6 +344,7 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
     filter.emplace(Filter::open(location, options, &report));
   }
   warn(report.warnings);
+  check_engine_of(*filter, location, engine);
   return std::make_unique<PyFilter>(std::move(*filter), location, options.access);
 }
 
@@ -232,8 +353,26 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
                                         const py::object& layout, const py::object& bits,
                                         const py::object& hashes, bool overwrite,
                                         const py::object& window, const py::object& slices,
-                                        const py::object& growth, const py::object& max_bytes) {
+                                        const py::object& growth, const py::object& max_bytes,
+                                        const py::object& engine, bool nonscaling) {
   const Location location = Location::parse(where, name);
+  check_engine_name(engine);
+  if (wants_bf(engine)) {
+    const EngineFilterOptions reserve = engine_options(capacity, error_rate, growth, nonscaling,
+                                                       {{"layout", &layout},
+                                                        {"bits", &bits},
+                                                        {"hashes", &hashes},
+                                                        {"window", &window},
+                                                        {"slices", &slices},
+                                                        {"max_bytes", &max_bytes}});
+    std::optional<Filter> filter;
+    {
+      py::gil_scoped_release no_gil;
+      filter.emplace(create_engine_filter(location, reserve, overwrite));
+    }
+    return std::make_unique<PyFilter>(std::move(*filter), location, FileAccess::read_write);
+  }
+  if (nonscaling) throw InvalidArgument("nonscaling= is for engine='bf'");
   const std::optional<StreamOptions> stream =
       requested_stream(capacity, error_rate, layout, window, slices, growth, max_bytes);
   const std::optional<FilterParams> params =
@@ -264,19 +403,25 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
                   py::arg("hashes") = py::none(), py::arg("create") = false,
                   py::arg("read_only") = false, py::arg("window") = py::none(),
                   py::arg("slices") = py::none(), py::arg("growth") = py::none(),
-                  py::arg("max_bytes") = py::none(),
+                  py::arg("max_bytes") = py::none(), py::arg("engine") = py::none(),
+                  py::arg("nonscaling") = false,
                   "Opens a filter; with a size and create=True, creates it if missing. A size "
                   "given must match an existing filter's (FilterExists otherwise). window= "
                   "(seconds or '10m') makes a windowed filter, capacity= then being items per "
-                  "window; growth= a growing one (docs/streams.md).")
+                  "window; growth= a growing one (docs/streams.md). engine='bf': a filter of "
+                  "the Redis server's own Bloom engine, created with BF.RESERVE from capacity=, "
+                  "error_rate=, growth= (EXPANSION) or nonscaling=True when missing; an existing "
+                  "one is used as the server made it.")
       .def_static("create", &create_filter, py::arg("location"), py::kw_only(),
                   py::arg("name") = "", py::arg("capacity") = py::none(),
                   py::arg("error_rate") = py::none(), py::arg("layout") = py::none(),
                   py::arg("bits") = py::none(), py::arg("hashes") = py::none(),
                   py::arg("overwrite") = false, py::arg("window") = py::none(),
                   py::arg("slices") = py::none(), py::arg("growth") = py::none(),
-                  py::arg("max_bytes") = py::none(),
-                  "Creates a new, empty filter (FilterExists if there is one, unless overwrite).")
+                  py::arg("max_bytes") = py::none(), py::arg("engine") = py::none(),
+                  py::arg("nonscaling") = false,
+                  "Creates a new, empty filter (FilterExists if there is one, unless overwrite); "
+                  "engine='bf' one of the Redis server's own Bloom engine (BF.RESERVE).")
       .def("add", &PyFilter::add, py::arg("item"),
            "Adds the item; True iff it was new (as BF.ADD). Atomic: of concurrent writers "
            "adding one item, exactly one gets True.")
@@ -304,14 +449,23 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
       .def_property_readonly("location", &PyFilter::location)
       .def_property_readonly("params", [](const PyFilter& f) { return params_dict(f.params()); })
       .def_property_readonly("capacity", [](const PyFilter& f) { return f.params().capacity; })
-      .def_property_readonly("error_rate", [](const PyFilter& f) { return f.params().error_rate; })
+      .def_property_readonly("error_rate", &PyFilter::error_rate,
+                             "The rate it was sized for; None where the server's engine keeps "
+                             "it and does not say it")
+      .def_property_readonly("engine", &PyFilter::engine,
+                             "'redbloom' (redbloom's own bits) or 'bf' (the server's Bloom "
+                             "engine, through BF.*)")
       .def_property_readonly("bits", [](const PyFilter& f) { return f.params().total_bits(); })
       .def_property_readonly("hashes", [](const PyFilter& f) { return f.params().hashes; })
       .def_property_readonly(
           "layout", [](const PyFilter& f) { return std::string(to_string(f.params().layout)); })
       .def("__repr__", [](const PyFilter& f) {
         return "<redbloom.Filter " + f.location() + (f.closed() ? " (closed)" : "") + ": " +
-               (f.stream() ? describe(*f.stream()) : describe(f.params())) + ">";
+               (f.engine() == "bf" ? "the server's Bloom engine (BF.*), capacity " +
+                                         std::to_string(f.params().capacity)
+                : f.stream() ? describe(*f.stream())
+                             : describe(f.params())) +
+               ">";
       });
 }
 

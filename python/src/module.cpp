@@ -9,4 +9,5 @@ PYBIND11_MODULE(_redbloom, m) {
   redbloom::python::register_error_translation();
   redbloom::python::bind_filter(m);
   redbloom::python::bind_known_set(m);
+  redbloom::python::bind_record_key(m);
 }

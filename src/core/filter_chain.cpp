@@ -139,6 +139,47 @@ FilterParams FilterChain::next_link_params(double* target_error) const {
   return link_params(links_.size(), target_error);
 }
 
+std::size_t FilterChain::relocate(std::size_t first, void* (*move)(void*, void*), void* context,
+                                  bool (*stop)(void*), std::uint64_t* moved) noexcept {
+  std::size_t i = first;
+  for (; i < links_.size(); ++i) {
+    if (stop != nullptr && i > first && stop(context)) break;
+    Link& link = links_[i];
+    const std::size_t bytes = link.params.total_bytes();
+    // Offered only when the moved copy can keep its bits on a cache line: whole lines (an
+    // allocator's block of such a size sits on one) or 63 spare bytes to shift them by.
+    if (bytes % 64 != 0 && link.allocated_bytes < bytes + 63) continue;
+    const std::size_t offset =
+        static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(link.words) -
+                                 reinterpret_cast<std::uintptr_t>(link.allocation));
+    void* block = move(context, link.allocation);
+    if (block == nullptr) continue;
+    ++*moved;
+    const auto address = reinterpret_cast<std::uintptr_t>(block);
+    const std::uintptr_t aligned = (address + 63) & ~std::uintptr_t{63};
+    if (aligned + bytes <= address + link.allocated_bytes) {
+      // The kernels want the bits on a cache line: moved within the block when its start moved
+      // off one.
+      std::memmove(reinterpret_cast<void*>(aligned), static_cast<char*>(block) + offset, bytes);
+      link.allocation = block;
+      link.words = reinterpret_cast<std::uint64_t*>(aligned);
+      continue;
+    }
+    // The new block is off a cache line with no room to shift: the bits go to a block of 63
+    // bytes more. (Redis's allocator never returns null: it ends the server when out of memory.)
+    void* wider = allocator_.allocate(bytes + 63);
+    if (wider == nullptr) std::abort();
+    const std::uintptr_t start =
+        (reinterpret_cast<std::uintptr_t>(wider) + 63) & ~std::uintptr_t{63};
+    std::memcpy(reinterpret_cast<void*>(start), static_cast<char*>(block) + offset, bytes);
+    allocator_.release(block);
+    link.allocation = wider;
+    link.allocated_bytes = bytes + 63;
+    link.words = reinterpret_cast<std::uint64_t*>(start);
+  }
+  return i;
+}
+
 FilterChain::Link& FilterChain::add_link_with_params(const FilterParams& params,
                                                      double target_error, std::uint64_t items) {
   validate(params, /*from_storage=*/true);

@@ -69,6 +69,12 @@ class FilterChain {
   ~FilterChain();
   // A deep copy, with the same allocator.
   [[nodiscard]] std::unique_ptr<FilterChain> clone() const;
+  // Active defragmentation: offers each link's block from link `first` on to `move`, which
+  // returns the block its bytes now live in (the old one then belongs to it) or nullptr to
+  // leave them, until `stop` says so (nullptr: never). Returns the link to resume at (the link
+  // count when done) and adds the moved blocks to `moved`.
+  std::size_t relocate(std::size_t first, void* (*move)(void* context, void* block), void* context,
+                       bool (*stop)(void* context), std::uint64_t* moved) noexcept;
 
   // over_limit: the chain cannot grow (its memory limit, or kMaxLinks links).
   enum class AddResult : std::uint8_t { present = 0, added = 1, full = 2, over_limit = 3 };

@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/filter_chain.hpp"
@@ -48,28 +48,61 @@ struct HashPair {
 // The pair an item is placed by: probe i sets bit (a + i·b) mod the link's bit count.
 [[nodiscard]] HashPair item_hash(std::string_view item, std::uint32_t options) noexcept;
 
-// Bytes from a ChainAllocator: the module's links count in the server's memory, as RedisBloom's.
-class ByteAllocator {
+// A sub-filter's bits, from a ChainAllocator (the module's count in the server's memory, as
+// RedisBloom's), in one block that active defragmentation may move.
+class Bits {
  public:
-  using value_type = std::uint8_t;
-  template <class U>
-  struct rebind {
-    static_assert(std::is_same_v<U, std::uint8_t>, "bytes only");
-    using other = ByteAllocator;
-  };
-  ByteAllocator() noexcept : source_(default_chain_allocator()) {}
-  explicit ByteAllocator(ChainAllocator source) noexcept : source_(source) {}
-  [[nodiscard]] std::uint8_t* allocate(std::size_t n);
-  void deallocate(std::uint8_t* pointer, std::size_t) noexcept { source_.release(pointer); }
-  [[nodiscard]] ChainAllocator source() const noexcept { return source_; }
-  friend bool operator==(const ByteAllocator& x, const ByteAllocator& y) noexcept {
-    return x.source_.allocate == y.source_.allocate && x.source_.release == y.source_.release;
+  Bits() noexcept : allocator_(default_chain_allocator()) {}
+  // `size` zeroed bytes, or a copy of `from`; throw bad_alloc when they cannot be allocated.
+  Bits(std::size_t size, ChainAllocator allocator);
+  Bits(const std::uint8_t* from, std::size_t size, ChainAllocator allocator);
+  Bits(const Bits& other) : Bits(other.data_, other.size_, other.allocator_) {}
+  Bits(Bits&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        allocator_(other.allocator_) {}
+  Bits& operator=(Bits other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(allocator_, other.allocator_);
+    return *this;
+  }
+  ~Bits() {
+    if (data_ != nullptr) allocator_.release(data_);
+  }
+  [[nodiscard]] std::uint8_t* data() noexcept { return data_; }
+  [[nodiscard]] const std::uint8_t* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  std::uint8_t& operator[](std::size_t i) noexcept { return data_[i]; }
+  const std::uint8_t& operator[](std::size_t i) const noexcept { return data_[i]; }
+  // Offers the block to `move`, which returns the block the bytes now live in (the old one
+  // then belongs to it) or nullptr to leave them. True when they moved.
+  bool relocate(void* (*move)(void* context, void* block), void* context) noexcept {
+    if (data_ == nullptr) return false;
+    void* moved = move(context, data_);
+    if (moved == nullptr) return false;
+    data_ = static_cast<std::uint8_t*>(moved);
+    return true;
   }
 
  private:
-  ChainAllocator source_;
+  std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  ChainAllocator allocator_;
 };
-using Bytes = std::vector<std::uint8_t, ByteAllocator>;
+
+struct Link;
+
+// A sub-filter's bit count as a divisor: remainders by multiplications, for batches.
+struct Modulus {
+  explicit Modulus(const Link& link) noexcept;
+  [[nodiscard]] std::uint64_t of(std::uint64_t x) const noexcept;
+  std::uint64_t bits;
+  unsigned __int128 inverse;  // ceil(2^128 / bits)
+  std::uint64_t wrap;         // 2^64 mod bits
+  bool power_of_two;
+};
 
 struct Link {
   std::uint64_t capacity = 0;  // RedisBloom's "entries"
@@ -79,11 +112,18 @@ struct Link {
   std::uint64_t bits = 0;
   std::uint8_t n2 = 0;  // bits == 1 << n2 when non-zero
   std::uint64_t items = 0;
-  Bytes data;
+  Bits data;
 
   [[nodiscard]] bool contains(HashPair hash) const noexcept;
+  [[nodiscard]] bool contains(HashPair hash, const Modulus& modulus) const noexcept;
   // Sets the item's bits; true when one of them was unset.
   bool set(HashPair hash) noexcept;
+  // The item's bit positions, probe by probe, into `out` (room for `hashes` of them).
+  void positions(HashPair hash, std::uint64_t* out) const noexcept;
+  void positions(HashPair hash, const Modulus& modulus, std::uint64_t* out) const noexcept;
+  // contains / set on positions from `positions`.
+  [[nodiscard]] bool all_set(const std::uint64_t* positions) const noexcept;
+  bool set_at(const std::uint64_t* positions) noexcept;
 };
 
 // A link as RedisBloom's bloom_init makes it for `capacity` items at `error`; false when
@@ -99,16 +139,24 @@ class Chain {
  public:
   enum class AddResult : std::uint8_t { present, added, full, too_large, refused };
 
-  // BF.RESERVE's filter; throws InvalidArgument for figures RedisBloom refuses.
+  // BF.RESERVE's filter; throws InvalidArgument for figures RedisBloom refuses, and for a
+  // first sub-filter whose bits are over `max_bytes` (0: no limit), before allocating them.
   static Chain make(std::uint64_t capacity, double error, std::uint32_t options,
-                    std::uint32_t expansion, ChainAllocator allocator);
+                    std::uint32_t expansion, ChainAllocator allocator, std::uint64_t max_bytes = 0);
 
   [[nodiscard]] bool contains(std::string_view item) const noexcept;
+  // contains for each item into present[i] (1 or 0); the cache lines of the items ahead are
+  // fetched while one is tested.
+  void contains_many(std::span<const std::string_view> items, std::uint8_t* present) const noexcept;
   // As RedisBloom adds: present when a link has the item; else set in the newest link, after
   // stacking a new one (capacity × expansion, half the error) when the newest is full.
   // A new link that would take the chain past `max_bytes` (0: no limit) is refused. Throws
   // bad_alloc when its bits cannot be allocated (nothing changed).
   AddResult add(std::string_view item, std::uint64_t max_bytes);
+  // add for each item in order into results[i], up to and including the first that is
+  // neither added nor present; returns how many were handled.
+  std::size_t add_many(std::span<const std::string_view> items, AddResult* results,
+                       std::uint64_t max_bytes);
 
   [[nodiscard]] std::uint64_t items() const noexcept { return items_; }
   [[nodiscard]] std::uint32_t options() const noexcept { return options_; }
@@ -146,7 +194,18 @@ class Chain {
   // Empty when the chain is sound, else what is wrong.
   [[nodiscard]] std::string problem() const;
 
+  // Active defragmentation: offers each sub-filter's bits from `first` on to `move`
+  // (Bits::relocate) until `stop` says so (nullptr: never). Returns the index to resume at
+  // (the sub-filter count when done) and adds the moved blocks to `moved`.
+  std::size_t relocate(std::size_t first, void* (*move)(void* context, void* block), void* context,
+                       bool (*stop)(void* context), std::uint64_t* moved) noexcept;
+
  private:
+  struct Prepared;
+  void prepare(std::string_view item, const Modulus* modulus, std::uint32_t prefetch,
+               Prepared& p) const noexcept;
+  [[nodiscard]] bool contains(const Prepared& p) const noexcept;
+  AddResult add(const Prepared& p, std::uint64_t max_bytes);
   Link* link_at(long long iterator, std::uint64_t* offset) noexcept;
 
   std::uint64_t items_ = 0;

@@ -291,19 +291,41 @@ bool RecordKeyExtractor::json_all(const std::vector<std::string_view>& records, 
     length += records[i].size() + 1;
   }
   starts[last - first] = length;
-  if (padded_.size() < length + simdjson::SIMDJSON_PADDING) {
-    padded_.resize(length + simdjson::SIMDJSON_PADDING);
+  // The records of a run usually lie back to back in the caller's buffer, each followed by its
+  // newline; then they are parsed where they are, if the bytes of later records in the batch
+  // cover the padding the parser reads past the run's end. Else they are copied.
+  const char* base = records[first].data();
+  // Each next record starting right after the one before's delimiter puts that delimiter inside
+  // the buffer; only then is it read.
+  bool in_place = last < records.size();
+  for (std::size_t i = first + 1; in_place && i <= last; ++i) {
+    in_place = records[i].data() == base + starts[i - first] && base[starts[i - first] - 1] == '\n';
   }
-  char* at = padded_.data();
-  for (std::size_t i = first; i < last; ++i) {
-    std::memcpy(at, records[i].data(), records[i].size());
-    at += records[i].size();
-    *at++ = '\n';
+  for (std::size_t j = last; in_place; ++j) {
+    const std::string_view next = records[j];
+    if (static_cast<std::size_t>(next.data() + next.size() - (base + length)) >=
+        simdjson::SIMDJSON_PADDING) {
+      break;
+    }
+    in_place = j + 1 < records.size() && records[j + 1].data() == next.data() + next.size() + 1;
   }
-  std::memset(at, 0, simdjson::SIMDJSON_PADDING);
+  if (!in_place) {
+    if (padded_.size() < length + simdjson::SIMDJSON_PADDING) {
+      padded_.resize(length + simdjson::SIMDJSON_PADDING);
+    }
+    char* at = padded_.data();
+    for (std::size_t i = first; i < last; ++i) {
+      std::memcpy(at, records[i].data(), records[i].size());
+      at += records[i].size();
+      *at++ = '\n';
+    }
+    std::memset(at, 0, simdjson::SIMDJSON_PADDING);
+    base = padded_.data();
+  }
   simdjson::dom::document_stream stream;
   const std::size_t window = std::max(length, simdjson::dom::DEFAULT_BATCH_SIZE);
-  if (json_->parser.parse_many(padded_.data(), length, window).get(stream) != simdjson::SUCCESS) {
+  if (json_->parser.parse_many(reinterpret_cast<const std::uint8_t*>(base), length, window)
+          .get(stream) != simdjson::SUCCESS) {
     return false;
   }
   found = 0;

@@ -26,7 +26,19 @@ std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint
       throw;
     }
   }
-  return plain_backend(ShardedRedisStore::open(servers, name, wait_for_creator));
+  try {
+    return plain_backend(ShardedRedisStore::open(servers, name, wait_for_creator));
+  } catch (const FormatError&) {
+    // A BF key is one key of one server: refused by name rather than as a foreign key.
+    for (const RedisEndpoint& server : servers) {
+      if (auto bf = ServerFilterStore::open_if_server_filter(server, name)) {
+        throw InvalidArgument(
+            bf->location() + " is one key of one server, not a filter sharded over " +
+            std::to_string(servers.size()) + " servers: open it with that server alone");
+      }
+    }
+    throw;
+  }
 }
 
 std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoint>& servers,

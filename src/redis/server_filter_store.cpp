@@ -1,7 +1,10 @@
 #include "server_filter_store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -56,6 +59,32 @@ std::uint64_t number_of(const redisReply& reply) {
   return value;
 }
 
+double real_of(const redisReply& reply) {
+  if (reply.type == REDIS_REPLY_INTEGER) return static_cast<double>(reply.integer);
+  return std::strtod(std::string(text_of(reply)).c_str(), nullptr);
+}
+
+std::size_t units_for(std::size_t items) {
+  return (items + kCommandItems - 1) / kCommandItems;
+}
+
+// The items before the first unit not yet answered: units of one key run in order on one node,
+// but a unit redirected while its slot moves is answered after later ones.
+std::size_t answered_prefix(const std::vector<std::uint8_t>& answered, std::size_t items) {
+  const auto gap = std::ranges::find(answered, std::uint8_t{0});
+  const auto units = static_cast<std::size_t>(gap - answered.begin());
+  return std::min(items, units * kCommandItems);
+}
+
+// Items committed when item `i` of `unit` failed: those before it, if every earlier unit was
+// answered.
+std::size_t committed_before(const std::vector<std::uint8_t>& answered, std::size_t unit,
+                             std::size_t i) {
+  const std::size_t first = unit * kCommandItems;
+  const std::size_t prefix = answered_prefix(answered, first + kCommandItems);
+  return prefix >= first ? first + i : prefix;
+}
+
 }  // namespace
 
 struct ServerFilterStore::State {
@@ -70,19 +99,33 @@ struct ServerFilterStore::State {
   const Engine* engine = nullptr;
   FilterParams params;  // placeholders: the engine keeps its own (store.hpp)
 
+  [[nodiscard]] std::size_t first_of(std::size_t unit) const { return unit * kCommandItems; }
+  [[nodiscard]] static std::size_t count_of(std::size_t unit, std::size_t items) {
+    return std::min(kCommandItems, items - unit * kCommandItems);
+  }
+  [[nodiscard]] redis::UnitRoute route(std::size_t unit, bool writes) const {
+    return redis::UnitRoute{slot, unit, writes, {}};
+  }
+  // "BF.INSERT NAME NOCREATE ITEMS ..." or "BF.MEXISTS NAME ..." for one unit's items.
+  void encode(redis::CommandBuffer& buffer, std::span<const std::string_view> head,
+              std::span<const std::string_view> items) const {
+    buffer.begin(head.size() + items.size());
+    for (std::string_view word : head) buffer.arg(word);
+    for (std::string_view item : items) buffer.arg(item);
+  }
+
   [[nodiscard]] std::string location() const {
     return "redis " + router->endpoint().describe() + " filter " + name + " (" +
            kind_text(*engine) + ")";
   }
-  // The key still holds such a filter: lookups of a missing key answer 0, so a filter deleted
-  // or replaced under the store is reported, never answered as empty.
-  void check_still_there(std::string_view operation) const {
-    const Reply type = router->call(slot, {"TYPE", name}, OnLostNode::retry);
-    if (is_error(*type)) router->fail("TYPE", text_of(*type));
-    if (text_of(*type) != engine->type) {
+  // The key still holds such a filter (`type`: TYPE's reply): lookups of a missing key answer 0,
+  // so a filter deleted or replaced under the store is reported, never answered as empty.
+  void check_still_there(const redisReply& type, std::string_view operation) const {
+    if (is_error(type)) router->fail("TYPE", text_of(type));
+    if (text_of(type) != engine->type) {
       throw FormatError(router->message(
           operation, "filter " + name + " is gone (the key now holds " +
-                         std::string(text_of(*type)) + ", not " + kind_text(*engine) +
+                         std::string(text_of(type)) + ", not " + kind_text(*engine) +
                          "): deleted or replaced while in use"));
     }
   }
@@ -108,7 +151,67 @@ std::unique_ptr<ServerFilterStore> ServerFilterStore::open_if_server_filter(
   state->params.capacity = 0;
   state->params.error_rate = 0;
   state->params.hash_scheme = kCurrentHashScheme;
-  return std::unique_ptr<ServerFilterStore>(new ServerFilterStore(std::move(state)));
+  auto store = std::unique_ptr<ServerFilterStore>(new ServerFilterStore(std::move(state)));
+  // Capacity (and the rate, where the engine says it) once, for callers that size by them.
+  store->read_sizes();
+  return store;
+}
+
+void ServerFilterStore::check_options(const EngineFilterOptions& options) {
+  if (options.capacity < 1) throw InvalidArgument("a BF filter needs a capacity of 1 or more");
+  if (!(options.error_rate > 0 && options.error_rate < 1)) {
+    throw InvalidArgument("a BF filter needs an error rate between 0 and 1 (exclusive)");
+  }
+  if (options.nonscaling && options.expansion != 0) {
+    throw InvalidArgument(
+        "a non-scaling BF filter never grows, so it takes no expansion: give one or the other");
+  }
+}
+
+std::unique_ptr<ServerFilterStore> ServerFilterStore::reserve(const RedisEndpoint& endpoint,
+                                                              const std::string& name,
+                                                              const EngineFilterOptions& options) {
+  check_options(options);
+  const auto router = redis::make_router(endpoint);
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.17g", options.error_rate);
+  const std::string capacity = std::to_string(options.capacity);
+  const std::string expansion = std::to_string(options.expansion);
+  std::vector<std::string_view> args = {"BF.RESERVE", name, rate, capacity};
+  if (options.expansion != 0) {
+    args.push_back("EXPANSION");
+    args.push_back(expansion);
+  }
+  if (options.nonscaling) args.push_back("NONSCALING");
+  const Reply reply = router->call(redis::slot_of(name), args);
+  if (is_error(*reply)) {
+    const std::string_view why = text_of(*reply);
+    const std::string where = router->endpoint().describe();
+    if (why.find("exists") != std::string_view::npos) {
+      throw FilterExists("filter " + name + " already exists on redis " + where + " (BF.RESERVE: " +
+                         std::string(why) + "); use it as it is, or create it anew with --force");
+    }
+    if (why.find("unknown command") != std::string_view::npos) {
+      throw InvalidArgument("redis " + where +
+                            " has no Bloom engine of its own (BF.RESERVE: " + std::string(why) +
+                            "): create a redbloom filter there instead (without the BF engine), "
+                            "or load a module that provides BF.* (RedisBloom, valkey-bloom, "
+                            "redbloom.so)");
+    }
+    if (why.rfind("NOPERM", 0) == 0 || why.rfind("WRONGTYPE", 0) == 0) {
+      router->fail("BF.RESERVE", why);
+    }
+    throw InvalidArgument(router->message("BF.RESERVE", why) + " (capacity " + capacity +
+                          ", error rate " + rate + ")");
+  }
+  auto store = open_if_server_filter(endpoint, name);
+  if (!store) {
+    throw StorageError("redis " + router->endpoint().describe() + ": BF.RESERVE " + name +
+                       " answered OK but the key is not a Bloom filter of a known engine "
+                       "(TYPE is none of redbloomF, MBbloom--, bloomfltr)");
+  }
+  if (store->state_->params.error_rate == 0) store->state_->params.error_rate = options.error_rate;
+  return store;
 }
 
 bool ServerFilterStore::drop_if_server_filter(const RedisEndpoint& endpoint,
@@ -131,38 +234,48 @@ void ServerFilterStore::add(std::span<const std::string_view> items,
                             std::span<std::uint8_t> newly_added) {
   State& s = *state_;
   static constexpr std::string_view kOperation = "BF.INSERT";
-  for (std::size_t first = 0; first < items.size(); first += kCommandItems) {
-    const std::size_t count = std::min(kCommandItems, items.size() - first);
-    std::vector<std::string_view> args = {"BF.INSERT", s.name, "NOCREATE", "ITEMS"};
-    args.insert(args.end(), items.begin() + static_cast<std::ptrdiff_t>(first),
-                items.begin() + static_cast<std::ptrdiff_t>(first + count));
-    Reply reply;
-    try {
-      reply = s.router->call(s.slot, args);
-    } catch (const StorageError& e) {
-      throw IncompleteWrite(
-          std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
-          first);
-    }
-    if (is_error(*reply)) {
-      // Nothing of this command ran ("not found": the key was deleted).
-      throw IncompleteWrite(
-          s.router->message(kOperation, text_of(*reply)) + " (" + s.location() + ")", first);
-    }
-    s.router->expect(*reply, REDIS_REPLY_ARRAY, kOperation);
-    for (std::size_t i = 0; i < count; ++i) {
-      const redisReply* answer = i < reply->elements ? reply->element[i] : nullptr;
-      if (answer == nullptr || answer->type != REDIS_REPLY_INTEGER) {
-        // The engine refused this item (a full non-scaling filter, its memory limit) and
-        // stopped there.
-        const std::string why =
-            answer != nullptr ? std::string(text_of(*answer)) : "no answer for this item";
-        throw CapacityExceeded(s.location() + " refused item " + std::to_string(first + i + 1) +
-                                   " of the batch: " + why + "; the items before it were added",
-                               first + i);
-      }
-      if (!newly_added.empty()) newly_added[first + i] = answer->integer == 1 ? 1 : 0;
-    }
+  const std::array<std::string_view, 4> head = {"BF.INSERT", s.name, "NOCREATE", "ITEMS"};
+  std::vector<std::uint8_t> answered(units_for(items.size()), 0);
+  try {
+    s.router->pipeline(
+        answered.size(), kOperation, [&](std::size_t unit) { return s.route(unit, true); },
+        [&](std::size_t unit, redis::CommandBuffer& buffer) {
+          s.encode(buffer, head, items.subspan(s.first_of(unit), s.count_of(unit, items.size())));
+          return std::size_t{1};
+        },
+        [&](std::size_t unit, redis::Replies replies) {
+          const std::size_t first = s.first_of(unit);
+          const std::size_t count = s.count_of(unit, items.size());
+          const redisReply& reply = *replies[0];
+          if (is_error(reply)) {
+            // Nothing of this command ran ("not found": the key was deleted).
+            throw IncompleteWrite(
+                s.router->message(kOperation, text_of(reply)) + " (" + s.location() + ")",
+                answered_prefix(answered, items.size()));
+          }
+          s.router->expect(reply, REDIS_REPLY_ARRAY, kOperation);
+          for (std::size_t i = 0; i < count; ++i) {
+            const redisReply* answer = i < reply.elements ? reply.element[i] : nullptr;
+            if (answer == nullptr || answer->type != REDIS_REPLY_INTEGER) {
+              // The engine refused this item (a full non-scaling filter, its memory limit).
+              const std::string why =
+                  answer != nullptr ? std::string(text_of(*answer)) : "no answer for this item";
+              throw CapacityExceeded(s.location() + " refused item " +
+                                         std::to_string(first + i + 1) + " of the batch: " + why +
+                                         "; the items before it were added",
+                                     committed_before(answered, unit, i));
+            }
+            if (!newly_added.empty()) newly_added[first + i] = answer->integer == 1 ? 1 : 0;
+          }
+          answered[unit] = 1;
+        },
+        OnLostNode::fail);
+  } catch (const IncompleteWrite&) {
+    throw;
+  } catch (const StorageError& e) {
+    throw IncompleteWrite(
+        std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
+        answered_prefix(answered, items.size()));
   }
 }
 
@@ -174,24 +287,32 @@ void ServerFilterStore::contains(std::span<const std::string_view> items,
                                  std::span<std::uint8_t> present) const {
   const State& s = *state_;
   static constexpr std::string_view kOperation = "BF.MEXISTS";
-  bool any_absent = false;
-  for (std::size_t first = 0; first < items.size(); first += kCommandItems) {
-    const std::size_t count = std::min(kCommandItems, items.size() - first);
-    std::vector<std::string_view> args = {"BF.MEXISTS", s.name};
-    args.insert(args.end(), items.begin() + static_cast<std::ptrdiff_t>(first),
-                items.begin() + static_cast<std::ptrdiff_t>(first + count));
-    const Reply reply = s.router->call(s.slot, args, OnLostNode::retry);
-    s.router->expect(*reply, REDIS_REPLY_ARRAY, kOperation);
-    if (reply->elements != count) {
-      s.router->fail(kOperation, std::to_string(reply->elements) + " answers for " +
-                                     std::to_string(count) + " items");
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      present[first + i] = number_of(*reply->element[i]) == 1 ? 1 : 0;
-      any_absent |= present[first + i] == 0;
-    }
-  }
-  if (any_absent) s.check_still_there(kOperation);
+  const std::array<std::string_view, 2> head = {"BF.MEXISTS", s.name};
+  const std::array<std::string_view, 2> type = {"TYPE", s.name};
+  s.router->pipeline(
+      units_for(items.size()), kOperation, [&](std::size_t unit) { return s.route(unit, false); },
+      [&](std::size_t unit, redis::CommandBuffer& buffer) {
+        s.encode(buffer, head, items.subspan(s.first_of(unit), s.count_of(unit, items.size())));
+        buffer.command(type);
+        return std::size_t{2};
+      },
+      [&](std::size_t unit, redis::Replies replies) {
+        const std::size_t first = s.first_of(unit);
+        const std::size_t count = s.count_of(unit, items.size());
+        const redisReply& reply = *replies[0];
+        s.router->expect(reply, REDIS_REPLY_ARRAY, kOperation);
+        if (reply.elements != count) {
+          s.router->fail(kOperation, std::to_string(reply.elements) + " answers for " +
+                                         std::to_string(count) + " items");
+        }
+        bool any_absent = false;
+        for (std::size_t i = 0; i < count; ++i) {
+          present[first + i] = number_of(*reply.element[i]) == 1 ? 1 : 0;
+          any_absent |= present[first + i] == 0;
+        }
+        if (any_absent) s.check_still_there(*replies[1], kOperation);
+      },
+      OnLostNode::retry);
 }
 
 void ServerFilterStore::refuse(std::string_view what) const {
@@ -216,12 +337,24 @@ std::optional<ServerFilterInfo> ServerFilterStore::server_filter_info() const {
   const State& s = *state_;
   const Reply reply = s.router->call(s.slot, {"BF.INFO", s.name}, OnLostNode::retry);
   s.router->expect(*reply, REDIS_REPLY_ARRAY, "BF.INFO");
+  return info_of(*reply, nullptr);
+}
+
+void ServerFilterStore::read_sizes() {
+  State& s = *state_;
+  const Reply reply = s.router->call(s.slot, {"BF.INFO", s.name}, OnLostNode::retry);
+  if (reply->type != REDIS_REPLY_ARRAY) return;  // refused (ACLs): the sizes stay unknown
+  s.params.capacity = info_of(*reply, &s.params.error_rate).capacity;
+}
+
+ServerFilterInfo ServerFilterStore::info_of(const redisReply& reply, double* error_rate) const {
+  const State& s = *state_;
   ServerFilterInfo info;
   info.type = std::string(s.engine->type);
   info.kind = kind_text(*s.engine);
-  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
-    const std::string_view label = text_of(*reply->element[i]);
-    const redisReply& value = *reply->element[i + 1];
+  for (std::size_t i = 0; i + 1 < reply.elements; i += 2) {
+    const std::string_view label = text_of(*reply.element[i]);
+    const redisReply& value = *reply.element[i + 1];
     const bool nil = value.type == REDIS_REPLY_NIL;
     if (label == "Capacity") {
       info.capacity = number_of(value);
@@ -233,6 +366,8 @@ std::optional<ServerFilterInfo> ServerFilterStore::server_filter_info() const {
       if (!nil) info.items = number_of(value);
     } else if (label == "Expansion rate") {
       if (!nil) info.expansion = number_of(value);
+    } else if (label == "Error rate") {
+      if (!nil && error_rate != nullptr) *error_rate = real_of(value);
     }
   }
   return info;

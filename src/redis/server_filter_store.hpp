@@ -2,9 +2,12 @@
 // module, RedisBloom, Redis 8 and valkey-bloom all answer alike: a key that BF.RESERVE or
 // BF.ADD made, told apart by its TYPE (redbloomF, MBbloom--, bloomfltr). Adds go as
 // BF.INSERT NOCREATE (BF.MADD's per-item answers, but a key deleted meanwhile is an error, not
-// a fresh empty filter), lookups as BF.MEXISTS, info as BF.INFO. The engine owns the bits, so
-// what needs redbloom's own (byte-for-byte copies, a count of set bits, windows) is refused
-// with a message naming the kind. One key: one server or one slot of a cluster.
+// a fresh empty filter), lookups as BF.MEXISTS, info as BF.INFO; commands of 1000 items, several
+// in flight (Router::pipeline). The TYPE is read once at open; each lookup command is followed
+// by a TYPE in the same pipeline, so a key deleted under the store is an error, not "absent",
+// without a round trip of its own. The engine owns the bits, so what needs redbloom's own
+// (byte-for-byte copies, a count of set bits, windows) is refused with a message naming the
+// kind. One key: one server or one slot of a cluster.
 #pragma once
 
 #include <memory>
@@ -12,8 +15,11 @@
 #include <string>
 #include <string_view>
 
+#include "redbloom/engine_filter.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redbloom/store.hpp"
+
+struct redisReply;
 
 namespace redbloom {
 
@@ -25,11 +31,19 @@ class ServerFilterStore final : public Store {
   // nullptr when NAME is not such a key (missing, a hash, a string, ...).
   [[nodiscard]] static std::unique_ptr<ServerFilterStore> open_if_server_filter(
       const RedisEndpoint& endpoint, const std::string& name);
+  // InvalidArgument for options no engine takes (a capacity below 1, a rate outside (0, 1), an
+  // expansion with nonscaling).
+  static void check_options(const EngineFilterOptions& options);
+  // BF.RESERVE (engine_filter.hpp), then the store of the new key. FilterExists if NAME is taken.
+  [[nodiscard]] static std::unique_ptr<ServerFilterStore> reserve(
+      const RedisEndpoint& endpoint, const std::string& name, const EngineFilterOptions& options);
   // Unlinks NAME if it is such a key; false (nothing done) otherwise.
   static bool drop_if_server_filter(const RedisEndpoint& endpoint, const std::string& name);
 
   ~ServerFilterStore() override;
 
+  // Placeholders but for capacity (BF.INFO's, at open) and error_rate (where the engine's
+  // BF.INFO gives it, or this process reserved the key; else 0: unknown).
   [[nodiscard]] const FilterParams& params() const noexcept override;
   void add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) override;
   // The same commands as add: the engine has no bulk path of its own.
@@ -54,6 +68,10 @@ class ServerFilterStore final : public Store {
 
  private:
   explicit ServerFilterStore(std::unique_ptr<State> state);
+  // params' capacity and error rate from BF.INFO (left unknown where BF.INFO is refused).
+  void read_sizes();
+  // BF.INFO's reply; its "Error rate" (valkey-bloom has one) into `error_rate` if given.
+  [[nodiscard]] ServerFilterInfo info_of(const redisReply& reply, double* error_rate) const;
   [[noreturn]] void refuse(std::string_view what) const;
   std::unique_ptr<State> state_;
 };

@@ -356,3 +356,93 @@ def test_restore_refuses_options_of_one_filter_with_the_links_of_another(server)
     assert cases > 100
     assert accepted == [], "%d of %d accepted: %s" % (len(accepted), cases, accepted)
     assert server.alive(), server.log_tail()
+
+
+# RedisBloom-format filters (FORMAT redisbloom): RedisBloom's SCANDUMP header, little-endian,
+# packed: items, links, options, expansion; per link bytes, bits, items, error, bits per entry,
+# hashes, capacity, n2.
+RB_CHAIN = struct.Struct("<QIII")
+RB_LINK = struct.Struct("<QQQddIQB")
+RB_LINK_KINDS = ["big", "big", "big", "real", "real", "int", "big", "int"]
+
+
+@pytest.fixture(scope="module")
+def redisbloom_seeds(server):
+    with Resp(server.port) as raw:
+        raw("BF.RESERVE", "rgrown", "0.01", "20", "EXPANSION", "3", "FORMAT", "redisbloom")
+        raw("BF.MADD", "rgrown", *items("m", 300))
+        raw("BF.RESERVE", "rfixed", "0.001", "50", "NONSCALING", "FORMAT", "redisbloom")
+        raw("BF.MADD", "rfixed", *items("n", 50))
+        # Past 64 sub-filters, the last ones at denormal error rates.
+        raw("BF.RESERVE", "rlong", "1e-300", "1", "EXPANSION", "1", "FORMAT", "redisbloom")
+        raw("BF.MADD", "rlong", *items("l", 120))
+        dumps = {}
+        for key in ("rgrown", "rfixed", "rlong"):
+            pieces, iterator = [], 0
+            for _ in range(1000):
+                iterator, data = raw("BF.SCANDUMP", key, iterator)
+                if iterator == 0:
+                    break
+                pieces.append((iterator, data))
+            dumps[key] = (pieces, raw("DUMP", key))
+        raw("FLUSHALL")
+    return dumps
+
+
+def mutate_redisbloom_header(rng, header):
+    items_, count, options, expansion = RB_CHAIN.unpack_from(header)
+    links = [list(RB_LINK.unpack_from(header, RB_CHAIN.size + i * RB_LINK.size))
+             for i in range(count)]
+    chain = [items_, count, options, expansion]
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.3:
+            at = rng.randrange(4)
+            chain[at] = rng.choice(EXTREMES["big" if at == 0 else "int"]) & \
+                (2 ** 64 - 1 if at == 0 else 2 ** 32 - 1)
+        else:
+            link = rng.choice(links)
+            at = rng.randrange(len(link))
+            kind = RB_LINK_KINDS[at]
+            value = rng.choice(EXTREMES[kind]) if rng.random() < 0.7 else \
+                (link[at] * rng.choice([0.5, 2, 0.999999]) if kind == "real"
+                 else link[at] + rng.choice([-1, 1, 8, 64]))
+            if kind != "real":
+                value = int(value) % (2 ** {5: 32, 7: 8}.get(at, 64))
+            link[at] = value
+    if rng.random() < 0.2:
+        links.append(list(rng.choice(links)))
+    if rng.random() < 0.1 and len(links) > 1:
+        links.pop(rng.randrange(len(links)))
+    if rng.random() < 0.5:
+        chain[1] = len(links)  # the count kept consistent, so the fields themselves are checked
+    try:
+        return RB_CHAIN.pack(*chain) + b"".join(RB_LINK.pack(*link) for link in links)
+    except struct.error:
+        return header
+
+
+def test_redisbloom_format_headers_and_payloads(server, redisbloom_seeds):
+    """RedisBloom-format headers with fields set to extremes or nudged (a rate halved or
+    doubled, a count one off), into BF.LOADCHUNK; their DUMP payloads damaged, into RESTORE."""
+    def loadchunk(rng):
+        header = rng.choice(list(redisbloom_seeds.values()))[0][0][1]
+        return mutate_redisbloom_header(rng, header) if rng.random() < 0.7 else \
+            mutate_bytes(rng, header)
+
+    def payload(rng):
+        original = rng.choice(list(redisbloom_seeds.values()))[1]
+        return with_crc(original[:10] + mutate_bytes(rng, original[10:-8]))
+
+    def body(rng, raw):
+        if rng.random() < 0.6:
+            reply = raw("BF.LOADCHUNK", "r", "1", loadchunk(rng))
+        else:
+            reply = raw("RESTORE", "r", "0", payload(rng), "REPLACE")
+        if reply == OK:
+            exercise(raw, "r")
+        else:
+            assert isinstance(reply, Error), reply
+            assert raw("EXISTS", "r") == 0
+
+    run(server, lambda rng: "header %s / payload %s" % (loadchunk(rng).hex()[:400],
+                                                        payload(rng).hex()[:400]), body)

@@ -1,0 +1,234 @@
+// dedup --from redis-stream://HOST[:PORT]#STREAM: copies each entry of a Redis stream whose key
+// field is new to another stream, exactly once per key (src/redis/stream_dedup.hpp has the
+// protocol). Runs until a stop signal, which ends it after the batch in hand, with status 0.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "commands.hpp"
+#include "diagnostics.hpp"
+#include "exit_codes.hpp"
+#include "filter_options.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/location.hpp"
+#include "redbloom/stream.hpp"
+#include "redis/redis_store.hpp"
+#include "redis/stream_dedup.hpp"
+#include "stop_signals.hpp"
+#include "summary.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+struct StreamDedupCommand {
+  FilterLocation location;
+  SizingOptions sizing;
+  std::string from;
+  std::string to;
+  std::string group;
+  std::string consumer;
+  std::string key_field;
+  std::string on_bad = "error";
+  std::string min_idle = "30s";
+  std::uint64_t maxlen = 0;
+  std::size_t batch = 1000;
+  bool create_group = false;
+  bool quiet = false;
+  bool json = false;
+  bool verbose = false;
+};
+
+// A stream's place: redis-stream://HOST[:PORT][/DB]#STREAM or
+// redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM, the URIs of filters with "-stream".
+struct StreamPlace {
+  RedisEndpoint endpoint;
+  std::string stream;
+};
+
+StreamPlace parse_stream_place(const std::string& text, const char* option) {
+  // The Redis URI's scheme with "-stream" after "redis" or "rediss" (TLS).
+  std::string uri;
+  for (const std::string scheme : {"redis", "rediss"}) {
+    for (const std::string rest : {"://", "+cluster://"}) {
+      if (text.starts_with(scheme + "-stream" + rest)) {
+        uri = scheme + rest + text.substr(scheme.size() + 7 + rest.size());
+      }
+    }
+  }
+  if (uri.empty()) {
+    throw InvalidArgument(std::string(option) + " '" + text +
+                          "': a stream is named redis-stream://HOST[:PORT][/DB]#STREAM, or "
+                          "redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM on a Cluster "
+                          "(rediss-stream:// and rediss-stream+cluster:// over TLS)");
+  }
+  const Location where = Location::parse(uri);
+  if (where.servers.size() != 1 || where.name.empty()) {
+    throw InvalidArgument(std::string(option) + " '" + text +
+                          "': one server or one Cluster, and the stream's name after '#'");
+  }
+  return {where.servers.front(), where.name};
+}
+
+std::string default_consumer() {
+  char host[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string(host[0] != '\0' ? host : "redbloom") + "-" + std::to_string(::getpid());
+}
+
+int run_stream_dedup(const StreamDedupCommand& cmd) {
+  const StopSignals stop_signals;
+  const StreamPlace from = parse_stream_place(cmd.from, "--from");
+  const StreamPlace to = parse_stream_place(cmd.to, "--to");
+  if (RedisStore::keyspace_id(from.endpoint) != RedisStore::keyspace_id(to.endpoint)) {
+    throw InvalidArgument("--from (" + from.endpoint.describe() + ") and --to (" +
+                          to.endpoint.describe() +
+                          ") must be on one server or one Cluster: one script on the server "
+                          "handles each batch");
+  }
+  StreamDedupOptions options;
+  options.input = from.stream;
+  options.output = to.stream;
+  options.group = cmd.group;
+  options.consumer = cmd.consumer.empty() ? default_consumer() : cmd.consumer;
+  options.key_field = cmd.key_field;
+  options.maxlen = cmd.maxlen;
+  options.on_missing = cmd.on_bad == "skip"   ? OnMissingKey::skip
+                       : cmd.on_bad == "pass" ? OnMissingKey::pass
+                                              : OnMissingKey::error;
+  // 0: take over any entry another consumer holds (when no other stage runs).
+  options.min_idle = std::chrono::milliseconds(
+      cmd.min_idle == "0" ? 0 : parse_duration_ns(cmd.min_idle) / 1000000);
+  if (options.input == options.output) {
+    throw InvalidArgument("--from and --to name one stream: the output must be another stream");
+  }
+  if (!cmd.location.in_redis()) {
+    throw InvalidArgument(
+        "--from needs the filter in Redis, on the streams' server or Cluster: "
+        "--redis URI#NAME");
+  }
+  if (requested_stream(cmd.sizing)) {
+    throw InvalidArgument(
+        "--from works with plain filters: a windowed or growing filter's "
+        "writes cannot be part of the batch's one script; leave out --window "
+        "and --growth");
+  }
+  auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
+  (void)created;
+  const auto* store = dynamic_cast<const RedisStore*>(&filter.store());
+  if (store == nullptr) {
+    throw InvalidArgument(
+        "--from works with a plain redbloom filter on one server or a Cluster; " +
+        cmd.location.describe() +
+        " is not one (windowed or growing, sharded over several servers, or made by "
+        "BF.RESERVE), so its writes cannot be part of the batch's one script");
+  }
+  StreamDedup dedup(*store, from.endpoint, options);
+  if (cmd.create_group && dedup.create_group(/*make_stream=*/true)) {
+    report_note("created consumer group '" + cmd.group + "' on stream '" + from.stream +
+                "', reading it from its first entry");
+  }
+
+  StreamDedupBatch total;
+  const auto started = std::chrono::steady_clock::now();
+  std::string failure;
+  int status = kExitOk;
+  try {
+    // Stops are seen between batches: a batch read is always committed first.
+    while (stop_signal() == 0) {
+      if (dedup.read(cmd.batch, std::chrono::milliseconds(500)) == 0) continue;
+      const StreamDedupBatch b = dedup.commit();
+      total.entries += b.entries;
+      total.unique += b.unique;
+      total.duplicates += b.duplicates;
+      total.skipped += b.skipped;
+      total.passed += b.passed;
+      total.deleted += b.deleted;
+      total.done_before += b.done_before;
+      total.recovered += b.recovered;
+      if (!b.stopped_at.empty()) {
+        failure = "entry " + b.stopped_at + " of stream '" + from.stream + "' has no field '" +
+                  cmd.key_field + "'; the entries before it are done; it stays pending in group '" +
+                  cmd.group + "', with any read after it: remove it (XACK " + from.stream + " " +
+                  cmd.group + " " + b.stopped_at +
+                  ") or run again with --on-bad-record skip (acknowledge it, copy nothing) or "
+                  "pass (copy it unfiltered)";
+        status = kExitUsage;
+        break;
+      }
+    }
+  } catch (const Error& e) {
+    failure = e.what();
+    status = dynamic_cast<const InvalidArgument*>(&e) != nullptr ? kExitUsage : kExitStorage;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  Summary summary("dedup");
+  summary.count("read", "read", total.entries)
+      .count("unique", "unique", total.unique)
+      .count("duplicates", "duplicates", total.duplicates)
+      .count_if_any("taken over from stopped consumers", "recovered", total.recovered)
+      .count_if_any("done before", "done_before", total.done_before)
+      .count_if_any("without key skipped", "bad_records_skipped", total.skipped)
+      .count_if_any("without key passed", "bad_records_passed", total.passed)
+      .count_if_any("deleted before handled", "deleted", total.deleted)
+      .number("", "seconds", seconds, "%.2f", "s");
+  if (cmd.verbose) summary.text("engine", "engine", dedup.engine());
+  if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
+    summary.text("stopped by", "stopped_by", signal_name(signal));
+  }
+  if (!failure.empty()) report_error(failure);
+  summary.print(cmd.json, cmd.quiet);
+  return status;
+}
+
+}  // namespace
+
+void register_stream_dedup(CLI::App& app, int& exit_code) {
+  auto cmd = std::make_shared<StreamDedupCommand>();
+  CLI::App* sub = app.add_subcommand(
+      kStreamDedupCommand,
+      "redbloom dedup --from redis-stream://HOST[:PORT]#STREAM --group G --to "
+      "redis-stream://HOST[:PORT]#OUT --key-field NAME --redis redis://HOST[:PORT]#FILTER: copy "
+      "each entry of a Redis stream whose key is new to another stream, exactly once per key; "
+      "runs until SIGINT, SIGTERM or SIGHUP, which end it after the batch in hand (exit 0)");
+  sub->group("");  // reached as `dedup --from ...` (main.cpp)
+  add_location_options(*sub, cmd->location);
+  add_sizing_options(*sub, cmd->sizing);
+  sub->add_option("--from", cmd->from,
+                  "Input stream: redis-stream://HOST[:PORT][/DB]#STREAM, or "
+                  "redis-stream+cluster://HOST:PORT[,...]#STREAM")
+      ->required();
+  sub->add_option("--to", cmd->to,
+                  "Output stream, on the same server or Cluster: "
+                  "redis-stream://HOST[:PORT][/DB]#STREAM")
+      ->required();
+  sub->add_option("--group", cmd->group, "Consumer group that reads the input")->required();
+  sub->add_option("--consumer", cmd->consumer,
+                  "This stage's name in the group (default HOSTNAME-PID)");
+  sub->add_flag("--create-group", cmd->create_group,
+                "Create the group (and the stream) if missing, reading from the first entry");
+  sub->add_option("--key-field", cmd->key_field, "The entry's field whose value is the key")
+      ->required();
+  sub->add_option("--on-bad-record", cmd->on_bad,
+                  "An entry without the key field: error (stop before it, default), skip "
+                  "(acknowledge it, copy nothing) or pass (copy it unfiltered)")
+      ->check(CLI::IsMember({"error", "skip", "pass"}));
+  sub->add_option("--min-idle", cmd->min_idle,
+                  "How long another consumer's entry stays unacknowledged before this stage "
+                  "takes it over, e.g. 30s (default), 500ms, or 0")
+      ->capture_default_str();
+  sub->add_option("--maxlen", cmd->maxlen,
+                  "Trim the output stream to about this many entries (XADD MAXLEN ~; default: "
+                  "no trimming)");
+  sub->add_option("--batch", cmd->batch, "Entries per batch (one script each; default 1000)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_flag("-q,--quiet", cmd->quiet, "No notes or summary on stderr");
+  sub->add_flag("--json", cmd->json, "Summary and notes as JSON objects on stderr");
+  sub->add_flag("-v,--verbose", cmd->verbose, "The summary names what does the work");
+  sub->callback([cmd, &exit_code] { exit_code = run_stream_dedup(*cmd); });
+}
+
+}  // namespace redbloom::cli

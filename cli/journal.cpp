@@ -1,0 +1,395 @@
+#include "journal.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+namespace redbloom::cli {
+namespace {
+
+constexpr std::string_view kHeader = "redbloom dedup journal 1\n";
+// Where a checkpoint writes the new journal before renaming it over the old one.
+constexpr std::string_view kCheckpointSuffix = ".checkpoint";
+constexpr std::size_t kRecordHead = 9;  // u32 size, u32 checksum, u8 type
+constexpr char kPending = 'P';          // payload: u64 sequence number, then keys
+constexpr char kBegin = 'B';            // payload: u64 sequence number, then keys
+constexpr char kDone = 'D';             // payload: u64 sequence number
+constexpr char kNew = 'N';              // payload: u64 sequence number, a bit per key
+
+constexpr std::array<std::uint32_t, 256> crc_table() {
+  std::array<std::uint32_t, 256> table{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int bit = 0; bit < 8; ++bit) c = (c & 1) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    table[i] = c;
+  }
+  return table;
+}
+constexpr std::array<std::uint32_t, 256> kCrcTable = crc_table();
+
+void put_u32(std::string& out, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+void put_u64(std::string& out, std::uint64_t value) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+void set_u32(std::string& out, std::size_t at, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) out[at + i] = static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+std::uint64_t get_le(std::string_view bytes, std::size_t at, int size) {
+  std::uint64_t value = 0;
+  for (int i = size - 1; i >= 0; --i) {
+    value = (value << 8) | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
+  }
+  return value;
+}
+
+void write_all(int fd, std::string_view bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw JournalError(errno_message("write failed"));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+std::string read_all(int fd, const std::string& path) {
+  std::string bytes;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::pread(fd, chunk, sizeof chunk, static_cast<off_t>(bytes.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw JournalError(errno_message("cannot read the journal " + path));
+    if (n == 0) return bytes;
+    bytes.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void sync_directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw JournalError(errno_message("cannot open the journal's directory " + dir));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) {
+    errno = saved;
+    throw JournalError(errno_message("cannot sync the journal's directory " + dir));
+  }
+}
+
+// Opens `path` and takes its exclusive lock; the file the name points to afterwards (another
+// stage's checkpoint may have replaced it between the open and the lock).
+int open_locked(const std::string& path, int flags) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+    if (fd < 0) throw JournalError(errno_message("cannot open the journal " + path));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      ::close(fd);
+      if (error == EWOULDBLOCK) {
+        throw InvalidArgument("the journal " + path +
+                              " is in use by another running dedup: give each stage its own "
+                              "journal (and its own filter)");
+      }
+      errno = error;
+      throw JournalError(errno_message("cannot lock the journal " + path));
+    }
+    struct stat held {};
+    struct stat named {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+      return fd;
+    }
+    ::close(fd);
+  }
+  throw InvalidArgument("the journal " + path +
+                        " keeps being replaced by another running dedup: give each stage its "
+                        "own journal");
+}
+
+void append_keys(std::string& out, const auto& keys) {
+  for (const auto& key : keys) {
+    put_u32(out, static_cast<std::uint32_t>(key.size()));
+    out.append(key.data(), key.size());
+  }
+}
+
+}  // namespace
+
+std::uint32_t crc32c(std::string_view bytes) noexcept {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (const char byte : bytes) {
+    c = kCrcTable[(c ^ static_cast<unsigned char>(byte)) & 0xFF] ^ (c >> 8);
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+Journal::Journal(std::string path, std::uint64_t checkpoint_bytes)
+    : path_(std::move(path)), checkpoint_bytes_(checkpoint_bytes) {
+  fd_ = open_locked(path_, O_RDWR | O_CREAT | O_APPEND);
+  try {
+    remove_checkpoint_leftover();
+    const std::string bytes = read_all(fd_, path_);
+    if (bytes.size() < kHeader.size() && kHeader.starts_with(bytes)) {
+      // New, or its creation was cut short: nothing was ever committed under it.
+      if (::ftruncate(fd_, 0) != 0) throw JournalError(errno_message("cannot reset " + path_));
+      write_all(fd_, kHeader);
+      if (::fdatasync(fd_) != 0) throw JournalError(errno_message("cannot sync " + path_));
+      sync_directory_of(path_);
+      size_ = kHeader.size();
+      return;
+    }
+    if (!bytes.starts_with(kHeader)) {
+      throw JournalError(path_ +
+                         " is not a dedup journal: name a new file for --journal (it is created), "
+                         "or move this one aside");
+    }
+    replay(bytes);
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+void Journal::remove_checkpoint_leftover() const {
+  // A checkpoint the crash interrupted (the journal itself is still whole); a file of that name
+  // that is no journal is left alone, and checkpoint() then says it is in the way.
+  const std::string tmp = path_ + std::string(kCheckpointSuffix);
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char head[kHeader.size()];
+  ssize_t n = 0;
+  do {
+    n = ::pread(fd, head, sizeof head, 0);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n >= 0 && kHeader.starts_with(std::string_view(head, static_cast<std::size_t>(n)))) {
+    ::unlink(tmp.c_str());
+  }
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Journal::replay(std::string_view bytes) {
+  std::size_t at = kHeader.size();
+  std::vector<std::string_view> batch;  // the keys of the batch begun and not yet done
+  std::string_view fresh;               // its bits of keys printed as new, if recorded
+  bool have_fresh = false;
+  bool open = false;
+  auto damaged = [&](std::size_t where, const std::string& what) {
+    return JournalError("the journal " + path_ + " is damaged at byte " + std::to_string(where) +
+                        " (" + what +
+                        "), and cannot tell which keys the filter holds that were never "
+                        "printed. Keep it for inspection and name a new --journal file: the "
+                        "records of the batch in hand at the last crash may then be missing "
+                        "from the output");
+  };
+  auto read_keys = [&](std::string_view payload, std::size_t where, auto&& each) {
+    std::size_t k = 8;
+    while (k < payload.size()) {
+      if (payload.size() - k < 4) throw damaged(where, "a key's length is cut short");
+      const std::uint64_t size = get_le(payload, k, 4);
+      k += 4;
+      if (payload.size() - k < size) throw damaged(where, "a key runs past its record");
+      each(payload.substr(k, static_cast<std::size_t>(size)));
+      k += static_cast<std::size_t>(size);
+    }
+  };
+  std::size_t good_end = at;
+  while (at < bytes.size()) {
+    const std::size_t left = bytes.size() - at;
+    const std::uint64_t size = left >= kRecordHead ? get_le(bytes, at, 4) : 0;
+    if (left < kRecordHead || size > left - kRecordHead) {
+      torn_ = true;  // the last write, cut short
+      break;
+    }
+    const std::size_t end = at + kRecordHead + static_cast<std::size_t>(size);
+    const std::string_view typed = bytes.substr(at + 8, 1 + static_cast<std::size_t>(size));
+    if (crc32c(typed) != static_cast<std::uint32_t>(get_le(bytes, at + 4, 4))) {
+      if (end == bytes.size()) {
+        torn_ = true;
+        break;
+      }
+      throw damaged(at, "a record's checksum does not match, and records follow it");
+    }
+    const char type = typed[0];
+    const std::string_view payload = typed.substr(1);
+    if (payload.size() < 8) throw damaged(at, "a record too short for its sequence number");
+    const std::uint64_t seq = get_le(payload, 0, 8);
+    switch (type) {
+      case kPending:
+        if (at != kHeader.size()) throw damaged(at, "pending keys after the first record");
+        read_keys(payload, at, [&](std::string_view key) {
+          pending_.emplace(key);
+          replay_.emplace_back(key);
+        });
+        seq_ = seq;
+        break;
+      case kBegin:
+        if (open) throw damaged(at, "a batch begins before the one before it is done");
+        batch.clear();
+        have_fresh = false;
+        read_keys(payload, at, [&](std::string_view key) {
+          batch.push_back(key);
+          replay_.emplace_back(key);
+        });
+        seq_ = seq;
+        open = true;
+        break;
+      case kNew:
+        if (!open || seq != seq_ || have_fresh || payload.size() - 8 != (batch.size() + 7) / 8) {
+          throw damaged(at, "a batch's new keys that do not match the batch");
+        }
+        fresh = payload.substr(8);
+        have_fresh = true;
+        break;
+      case kDone:
+        if (!open || seq != seq_) throw damaged(at, "a batch marked done that was not begun");
+        // Every key of a finished batch was printed then (new, pending, or printed before).
+        for (const std::string_view key : batch) {
+          if (const auto it = pending_.find(key); it != pending_.end()) pending_.erase(it);
+        }
+        open = false;
+        break;
+      default:
+        throw damaged(at, "a record of unknown type");
+    }
+    at = end;
+    good_end = at;
+  }
+  if (open) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (have_fresh && (static_cast<unsigned char>(fresh[i / 8]) & (1u << (i % 8))) == 0) {
+        continue;  // a duplicate of a key printed before
+      }
+      pending_.emplace(batch[i]);
+      ++unfinished_;
+    }
+  }
+  if (good_end < bytes.size()) {
+    // Appends must follow the last whole record.
+    if (::ftruncate(fd_, static_cast<off_t>(good_end)) != 0 || ::fdatasync(fd_) != 0) {
+      throw JournalError(errno_message("cannot cut the torn last record off " + path_));
+    }
+  }
+  size_ = good_end;
+}
+
+bool Journal::take_pending(std::string_view key) {
+  if (pending_.empty()) return false;
+  const auto it = pending_.find(key);
+  if (it == pending_.end()) return false;
+  pending_.erase(it);
+  return true;
+}
+
+void Journal::begin(const std::vector<std::string_view>& keys) {
+  scratch_.assign(kRecordHead, '\0');
+  scratch_[8] = kBegin;
+  put_u64(scratch_, seq_ + 1);
+  append_keys(scratch_, keys);
+  set_u32(scratch_, 0, static_cast<std::uint32_t>(scratch_.size() - kRecordHead));
+  set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
+  try {
+    write_all(fd_, scratch_);
+  } catch (const JournalError& e) {
+    throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
+  }
+  if (::fdatasync(fd_) != 0) throw JournalError(errno_message("cannot sync the journal " + path_));
+  size_ += scratch_.size();
+  ++seq_;
+  open_batch_ = true;
+}
+
+void Journal::committed(const std::vector<std::uint8_t>& flags, std::size_t count) {
+  scratch_.assign(kRecordHead, '\0');
+  scratch_[8] = kNew;
+  put_u64(scratch_, seq_);
+  const std::size_t bits = scratch_.size();
+  scratch_.append((count + 7) / 8, '\0');
+  for (std::size_t i = 0; i < count; ++i) {
+    if (flags[i] != 0)
+      scratch_[bits + i / 8] = static_cast<char>(scratch_[bits + i / 8] | (1 << (i % 8)));
+  }
+  set_u32(scratch_, 0, static_cast<std::uint32_t>(scratch_.size() - kRecordHead));
+  set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
+  try {
+    write_all(fd_, scratch_);
+  } catch (const JournalError& e) {
+    throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
+  }
+  size_ += scratch_.size();
+}
+
+void Journal::done() {
+  scratch_.assign(kRecordHead, '\0');
+  scratch_[8] = kDone;
+  put_u64(scratch_, seq_);
+  set_u32(scratch_, 0, 8);
+  set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
+  try {
+    write_all(fd_, scratch_);
+  } catch (const JournalError& e) {
+    throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
+  }
+  size_ += scratch_.size();
+  open_batch_ = false;
+}
+
+void Journal::checkpoint() {
+  const std::string tmp = path_ + std::string(kCheckpointSuffix);
+  remove_checkpoint_leftover();
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw JournalError(
+        errno_message("cannot create " + tmp) +
+        (errno == EEXIST ? " (a file that is not a journal is in the way: move it)" : "") +
+        "; the journal " + path_ + " is still whole and is replayed by the next run");
+  }
+  try {
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      throw JournalError(errno_message("cannot lock " + tmp));
+    }
+    scratch_.assign(kHeader);
+    const std::size_t record = scratch_.size();
+    scratch_.append(kRecordHead, '\0');
+    scratch_[record + 8] = kPending;
+    put_u64(scratch_, seq_);
+    append_keys(scratch_, pending_);
+    set_u32(scratch_, record, static_cast<std::uint32_t>(scratch_.size() - record - kRecordHead));
+    set_u32(scratch_, record + 4, crc32c(std::string_view(scratch_).substr(record + 8)));
+    write_all(fd, scratch_);
+    if (::fdatasync(fd) != 0) throw JournalError(errno_message("cannot sync " + tmp));
+    if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+      throw JournalError(errno_message("cannot replace " + path_ + " by " + tmp));
+    }
+    sync_directory_of(path_);
+  } catch (const JournalError& e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw JournalError(std::string(e.what()) + "; the journal " + path_ +
+                       " is still whole and is replayed by the next run");
+  }
+  ::close(fd_);
+  fd_ = fd;
+  size_ = scratch_.size();
+  replay_.clear();
+  replay_.shrink_to_fit();
+  unfinished_ = 0;
+  torn_ = false;
+}
+
+}  // namespace redbloom::cli

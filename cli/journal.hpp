@@ -1,0 +1,109 @@
+// The write-ahead journal of a dedup stage (--journal FILE): what makes a SIGKILL, a crash or a
+// power loss lose no record whose key the filter took.
+//
+// The hole it closes: a batch's keys are committed to the filter, then its first-seen records
+// are written out. A death between the two leaves keys that the filter holds and nobody
+// printed; fed the same input again, the filter calls them duplicates. The protocol:
+//   1. begin(keys): append the batch's keys and fdatasync, before the filter is touched;
+//   2. commit the batch to the filter, then append which of its keys are printed as new (no
+//      sync: without it, all of the batch's keys count as printed as new);
+//   3. write its records to the output (and fdatasync the output when it is a regular file);
+//   4. done(): append a mark that the batch is finished (no sync: the next begin()'s sync
+//      carries it, and a mark that is lost only makes the batch count as unfinished).
+// Opening a journal replays it. The keys of the batch that has no mark (those printed as new,
+// when that record made it, else all of them) are pending: the
+// stage prints each of them once more the next time it reads it, duplicate or not, then
+// forgets it. The keys of every batch since the last checkpoint are handed back for adding to
+// the filter again (the filter's own writes may not have reached the disk before a power
+// loss; adding is idempotent). checkpoint(), after the filter is flushed, starts the journal
+// again holding only the keys still pending.
+//
+// File format: a header line, then records of [u32 size][u32 CRC-32C of type+payload][u8 type]
+// [payload], little-endian. A record cut short or failing its checksum at the end of the file
+// is a write the crash interrupted (its batch was never committed, or its mark is lost) and is
+// ignored; one followed by more records means the file is damaged, and it is refused.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "redbloom/error.hpp"
+
+namespace redbloom::cli {
+
+// A journal that cannot be used: damaged, not a journal, or not writable.
+class JournalError : public StorageError {
+ public:
+  using StorageError::StorageError;
+};
+
+class Journal {
+ public:
+  // Opens the journal at `path`, creating it if missing, and replays it. Holds an exclusive
+  // lock on it while open (InvalidArgument if another process holds it). `checkpoint_bytes`:
+  // the size past which checkpoint_due() says yes.
+  Journal(std::string path, std::uint64_t checkpoint_bytes);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // After opening: every key of the batches since the last checkpoint and the pending ones, to
+  // add to the filter again before anything else. Cleared by checkpoint().
+  [[nodiscard]] const std::vector<std::string>& replay_keys() const noexcept { return replay_; }
+  // What opening found, for notes: records of an unfinished batch, and whether a torn last
+  // record was dropped.
+  [[nodiscard]] std::size_t unfinished_keys() const noexcept { return unfinished_; }
+  [[nodiscard]] bool dropped_torn_record() const noexcept { return torn_; }
+
+  [[nodiscard]] std::size_t pending() const noexcept { return pending_.size(); }
+  // True, once, for a pending key: its record must be printed even though the filter holds it.
+  bool take_pending(std::string_view key);
+
+  // Appends a batch's keys and syncs them to the disk. Call before committing the batch.
+  void begin(const std::vector<std::string_view>& keys);
+  // After the commit: which keys of the batch (flags[i] != 0) are printed as new. Not synced:
+  // if it is lost, every key of an unfinished batch is pending, which only prints more twice.
+  void committed(const std::vector<std::uint8_t>& flags, std::size_t count);
+  // Marks the batch begun last as written out.
+  void done();
+
+  [[nodiscard]] bool checkpoint_due() const noexcept { return size_ >= checkpoint_bytes_; }
+  // Replaces the journal by one that holds only the pending keys. Call only when the filter's
+  // writes so far are durable (Filter::flush) and no batch is begun and not done.
+  void checkpoint();
+
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  void replay(std::string_view bytes);
+  void remove_checkpoint_leftover() const;
+
+  // Lets pending_ be searched with a string_view, without a copy per key.
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const noexcept {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+
+  std::string path_;
+  std::uint64_t checkpoint_bytes_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  std::uint64_t seq_ = 0;  // of the batch begun last
+  bool open_batch_ = false;
+  std::unordered_set<std::string, KeyHash, std::equal_to<>> pending_;
+  std::vector<std::string> replay_;
+  std::size_t unfinished_ = 0;
+  bool torn_ = false;
+  std::string scratch_;
+};
+
+// CRC-32C (Castagnoli), the records' checksum.
+[[nodiscard]] std::uint32_t crc32c(std::string_view bytes) noexcept;
+
+}  // namespace redbloom::cli

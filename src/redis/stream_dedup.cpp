@@ -1,0 +1,551 @@
+#include "stream_dedup.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <deque>
+#include <string_view>
+
+#include "core/layout.hpp"
+#include "core/module_protocol.hpp"
+#include "core/packed_items.hpp"
+#include "format.hpp"
+#include "object.hpp"
+#include "redbloom/error.hpp"
+#include "redbloom/hash.hpp"
+#include "redis/redis_store.hpp"
+#include "router.hpp"
+
+namespace redbloom {
+namespace {
+
+using redis::OnLostNode;
+using redis::Reply;
+using redis::text_of;
+
+// One batch. KEYS: input, output, then the partition keys the batch touches.
+// ARGV: group, sealed length, maxlen (0: none), engine ('b' BITFIELD, 'm' RB.PARTADD), hashes,
+// layout, partition bits, partitions, m (= #KEYS - 2), consumer, the batch's lowest and highest
+// ids, m partition indexes, n (entries), then
+// per entry: id, kind ('k' keyed, 'p' passed unfiltered, 's' skipped, 'd' deleted), and
+//   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b') or the packed item ('m')
+//   'k', 'p': the count of field and value strings, then them.
+// Reads and checks everything first; the first write is the test-and-set, whose deny-oom
+// refusal (a full server) then comes before anything was written. A script that fails later
+// would leave its writes, so nothing after the checks can fail.
+// Reply {unique, duplicates, skipped, passed, deleted, done before}, or an error
+// "REDBLOOMDEDUP <what> ...".
+constexpr std::string_view kScript = R"lua(
+local input, output = KEYS[1], KEYS[2]
+local group, sealed, maxlen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local engine, k, layout = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local pbits, parts, m = ARGV[7], ARGV[8], tonumber(ARGV[9])
+local consumer, minid, maxid = ARGV[10], ARGV[11], ARGV[12]
+local t = redis.call('TYPE', input).ok
+if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
+t = redis.call('TYPE', output).ok
+if t ~= 'stream' and t ~= 'none' then return redis.error_reply('REDBLOOMDEDUP output ' .. t) end
+for j = 1, m do
+  local len = redis.pcall('STRLEN', KEYS[2 + j])
+  if type(len) ~= 'number' then len = -1 end
+  if len ~= sealed then
+    return redis.error_reply('REDBLOOMDEDUP partition ' .. j .. ' ' .. len)
+  end
+end
+local pos = 13 + m
+local n = tonumber(ARGV[pos])
+pos = pos + 1
+-- Only an entry still pending for this consumer is handled: a batch run again, or an entry
+-- another consumer took over (and finishes, or finished), is left as it is. One range query
+-- answers for the whole batch (what it returns besides the batch's entries is this consumer's
+-- other pending entries in that range, which a running stage does not have).
+local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
+local pending = {}
+for i = 1, #mine do pending[mine[i][1]] = true end
+local acks = {}
+local entries, by_part = {}, {}
+for j = 1, m do by_part[j] = {} end
+local done_before = 0
+for e = 1, n do
+  local ent = {id = ARGV[pos], kind = ARGV[pos + 1]}
+  pos = pos + 2
+  if ent.kind == 'k' then
+    ent.j = tonumber(ARGV[pos])
+    ent.item = pos + 1
+    pos = pos + 1 + (engine == 'm' and 1 or k)
+  end
+  if ent.kind == 'k' or ent.kind == 'p' then
+    ent.nf = tonumber(ARGV[pos])
+    ent.fields = pos + 1
+    pos = pos + 1 + ent.nf
+  end
+  ent.live = pending[ent.id] == true
+  if ent.live then
+    acks[#acks + 1] = ent.id
+    if ent.kind == 'k' then table.insert(by_part[ent.j], ent) end
+  else
+    done_before = done_before + 1
+  end
+  entries[e] = ent
+end
+for j = 1, m do
+  local list, key = by_part[j], KEYS[2 + j]
+  if engine == 'm' then
+    for from = 1, #list, 1024 do
+      local last = math.min(#list, from + 1023)
+      local packed = {}
+      for i = from, last do packed[#packed + 1] = ARGV[list[i].item] end
+      local flags = redis.call('RB.PARTADD', key, sealed, layout, k, pbits, parts,
+                               ARGV[12 + j], table.concat(packed))
+      for i = from, last do list[i].new = string.byte(flags, i - from + 1) ~= 0 end
+    end
+  else
+    local per = math.max(1, math.floor(6000 / (4 * k)))
+    for from = 1, #list, per do
+      local last = math.min(#list, from + per - 1)
+      local args = {}
+      for i = from, last do
+        local at = list[i].item
+        for b = 0, k - 1 do
+          args[#args + 1] = 'SET'
+          args[#args + 1] = 'u1'
+          args[#args + 1] = ARGV[at + b]
+          args[#args + 1] = '1'
+        end
+      end
+      local old = redis.call('BITFIELD', key, unpack(args))
+      for i = from, last do
+        local fresh = false
+        local base = (i - from) * k
+        for b = 1, k do
+          if old[base + b] == 0 then fresh = true end
+        end
+        list[i].new = fresh
+      end
+    end
+  end
+end
+for from = 1, #acks, 5000 do
+  redis.call('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+end
+local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
+for e = 1, n do
+  local ent = entries[e]
+  if ent.live then
+    local copy = false
+    if ent.kind == 'k' then
+      if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
+    elseif ent.kind == 'p' then
+      passed = passed + 1; copy = true
+    elseif ent.kind == 's' then
+      skipped = skipped + 1
+    else
+      deleted = deleted + 1
+    end
+    if copy then
+      local args = {}
+      if maxlen > 0 then args = {'MAXLEN', '~', ARGV[3]} end
+      args[#args + 1] = '*'
+      for f = 0, ent.nf - 1 do args[#args + 1] = ARGV[ent.fields + f] end
+      redis.call('XADD', output, unpack(args))
+    end
+  end
+end
+return {unique, dups, skipped, passed, deleted, done_before}
+)lua";
+
+// Lua's unpack() takes at most about 8000 values: an entry's fields are copied in one call.
+constexpr std::size_t kMaxFieldStrings = 7000;
+
+struct Entry {
+  std::string id;
+  std::vector<std::string> fields;  // field, value, field, value, ...
+  bool deleted = false;
+  bool recovered = false;
+};
+
+// A stream entry id "<ms>-<seq>" as a pair that orders as the stream does.
+std::pair<std::uint64_t, std::uint64_t> stream_id(std::string_view id) {
+  std::uint64_t ms = 0;
+  std::uint64_t seq = 0;
+  const std::size_t dash = id.find('-');
+  const std::string_view head = id.substr(0, dash);
+  std::from_chars(head.data(), head.data() + head.size(), ms);
+  if (dash != std::string_view::npos) {
+    std::from_chars(id.data() + dash + 1, id.data() + id.size(), seq);
+  }
+  return {ms, seq};
+}
+
+// "{f:0:3}" of "f:bits:{f:0:3}": the part of a key that decides its Cluster slot, braces
+// included; empty when the key has no hash tag.
+std::string hash_tag(std::string_view key) {
+  const std::size_t open = key.find('{');
+  if (open == std::string_view::npos) return {};
+  const std::size_t close = key.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return {};
+  return std::string(key.substr(open, close - open + 1));
+}
+
+}  // namespace
+
+struct StreamDedup::State {
+  std::unique_ptr<redis::Router> router;
+  StreamDedupOptions options;
+  std::string filter_name;
+  FilterParams params;
+  std::uint64_t sealed_length = 0;
+  std::vector<std::string> partition_keys;
+  std::uint16_t slot = 0;
+  bool module = false;
+  std::string sha;
+
+  enum class Phase { own_pending, claiming, fresh } phase = Phase::own_pending;
+  std::string history_cursor = "0";
+  std::string claim_cursor = "0-0";
+  std::chrono::steady_clock::time_point last_claim{};
+  std::vector<Entry> batch;
+
+  Reply call(std::span<const std::string_view> args) { return router->call(slot, args); }
+  Reply call(std::initializer_list<std::string_view> args) {
+    return call(std::span<const std::string_view>(args.begin(), args.size()));
+  }
+  [[nodiscard]] std::string input_text() const {
+    return "stream '" + options.input + "' on redis " + router->endpoint().describe();
+  }
+  // XREADGROUP's and XAUTOCLAIM's entries: [id, [field, value, ...] or nil].
+  void take_entries(const redisReply& list, bool recovered, std::string_view operation) {
+    router->expect(list, REDIS_REPLY_ARRAY, operation);
+    for (std::size_t i = 0; i < list.elements; ++i) {
+      const redisReply& item = *list.element[i];
+      router->expect(item, REDIS_REPLY_ARRAY, operation);
+      if (item.elements != 2 || item.element[0]->type != REDIS_REPLY_STRING) {
+        router->fail(operation, "an entry that is not [id, fields]");
+      }
+      Entry entry;
+      entry.id = std::string(text_of(*item.element[0]));
+      entry.recovered = recovered;
+      const redisReply& fields = *item.element[1];
+      if (fields.type == REDIS_REPLY_NIL) {
+        entry.deleted = true;
+      } else {
+        router->expect(fields, REDIS_REPLY_ARRAY, operation);
+        for (std::size_t f = 0; f < fields.elements; ++f) {
+          entry.fields.emplace_back(text_of(*fields.element[f]));
+        }
+      }
+      batch.push_back(std::move(entry));
+    }
+  }
+  void missing_group(std::string_view operation, const redisReply& reply) {
+    if (text_of(reply).starts_with("NOGROUP")) {
+      throw InvalidArgument("no consumer group '" + options.group + "' on " + input_text() +
+                            " (or no such stream): create it with --create-group, or with "
+                            "XGROUP CREATE " +
+                            options.input + " " + options.group + " 0 MKSTREAM");
+    }
+    router->fail(operation, text_of(reply));
+  }
+};
+
+StreamDedup::StreamDedup(const RedisStore& filter, const RedisEndpoint& endpoint,
+                         StreamDedupOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.options = std::move(options);
+  s.router = redis::make_router(filter.endpoint());
+  if (RedisStore::keyspace_id(endpoint) != s.router->keyspace_id()) {
+    throw InvalidArgument("the streams (redis " + endpoint.describe() + ") and the filter (redis " +
+                          filter.endpoint().describe() +
+                          ") must be on one server or one Cluster: one script on the server "
+                          "handles each batch");
+  }
+  if (filter.shard().count > 1) {
+    throw InvalidArgument(
+        "a filter sharded over several servers cannot be written in one script "
+        "with the streams: use a filter on the streams' server or Cluster");
+  }
+  s.filter_name = filter.name();
+  // The salts and format version decide the keys and their sealed length (format.hpp).
+  const auto fields = redis::read_ready(*s.router, s.filter_name, redis::kFilterFormat, "filter",
+                                        redis::kFilterVersion, std::chrono::seconds(30));
+  if (!fields) throw NotFound("no filter '" + s.filter_name + "'");
+  const redis::FilterMetadata metadata = redis::parse_filter_metadata(*fields);
+  s.params = filter.params();
+  s.sealed_length = s.params.partition_bytes() + redis::seal_bytes(metadata.version);
+  for (std::uint64_t p = 0; p < s.params.partitions; ++p) {
+    const std::uint32_t salt = p < metadata.tag_salts.size() ? metadata.tag_salts[p] : 0;
+    s.partition_keys.push_back(redis::partition_key(s.filter_name, p, salt));
+  }
+  s.slot = redis::slot_of(s.options.input);
+  if (s.router->is_cluster()) {
+    std::string mismatch;
+    const auto where = [](const std::string& key) {
+      return "'" + key + "' in slot " + std::to_string(redis::slot_of(key));
+    };
+    bool same = redis::slot_of(s.options.output) == s.slot;
+    for (const std::string& key : s.partition_keys) same &= redis::slot_of(key) == s.slot;
+    if (!same) {
+      std::string message =
+          "on a Redis Cluster one script handles each batch, so the input stream, the output "
+          "stream and the filter's keys must be in one slot; input " +
+          where(s.options.input) + ", output " + where(s.options.output) + ", filter '" +
+          s.filter_name + "' partition key " + where(s.partition_keys.front());
+      if (s.partition_keys.size() > 1) {
+        message += " and " + std::to_string(s.partition_keys.size() - 1) +
+                   " more partitions: a filter of several partitions is in several slots; "
+                   "create it with one partition (--partition-size above its size, at most "
+                   "512MiB)";
+      } else {
+        const std::string tag = hash_tag(s.partition_keys.front());
+        message += ": name the streams with the filter's hash tag " + tag + ", e.g. '" +
+                   s.options.input + tag + "' and '" + s.options.output + tag + "'";
+      }
+      throw InvalidArgument(message);
+    }
+  }
+  s.module = redis::module_version(*s.router) >= module_protocol::kPartitionCommands;
+  Reply sha = s.router->run(s.slot, {"SCRIPT", "LOAD", kScript});
+  s.sha = std::string(text_of(*sha));
+}
+
+StreamDedup::~StreamDedup() = default;
+
+bool StreamDedup::create_group(bool make_stream) {
+  State& s = *state_;
+  std::vector<std::string_view> args{"XGROUP", "CREATE", s.options.input, s.options.group, "0"};
+  if (make_stream) args.emplace_back("MKSTREAM");
+  Reply reply = s.call(args);
+  if (redis::is_error(*reply)) {
+    if (text_of(*reply).starts_with("BUSYGROUP")) return false;
+    s.router->fail("XGROUP CREATE", std::string(text_of(*reply)) +
+                                        (make_stream ? ""
+                                                     : " (--create-group makes the stream "
+                                                       "too when it is missing)"));
+  }
+  return true;
+}
+
+std::size_t StreamDedup::read(std::size_t count, std::chrono::milliseconds block) {
+  State& s = *state_;
+  s.batch.clear();
+  const std::string n = std::to_string(std::max<std::size_t>(count, 1));
+  if (s.phase == State::Phase::own_pending) {
+    // This consumer's own pending entries (a restart under the same --consumer name).
+    Reply reply = s.call({"XREADGROUP", "GROUP", s.options.group, s.options.consumer, "COUNT", n,
+                          "STREAMS", s.options.input, s.history_cursor});
+    if (redis::is_error(*reply)) s.missing_group("XREADGROUP", *reply);
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+        reply->element[0]->elements == 2) {
+      s.take_entries(*reply->element[0]->element[1], true, "XREADGROUP");
+    }
+    if (!s.batch.empty()) {
+      s.history_cursor = s.batch.back().id;
+      return s.batch.size();
+    }
+    s.phase = State::Phase::claiming;
+    s.claim_cursor = "0-0";
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (s.phase == State::Phase::fresh &&
+      now - s.last_claim >=
+          std::max<std::chrono::milliseconds>(s.options.min_idle, std::chrono::seconds(1))) {
+    s.phase = State::Phase::claiming;
+    s.claim_cursor = "0-0";
+  }
+  if (s.phase == State::Phase::claiming) {
+    // Entries delivered to consumers that went away (a stage killed under another name).
+    if (s.claim_cursor == "0-0") s.last_claim = now;
+    const std::string idle = std::to_string(s.options.min_idle.count());
+    Reply reply = s.call({"XAUTOCLAIM", s.options.input, s.options.group, s.options.consumer, idle,
+                          s.claim_cursor, "COUNT", n});
+    if (redis::is_error(*reply)) s.missing_group("XAUTOCLAIM", *reply);
+    s.router->expect(*reply, REDIS_REPLY_ARRAY, "XAUTOCLAIM");
+    if (reply->elements < 2) s.router->fail("XAUTOCLAIM", "a reply without entries");
+    s.claim_cursor = std::string(text_of(*reply->element[0]));
+    s.take_entries(*reply->element[1], true, "XAUTOCLAIM");
+    if (s.claim_cursor == "0-0") s.phase = State::Phase::fresh;
+    if (!s.batch.empty()) return s.batch.size();
+    if (s.phase == State::Phase::claiming) return 0;  // more to scan: come back at once
+  }
+  const std::string wait = std::to_string(block.count());
+  Reply reply = s.call({"XREADGROUP", "GROUP", s.options.group, s.options.consumer, "COUNT", n,
+                        "BLOCK", wait, "STREAMS", s.options.input, ">"});
+  if (redis::is_error(*reply)) s.missing_group("XREADGROUP", *reply);
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+      reply->element[0]->elements == 2) {
+    s.take_entries(*reply->element[0]->element[1], false, "XREADGROUP");
+  }
+  return s.batch.size();
+}
+
+StreamDedupBatch StreamDedup::commit() {
+  State& s = *state_;
+  StreamDedupBatch result;
+  if (s.batch.empty()) return result;
+  const FilterParams& p = s.params;
+  // Entries up to `end` go to the script; the first without a key ends the batch under
+  // OnMissingKey::error.
+  std::size_t end = s.batch.size();
+  std::vector<char> kind(s.batch.size());
+  std::vector<std::uint64_t> partition_of(s.batch.size(), 0);
+  std::vector<std::vector<std::string>> payload(s.batch.size());
+  std::vector<std::uint64_t> touched;
+  for (std::size_t i = 0; i < s.batch.size(); ++i) {
+    const Entry& entry = s.batch[i];
+    if (entry.deleted) {
+      kind[i] = 'd';
+      continue;
+    }
+    const std::string* key = nullptr;
+    for (std::size_t f = 0; f + 1 < entry.fields.size(); f += 2) {
+      if (entry.fields[f] == s.options.key_field) {
+        key = &entry.fields[f + 1];
+        break;
+      }
+    }
+    if (key == nullptr) {
+      if (s.options.on_missing == OnMissingKey::error) {
+        result.stopped_at = entry.id;
+        end = i;
+        break;
+      }
+      kind[i] = s.options.on_missing == OnMissingKey::skip ? 's' : 'p';
+    } else {
+      kind[i] = 'k';
+      const ItemHash h = hash_item(*key);
+      partition_of[i] = layout::partition_of(h, p.partitions);
+      if (std::find(touched.begin(), touched.end(), partition_of[i]) == touched.end()) {
+        touched.push_back(partition_of[i]);
+      }
+      if (s.module) {
+        std::string packed;
+        packed::append(packed, *key);
+        payload[i].push_back(std::move(packed));
+      } else {
+        auto visit = [&](std::uint64_t bit) { payload[i].push_back(std::to_string(bit)); };
+        if (p.layout == Layout::blocked) {
+          layout::blocked_probes(h, p.partition_bits, p.hashes, visit);
+        } else {
+          layout::classic_probes(h, p.partition_bits, p.hashes, visit);
+        }
+      }
+    }
+    if ((kind[i] == 'k' || kind[i] == 'p') && entry.fields.size() > kMaxFieldStrings) {
+      throw InvalidArgument("entry " + entry.id + " of " + s.input_text() + " has " +
+                            std::to_string(entry.fields.size() / 2) + " fields; at most " +
+                            std::to_string(kMaxFieldStrings / 2) +
+                            " can be copied; it stays pending, as do the entries after it");
+    }
+  }
+  result.entries = end;
+  for (std::size_t i = 0; i < end; ++i) result.recovered += s.batch[i].recovered ? 1 : 0;
+  if (end == 0) return result;
+
+  std::deque<std::string> numbers;  // backing store for the arguments below (stable addresses)
+  auto number = [&](std::uint64_t value) -> std::string_view {
+    numbers.push_back(std::to_string(value));
+    return numbers.back();
+  };
+  std::vector<std::string_view> args{"EVALSHA", s.sha};
+  args.push_back(number(2 + touched.size()));
+  args.push_back(s.options.input);
+  args.push_back(s.options.output);
+  for (const std::uint64_t t : touched) args.push_back(s.partition_keys[t]);
+  args.push_back(s.options.group);
+  args.push_back(number(s.sealed_length));
+  args.push_back(number(s.options.maxlen));
+  args.push_back(s.module ? "m" : "b");
+  args.push_back(number(p.hashes));
+  args.push_back(to_string(p.layout));
+  args.push_back(number(p.partition_bits));
+  args.push_back(number(p.partitions));
+  args.push_back(number(touched.size()));
+  args.push_back(s.options.consumer);
+  const auto [lowest, highest] = std::minmax_element(
+      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(end),
+      [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
+  args.push_back(lowest->id);
+  args.push_back(highest->id);
+  for (const std::uint64_t t : touched) args.push_back(number(t));
+  args.push_back(number(end));
+  for (std::size_t i = 0; i < end; ++i) {
+    const Entry& entry = s.batch[i];
+    args.push_back(entry.id);
+    args.push_back(std::string_view(&kind[i], 1));
+    if (kind[i] == 'k') {
+      const auto at = std::find(touched.begin(), touched.end(), partition_of[i]) - touched.begin();
+      args.push_back(number(static_cast<std::uint64_t>(at) + 1));
+      for (const std::string& v : payload[i]) args.push_back(v);
+    }
+    if (kind[i] == 'k' || kind[i] == 'p') {
+      args.push_back(number(entry.fields.size()));
+      for (const std::string& f : entry.fields) args.push_back(f);
+    }
+  }
+  Reply reply;
+  try {
+    reply = s.call(args);
+    if (redis::is_error(*reply) && text_of(*reply).starts_with("NOSCRIPT")) {
+      // The server lost its scripts (a restart, SCRIPT FLUSH): nothing ran; send the text.
+      args[0] = "EVAL";
+      args[1] = kScript;
+      reply = s.call(args);
+    }
+  } catch (const StorageError& e) {
+    throw StorageError(std::string(e.what()) + "; the batch of " + std::to_string(end) +
+                       " entries (" + s.batch.front().id + " to " + s.batch[end - 1].id +
+                       ") ran whole or not at all: what was not done stays pending in group '" +
+                       s.options.group + "' and the next run of the stage handles it");
+  }
+  const std::string pending_note =
+      "; nothing of this batch of " + std::to_string(end) + " entries (" + s.batch.front().id +
+      " to " + s.batch[end - 1].id + ") was done: they stay pending in group '" + s.options.group +
+      "' and the next run of the stage handles them";
+  if (redis::is_error(*reply)) {
+    const std::string_view text = text_of(*reply);
+    std::string what(text);
+    if (text.starts_with("REDBLOOMDEDUP input ")) {
+      what = "'" + s.options.input + "' holds a " + std::string(text.substr(20)) + ", not a stream";
+    } else if (text.starts_with("REDBLOOMDEDUP output ")) {
+      what = "output key '" + s.options.output + "' holds a " + std::string(text.substr(21)) +
+             ", not a stream";
+    } else if (text.starts_with("REDBLOOMDEDUP partition ")) {
+      const std::string rest(text.substr(24));
+      const std::size_t space = rest.find(' ');
+      const std::size_t j = std::stoull(rest.substr(0, space));
+      what = "partition key '" + s.partition_keys[touched.at(j - 1)] + "' holds " +
+             rest.substr(space + 1) + " bytes (-1: not a string), expected " +
+             std::to_string(s.sealed_length) +
+             ": it vanished or changed (evicted under maxmemory? flushed? deleted?) and the "
+             "items in it are lost";
+      throw FormatError(s.router->message("EVALSHA (stream dedup)", what + pending_note));
+    }
+    s.router->fail("EVALSHA (stream dedup)", what + pending_note);
+  }
+  s.router->expect(*reply, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
+  if (reply->elements != 6) s.router->fail("EVALSHA (stream dedup)", "a reply of another shape");
+  std::uint64_t counts[6];
+  for (std::size_t i = 0; i < 6; ++i) {
+    s.router->expect(*reply->element[i], REDIS_REPLY_INTEGER, "EVALSHA (stream dedup)");
+    counts[i] = static_cast<std::uint64_t>(reply->element[i]->integer);
+  }
+  result.unique = counts[0];
+  result.duplicates = counts[1];
+  result.skipped = counts[2];
+  result.passed = counts[3];
+  result.deleted = counts[4];
+  result.done_before = counts[5];
+  s.batch.clear();
+  return result;
+}
+
+std::string StreamDedup::engine() const {
+  return state_->module ? "module redbloom (RB.PARTADD in the batch's script)"
+                        : "stock Redis (BITFIELD in the batch's script, hashing in the client)";
+}
+
+std::uint16_t StreamDedup::slot() const noexcept {
+  return state_->slot;
+}
+
+}  // namespace redbloom

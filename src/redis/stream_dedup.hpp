@@ -1,0 +1,100 @@
+// Exactly-once dedup of a Redis stream into another, through a redbloom filter on the same
+// server or Cluster (`redbloom dedup --from redis-stream://...`).
+//
+// Entries are read with a consumer group. Each batch is then one Lua script on the server, so
+// it happens whole or not at all, whatever the client does (a SIGKILL, a lost connection):
+//   1. checks, before any write: the input is a stream, the output a stream or absent, every
+//      partition of the batch at its sealed length (format.hpp);
+//   2. XACK of each input entry; an entry that was no longer pending (a batch retried after
+//      its reply was lost, or taken over by another consumer that finished it) is skipped, so
+//      no entry is handled twice;
+//   3. test-and-set of the keys of the entries acked in 2: the same bits redbloom's own writes
+//      set (partition_ops.hpp), BITFIELD with positions the client hashed, or RB.PARTADD where
+//      every master has redbloom's module (the module hashes);
+//   4. XADD to the output of each entry whose key was new (and, with OnMissingKey::pass, of
+//      each entry without the key), all its fields, in input order.
+// A restarted stage first takes its own pending entries (XREADGROUP history), then those idle
+// at least `min_idle` in other consumers (XAUTOCLAIM: a stage that died under another consumer
+// name), then new ones. So each key reaches the output once, apart from the filter's false
+// positives: a key never seen whose bits were all set already is taken for a repeat.
+//
+// On a Cluster one script reaches one slot: the input, the output and the filter's partition
+// keys must share it (a filter of one partition, streams named with its hash tag); anything
+// else is refused before reading, naming the slots.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redbloom/redis_endpoint.hpp"
+
+namespace redbloom {
+
+class RedisStore;
+
+enum class OnMissingKey { error, skip, pass };
+
+struct StreamDedupOptions {
+  std::string input;      // the stream read
+  std::string group;      // its consumer group
+  std::string consumer;   // this stage's name in the group
+  std::string output;     // the stream written
+  std::string key_field;  // the field whose value is the key
+  OnMissingKey on_missing = OnMissingKey::error;
+  std::uint64_t maxlen = 0;                   // XADD MAXLEN ~ maxlen on the output; 0: no trimming
+  std::chrono::milliseconds min_idle{30000};  // before another consumer's entry is taken over
+};
+
+// What one batch did (counts of entries).
+struct StreamDedupBatch {
+  std::uint64_t entries = 0;      // in the batch, handled or not
+  std::uint64_t unique = 0;       // key new: copied to the output
+  std::uint64_t duplicates = 0;   // key seen before: acked only
+  std::uint64_t skipped = 0;      // without the key, acked only (OnMissingKey::skip)
+  std::uint64_t passed = 0;       // without the key, copied unfiltered (OnMissingKey::pass)
+  std::uint64_t deleted = 0;      // pending but gone from the input stream: acked only
+  std::uint64_t done_before = 0;  // no longer pending when the script ran: untouched
+  std::uint64_t recovered = 0;    // entries of this batch that had been delivered before
+  // OnMissingKey::error: the batch was cut before this entry, which has no key; it stays
+  // pending. Empty otherwise.
+  std::string stopped_at;
+};
+
+class StreamDedup {
+ public:
+  // `filter` must be a plain filter on one server or a Cluster whose keyspace also holds the
+  // streams (`endpoint` reaches them). Throws InvalidArgument when the streams and the filter
+  // cannot be in one script (another server, other Cluster slots), FormatError for a filter
+  // whose metadata is not a plain filter's.
+  StreamDedup(const RedisStore& filter, const RedisEndpoint& endpoint, StreamDedupOptions options);
+  ~StreamDedup();
+  StreamDedup(const StreamDedup&) = delete;
+  StreamDedup& operator=(const StreamDedup&) = delete;
+
+  // XGROUP CREATE input group 0 [MKSTREAM]: a new group reads the stream from its start. True
+  // if it was made, false if it existed.
+  bool create_group(bool make_stream);
+  // Reads the next batch of at most `count` entries: own pending ones first, then others' idle
+  // ones (at the start and every min_idle), then new ones, waiting up to `block` for those.
+  // Returns the number read (0: nothing arrived in `block`).
+  std::size_t read(std::size_t count, std::chrono::milliseconds block);
+  // Runs the script on the batch read. Throws StorageError when the server refuses it (the
+  // batch's entries then stay pending: nothing of it happened) or the connection fails (the
+  // batch happened whole or not at all; a restarted stage finds out which).
+  StreamDedupBatch commit();
+  // "module redbloom (RB.PARTADD)" or "Lua script (BITFIELD)", for the summary.
+  [[nodiscard]] std::string engine() const;
+  // The slot everything is in (0 on one server), for messages.
+  [[nodiscard]] std::uint16_t slot() const noexcept;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace redbloom

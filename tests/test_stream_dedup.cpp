@@ -1,0 +1,124 @@
+// The exactly-once stream stage's library part (src/redis/stream_dedup.hpp) against a private
+// redis-server: a batch taken over by another consumer is done once, and a batch the server
+// refuses leaves nothing behind (its entries stay pending, no bit set, nothing copied).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/sizing.hpp"
+#include "redis/redis_store.hpp"
+#include "redis/stream_dedup.hpp"
+#include "redis_server.hpp"
+
+namespace redbloom {
+namespace {
+
+StreamDedupOptions options_for(const std::string& consumer, OnMissingKey on_missing) {
+  // Built whole (not assigned member by member): GCC 12 at -O3 warns falsely (-Wrestrict) on
+  // a std::string assigned from a literal.
+  return StreamDedupOptions{.input = std::string("in"),
+                            .group = std::string("g"),
+                            .consumer = consumer,
+                            .output = std::string("out"),
+                            .key_field = std::string("id"),
+                            .on_missing = on_missing,
+                            .maxlen = 0,
+                            .min_idle = std::chrono::milliseconds(0)};
+}
+
+const RedisStore& redis_store(const Filter& filter) {
+  return dynamic_cast<const RedisStore&>(filter.store());
+}
+
+long long pending(const test::RedisServer& server) {
+  return server.command({"XPENDING", "in", "g"}).elements.at(0).integer;
+}
+
+TEST(StreamDedup, ABatchTakenOverIsDoneOnce) {
+  test::RedisServer server;
+  const Filter filter =
+      Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
+  for (const char* id : {"a", "b"}) (void)server.command({"XADD", "in", "*", "id", id});
+  (void)server.command({"XADD", "in", "*", "other", "x"});  // no key: passed unfiltered
+
+  StreamDedup slow(redis_store(filter), server.endpoint(), options_for("slow", OnMissingKey::pass));
+  ASSERT_TRUE(slow.create_group(true));
+  // "slow" reads the batch and stalls; "fast" takes its entries over and finishes them.
+  ASSERT_EQ(slow.read(10, std::chrono::milliseconds(10)), 3u);
+  StreamDedup fast(redis_store(filter), server.endpoint(), options_for("fast", OnMissingKey::pass));
+  ASSERT_EQ(fast.read(10, std::chrono::milliseconds(10)), 3u);  // slow's, claimed
+  const StreamDedupBatch done = fast.commit();
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(done.passed, 1u);
+  EXPECT_EQ(done.recovered, 3u);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 3);
+
+  // The stalled consumer's batch then finds its entries done: nothing copied again, not even
+  // the one passed unfiltered (which no filter would have stopped).
+  const StreamDedupBatch late = slow.commit();
+  EXPECT_EQ(late.entries, 3u);
+  EXPECT_EQ(late.done_before, 3u);
+  EXPECT_EQ(late.unique + late.duplicates + late.passed, 0u);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 3);
+  EXPECT_EQ(pending(server), 0);
+}
+
+TEST(StreamDedup, ARefusedBatchLeavesNothingBehind) {
+  test::RedisServer server;
+  const Filter filter =
+      Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::blocked));
+  for (const char* id : {"a", "b", "a"}) (void)server.command({"XADD", "in", "*", "id", id});
+  (void)server.command({"SET", "out", "not a stream"});
+
+  StreamDedup stage(redis_store(filter), server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(false));
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
+  try {
+    (void)stage.commit();
+    FAIL() << "an output that is not a stream was written to";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("output key 'out' holds a string"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pending(server), 3);
+  EXPECT_EQ(server.integer({"BITCOUNT", "f:bits:{f:0}"}), 0);
+
+  // A partition that vanished is refused the same way, before any write.
+  (void)server.command({"DEL", "out"});
+  (void)server.command({"DEL", "f:bits:{f:0}"});
+  EXPECT_THROW((void)stage.commit(), FormatError);
+  EXPECT_EQ(pending(server), 3);
+  EXPECT_EQ(server.integer({"EXISTS", "out"}), 0);
+  EXPECT_EQ(server.integer({"EXISTS", "f:bits:{f:0}"}), 0);
+}
+
+TEST(StreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
+  test::RedisServer server;
+  const Filter filter =
+      Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
+  for (const char* id : {"a", "b", "a"}) (void)server.command({"XADD", "in", "*", "id", id});
+  StreamDedup stage(redis_store(filter), server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(false));
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
+  (void)server.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  try {
+    (void)stage.commit();
+    FAIL() << "a batch sent on a closed connection was reported done";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ran whole or not at all"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pending(server), 3);
+  // The next attempt (a new connection) does the batch once.
+  const StreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(done.duplicates, 1u);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
+  EXPECT_EQ(pending(server), 0);
+}
+
+}  // namespace
+}  // namespace redbloom
