@@ -117,7 +117,7 @@ int run_stream_dedup(const StreamDedupCommand& cmd) {
   }
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
-  const auto* store = dynamic_cast<const RedisStore*>(&filter.store());
+  const auto* store = dynamic_cast<const RedisStore*>(filter.backend().bitmap());
   if (store == nullptr) {
     throw InvalidArgument(
         "--from works with a plain redbloom filter on one server or a Cluster; " +
