@@ -75,7 +75,7 @@ void create_engine(const CreateCommand& cmd) {
   }
   const EngineFilterOptions options = engine_options(cmd.sizing, cmd.nonscaling);
   const Filter filter = create_engine_filter(cmd.location.resolve(), options, cmd.force);
-  const auto server = filter.store().server_filter_info();
+  const auto server = filter.backend().server_filter_info();
   const std::string expansion =
       options.nonscaling ? "none"
                          : (server && server->expansion ? std::to_string(*server->expansion)
@@ -88,7 +88,7 @@ void create_engine(const CreateCommand& cmd) {
         "{\"created\": %s, \"location\": %s, \"engine\": \"bf\", \"capacity\": %llu, "
         "\"error_rate\": %s, \"expansion\": %s, \"kind\": %s}\n",
         json_string(cmd.location.describe()).c_str(),
-        json_string(filter.store().location()).c_str(),
+        json_string(filter.backend().location()).c_str(),
         static_cast<unsigned long long>(options.capacity), rate,
         server && server->expansion ? std::to_string(*server->expansion).c_str() : "null",
         json_string(server ? server->kind : "").c_str());

@@ -2,10 +2,12 @@
 # Server Bloom engines benchmark: per-item adds with answers on a key of the server's own Bloom
 # engine (BF.*) through redbloom (the CLI's dedup, Python's add_many, the C++ library's
 # add_many) against a raw pipelined BF.MADD client (bench/bench_engines.cpp, the same batch of
-# items per command and commands in flight), and against redbloom's own filter on the same kind
-# of server without a module (BITFIELD) and with redbloom.so (RB.PARTADD). Builds in Release,
-# starts private redis-servers (no persistence) on free loopback ports in a temp dir: one
-# without modules, one with redbloom.so and, with --redisbloom, one with that RedisBloom build.
+# items per command and commands in flight; also sending the library's BF.INSERT), and against
+# redbloom's own filter on the same kind of server without a module (BITFIELD), with
+# redbloom.so (RB.PARTADD), and in the process's memory (the CLI's and Python's own per-item
+# work, no server). Builds in Release, starts private redis-servers (no persistence) on free
+# loopback ports in a temp dir: one without modules, one with redbloom.so and, with
+# --redisbloom, one with that RedisBloom build.
 # Each case runs --reps times (5 by default), cases shuffled in each round, on a fresh key
 # sized for the --n items (no growth); the table has the medians. The servers are killed by pid
 # on exit, whatever happens.
@@ -30,7 +32,7 @@ while (($# > 0)); do
       redisbloom=${1:-}
       ;;
     --help | -h)
-      sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -53,7 +55,8 @@ private_redis_setup bench-engines bench_engines # builds bench_engines, starts t
 cmake --build "$build" -j "$(nproc)" --target redbloom_cli redbloom_module _redbloom >/dev/null
 module=$(realpath "$build/module/redbloom.so")
 cli=$(realpath "$build/redbloom")
-export PYTHONPATH="$(realpath "$build/python")${PYTHONPATH:+:$PYTHONPATH}"
+python_dir=$(realpath "$build/python")
+export PYTHONPATH="$python_dir${PYTHONPATH:+:$PYTHONPATH}"
 
 # A server with a module: a wrapper that execs the real server with --loadmodule (the pid
 # private_redis_start_server records is the server's).
@@ -95,8 +98,8 @@ items_of() {
 # One case: SERVER PATH RUN; appends "SERVER|PATH|items/s" to $dir/results. SERVER "memory":
 # the CLI and Python on a filter in their own memory, what they do per item without a server.
 run_case() {
-  local server=$1 path=$2 run=$3 port=${port_of[$1]:-} key="bench:$run" rate
-  local uri="redis://127.0.0.1:$port"
+  local server=$1 path=$2 run=$3 port=${port_of[$1]:-} rate
+  local key="bench:$run" uri="redis://127.0.0.1:$port"
   if [[ $server == memory ]]; then
     items_of "$run" >"$dir/items.txt"
     case $path in
@@ -120,14 +123,15 @@ PY
     return
   fi
   case $path in
-    raw) rcli "$port" BF.RESERVE "$key" 0.01 "$count" >/dev/null ;;
+    raw*) rcli "$port" BF.RESERVE "$key" 0.01 "$count" >/dev/null ;;
     *bf) "$cli" create --engine bf --redis "$uri" --name "$key" -n "$count" -p 0.01 -q ;;
     *) "$cli" create --redis "$uri" --name "$key" -n "$count" -p 0.01 -q ;;
   esac
   items_of "$run" >"$dir/items.txt"
   case $path in
-    raw)
+    raw | raw-insert)
       rate=$("$build/bench/bench_engines" --uri="$uri" --key="$key" --mode=raw \
+        --command="$([[ $path == raw ]] && echo madd || echo insert)" \
         --first=$((run * count)) --n="$count" --batch="$batch" | awk '{ print $8 }')
       ;;
     library*)
@@ -161,7 +165,7 @@ PY
 
 cases=()
 for engine in "${engines[@]}"; do
-  cases+=("$engine raw" "$engine library-bf" "$engine cli-bf" "$engine python-bf")
+  cases+=("$engine raw" "$engine raw-insert" "$engine library-bf" "$engine cli-bf" "$engine python-bf")
 done
 cases+=("stock library" "stock cli" "stock python" "redbloom.so library" "redbloom.so cli"
   "redbloom.so python" "memory cli" "memory python")
@@ -197,6 +201,7 @@ print("| path | " + " | ".join(f"{e}'s BF.* key" for e in engines) +
       "| redbloom's filter in the process's memory (no server) |")
 print("|---|" + "---|" * (len(engines) + 3))
 rows = [("raw BF.MADD client (hiredis)", "raw", None),
+        ("raw client sending the library's `BF.INSERT … NOCREATE`", "raw-insert", None),
         ("C++ library `add_many`", "library-bf", "library"),
         ("CLI `dedup`", "cli-bf", "cli"),
         ("Python `add_many`", "python-bf", "python")]

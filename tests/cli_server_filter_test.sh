@@ -148,6 +148,10 @@ check "load into a BF key" 0 "$rc"
 # Past its capacity of 200 it grew, and a growing filter's false positives are not counted.
 check "load: the server counts them, but for false positives" 1 "$(( $(rcli_main BF.CARD made) >= 9800 ))"
 check "load: it grew past its capacity of 200" 1 "$(( $(rcli_main BF.INFO made FILTERS) > 1 ))"
+rcli_main BF.RESERVE grows 0.01 200 > /dev/null
+run dedup --redis "$U" --name grows <(seq 1 1000 | sed 's/^/past-/')
+check "dedup past a BF key's capacity" 0 "$rc"
+check "no capacity warning: the engine grows (or refuses)" "" "$(grep -o 'past its capacity' <<< "$err")"
 run add --redis "$U" --name made <(seq 1 100 | sed 's/^/held-/'; echo fresh-1)
 check "add to a BF key" 0 "$rc"
 run add --redis "$U" --name made --json <(echo fresh-2; echo held-9)

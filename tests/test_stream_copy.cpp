@@ -34,6 +34,16 @@ using testing::make_items;
 using testing::views_of;
 
 constexpr std::uint64_t kMs = 1'000'000;
+
+// The servers' extra arguments: the module, in the build that tests it (RB.STREAM then reads
+// and writes what the copies made).
+std::vector<std::string> server_args() {
+#ifdef REDBLOOM_MODULE_PATH
+  return {"--loadmodule", REDBLOOM_MODULE_PATH};
+#else
+  return {};
+#endif
+}
 constexpr std::uint64_t kSlice = 10'000 * kMs;
 constexpr std::uint32_t kSlices = 4;
 constexpr double kRate = 0.01;
@@ -93,10 +103,10 @@ std::vector<std::string> batch(int step) {
 class StreamCopy : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    one_ = new RedisServer();
-    shard_a_ = new RedisServer();
-    shard_b_ = new RedisServer();
-    cluster_ = new RedisCluster(3, 0);
+    one_ = new RedisServer(server_args());
+    shard_a_ = new RedisServer(server_args());
+    shard_b_ = new RedisServer(server_args());
+    cluster_ = new RedisCluster(3, 0, server_args());
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -255,32 +265,34 @@ TEST_F(StreamCopy, AGrowingFilterKeepsItsLinksAndGrowsOn) {
 // whose add returned before it began (the writer's later items may or may not be there).
 TEST_F(StreamCopy, ACopyWhileWritersAddHoldsEverythingAddedBeforeIt) {
   for (const bool window : {true, false}) {
-    SCOPED_TRACE(window ? "windowed" : "growing");
-    const std::string name = window ? "busy-w" : "busy-g";
-    const Location source_at = one(name);
-    Filter source =
-        Filter::create(source_at, window ? windowed() : growing(), false, nullptr, clock_.clock());
-    const auto before = make_items(3000, name + "-before-");
-    source.add_many(views_of(before));
-    std::atomic<bool> stop{false};
-    std::atomic<int> batches{0};
-    std::thread writer([&] {
-      Filter mine = open(source_at);
-      for (int b = 0; b < 200 && !stop.load(); ++b) {
-        const auto items = make_items(500, name + "-during-" + std::to_string(b) + "-");
-        mine.add_many(views_of(items));
-        ++batches;
-      }
-    });
-    while (batches.load() < 1) std::this_thread::yield();
-    CopyReport report;
-    EXPECT_NO_THROW(report = copy_filter(source_at, cluster(name), false, {}, clock_.clock()));
-    stop = true;
-    writer.join();
-    const Filter copy = open(cluster(name));
-    EXPECT_EQ(present(copy, before), before.size());
-    const auto first_during = make_items(500, name + "-during-0-");
-    EXPECT_EQ(present(copy, first_during), first_during.size());
+    for (const bool in_file : {true, false}) {
+      SCOPED_TRACE(std::string(window ? "windowed" : "growing") + (in_file ? " file" : " redis"));
+      const std::string name = std::string(window ? "busy-w" : "busy-g") + (in_file ? "-f" : "-r");
+      const Location source_at = in_file ? file(name + ".rbf") : one(name);
+      Filter source = Filter::create(source_at, window ? windowed() : growing(), false, nullptr,
+                                     clock_.clock());
+      const auto before = make_items(3000, name + "-before-");
+      source.add_many(views_of(before));
+      std::atomic<bool> stop{false};
+      std::atomic<int> batches{0};
+      std::thread writer([&] {
+        Filter mine = open(source_at);
+        for (int b = 0; b < 200 && !stop.load(); ++b) {
+          const auto items = make_items(500, name + "-during-" + std::to_string(b) + "-");
+          mine.add_many(views_of(items));
+          ++batches;
+        }
+      });
+      while (batches.load() < 1) std::this_thread::yield();
+      CopyReport report;
+      EXPECT_NO_THROW(report = copy_filter(source_at, cluster(name), false, {}, clock_.clock()));
+      stop = true;
+      writer.join();
+      const Filter copy = open(cluster(name));
+      EXPECT_EQ(present(copy, before), before.size());
+      const auto first_during = make_items(500, name + "-during-0-");
+      EXPECT_EQ(present(copy, first_during), first_during.size());
+    }
   }
 }
 
