@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "core/eight_lane_batch.hpp"
@@ -647,6 +648,19 @@ __attribute__((target_clones("popcnt", "default"))) std::uint64_t popcount(std::
   for (std::uint64_t i = 0; i < count; ++i) {
     ones += static_cast<std::uint64_t>(__builtin_popcountll(load(words[i])));
   }
+  return ones;
+}
+
+__attribute__((target_clones("popcnt", "default"))) std::uint64_t count_ones(
+    std::span<const std::uint8_t> bytes) {
+  std::uint64_t ones = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, bytes.data() + i, 8);
+    ones += static_cast<std::uint64_t>(__builtin_popcountll(word));
+  }
+  for (; i < bytes.size(); ++i) ones += static_cast<std::uint64_t>(__builtin_popcount(bytes[i]));
   return ones;
 }
 

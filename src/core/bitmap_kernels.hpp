@@ -89,5 +89,7 @@ Simd simd_available() noexcept;
 Simd use_simd(Simd highest) noexcept;
 
 std::uint64_t popcount(std::uint64_t* words, std::uint64_t count);
+// The set bits of any run of bytes (no alignment asked).
+std::uint64_t count_ones(std::span<const std::uint8_t> bytes);
 
 }  // namespace redbloom::kernels

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/bitmap_kernels.hpp"
 #include "filter/plain_backend.hpp"
 #include "local/file_store.hpp"
 #include "local/memory_store.hpp"
@@ -97,18 +98,6 @@ double estimated_items_from(const FilterParams& params, double ones) {
   const double k = params.hashes;
   return params.layout == Layout::blocked ? blocked_estimated_items(m, k, ones)
                                           : classic_estimated_items(m, k, ones);
-}
-
-std::uint64_t count_ones(std::span<const std::uint8_t> bytes) {
-  std::uint64_t ones = 0;
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t word;
-    std::memcpy(&word, bytes.data() + i, 8);
-    ones += static_cast<std::uint64_t>(std::popcount(word));
-  }
-  for (; i < bytes.size(); ++i) ones += static_cast<std::uint64_t>(std::popcount(bytes[i]));
-  return ones;
 }
 
 }  // namespace
@@ -253,7 +242,7 @@ double Filter::estimate_items(std::uint64_t sample_bytes) const {
     const std::uint64_t size = std::min(run, p.partition_bytes() - offset);
     std::span<std::uint8_t> out(buffer.data(), size);
     store().read_bytes(partition, offset, out);
-    ones += count_ones(out);
+    ones += kernels::count_ones(out);
     bits += size * 8;
   }
   const double fill = static_cast<double>(ones) / static_cast<double>(bits);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bitmap_kernels.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redis/redis_store.hpp"
@@ -18,18 +19,6 @@ namespace {
 // Large enough to amortise a network round trip, small enough to keep memory flat whatever
 // the filter's size.
 constexpr std::uint64_t kChunkBytes = std::uint64_t{8} << 20;
-
-std::uint64_t count_ones(std::span<const std::uint8_t> bytes) {
-  std::uint64_t ones = 0;
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t word;
-    std::memcpy(&word, bytes.data() + i, 8);
-    ones += static_cast<std::uint64_t>(std::popcount(word));
-  }
-  for (; i < bytes.size(); ++i) ones += static_cast<std::uint64_t>(std::popcount(bytes[i]));
-  return ones;
-}
 
 }  // namespace
 
@@ -94,7 +83,7 @@ std::uint64_t copy_links(const FilterBackend& from, FilterBackend& to,
               chunk.data(), std::min<std::uint64_t>(chunk.size(), bytes - offset));
           source->read_link(slice.slice, l, p, offset, piece);
           target->write_link(slice.slice, l, p, offset, piece);
-          ones_of[slice.slice] += count_ones(piece);
+          ones_of[slice.slice] += kernels::count_ones(piece);
           done += piece.size();
           if (progress) progress(done, total);
         }
