@@ -286,6 +286,14 @@ TEST(RecordKeyJson, BatchGivesWhatRecordsGiveOneByOne) {
       expect_batch_as_one_by_one(lines);
     }
   }
+  // A record that is not valid JSON alone, whose document runs on into the next line, where a
+  // second document follows: each line must still be judged alone.
+  for (const std::size_t where : {std::size_t{0}, std::size_t{250}, good.size() - 2}) {
+    auto lines = good;
+    lines[where] = R"({"a":{"id":1},)";
+    lines[where + 1] = R"("x":2}{"a":{"id":3}})";
+    expect_batch_as_one_by_one(lines);
+  }
   // A record holding a line end (NUL-delimited input) is still one record.
   auto with_lf = good;
   with_lf[5] = "{\"a\":\n{\"id\":\"lf\"}}";

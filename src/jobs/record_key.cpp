@@ -333,8 +333,12 @@ bool RecordKeyExtractor::json_all(const std::vector<std::string_view>& records, 
   for (auto it = stream.begin(); it != stream.end(); ++it) {
     simdjson::dom::element document;
     if ((*it).get(document) != simdjson::SUCCESS || r == last) return false;
+    // Each document starts at its record's first non-blank byte: then one that runs on past its
+    // line (a record that is not valid JSON alone) makes the next record's document start late.
     const std::size_t offset = it.current_index();
-    if (offset < starts[r - first] || offset >= starts[r - first + 1] - 1) return false;
+    std::size_t lead = starts[r - first];
+    while (lead < offset && (base[lead] == ' ' || base[lead] == '\t')) ++lead;
+    if (offset != lead || offset >= starts[r - first + 1] - 1) return false;
     const std::size_t before = arena_.size();
     std::string_view key;
     const RecordKeyStatus status = json_value_key(&document, key, arena_);
