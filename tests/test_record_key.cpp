@@ -308,6 +308,28 @@ TEST(RecordKeyJson, BatchGivesWhatRecordsGiveOneByOne) {
   expect_batch_as_one_by_one(large);
 }
 
+// A batch checks every value of a record, not only the key's: a bad value after the key still
+// makes the record invalid, as it does alone.
+TEST(RecordKeyJson, BatchRefusesBadValuesAfterTheKey) {
+  std::vector<std::string> good;
+  for (int i = 0; i < 500; ++i) good.push_back(R"({"a":{"id":)" + std::to_string(i) + "}}");
+  for (const std::string& bad :
+       {R"({"a":{"id":1},"x":tru})"s, R"({"a":{"id":1},"x":"\q"})"s, R"({"a":{"id":1},"x":01})"s,
+        R"({"a":{"id":1},"x":1.})"s, R"({"a":{"id":1},"x":[1,]})"s,
+        R"({"a":{"id":1},"x":"\ud800"})"s, R"({"a":{"id":1}}{"a":{"id":2}})"s}) {
+    auto lines = good;
+    lines[250] = bad;
+    RecordKeyExtractor extractor(RecordKeySpec::json("a.id"));
+    const std::vector<std::string_view> records(lines.begin(), lines.end());
+    std::vector<std::string_view> keys;
+    std::vector<Status> statuses;
+    EXPECT_EQ(extractor.extract_all(records, keys, statuses), 499u) << bad;
+    EXPECT_EQ(statuses[250], Status::invalid) << bad;
+    EXPECT_EQ(statuses[249], Status::ok) << bad;
+    expect_batch_as_one_by_one(lines);
+  }
+}
+
 TEST(RecordKeySpec, RefusesWhatSelectsNothing) {
   EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(0)), InvalidArgument);
   EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(1, '\n')), InvalidArgument);
