@@ -132,8 +132,9 @@ void add_location_options(CLI::App& command, FilterLocation& location,
 void add_sizing_options(CLI::App& command, SizingOptions& o) {
   o.capacity_option = command.add_option("-n,--capacity", o.capacity,
                                          "Items the filter is sized for (default 1e6)");
-  o.error_rate_option = command.add_option("-p,--error-rate", o.error_rate,
-                                           "False-positive rate at capacity: 0.01 (default), 1e-3 or 0.1%");
+  o.error_rate_option =
+      command.add_option("-p,--error-rate", o.error_rate,
+                         "False-positive rate at capacity: 0.01 (default), 1e-3 or 0.1%");
   o.layout_option = command.add_option("--layout", o.layout, "classic (default) or blocked");
   o.bits_option = command.add_option("--bits", o.bits, "Explicit size in bits (with --hashes)");
   o.hashes_option =
