@@ -133,6 +133,23 @@ class ClusterRouter final : public Router {
     std::exception_ptr error;
   };
 
+  // One round of a pipeline: its units by the node they go to, the groups each node is sent
+  // with ASKING, and the groups no node serves now.
+  struct Round {
+    std::map<std::uint32_t, std::vector<std::size_t>> by_node;
+    std::map<std::uint32_t, std::set<std::size_t>> asking;
+    std::map<std::size_t, Redirect> unserved;
+  };
+  Round plan_round(const std::vector<std::size_t>& todo, const std::vector<UnitRoute>& routes,
+                   const std::map<std::size_t, std::uint32_t>& ask_node);
+  // Runs the round's passes, one thread per node; the groups to run again, and why.
+  std::map<std::size_t, Redirect> run_round(Round& round, const std::vector<UnitRoute>& routes,
+                                            std::string_view operation, const Make& make,
+                                            const OnUnit& on_unit, OnLostNode lost);
+  // Learns from the redirects (ASK targets into ask_node, MOVED into the slot map); true if
+  // the cluster is busy and the next round should wait. `why` is the last reply, for messages.
+  bool follow(const std::map<std::size_t, Redirect>& redo,
+              std::map<std::size_t, std::uint32_t>& ask_node, std::string& why);
   std::uint32_t node_at(const std::string& address);
   // "MOVED <slot> <host:port>": the node that answered knows better than any slot map we
   // could fetch now (other nodes may not have heard of the move yet), so it is believed as is.
@@ -492,68 +509,11 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
   auto deadline = Clock::now() + kRetryBudget;
   for (int attempt = 0; !todo.empty(); ++attempt) {
     if (stale_) refresh();
-    // Each unit to its node; groups whose slot no node serves wait for the cluster.
-    std::map<std::uint32_t, std::vector<std::size_t>> by_node;
-    std::map<std::uint32_t, std::set<std::size_t>> asking;
-    std::map<std::size_t, Redirect> unserved;
-    for (std::size_t u : todo) {
-      const std::size_t group = routes[u].group;
-      const auto asked = ask_node.find(group);
-      const std::uint32_t node = asked != ask_node.end() ? asked->second : owner_[routes[u].slot];
-      if (node == kNoNode) {
-        unserved.emplace(group, Redirect{Redirect::busy,
-                                         {},
-                                         "slot " + std::to_string(routes[u].slot) +
-                                             " is not served by any node"});
-        continue;
-      }
-      by_node[node].push_back(u);
-      if (asked != ask_node.end()) asking[node].insert(group);
-    }
-    // Every pass's inputs are settled here, before any thread starts: the passes only read
-    // them.
-    struct Pass {
-      Node* node;
-      const std::vector<std::size_t>* units;
-      std::set<std::size_t> asking;
-    };
-    std::vector<Pass> passes;
-    for (auto& [node, units] : by_node) {
-      const auto asked = asking.find(node);
-      passes.push_back(
-          {nodes_[node].get(), &units,
-           asked != asking.end() ? std::move(asked->second) : std::set<std::size_t>{}});
-    }
-    std::vector<PassResult> results(passes.size());
-    run_each(passes.size(), [&](std::size_t i) {
-      results[i] = NodePass(*this, *passes[i].node, *passes[i].units, routes, passes[i].asking,
-                            operation, make, on_unit, lost)
-                       .run();
-    });
-
-    std::map<std::size_t, Redirect> redo = std::move(unserved);
-    for (PassResult& result : results) {
-      if (result.error) std::rethrow_exception(result.error);
-      redo.merge(result.redo);
-    }
+    Round round = plan_round(todo, routes, ask_node);
+    std::map<std::size_t, Redirect> redo = run_round(round, routes, operation, make, on_unit, lost);
     if (redo.empty()) return;
-    ask_node.clear();
-    bool wait = false;
     std::string why;
-    for (const auto& [group, redirect] : redo) {
-      why = redirect.text;
-      if (redirect.kind == Redirect::ask) {
-        ask_node[group] = node_at(redirect.address);
-        ++counts_.ask;
-      } else if (redirect.kind == Redirect::moved) {
-        learn_moved(redirect);
-        ++counts_.moved;
-      } else {
-        stale_ = true;
-        wait = true;
-        ++counts_.waits;
-      }
-    }
+    const bool wait = follow(redo, ask_node, why);
     const std::size_t before = todo.size();
     todo.clear();
     for (const auto& entry : redo) {
@@ -565,6 +525,80 @@ void ClusterRouter::pipeline(std::size_t units, std::string_view operation, cons
     if (Clock::now() > deadline) give_up(operation, why);
     if (wait) backoff(attempt);
   }
+}
+
+ClusterRouter::Round ClusterRouter::plan_round(
+    const std::vector<std::size_t>& todo, const std::vector<UnitRoute>& routes,
+    const std::map<std::size_t, std::uint32_t>& ask_node) {
+  Round round;
+  for (std::size_t u : todo) {
+    const std::size_t group = routes[u].group;
+    const auto asked = ask_node.find(group);
+    const std::uint32_t node = asked != ask_node.end() ? asked->second : owner_[routes[u].slot];
+    if (node == kNoNode) {
+      round.unserved.emplace(
+          group, Redirect{Redirect::busy,
+                          {},
+                          "slot " + std::to_string(routes[u].slot) + " is not served by any node"});
+      continue;
+    }
+    round.by_node[node].push_back(u);
+    if (asked != ask_node.end()) round.asking[node].insert(group);
+  }
+  return round;
+}
+
+std::map<std::size_t, Redirect> ClusterRouter::run_round(Round& round,
+                                                         const std::vector<UnitRoute>& routes,
+                                                         std::string_view operation,
+                                                         const Make& make, const OnUnit& on_unit,
+                                                         OnLostNode lost) {
+  // Every pass's inputs are settled here, before any thread starts: the passes only read them.
+  struct Pass {
+    Node* node;
+    const std::vector<std::size_t>* units;
+    std::set<std::size_t> asking;
+  };
+  std::vector<Pass> passes;
+  for (auto& [node, units] : round.by_node) {
+    const auto asked = round.asking.find(node);
+    passes.push_back(
+        {nodes_[node].get(), &units,
+         asked != round.asking.end() ? std::move(asked->second) : std::set<std::size_t>{}});
+  }
+  std::vector<PassResult> results(passes.size());
+  run_each(passes.size(), [&](std::size_t i) {
+    results[i] = NodePass(*this, *passes[i].node, *passes[i].units, routes, passes[i].asking,
+                          operation, make, on_unit, lost)
+                     .run();
+  });
+  std::map<std::size_t, Redirect> redo = std::move(round.unserved);
+  for (PassResult& result : results) {
+    if (result.error) std::rethrow_exception(result.error);
+    redo.merge(result.redo);
+  }
+  return redo;
+}
+
+bool ClusterRouter::follow(const std::map<std::size_t, Redirect>& redo,
+                           std::map<std::size_t, std::uint32_t>& ask_node, std::string& why) {
+  ask_node.clear();
+  bool wait = false;
+  for (const auto& [group, redirect] : redo) {
+    why = redirect.text;
+    if (redirect.kind == Redirect::ask) {
+      ask_node[group] = node_at(redirect.address);
+      ++counts_.ask;
+    } else if (redirect.kind == Redirect::moved) {
+      learn_moved(redirect);
+      ++counts_.moved;
+    } else {
+      stale_ = true;
+      wait = true;
+      ++counts_.waits;
+    }
+  }
+  return wait;
 }
 
 Reply ClusterRouter::call(std::uint16_t slot, std::span<const std::string_view> args,

@@ -127,6 +127,104 @@ std::string tls_hint(std::string_view reasons) {
   return "";
 }
 
+// When a connect attempt gives up, and what it then says.
+struct Deadline {
+  Clock::time_point at;
+  std::string timed_out;
+};
+
+// Connects the non-blocking `fd` to `address` without waiting past the deadline; "" or why not.
+std::string connect_before(int fd, const sockaddr* address, socklen_t length,
+                           const Deadline& deadline) {
+  if (::connect(fd, address, length) == 0) return "";
+  if (errno != EINPROGRESS && errno != EINTR) return std::strerror(errno);
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at - Clock::now());
+    if (left.count() <= 0) return deadline.timed_out;
+    pollfd waiting{fd, POLLOUT, 0};
+    const int ready = ::poll(&waiting, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return std::strerror(errno);
+    if (ready == 0) return deadline.timed_out;
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return std::strerror(errno);
+    return error == 0 ? "" : std::strerror(error);
+  }
+}
+
+void make_blocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+}
+
+// A blocking socket connected to the unix socket at `path`.
+int connect_unix(const std::string& path, const Deadline& deadline) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    throw TransportError(Kind::failed, "the socket path is too long");
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) throw TransportError(Kind::failed, std::strerror(errno));
+  const std::string why =
+      connect_before(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address, deadline);
+  if (!why.empty()) {
+    ::close(fd);
+    throw TransportError(Kind::failed, why);
+  }
+  make_blocking(fd);
+  return fd;
+}
+
+// A blocking socket connected to the first of the host's addresses that answers in time.
+int connect_tcp(const RedisEndpoint& endpoint, const Deadline& deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(endpoint.port);
+  if (const int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    throw TransportError(Kind::failed,
+                         std::string("cannot resolve the host: ") +
+                             (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, &::freeaddrinfo);
+  std::string why = "no address";
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    why = connect_before(fd, a->ai_addr, a->ai_addrlen, deadline);
+    if (why.empty()) {
+      make_blocking(fd);
+      return fd;
+    }
+    ::close(fd);
+    if (Clock::now() >= deadline.at) break;
+  }
+  throw TransportError(why == deadline.timed_out ? Kind::timeout : Kind::failed, why);
+}
+
+void enable_keepalive(int fd) {
+  const int on = 1;
+  const int idle = kKeepAliveSeconds;
+  const int interval = kKeepAliveSeconds / 3;
+  const int count = 3;
+  if (::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0) {
+    throw TransportError(Kind::failed,
+                         std::string("cannot enable TCP keepalive: ") + std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 // One SSL_CTX per set of TLS options, shared by the connections that use them: loading the
@@ -232,90 +330,17 @@ void Transport::close() noexcept {
 }
 
 void Transport::open_socket(const RedisEndpoint& endpoint) {
-  const Clock::time_point deadline = Clock::now() + endpoint.connect_timeout;
-  const std::string timed_out = "timed out after " + seconds_text(endpoint.connect_timeout);
-  // Connects `fd` to `address` without blocking past the deadline; "" or why not.
-  const auto attempt = [&](int fd, const sockaddr* address, socklen_t length) -> std::string {
-    if (::connect(fd, address, length) == 0) return "";
-    if (errno != EINPROGRESS && errno != EINTR) return std::strerror(errno);
-    while (true) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return timed_out;
-      pollfd waiting{fd, POLLOUT, 0};
-      const int ready = ::poll(&waiting, 1, static_cast<int>(left.count()));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready < 0) return std::strerror(errno);
-      if (ready == 0) return timed_out;
-      int error = 0;
-      socklen_t size = sizeof error;
-      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return std::strerror(errno);
-      return error == 0 ? "" : std::strerror(error);
-    }
-  };
-  const auto make_blocking = [](int fd) {
-    const int flags = ::fcntl(fd, F_GETFL);
-    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  };
-
+  const Deadline deadline{Clock::now() + endpoint.connect_timeout,
+                          "timed out after " + seconds_text(endpoint.connect_timeout)};
   if (!endpoint.unix_path.empty()) {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (endpoint.unix_path.size() >= sizeof address.sun_path) {
-      throw TransportError(Kind::failed, "the socket path is too long");
-    }
-    std::memcpy(address.sun_path, endpoint.unix_path.c_str(), endpoint.unix_path.size() + 1);
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd_ < 0) throw TransportError(Kind::failed, std::strerror(errno));
-    const std::string why =
-        attempt(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-    if (!why.empty()) throw TransportError(Kind::failed, why);
-    make_blocking(fd_);
+    fd_ = connect_unix(endpoint.unix_path, deadline);
     return;
   }
-
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(endpoint.port);
-  if (const int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    throw TransportError(Kind::failed,
-                         std::string("cannot resolve the host: ") +
-                             (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
-  }
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, &::freeaddrinfo);
-  std::string why = "no address";
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd =
-        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    why = attempt(fd, a->ai_addr, a->ai_addrlen);
-    if (why.empty()) {
-      fd_ = fd;
-      break;
-    }
-    ::close(fd);
-    if (Clock::now() >= deadline) break;
-  }
-  if (fd_ < 0) throw TransportError(why == timed_out ? Kind::timeout : Kind::failed, why);
-  make_blocking(fd_);
+  fd_ = connect_tcp(endpoint, deadline);
   // Pipelined commands are written whole; Nagle would only hold the last segment back.
   const int on = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  const int idle = kKeepAliveSeconds;
-  const int interval = kKeepAliveSeconds / 3;
-  const int count = 3;
-  if (::setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
-      ::setsockopt(fd_, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0) {
-    throw TransportError(Kind::failed,
-                         std::string("cannot enable TCP keepalive: ") + std::strerror(errno));
-  }
+  enable_keepalive(fd_);
 }
 
 void Transport::handshake(const RedisEndpoint& endpoint) {
