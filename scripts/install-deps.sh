@@ -7,14 +7,16 @@
 #                                    (the module's memory checks), what the Python tests import
 #                                    (pytest, numpy, Scrapy, redis-py, venv), openssl (the TLS
 #                                    tests make their certificates) and man/groff to
-#                                    check the installed man page
+#                                    check the installed man page, universal-ctags (the
+#                                    source rules test)
 set -euo pipefail
 
 packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev libsimdjson-dev python3-dev
   pybind11-dev help2man libssl-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libbenchmark-dev redis-server valgrind pkg-config python3-pytest
-    python3-numpy python3-scrapy python3-redis python3-venv man-db groff-base openssl)
+    python3-numpy python3-scrapy python3-redis python3-venv man-db groff-base openssl
+    universal-ctags)
 fi
 
 missing=()
