@@ -21,6 +21,8 @@ namespace redbloom {
 struct RedisStore::State {
   State(const RedisEndpoint& endpoint, std::string filter_name)
       : router(redis::make_router(endpoint)), name(std::move(filter_name)) {}
+  State(std::unique_ptr<redis::Router> connected, std::string filter_name)
+      : router(std::move(connected)), name(std::move(filter_name)) {}
 
   std::unique_ptr<redis::Router> router;
   std::string name;
