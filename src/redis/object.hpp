@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "router.hpp"
 
 namespace redbloom::redis {

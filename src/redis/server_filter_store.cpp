@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
 #include "router.hpp"

@@ -7,8 +7,8 @@
 #include <random>
 #include <set>
 
+#include "core/redis_format.hpp"
 #include "core/sharding.hpp"
-#include "format.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redis/redis_store.hpp"

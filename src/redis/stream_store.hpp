@@ -13,9 +13,9 @@
 // Where every master has redbloom's module at RB.VERSION 2, RB.STREAM does the script's work on
 // the same keys instead, taking the items and hashing them on the server.
 //
-// The metadata hash NAME (format "redbloom-stream", format.hpp) goes through the one object
-// lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr for
-// a plain filter. Not thread-safe: one store (its connections) per thread.
+// The metadata hash NAME (format "redbloom-stream", core/redis_format.hpp) goes through the one
+// object lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr
+// for a plain filter. Not thread-safe: one store (its connections) per thread.
 #pragma once
 
 #include <chrono>
