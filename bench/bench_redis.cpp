@@ -53,12 +53,12 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/redis_endpoint.hpp"
-#include "redis/format.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_bench_support.hpp"
 

@@ -1,5 +1,5 @@
 // Server-side hashing for redbloom's own filters: the plain-string partitions that the
-// library, the CLI and servers without this module use (src/redis/format.hpp), read and
+// library, the CLI and servers without this module use (src/core/redis_format.hpp), read and
 // written in place, same bits, both layouts.
 #pragma once
 

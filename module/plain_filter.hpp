@@ -1,5 +1,5 @@
 // BF.* on redbloom's own plain filters (the library's and the CLI's: a metadata hash NAME and
-// string partitions NAME:bits:{NAME:i}, src/redis/format.hpp), hashed on the server, so a
+// string partitions NAME:bits:{NAME:i}, src/core/redis_format.hpp), hashed on the server, so a
 // client that speaks BF.* gets the answers the library gets instead of 0 for every item. Other
 // redbloom objects at a BF.* key are named in an error, never answered as empty.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "redis/format.hpp"
+#include "core/redis_format.hpp"
 #include "redis_module_api.hpp"
 
 namespace redbloom::module {

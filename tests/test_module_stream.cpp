@@ -12,11 +12,11 @@
 
 #include "core/layout.hpp"
 #include "core/packed_items.hpp"
+#include "core/redis_format.hpp"
 #include "core/stream_shape.hpp"
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/hash.hpp"
-#include "redis/format.hpp"
 #include "redis/stream_script.hpp"
 #include "redis/stream_store.hpp"
 #include "redis_server.hpp"

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
-#include "redis/format.hpp"
 #include "redis/partition_ops.hpp"
 
 namespace redbloom::redis {

@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/redis_format.hpp"
 #include "error_of.hpp"
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redis/connection.hpp"
-#include "redis/format.hpp"
 #include "redis/partition_ops.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_server.hpp"

@@ -1,16 +1,34 @@
 #include "local/file_filters.hpp"
 
+#include <fcntl.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "core/file_format.hpp"
 #include "local/file_store.hpp"
 #include "local/file_stream_store.hpp"
+#include "local/posix_file.hpp"
+#include "local/stream_manifest.hpp"
+#include "redbloom/error.hpp"
 
 namespace redbloom {
 
 std::unique_ptr<FilterBackend> open_file_filter(const std::string& path, FileAccess access,
                                                 Clock clock) {
-  if (FileStreamStore::is_stream_file(path)) {
+  // One open and one read of the first bytes, then a switch on the magic.
+  posix::Fd fd(
+      posix::open_regular(path, access == FileAccess::read_only ? O_RDONLY : O_RDWR, "filter"));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) throw NotFound("filter " + path + " does not exist");
+    throw StorageError(errno_message("cannot open " + path));
+  }
+  std::vector<std::uint8_t> prefix(kFileHeaderBytes);
+  prefix.resize(posix::read_at(fd.get(), prefix.data(), prefix.size(), 0, path));
+  if (stream_manifest::has_magic(prefix)) {
     return FileStreamStore::open(path, access, std::move(clock));
   }
-  return plain_backend(FileStore::open(path, access));
+  return plain_backend(FileStore::open(path, fd.release(), prefix, access));
 }
 
 std::unique_ptr<FilterBackend> create_file_filter(const std::string& path,

@@ -25,25 +25,22 @@ std::uint64_t now_unix_ns() {
                                         .count());
 }
 
-FileHeader read_header(int fd, const std::string& path) {
+// The header from the file's first bytes, already read.
+FileHeader header_of(int fd, const std::string& path, std::span<const std::uint8_t> prefix) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw StorageError(errno_message("cannot stat " + path));
   if (!S_ISREG(st.st_mode)) throw FormatError(path + " is not a regular file");
-  std::vector<std::uint8_t> prefix(kFileHeaderBytes);
-  ssize_t got = 0;
-  while (static_cast<std::size_t>(got) < prefix.size()) {
-    const ssize_t n = ::pread(fd, prefix.data() + got, prefix.size() - got, got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw StorageError(errno_message("cannot read " + path));
-    if (n == 0) break;
-    got += n;
-  }
-  prefix.resize(static_cast<std::size_t>(got));
   try {
     return parse_file_header(prefix, static_cast<std::uint64_t>(st.st_size));
   } catch (const FormatError& e) {
     throw FormatError(path + ": " + e.what());
   }
+}
+
+FileHeader read_header(int fd, const std::string& path) {
+  std::vector<std::uint8_t> prefix(kFileHeaderBytes);
+  prefix.resize(posix::read_at(fd, prefix.data(), prefix.size(), 0, path));
+  return header_of(fd, path, prefix);
 }
 
 }  // namespace
@@ -131,6 +128,13 @@ std::unique_ptr<FileStore> FileStore::open(const std::string& path, Access acces
   }
   const FileHeader header = read_header(fd.get(), path);
   return std::unique_ptr<FileStore>(new FileStore(path, fd.release(), header, access));
+}
+
+std::unique_ptr<FileStore> FileStore::open(const std::string& path, int fd,
+                                           std::span<const std::uint8_t> prefix, Access access) {
+  Fd owned(fd);
+  const FileHeader header = header_of(owned.get(), path, prefix);
+  return std::unique_ptr<FileStore>(new FileStore(path, owned.release(), header, access));
 }
 
 bool FileStore::exists(const std::string& path) {

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "core/file_format.hpp"
@@ -32,6 +33,11 @@ class FileStore final : public BitmapStore {
                                            bool overwrite = false);
   // Opens an existing filter; throws FormatError for anything that is not a sound filter file.
   static std::unique_ptr<FileStore> open(const std::string& path, Access access);
+  // The same on a file already open (`fd`, which the store takes over; opened read-only or
+  // read-write as `access` asks), whose first bytes were read into `prefix` (at least
+  // kFileHeaderBytes unless the file is shorter): the one kind decision in file_filters.cpp.
+  static std::unique_ptr<FileStore> open(const std::string& path, int fd,
+                                         std::span<const std::uint8_t> prefix, Access access);
   // Deletes a filter file after checking that it is one (never deletes a foreign file).
   static void remove(const std::string& path);
   // Whether anything is at `path` (open() tells whether it is a filter).

@@ -38,6 +38,11 @@ std::uint64_t slot_offset(std::uint64_t sequence) {
 
 }  // namespace
 
+bool has_magic(std::span<const std::uint8_t> first_bytes) {
+  return first_bytes.size() >= sizeof kMagic &&
+         std::memcmp(first_bytes.data(), kMagic, sizeof kMagic) == 0;
+}
+
 bool has_magic(int fd, const std::string& path) {
   char magic[8];
   return posix::read_at(fd, magic, sizeof magic, 0, path) == sizeof magic &&

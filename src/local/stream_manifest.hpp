@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,8 @@ inline constexpr std::size_t kMaxEntries = 2047;
 
 // Whether `fd` starts with the control file's magic.
 [[nodiscard]] bool has_magic(int fd, const std::string& path);
+// Whether a file's first bytes, already read, are that magic.
+[[nodiscard]] bool has_magic(std::span<const std::uint8_t> first_bytes);
 
 // Writes a new control file's content: header, sequence 0, an empty slot 0.
 void write_new(int fd, const std::string& path, const StreamShape& shape,

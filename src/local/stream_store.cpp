@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "core/bitmap_kernels.hpp"
-#include "filter/stream_shape_of.hpp"
+#include "core/filter_shape.hpp"
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 

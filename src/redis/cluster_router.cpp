@@ -375,12 +375,12 @@ class ClusterRouter::NodePass {
       }
       for (std::string_view command : split_commands(scratch_.text())) {
         buffer_.command({"ASKING"});
-        buffer_.append_raw(command);
+        buffer_.append_raw(command, 1);
         roles.push_back(asking_ok);
         roles.push_back(caller);
       }
     } else {
-      buffer_.append_raw(scratch_.text());
+      buffer_.append_raw(scratch_.text(), scratch_.commands());
       roles.assign(commands, caller);
     }
     if (routes_[u].writes && replicated_) {

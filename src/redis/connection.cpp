@@ -1,5 +1,6 @@
 #include "connection.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +13,9 @@ namespace {
 // Bytes read from the socket at a time: one TLS record is at most 16 KiB, and a larger read
 // lets a big plain reply (a partition of a few MiB) arrive in fewer calls.
 constexpr std::size_t kInputSize = 64 * 1024;
+
+std::atomic<std::uint64_t> connections{0};
+std::atomic<std::uint64_t> round_trips{0};
 
 void warn_unverified(const RedisEndpoint& endpoint) {
   static std::once_flag once;
@@ -26,6 +30,14 @@ void warn_unverified(const RedisEndpoint& endpoint) {
 
 }  // namespace
 
+std::uint64_t connections_made() noexcept {
+  return connections.load(std::memory_order_relaxed);
+}
+
+std::uint64_t round_trips_made() noexcept {
+  return round_trips.load(std::memory_order_relaxed);
+}
+
 Connection::Connection(RedisEndpoint endpoint) : endpoint_(std::move(endpoint)) {
   connect();
 }
@@ -38,6 +50,8 @@ void Connection::drop() noexcept {
   transport_.reset();
   reader_.reset();
   unsent_.clear();
+  unsent_commands_ = 0;
+  awaited_ = 0;
 }
 
 std::string Connection::message(std::string_view operation, std::string_view what) const {
@@ -63,6 +77,7 @@ void Connection::connect() {
   }
   if (input_ == nullptr) input_ = std::make_unique<char[]>(kInputSize);
   replies_ = 0;
+  connections.fetch_add(1, std::memory_order_relaxed);
   try {
     // A password left out of the URI comes from the environment, so it need not be on a
     // command line; a user named without one still logs in (a nopass user), never silently
@@ -89,6 +104,7 @@ void Connection::connect() {
 void Connection::append(const CommandBuffer& commands) {
   if (transport_ == nullptr) connect();
   unsent_.append(commands.text());
+  unsent_commands_ += commands.commands();
 }
 
 void Connection::append(std::span<const std::string_view> args) {
@@ -99,6 +115,9 @@ void Connection::append(std::span<const std::string_view> args) {
 
 bool Connection::write_unsent(std::string& why) noexcept {
   try {
+    if (awaited_ == 0) round_trips.fetch_add(1, std::memory_order_relaxed);
+    awaited_ += unsent_commands_;
+    unsent_commands_ = 0;
     transport_->write_all(unsent_);
     unsent_.clear();
     return true;
@@ -158,6 +177,7 @@ Reply Connection::read(std::string_view operation) {
     }
     if (raw != nullptr) {
       ++replies_;
+      if (awaited_ > 0) --awaited_;
       return Reply(static_cast<redisReply*>(raw));
     }
     std::size_t got = 0;

@@ -34,6 +34,7 @@ using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 class CommandBuffer {
  public:
   void begin(std::size_t arguments) {
+    ++commands_;
     text_ += '*';
     append_decimal(arguments);
     text_ += "\r\n";
@@ -61,11 +62,18 @@ class CommandBuffer {
   void command(std::initializer_list<std::string_view> args) {
     command(std::span<const std::string_view>(args.begin(), args.size()));
   }
-  // Whole commands already encoded (by another CommandBuffer).
-  void append_raw(std::string_view commands) { text_.append(commands); }
+  // `count` whole commands already encoded (by another CommandBuffer).
+  void append_raw(std::string_view commands, std::size_t count) {
+    text_.append(commands);
+    commands_ += count;
+  }
   [[nodiscard]] std::string_view text() const noexcept { return text_; }
+  [[nodiscard]] std::size_t commands() const noexcept { return commands_; }
   [[nodiscard]] bool empty() const noexcept { return text_.empty(); }
-  void clear() noexcept { text_.clear(); }
+  void clear() noexcept {
+    text_.clear();
+    commands_ = 0;
+  }
 
  private:
   static std::size_t to_decimal(std::uint64_t value, char* out) noexcept {
@@ -83,7 +91,13 @@ class CommandBuffer {
     text_.append(digits, to_decimal(value, digits));
   }
   std::string text_;
+  std::size_t commands_ = 0;
 };
+
+// Connections this process made, and its round trips: writes to a connection with no reply
+// outstanding (a pipeline is one). For tests that check what opening a filter costs.
+[[nodiscard]] std::uint64_t connections_made() noexcept;
+[[nodiscard]] std::uint64_t round_trips_made() noexcept;
 
 class Connection {
  public:
@@ -135,6 +149,8 @@ class Connection {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<redisReader, ReaderDeleter> reader_;
   std::string unsent_;  // appended commands not yet written to the socket
+  std::size_t unsent_commands_ = 0;
+  std::size_t awaited_ = 0;  // replies of written commands not read yet
   std::unique_ptr<char[]> input_;
   std::size_t replies_ = 0;  // replies read since the connection was made
 };

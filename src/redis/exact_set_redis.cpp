@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/exact_fingerprint.hpp"
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"

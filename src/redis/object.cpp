@@ -105,25 +105,56 @@ std::uint64_t unix_now_ns() {
                                         .count());
 }
 
-std::optional<Fields> read_metadata(Router& router, const std::string& key, std::string_view noun) {
+namespace {
+
+// The metadata from HGETALL's reply (read_metadata).
+std::optional<Fields> fields_of(Router& router, const std::string& key, std::string_view noun,
+                                const redisReply& reply) {
   const std::uint16_t slot = slot_of(key);
   const std::string what = describe_key(router, key);
-  Reply reply = router.call(slot, {"HGETALL", key}, OnLostNode::retry);
-  if (is_error(*reply)) {
-    if (text_of(*reply).starts_with("WRONGTYPE")) {
+  if (is_error(reply)) {
+    if (text_of(reply).starts_with("WRONGTYPE")) {
       throw FormatError(what + " holds a " +
                         std::string(text_of(*router.run(slot, {"TYPE", key}, OnLostNode::retry))) +
                         ", not a redbloom " + std::string(noun));
     }
-    router.fail("HGETALL", text_of(*reply));
+    router.fail("HGETALL", text_of(reply));
   }
-  router.expect(*reply, REDIS_REPLY_ARRAY, "HGETALL");
-  if (reply->elements == 0) return std::nullopt;
+  router.expect(reply, REDIS_REPLY_ARRAY, "HGETALL");
+  if (reply.elements == 0) return std::nullopt;
   std::vector<std::pair<std::string, std::string>> pairs;
-  for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
-    pairs.emplace_back(text_of(*reply->element[i]), text_of(*reply->element[i + 1]));
+  for (std::size_t i = 0; i + 1 < reply.elements; i += 2) {
+    pairs.emplace_back(text_of(*reply.element[i]), text_of(*reply.element[i + 1]));
   }
   return Fields(std::move(pairs), what);
+}
+
+}  // namespace
+
+std::optional<Fields> read_metadata(Router& router, const std::string& key, std::string_view noun) {
+  const Reply reply = router.call(slot_of(key), {"HGETALL", key}, OnLostNode::retry);
+  return fields_of(router, key, noun, *reply);
+}
+
+std::optional<Fields> read_metadata_and_module(Router& router, const std::string& key,
+                                               std::string_view noun) {
+  std::optional<Fields> fields;
+  router.pipeline(
+      1, "HGETALL",
+      [&](std::size_t unit) {
+        return UnitRoute{slot_of(key), unit, false, {}};
+      },
+      [&](std::size_t, CommandBuffer& buffer) {
+        buffer.command({"HGETALL", key});
+        buffer.command({"RB.VERSION"});
+        return std::size_t{2};
+      },
+      [&](std::size_t, Replies replies) {
+        router.remember_module_version(*replies[1]);
+        fields = fields_of(router, key, noun, *replies[0]);
+      },
+      OnLostNode::retry);
+  return fields;
 }
 
 std::string creation_age(const Fields& fields) {

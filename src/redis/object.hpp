@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "router.hpp"
 
 namespace redbloom::redis {
@@ -72,6 +72,11 @@ void for_each_part(
 // FormatError naming it ("holds a string, not a redbloom <noun>").
 [[nodiscard]] std::optional<Fields> read_metadata(Router& router, const std::string& key,
                                                   std::string_view noun);
+
+// The same with RB.VERSION in the pipeline, remembered by the router (module_version), for
+// an open that asks both.
+[[nodiscard]] std::optional<Fields> read_metadata_and_module(Router& router, const std::string& key,
+                                                             std::string_view noun);
 
 // " (its creation started 12 s ago)" from a claim's time, or "" if the claim has none.
 [[nodiscard]] std::string creation_age(const Fields& fields);

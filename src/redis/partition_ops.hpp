@@ -7,8 +7,8 @@
 // itself cause the eviction of the key it is about to touch). A partition that vanished reads
 // as zeros, and a write recreates it. So every operation that reads or writes bits brackets
 // its commands with `STRLEN key` before and after: the answers count only if both lengths are
-// the sealed length (format.hpp). A partition lost in between, or recreated by the command
-// itself, shows in the second length, and the unit is refused: an error, never an answer.
+// the sealed length (core/redis_format.hpp). A partition lost in between, or recreated by the
+// command itself, shows in the second length, and the unit is refused: an error, never an answer.
 #pragma once
 
 #include <chrono>

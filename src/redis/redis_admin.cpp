@@ -118,10 +118,27 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
                                              const ShardSpec& expected,
                                              std::chrono::milliseconds wait_for_creator) {
   redis::validate_filter_name(name);
-  auto state = std::make_unique<State>(endpoint, std::move(name));
+  auto router = redis::make_router(endpoint);
+  const auto fields = redis::read_metadata_and_module(*router, name, "filter");
+  if (!fields) throw NotFound("no " + where(*router, name));
+  return open(std::move(router), std::move(name), &*fields, expected, wait_for_creator);
+}
+
+std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, std::string name,
+                                             const redis::Fields* read, const ShardSpec& expected,
+                                             std::chrono::milliseconds wait_for_creator) {
+  auto state = std::make_unique<State>(std::move(connected), std::move(name));
   Router& router = *state->router;
-  const auto fields = redis::read_ready(router, state->name, redis::kFilterFormat, "filter",
-                                        redis::kFilterVersion, wait_for_creator);
+  std::optional<redis::Fields> fields;
+  if (read != nullptr) {
+    read->check_format(redis::kFilterFormat, "filter", redis::kFilterVersion);
+    if (read->ready()) fields = *read;
+  }
+  // Still being created by another process (or not read yet): wait for it here.
+  if (!fields) {
+    fields = redis::read_ready(router, state->name, redis::kFilterFormat, "filter",
+                               redis::kFilterVersion, wait_for_creator);
+  }
   if (!fields) throw NotFound("no " + where(router, state->name));
   const redis::FilterMetadata metadata = redis::parse_filter_metadata(*fields);
   // Opened as another shard, or one server of a sharded filter alone, every answer would be

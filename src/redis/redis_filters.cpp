@@ -1,5 +1,9 @@
 #include "redis/redis_filters.hpp"
 
+#include <optional>
+#include <utility>
+
+#include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redis/redis_store.hpp"
 #include "redis/server_filter_store.hpp"
@@ -7,38 +11,109 @@
 #include "redis/stream_store.hpp"
 
 namespace redbloom {
+namespace {
+
+using redis::is_error;
+using redis::text_of;
+
+// What NAME holds on the first server, read by one pipeline on one connection: its TYPE, the
+// metadata hash if it is one, and BF.INFO if it is a key of the server's own Bloom engine. Each
+// command answers harmlessly for the other kinds (WRONGTYPE, an unknown command), so no kind is
+// tried after another. RB.VERSION and TIME come along: what opening any kind would ask next.
+struct KeyAtName {
+  std::string type;
+  std::optional<redis::Fields> fields;  // the metadata of a redbloom filter of either kind
+  ServerFilterStore::Sizes engine_sizes;
+  std::optional<std::int64_t> server_offset_ms;  // the server's clock minus this machine's
+};
+
+KeyAtName read_key(redis::Router& router, const std::string& name) {
+  KeyAtName key;
+  const std::uint16_t slot = redis::slot_of(name);
+  router.pipeline(
+      1, "TYPE",
+      [&](std::size_t unit) {
+        return redis::UnitRoute{slot, unit, false, {}};
+      },
+      [&](std::size_t, redis::CommandBuffer& buffer) {
+        buffer.command({"TYPE", name});
+        buffer.command({"HGETALL", name});
+        buffer.command({"BF.INFO", name});
+        buffer.command({"RB.VERSION"});
+        buffer.command({"TIME"});
+        return std::size_t{5};
+      },
+      [&](std::size_t, redis::Replies replies) {
+        if (is_error(*replies[0])) router.fail("TYPE", text_of(*replies[0]));
+        key.type = text_of(*replies[0]);
+        const redisReply& hash = *replies[1];
+        // Another client may change the key between the commands: the hash read decides.
+        if (hash.type == REDIS_REPLY_ARRAY && hash.elements > 0) {
+          std::vector<std::pair<std::string, std::string>> pairs;
+          for (std::size_t i = 0; i + 1 < hash.elements; i += 2) {
+            pairs.emplace_back(text_of(*hash.element[i]), text_of(*hash.element[i + 1]));
+          }
+          key.fields.emplace(std::move(pairs), redis::describe_key(router, name));
+          key.type = "hash";
+        } else if (key.type == "hash") {
+          key.type = "none";  // deleted meanwhile
+        }
+        if (ServerFilterStore::kind_of_type(key.type)) {
+          key.engine_sizes = ServerFilterStore::sizes_of(*replies[2]);
+        }
+        router.remember_module_version(*replies[3]);
+        // Refused (an ACL without TIME): asked again only by a kind that needs it.
+        if (replies[4]->type == REDIS_REPLY_ARRAY) {
+          key.server_offset_ms = redis::clock_offset_ms(router, *replies[4]);
+        }
+      },
+      redis::OnLostNode::retry);
+  return key;
+}
+
+}  // namespace
 
 std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint>& servers,
                                                  const std::string& name, Clock clock,
                                                  std::chrono::milliseconds wait_for_creator) {
-  if (auto stream =
-          RedisStreamStore::open_if_stream(servers, name, std::move(clock), wait_for_creator)) {
-    return stream;
-  }
-  if (servers.size() == 1) {
-    try {
-      return plain_backend(RedisStore::open(servers.front(), name, {}, wait_for_creator));
-    } catch (const FormatError&) {
-      // Not a hash: a filter of the server's own Bloom engine (BF.RESERVE / BF.ADD made it)?
-      if (auto server = ServerFilterStore::open_if_server_filter(servers.front(), name)) {
-        return plain_backend(std::move(server));
-      }
-      throw;
+  if (servers.empty()) throw InvalidArgument("no Redis server given");
+  redis::validate_filter_name(name);
+  auto router = redis::make_router(servers.front());
+  const KeyAtName key = read_key(*router, name);
+  if (key.fields) {
+    if (key.fields->has("format") && key.fields->text("format") == redis::kStreamFormat) {
+      const std::int64_t offset =
+          key.server_offset_ms
+              ? *key.server_offset_ms
+              : redis::clock_offset_ms(*router, *router->run(redis::slot_of(name), {"TIME"},
+                                                             redis::OnLostNode::retry));
+      return RedisStreamStore::open(std::move(router), *key.fields, offset, servers, name,
+                                    std::move(clock), wait_for_creator);
     }
+    if (servers.size() == 1) {
+      return plain_backend(
+          RedisStore::open(std::move(router), name, &*key.fields, {}, wait_for_creator));
+    }
+    return plain_backend(
+        ShardedRedisStore::open(std::move(router), &*key.fields, servers, name, wait_for_creator));
   }
-  try {
-    return plain_backend(ShardedRedisStore::open(servers, name, wait_for_creator));
-  } catch (const FormatError&) {
+  if (key.type == "none") {
+    throw NotFound("no filter '" + name + "' on redis " + router->endpoint().describe());
+  }
+  const auto engine = ServerFilterStore::kind_of_type(key.type);
+  if (!engine) {
+    throw FormatError(redis::describe_key(*router, name) + " holds a " + key.type +
+                      ", not a redbloom filter");
+  }
+  if (servers.size() != 1) {
     // A BF key is one key of one server: refused by name rather than as a foreign key.
-    for (const RedisEndpoint& server : servers) {
-      if (auto bf = ServerFilterStore::open_if_server_filter(server, name)) {
-        throw InvalidArgument(
-            bf->location() + " is one key of one server, not a filter sharded over " +
-            std::to_string(servers.size()) + " servers: open it with that server alone");
-      }
-    }
-    throw;
+    throw InvalidArgument("redis " + router->endpoint().describe() + " filter " + name + " (" +
+                          *engine + ") is one key of one server, not a filter sharded over " +
+                          std::to_string(servers.size()) +
+                          " servers: open it with that server alone");
   }
+  return plain_backend(
+      ServerFilterStore::open(std::move(router), name, key.type, key.engine_sizes));
 }
 
 std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoint>& servers,

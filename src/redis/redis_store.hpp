@@ -36,6 +36,11 @@
 
 namespace redbloom {
 
+namespace redis {
+class Router;
+class Fields;
+}  // namespace redis
+
 // Which part of a filter sharded over several servers a RedisStore holds (sharded_store.hpp):
 // the partitions p with sharding::shard_of_partition(p, count) == index. The default is the
 // whole filter on one server. (Outside the class: GCC rejects `= {}` default arguments of a
@@ -79,6 +84,11 @@ class RedisStore final : public Store {
   static std::unique_ptr<RedisStore> open(
       const RedisEndpoint& endpoint, std::string name, const ShardSpec& expected = {},
       std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
+  // The same on a connection already made, with the metadata already read there (`fields`;
+  // nullptr: read it now), as the one kind decision (redis_filters.hpp) hands them over.
+  static std::unique_ptr<RedisStore> open(std::unique_ptr<redis::Router> router, std::string name,
+                                          const redis::Fields* fields, const ShardSpec& expected,
+                                          std::chrono::milliseconds wait_for_creator);
   // Unlinks the filter's keys after checking that NAME is a redbloom filter (or an unfinished
   // one). Throws NotFound if there is nothing to drop.
   static void drop(const RedisEndpoint& endpoint, const std::string& name);

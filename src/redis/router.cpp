@@ -7,6 +7,7 @@
 #include "cluster_router.hpp"
 #include "core/sharding.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/stream.hpp"
 
 namespace redbloom::redis {
 namespace {
@@ -117,14 +118,26 @@ void for_each_master(const Router& router, const std::function<void(std::uint16_
   }
 }
 
+namespace {
+
+long long version_of(const redisReply* reply) {
+  // A server without the module answers "unknown command".
+  return reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0 ? reply->integer : 0;
+}
+
+}  // namespace
+
+void Router::remember_module_version(const redisReply& reply) noexcept {
+  module_version_ = version_of(&reply);
+}
+
 long long module_version(Router& router) {
+  if (const auto known = router.remembered_module_version()) return *known;
   long long lowest = -1;
   for_each_master(router, [&](std::uint16_t slot) {
     if (lowest == 0) return;
-    // A server without the module answers "unknown command".
     const Reply reply = router.call(slot, {std::string_view{"RB.VERSION"}}, OnLostNode::retry);
-    const long long version =
-        reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0 ? reply->integer : 0;
+    const long long version = version_of(reply.get());
     lowest = lowest < 0 ? version : std::min(lowest, version);
   });
   return std::max(lowest, 0LL);
@@ -140,6 +153,14 @@ bool claim_hash(Router& router, std::string_view key,
   Reply reply = router.call(slot_of(key), args);
   router.expect(*reply, REDIS_REPLY_INTEGER, "EVAL (claiming the name)");
   return reply->integer == 1;
+}
+
+std::int64_t clock_offset_ms(const Router& router, const redisReply& time) {
+  router.expect(time, REDIS_REPLY_ARRAY, "TIME");
+  if (time.elements != 2) router.fail("TIME", "not a time");
+  const std::int64_t server = std::stoll(std::string(text_of(*time.element[0]))) * 1000 +
+                              std::stoll(std::string(text_of(*time.element[1]))) / 1000;
+  return server - static_cast<std::int64_t>(system_now_ns() / 1'000'000);
 }
 
 std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint) {

@@ -23,6 +23,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -95,6 +96,17 @@ class Router {
   [[noreturn]] void fail(std::string_view operation, std::string_view what) const;
   // Throws StorageError if the reply is an error reply or not of `type`.
   void expect(const redisReply& reply, int type, std::string_view operation) const;
+
+  // RB.VERSION's reply as one server gave it in a pipeline with other commands (the kind
+  // decision at open), so that module_version() need not ask again. Ignored on a cluster,
+  // whose masters may differ.
+  void remember_module_version(const redisReply& reply) noexcept;
+  [[nodiscard]] std::optional<long long> remembered_module_version() const noexcept {
+    return is_cluster() ? std::nullopt : module_version_;
+  }
+
+ private:
+  std::optional<long long> module_version_;
 };
 
 // An error reply as said to the user: a refused permission (NOPERM, from a server's ACL) says
@@ -120,6 +132,10 @@ void for_each_master(const Router& router, const std::function<void(std::uint16_
 // core/module_protocol.hpp); 0 when one of them lacks the module. Asked at open, which waits
 // out a failover like the rest of opening.
 [[nodiscard]] long long module_version(Router& router);
+
+// The server's clock minus this machine's, in ms, from TIME's reply (StorageError if it is
+// none): a windowed filter's client guesses the current slice by it.
+[[nodiscard]] std::int64_t clock_offset_ms(const Router& router, const redisReply& time);
 
 // A cluster router for a redis+cluster endpoint, else one server.
 [[nodiscard]] std::unique_ptr<Router> make_router(const RedisEndpoint& endpoint);

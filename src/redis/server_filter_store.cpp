@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
 #include "router.hpp"
@@ -88,10 +88,8 @@ std::size_t committed_before(const std::vector<std::uint8_t>& answered, std::siz
 }  // namespace
 
 struct ServerFilterStore::State {
-  State(const RedisEndpoint& endpoint, std::string filter_name)
-      : router(redis::make_router(endpoint)),
-        name(std::move(filter_name)),
-        slot(redis::slot_of(name)) {}
+  State(std::unique_ptr<redis::Router> connected, std::string filter_name)
+      : router(std::move(connected)), name(std::move(filter_name)), slot(redis::slot_of(name)) {}
 
   std::unique_ptr<redis::Router> router;
   std::string name;
@@ -139,22 +137,60 @@ std::optional<std::string> ServerFilterStore::kind_of_type(std::string_view type
 
 std::unique_ptr<ServerFilterStore> ServerFilterStore::open_if_server_filter(
     const RedisEndpoint& endpoint, const std::string& name) {
-  auto state = std::make_unique<State>(endpoint, name);
-  const Reply type = state->router->call(state->slot, {"TYPE", name}, OnLostNode::retry);
-  if (is_error(*type)) state->router->fail("TYPE", text_of(*type));
-  state->engine = engine_of(text_of(*type));
-  if (state->engine == nullptr) return nullptr;
+  auto router = redis::make_router(endpoint);
+  const std::uint16_t slot = redis::slot_of(name);
+  std::string type;
+  Sizes sizes;
+  router->pipeline(
+      1, "TYPE",
+      [&](std::size_t unit) {
+        return redis::UnitRoute{slot, unit, false, {}};
+      },
+      [&](std::size_t, redis::CommandBuffer& buffer) {
+        buffer.command({"TYPE", name});
+        buffer.command({"BF.INFO", name});
+        return std::size_t{2};
+      },
+      [&](std::size_t, redis::Replies replies) {
+        if (is_error(*replies[0])) router->fail("TYPE", text_of(*replies[0]));
+        type = text_of(*replies[0]);
+        sizes = sizes_of(*replies[1]);
+      },
+      OnLostNode::retry);
+  if (engine_of(type) == nullptr) return nullptr;
+  return open(std::move(router), name, type, sizes);
+}
+
+ServerFilterStore::Sizes ServerFilterStore::sizes_of(const redisReply& info) {
+  Sizes sizes;
+  if (info.type != REDIS_REPLY_ARRAY) return sizes;  // refused (ACLs): the sizes stay unknown
+  for (std::size_t i = 0; i + 1 < info.elements; i += 2) {
+    const std::string_view label = text_of(*info.element[i]);
+    const redisReply& value = *info.element[i + 1];
+    if (value.type == REDIS_REPLY_NIL) continue;
+    if (label == "Capacity") sizes.capacity = number_of(value);
+    if (label == "Error rate") sizes.error_rate = real_of(value);
+  }
+  return sizes;
+}
+
+std::unique_ptr<ServerFilterStore> ServerFilterStore::open(std::unique_ptr<redis::Router> router,
+                                                           const std::string& name,
+                                                           std::string_view type,
+                                                           const Sizes& sizes) {
+  auto state = std::make_unique<State>(std::move(router), name);
+  state->engine = engine_of(type);
+  if (state->engine == nullptr) {
+    throw InvalidArgument("TYPE " + std::string(type) + " is no Bloom engine's filter");
+  }
   state->params.layout = Layout::blocked;
   state->params.hashes = 1;
   state->params.partitions = 1;
   state->params.partition_bits = kBlockBits;
-  state->params.capacity = 0;
-  state->params.error_rate = 0;
+  state->params.capacity = sizes.capacity;
+  state->params.error_rate = sizes.error_rate;
   state->params.hash_scheme = kCurrentHashScheme;
-  auto store = std::unique_ptr<ServerFilterStore>(new ServerFilterStore(std::move(state)));
-  // Capacity (and the rate, where the engine says it) once, for callers that size by them.
-  store->read_sizes();
-  return store;
+  return std::unique_ptr<ServerFilterStore>(new ServerFilterStore(std::move(state)));
 }
 
 void ServerFilterStore::check_options(const EngineFilterOptions& options) {
@@ -338,13 +374,6 @@ std::optional<ServerFilterInfo> ServerFilterStore::server_filter_info() const {
   const Reply reply = s.router->call(s.slot, {"BF.INFO", s.name}, OnLostNode::retry);
   s.router->expect(*reply, REDIS_REPLY_ARRAY, "BF.INFO");
   return info_of(*reply, nullptr);
-}
-
-void ServerFilterStore::read_sizes() {
-  State& s = *state_;
-  const Reply reply = s.router->call(s.slot, {"BF.INFO", s.name}, OnLostNode::retry);
-  if (reply->type != REDIS_REPLY_ARRAY) return;  // refused (ACLs): the sizes stay unknown
-  s.params.capacity = info_of(*reply, &s.params.error_rate).capacity;
 }
 
 ServerFilterInfo ServerFilterStore::info_of(const redisReply& reply, double* error_rate) const {

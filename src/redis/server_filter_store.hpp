@@ -23,6 +23,10 @@ struct redisReply;
 
 namespace redbloom {
 
+namespace redis {
+class Router;
+}  // namespace redis
+
 class ServerFilterStore final : public Store {
  public:
   // "redbloom.so's BF filter (TYPE redbloomF)" for a TYPE some engine gives its filters;
@@ -31,6 +35,17 @@ class ServerFilterStore final : public Store {
   // nullptr when NAME is not such a key (missing, a hash, a string, ...).
   [[nodiscard]] static std::unique_ptr<ServerFilterStore> open_if_server_filter(
       const RedisEndpoint& endpoint, const std::string& name);
+  // What BF.INFO says of the filter's size (0: not said, or BF.INFO refused).
+  struct Sizes {
+    std::uint64_t capacity = 0;
+    double error_rate = 0;
+  };
+  [[nodiscard]] static Sizes sizes_of(const redisReply& info);
+  // NAME known to be such a key (`type`: its TYPE), on the connection `router`, with the sizes
+  // BF.INFO gave there with the kind decision (redis_filters.hpp).
+  [[nodiscard]] static std::unique_ptr<ServerFilterStore> open(
+      std::unique_ptr<redis::Router> router, const std::string& name, std::string_view type,
+      const Sizes& sizes);
   // InvalidArgument for options no engine takes (a capacity below 1, a rate outside (0, 1), an
   // expansion with nonscaling).
   static void check_options(const EngineFilterOptions& options);
@@ -68,8 +83,6 @@ class ServerFilterStore final : public Store {
 
  private:
   explicit ServerFilterStore(std::unique_ptr<State> state);
-  // params' capacity and error rate from BF.INFO (left unknown where BF.INFO is refused).
-  void read_sizes();
   // BF.INFO's reply; its "Error rate" (valkey-bloom has one) into `error_rate` if given.
   [[nodiscard]] ServerFilterInfo info_of(const redisReply& reply, double* error_rate) const;
   [[noreturn]] void refuse(std::string_view what) const;

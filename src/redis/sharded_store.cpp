@@ -88,9 +88,18 @@ std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
     const std::vector<RedisEndpoint>& servers, const std::string& name,
     std::chrono::milliseconds wait_for_creator) {
   if (servers.empty()) throw InvalidArgument("no Redis server given");
+  redis::validate_filter_name(name);
+  return open(redis::make_router(servers[0]), nullptr, servers, name, wait_for_creator);
+}
+
+std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
+    std::unique_ptr<redis::Router> first, const redis::Fields* first_fields,
+    const std::vector<RedisEndpoint>& servers, const std::string& name,
+    std::chrono::milliseconds wait_for_creator) {
   const auto count = static_cast<std::uint32_t>(servers.size());
   std::vector<std::unique_ptr<RedisStore>> shards;
-  shards.push_back(RedisStore::open(servers[0], name, {0, count, ""}, wait_for_creator));
+  shards.push_back(
+      RedisStore::open(std::move(first), name, first_fields, {0, count, ""}, wait_for_creator));
   const std::string set_id = shards[0]->shard().set_id;
   for (std::uint32_t i = 1; i < count; ++i) {
     shards.push_back(RedisStore::open(servers[i], name, {i, count, set_id}, wait_for_creator));

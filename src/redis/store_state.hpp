@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "object.hpp"
 #include "partition_ops.hpp"
 #include "redis/redis_store.hpp"
@@ -21,6 +21,8 @@ namespace redbloom {
 struct RedisStore::State {
   State(const RedisEndpoint& endpoint, std::string filter_name)
       : router(redis::make_router(endpoint)), name(std::move(filter_name)) {}
+  State(std::unique_ptr<redis::Router> connected, std::string filter_name)
+      : router(std::move(connected)), name(std::move(filter_name)) {}
 
   std::unique_ptr<redis::Router> router;
   std::string name;
@@ -29,7 +31,7 @@ struct RedisStore::State {
   std::uint64_t created_unix_ns = 0;
   std::vector<std::string> keys;     // partition keys, indexed by partition
   std::vector<std::uint16_t> slots;  // their cluster slots
-  std::vector<std::uint32_t> salts;  // their hash tags' salts (format.hpp)
+  std::vector<std::uint32_t> salts;  // their hash tags' salts (core/redis_format.hpp)
   std::vector<std::uint64_t> owned;  // the partitions this store holds (all, unless sharded)
   ShardSpec shard;
   BulkMode mode = BulkMode::automatic;
@@ -44,7 +46,7 @@ struct RedisStore::State {
   void set_partitions(const FilterParams& p, const ShardSpec& spec,
                       std::vector<std::uint32_t> tag_salts);
 
-  // A partition key's length: its bits, then the seal (format.hpp).
+  // A partition key's length: its bits, then the seal (core/redis_format.hpp).
   [[nodiscard]] std::uint64_t key_bytes() const noexcept {
     return params.partition_bytes() + redis::seal_bytes(version);
   }

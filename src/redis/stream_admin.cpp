@@ -7,8 +7,8 @@
 #include <random>
 #include <set>
 
+#include "core/redis_format.hpp"
 #include "core/sharding.hpp"
-#include "format.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redis/redis_store.hpp"
@@ -48,11 +48,7 @@ std::vector<std::uint32_t> servers_of_partitions(std::uint64_t partitions, std::
 // matches the script's (a wrong guess costs one more round trip, never a wrong answer).
 std::int64_t server_offset_ms(Router& router, const std::string& name) {
   const redis::Reply reply = router.run(slot_of(name), {"TIME"}, OnLostNode::retry);
-  router.expect(*reply, REDIS_REPLY_ARRAY, "TIME");
-  if (reply->elements != 2) router.fail("TIME", "not a time");
-  const std::int64_t server = std::stoll(std::string(redis::text_of(*reply->element[0]))) * 1000 +
-                              std::stoll(std::string(redis::text_of(*reply->element[1]))) / 1000;
-  return server - static_cast<std::int64_t>(system_now_ns() / 1'000'000);
+  return redis::clock_offset_ms(router, *reply);
 }
 
 // `text` with the glob characters of SCAN MATCH escaped.
@@ -239,13 +235,33 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::open_if_stream(
     const std::vector<RedisEndpoint>& servers, const std::string& name, Clock clock,
     std::chrono::milliseconds wait_for_creator) {
   std::vector<std::unique_ptr<Router>> routers = routers_for(servers, name);
-  if (!stream_fields(*routers[0], name)) return nullptr;
+  const auto fields = stream_fields(*routers[0], name);
+  if (!fields) return nullptr;
+  const std::int64_t offset = server_offset_ms(*routers[0], name);
+  return open(std::move(routers[0]), *fields, offset, servers, name, std::move(clock),
+              wait_for_creator);
+}
+
+std::unique_ptr<RedisStreamStore> RedisStreamStore::open(
+    std::unique_ptr<Router> first, const redis::Fields& first_fields, std::int64_t offset_ms,
+    const std::vector<RedisEndpoint>& servers, const std::string& name, Clock clock,
+    std::chrono::milliseconds wait_for_creator) {
+  first_fields.check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
+  std::vector<std::unique_ptr<Router>> routers;
+  routers.push_back(std::move(first));
+  for (std::size_t r = 1; r < servers.size(); ++r) {
+    routers.push_back(redis::make_router(servers[r]));
+  }
   const auto count = static_cast<std::uint32_t>(servers.size());
   std::vector<redis::StreamMetadata> metadata;
   for (std::uint32_t r = 0; r < count; ++r) {
     Router& router = *routers[r];
-    const auto fields = redis::read_ready(router, name, redis::kStreamFormat, "stream filter",
-                                          redis::kStreamVersion, wait_for_creator);
+    // The first server's metadata came with the kind decision; read again only while its
+    // creator is still at work.
+    const auto fields = r == 0 && first_fields.ready()
+                            ? std::optional<redis::Fields>(first_fields)
+                            : redis::read_ready(router, name, redis::kStreamFormat, "stream filter",
+                                                redis::kStreamVersion, wait_for_creator);
     if (!fields) {
       throw FormatError(where(router, name) +
                         " does not exist, though the first server holds it: give the servers "
@@ -284,7 +300,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::open_if_stream(
   }
   state->prepare();
   state->load_commands();
-  state->server_offset_ms = server_offset_ms(*state->routers[0], name);
+  state->server_offset_ms = offset_ms;
   return std::unique_ptr<RedisStreamStore>(new RedisStreamStore(std::move(state)));
 }
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "stream_state.hpp"
 

@@ -8,7 +8,7 @@
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/packed_items.hpp"
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"

@@ -11,12 +11,12 @@
 #include <mutex>
 #include <optional>
 
+#include "core/filter_shape.hpp"
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/packed_items.hpp"
-#include "filter/stream_shape_of.hpp"
-#include "format.hpp"
+#include "core/redis_format.hpp"
 #include "object.hpp"
 #include "partition_ops.hpp"
 #include "redbloom/error.hpp"

@@ -13,9 +13,9 @@
 // Where every master has redbloom's module at RB.VERSION 2, RB.STREAM does the script's work on
 // the same keys instead, taking the items and hashing them on the server.
 //
-// The metadata hash NAME (format "redbloom-stream", format.hpp) goes through the one object
-// lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr for
-// a plain filter. Not thread-safe: one store (its connections) per thread.
+// The metadata hash NAME (format "redbloom-stream", core/redis_format.hpp) goes through the one
+// object lifecycle (object.hpp); a plain RedisStore refuses it, and open_if_stream answers nullptr
+// for a plain filter. Not thread-safe: one store (its connections) per thread.
 #pragma once
 
 #include <chrono>
@@ -32,6 +32,11 @@
 
 namespace redbloom {
 
+namespace redis {
+class Router;
+class Fields;
+}  // namespace redis
+
 class RedisStreamStore final : public FilterBackend, public StreamLinks {
  public:
   // Creates the metadata on every server (no slice key exists until the first add). An
@@ -45,6 +50,15 @@ class RedisStreamStore final : public FilterBackend, public StreamLinks {
   static std::unique_ptr<RedisStreamStore> open_if_stream(
       const std::vector<RedisEndpoint>& servers, const std::string& name, Clock clock,
       std::chrono::milliseconds wait_for_creator);
+  // The same, NAME known to hold one: `first_fields` are its metadata as read on the first
+  // server, on the connection `first`, with the server's clock offset (redis::clock_offset_ms)
+  // (the one kind decision, redis_filters.hpp).
+  static std::unique_ptr<RedisStreamStore> open(std::unique_ptr<redis::Router> first,
+                                                const redis::Fields& first_fields,
+                                                std::int64_t server_offset_ms,
+                                                const std::vector<RedisEndpoint>& servers,
+                                                const std::string& name, Clock clock,
+                                                std::chrono::milliseconds wait_for_creator);
   // Drops every key of the stream filter (metadata and all slices on every server); false when
   // NAME is not a stream filter.
   static bool drop_if_stream(const std::vector<RedisEndpoint>& servers, const std::string& name);

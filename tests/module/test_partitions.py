@@ -1,4 +1,4 @@
-"""RB.PARTADD / RB.PARTEXISTS on redbloom's plain-string partitions (src/redis/format.hpp:
+"""RB.PARTADD / RB.PARTEXISTS on redbloom's plain-string partitions (src/core/redis_format.hpp:
 partition i of filter NAME is NAME:bits:{NAME:i}, partition_bits/8 bytes and a zero seal byte),
 and the same bits as the library: filters the redbloom CLI writes without the module (BITFIELD)
 answer RB.PARTEXISTS, and partitions RB.PARTADD writes answer the CLI on a server without it."""

@@ -1,6 +1,7 @@
-#include "redbloom/store.hpp"
-
+// What Store (store.hpp) and FilterBackend (filter_backend.hpp) do by default.
 #include "redbloom/error.hpp"
+#include "redbloom/filter_backend.hpp"
+#include "redbloom/store.hpp"
 
 namespace redbloom {
 
@@ -26,6 +27,26 @@ Store::OneItemCall Store::direct_add_one() {
   // The context is const only in the signature: it is this non-const store.
   return {[](const void* store, std::string_view item) {
             return const_cast<Store*>(static_cast<const Store*>(store))->add_one(item);
+          },
+          this};
+}
+
+Store::OneItemCall FilterBackend::direct_contains_one() const {
+  return {[](const void* backend, std::string_view item) {
+            std::uint8_t present = 0;
+            static_cast<const FilterBackend*>(backend)->contains({&item, 1}, {&present, 1});
+            return present != 0;
+          },
+          this};
+}
+
+Store::OneItemCall FilterBackend::direct_add_one() {
+  // The context is const only in the signature: it is this non-const backend.
+  return {[](const void* backend, std::string_view item) {
+            std::uint8_t newly = 0;
+            const_cast<FilterBackend*>(static_cast<const FilterBackend*>(backend))
+                ->add({&item, 1}, {&newly, 1});
+            return newly != 0;
           },
           this};
 }

@@ -1,4 +1,4 @@
-#include "format.hpp"
+#include "core/redis_format.hpp"
 
 #include <algorithm>
 #include <charconv>

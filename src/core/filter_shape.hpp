@@ -1,5 +1,5 @@
 // The FilterShape (filter_backend.hpp) of a windowed or growing filter: its options and every
-// link a slice may hold.
+// link a slice may hold. Pure, so the stores of every family build it (core is below them).
 #pragma once
 
 #include "core/stream_shape.hpp"
