@@ -16,10 +16,10 @@
 
 #include "bf_commands.hpp"
 #include "bloom_type.hpp"
+#include "bloom_value.hpp"
 #include "command_support.hpp"
 #include "module_info.hpp"
 #include "partition_commands.hpp"
-#include "redisbloom_commands.hpp"
 #include "redisbloom_type.hpp"
 #include "stream_commands.hpp"
 

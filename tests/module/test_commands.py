@@ -425,6 +425,23 @@ def test_packed_add_answers_every_item_after_a_refusal(raw):
     assert raw("BF.CARD", "ns") == 2
 
 
+def test_packed_commands_on_redisbloom_format_filters(raw):
+    # RB.MADD / RB.MEXISTS answer on RedisBloom's type as BF.MADD / BF.MEXISTS do, and past a
+    # refused item of a full non-scaling filter every later new item is refused too.
+    batch = items("q", 2000) + items("q", 50)
+    raw("BF.RESERVE", "a", "0.01", "300", "FORMAT", "redisbloom")
+    raw("BF.RESERVE", "b", "0.01", "300", "FORMAT", "redisbloom")
+    assert list(raw("RB.MADD", "a", packed(batch))) == raw("BF.MADD", "b", *batch)
+    assert raw("TYPE", "a") == Status("MBbloom--")
+    assert info(raw, "a") == info(raw, "b")
+    probe = items("q", 3000, start=1000)
+    assert list(raw("RB.MEXISTS", "a", packed(probe))) == raw("BF.MEXISTS", "b", *probe)
+    raw("BF.RESERVE", "ns", "0.01", "2", "NONSCALING", "FORMAT", "redisbloom")
+    assert raw("RB.MADD", "ns", packed([b"x1", b"x2", b"x1", b"x3", b"x2"])) == \
+        b"\x01\x01\x00\x02\x00"
+    assert raw("BF.CARD", "ns") == 2
+
+
 def test_rb_version(raw):
     version = raw("RB.VERSION")
     assert isinstance(version, int) and version >= 1

@@ -1,0 +1,87 @@
+#include "bloom_value.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/chain_format.hpp"
+#include "module_info.hpp"
+#include "redbloom/error.hpp"
+#include "redisbloom_type.hpp"
+
+namespace redbloom::module {
+
+namespace {
+
+// The start of redbloom's own SCANDUMP header (chain_format.hpp); any other is RedisBloom's.
+constexpr std::string_view kRedbloomHeaderMagic = "rbchain";
+
+}  // namespace
+
+std::optional<FilterFormat> parse_format(std::string_view word) noexcept {
+  const auto is = [&](std::string_view name) {
+    return word.size() == name.size() &&
+           std::equal(word.begin(), word.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) == b;
+           });
+  };
+  if (is("redbloom")) return FilterFormat::redbloom;
+  if (is("redisbloom")) return FilterFormat::redisbloom;
+  return std::nullopt;
+}
+
+FilterFormat& default_format() noexcept {
+  static FilterFormat format = FilterFormat::redbloom;
+  return format;
+}
+
+BloomKey::BloomKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
+    : ctx_(ctx), key_(ctx, name, mode) {
+  if (key_.empty()) return;
+  RedisModuleType* type = RedisModule_ModuleTypeGetType(key_.get());
+  if (type == filter_type()) {
+    value_ =
+        own_filter_value(*static_cast<FilterChain*>(RedisModule_ModuleTypeGetValue(key_.get())));
+  } else if (type == redisbloom_type()) {
+    value_ = redisbloom_value(
+        *static_cast<redisbloom::Chain*>(RedisModule_ModuleTypeGetValue(key_.get())));
+  } else if (RedisModule_KeyType(key_.get()) == module_api::kKeyTypeHash) {
+    value_ = library_filter_value(ctx, text(name), key_.get());
+  }
+}
+
+BloomValue& BloomKey::create(FilterFormat format, const ChainOptions& options) {
+  if (format == FilterFormat::redisbloom) {
+    auto chain = std::make_unique<redisbloom::Chain>(redisbloom::Chain::make(
+        options.capacity, options.error_rate,
+        redisbloom::kNewFilterOptions | (options.scaling ? 0 : redisbloom::kNoScaling),
+        options.expansion, redisbloom_allocator(), settings().max_filter_bytes));
+    value_ = redisbloom_value(*chain);
+    RedisModule_ModuleTypeSetValue(key_.get(), redisbloom_type(), chain.release());
+    ++redisbloom_stats().filters;
+    warn_if_filters_may_be_evicted(ctx_);
+  } else {
+    value_ = own_filter_value(*key_.store(make_filter(options)));
+  }
+  return *value_;
+}
+
+Refusal BloomKey::create_from_header(std::string_view header) {
+  try {
+    if (header.starts_with(kRedbloomHeaderMagic)) {
+      value_ = own_filter_value(*key_.store(
+          chain_format::decode_header(header, server_allocator(), settings().max_filter_bytes)));
+      return std::nullopt;
+    }
+    auto chain = std::make_unique<redisbloom::Chain>(redisbloom::Chain::decode_header(
+        header, settings().max_filter_bytes, redisbloom_allocator()));
+    value_ = redisbloom_value(*chain);
+    RedisModule_ModuleTypeSetValue(key_.get(), redisbloom_type(), chain.release());
+    ++redisbloom_stats().filters;
+    warn_if_filters_may_be_evicted(ctx_);
+    return std::nullopt;
+  } catch (const FormatError&) {
+    return "ERR received bad data";
+  }
+}
+
+}  // namespace redbloom::module
