@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/chain_format.hpp"
+#include "memory_room.hpp"
 #include "module_info.hpp"
 #include "redbloom/error.hpp"
 #include "redisbloom_type.hpp"
@@ -49,7 +50,33 @@ BloomKey::BloomKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
   }
 }
 
+namespace {
+
+// The bytes of a new filter's bits, sized as its type sizes them, without allocating them.
+std::uint64_t first_link_bytes(FilterFormat format, const ChainOptions& options) {
+  if (format == FilterFormat::redisbloom) {
+    const std::uint32_t flags =
+        redisbloom::kNewFilterOptions | (options.scaling ? 0 : redisbloom::kNoScaling);
+    redisbloom::Link link;
+    bool over = false;
+    // A limit of one byte sizes the link and stops before allocating its bits.
+    (void)redisbloom::size_link(
+        options.capacity,
+        options.scaling ? options.error_rate * redisbloom::kTightening : options.error_rate, flags,
+        redisbloom_allocator(), link, 1, &over);
+    return over ? link.bits / 8 : 0;  // 0: figures RedisBloom refuses, an error below
+  }
+  const FilterChain unsized(options, server_allocator(), nullptr);
+  double target = 0;
+  return unsized.next_link_params(&target).total_bytes();
+}
+
+}  // namespace
+
 BloomValue& BloomKey::create(FilterFormat format, const ChainOptions& options) {
+  if (const auto room = maxmemory_room(ctx_)) {
+    check_new_filter_fits(first_link_bytes(format, options), room);
+  }
   if (format == FilterFormat::redisbloom) {
     auto chain = std::make_unique<redisbloom::Chain>(redisbloom::Chain::make(
         options.capacity, options.error_rate,

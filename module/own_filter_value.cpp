@@ -4,6 +4,7 @@
 
 #include "bloom_value.hpp"
 #include "core/chain_format.hpp"
+#include "memory_room.hpp"
 
 namespace redbloom::module {
 
@@ -15,13 +16,29 @@ class OwnFilterValue final : public BloomValue {
  public:
   explicit OwnFilterValue(FilterChain& chain) : chain_(chain) {}
 
-  Refusal add(RedisModuleCtx*, std::span<const std::string_view> items, PastRefusal past,
+  Refusal add(RedisModuleCtx* ctx, std::span<const std::string_view> items, PastRefusal past,
               AddOutcome& out) override {
+    // A new link must also fit in the room maxmemory leaves: the chain's limit is narrowed to
+    // it for these adds (asked only when they may fill the newest link).
+    const std::uint64_t limit = chain_.options().max_bytes;
+    const auto asked = may_grow(items.size()) ? maxmemory_room(ctx) : std::nullopt;
+    const std::uint64_t room = asked.value_or(0);
+    const bool room_binds = asked && (limit == 0 || chain_.bytes() + room < limit);
+    if (room_binds) chain_.set_max_bytes(chain_.bytes() + room);
+    struct Restore {
+      FilterChain& chain;
+      std::uint64_t limit;
+      ~Restore() { chain.set_max_bytes(limit); }
+    } restore{chain_, limit};
     out.answers.assign(items.size(), 0);
     static_assert(sizeof(AddResult) == 1);
     auto* results = reinterpret_cast<AddResult*>(out.answers.data());
     std::size_t done = chain_.add(items, results);
-    if (done < items.size()) out.refusal = refusal_message(results[done]);
+    if (done < items.size()) {
+      out.refusal = room_binds && results[done] == AddResult::over_limit
+                        ? growth_refusal(room)
+                        : refusal_message(results[done]);
+    }
     if (past == PastRefusal::stop) {
       out.answers.resize(std::min(done + 1, items.size()));
     } else {
@@ -110,6 +127,12 @@ class OwnFilterValue final : public BloomValue {
   [[nodiscard]] std::string occupied() const override { return "ERR item exists"; }
 
  private:
+  // Whether adding `count` items may stack a new link.
+  [[nodiscard]] bool may_grow(std::size_t count) const noexcept {
+    const FilterChain::Link& newest = chain_.links().back();
+    return chain_.options().scaling && newest.items + count >= newest.params.capacity;
+  }
+
   FilterChain& chain_;
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bloom_value.hpp"
+#include "memory_room.hpp"
 #include "module_info.hpp"
 
 namespace redbloom::module {
@@ -33,10 +34,16 @@ class RedisBloomValue final : public BloomValue {
   explicit RedisBloomValue(Chain& chain) : chain_(chain) {}
 
   // As RedisBloom: items in order up to the first refused one, whose error ends the answers.
-  Refusal add(RedisModuleCtx*, std::span<const std::string_view> items, PastRefusal past,
+  Refusal add(RedisModuleCtx* ctx, std::span<const std::string_view> items, PastRefusal past,
               AddOutcome& out) override {
     std::vector<Chain::AddResult> results(items.size());
-    const std::uint64_t limit = settings().max_filter_bytes;
+    // A new sub-filter must also fit in the room maxmemory leaves (asked only when these adds
+    // may fill the newest one).
+    std::uint64_t limit = settings().max_filter_bytes;
+    const auto asked = may_grow(items.size()) ? maxmemory_room(ctx) : std::nullopt;
+    const std::uint64_t room = asked.value_or(0);
+    const bool room_binds = asked && chain_.bytes() + room < limit;
+    if (room_binds) limit = chain_.bytes() + room;
     std::size_t done = chain_.add_many(items, results.data(), limit);
     if (past == PastRefusal::go_on) {
       while (done < items.size())
@@ -48,7 +55,10 @@ class RedisBloomValue final : public BloomValue {
       out.changed |= result == Chain::AddResult::added;
       out.answers[i] =
           answered(result) ? static_cast<std::uint8_t>(result == Chain::AddResult::added) : 2;
-      if (!answered(result) && out.refusal.empty()) out.refusal = refusal(result);
+      if (!answered(result) && out.refusal.empty()) {
+        out.refusal = room_binds && result == Chain::AddResult::too_large ? growth_refusal(room)
+                                                                          : refusal(result);
+      }
     }
     return std::nullopt;
   }
@@ -113,6 +123,13 @@ class RedisBloomValue final : public BloomValue {
   [[nodiscard]] std::string occupied() const override { return "ERR item exists"; }
 
  private:
+  // Whether adding `count` items may stack a new sub-filter.
+  [[nodiscard]] bool may_grow(std::size_t count) const noexcept {
+    if (!chain_.scaling() || chain_.links().empty()) return false;
+    const redisbloom::Link& newest = chain_.links().back();
+    return newest.items + count >= newest.capacity;
+  }
+
   Chain& chain_;
 };
 
