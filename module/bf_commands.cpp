@@ -410,6 +410,18 @@ int packed_mexists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return RedisModule_ReplyWithStringBuffer(ctx, answers.data(), answers.size());
 }
 
+// RB.FILTERID key: the id of the filter at the key, which no filter made later at the same key
+// (or anywhere on this server) repeats: a client that remembers it learns that the filter it
+// had open was deleted and made again. 0 for a filter the server loaded (creation_ids.hpp);
+// nil when the key holds no BF.* filter of the module's types.
+int filter_id(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (argc != 2) return RedisModule_WrongArity(ctx);
+  const BloomKey key(ctx, argv[1], module_api::kRead);
+  const auto id = key.value() != nullptr ? key.value()->creation() : std::nullopt;
+  if (!id) return RedisModule_ReplyWithNull(ctx);
+  return RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(*id));
+}
+
 }  // namespace
 
 bool register_bf_commands(RedisModuleCtx* ctx) noexcept {
@@ -427,6 +439,7 @@ bool register_bf_commands(RedisModuleCtx* ctx) noexcept {
       counted<loadchunk>("bf.loadchunk", "write deny-oom"),
       counted<packed_madd>("rb.madd", "write deny-oom"),
       counted<packed_mexists>("rb.mexists", "readonly"),
+      counted<filter_id>("rb.filterid", "readonly fast"),
   };
   return register_commands(ctx, commands);
 }

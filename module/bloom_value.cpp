@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/chain_format.hpp"
+#include "creation_ids.hpp"
 #include "memory_room.hpp"
 #include "module_info.hpp"
 #include "redbloom/error.hpp"
@@ -83,11 +84,14 @@ BloomValue& BloomKey::create(FilterFormat format, const ChainOptions& options) {
         redisbloom::kNewFilterOptions | (options.scaling ? 0 : redisbloom::kNoScaling),
         options.expansion, redisbloom_allocator(), settings().max_filter_bytes));
     value_ = redisbloom_value(*chain);
+    note_created(ctx_, chain.get());
     RedisModule_ModuleTypeSetValue(key_.get(), redisbloom_type(), chain.release());
     ++redisbloom_stats().filters;
     warn_if_filters_may_be_evicted(ctx_);
   } else {
-    value_ = own_filter_value(*key_.store(make_filter(options)));
+    FilterChain* chain = key_.store(make_filter(options));
+    note_created(ctx_, chain);
+    value_ = own_filter_value(*chain);
   }
   return *value_;
 }
@@ -95,13 +99,16 @@ BloomValue& BloomKey::create(FilterFormat format, const ChainOptions& options) {
 Refusal BloomKey::create_from_header(std::string_view header) {
   try {
     if (header.starts_with(kRedbloomHeaderMagic)) {
-      value_ = own_filter_value(*key_.store(
-          chain_format::decode_header(header, server_allocator(), settings().max_filter_bytes)));
+      FilterChain* chain = key_.store(
+          chain_format::decode_header(header, server_allocator(), settings().max_filter_bytes));
+      note_created(ctx_, chain);
+      value_ = own_filter_value(*chain);
       return std::nullopt;
     }
     auto chain = std::make_unique<redisbloom::Chain>(redisbloom::Chain::decode_header(
         header, settings().max_filter_bytes, redisbloom_allocator()));
     value_ = redisbloom_value(*chain);
+    note_created(ctx_, chain.get());
     RedisModule_ModuleTypeSetValue(key_.get(), redisbloom_type(), chain.release());
     ++redisbloom_stats().filters;
     warn_if_filters_may_be_evicted(ctx_);

@@ -72,6 +72,8 @@ class BloomValue {
   virtual Refusal loadchunk(long long iterator, std::string_view data) = 0;
   // BF.RESERVE's error at a key that holds this value.
   [[nodiscard]] virtual std::string occupied() const = 0;
+  // The filter's creation id (creation_ids.hpp); nullopt for a filter that has none.
+  [[nodiscard]] virtual std::optional<std::uint64_t> creation() const = 0;
 };
 
 // A BF.* key, opened once for the command: empty, another type's, or a Bloom filter value.

@@ -71,6 +71,9 @@ class LibraryFilterValue final : public BloomValue {
     return kind_error(name_, kind_only(), kNoDumps);
   }
 
+  // The library keeps its own record of its filters (their metadata).
+  [[nodiscard]] std::optional<std::uint64_t> creation() const override { return std::nullopt; }
+
   [[nodiscard]] std::string occupied() const override {
     return kind_error(name_, kind_only(), "BF.RESERVE makes a filter only at a free key");
   }

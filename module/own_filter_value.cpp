@@ -4,6 +4,7 @@
 
 #include "bloom_value.hpp"
 #include "core/chain_format.hpp"
+#include "creation_ids.hpp"
 #include "memory_room.hpp"
 
 namespace redbloom::module {
@@ -125,6 +126,10 @@ class OwnFilterValue final : public BloomValue {
   }
 
   [[nodiscard]] std::string occupied() const override { return "ERR item exists"; }
+
+  [[nodiscard]] std::optional<std::uint64_t> creation() const override {
+    return creation_id(&chain_);
+  }
 
  private:
   // Whether adding `count` items may stack a new link.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bloom_value.hpp"
+#include "creation_ids.hpp"
 #include "memory_room.hpp"
 #include "module_info.hpp"
 
@@ -121,6 +122,10 @@ class RedisBloomValue final : public BloomValue {
   }
 
   [[nodiscard]] std::string occupied() const override { return "ERR item exists"; }
+
+  [[nodiscard]] std::optional<std::uint64_t> creation() const override {
+    return creation_id(&chain_);
+  }
 
  private:
   // Whether adding `count` items may stack a new sub-filter.

@@ -442,6 +442,33 @@ def test_packed_commands_on_redisbloom_format_filters(raw):
     assert raw("BF.CARD", "ns") == 2
 
 
+@pytest.mark.parametrize("fmt", ["redbloom", "redisbloom"])
+def test_filter_id_tells_a_filter_made_again_at_the_same_key(r, raw, fmt):
+    assert raw("BF.RESERVE", "f", "0.01", "100", "FORMAT", fmt) == Status("OK")
+    first = raw("RB.FILTERID", "f")
+    assert isinstance(first, int) and first > 0
+    raw("BF.MADD", "f", *items("a", 500))  # grows: the same filter
+    assert raw("RB.FILTERID", "f") == first
+    raw("DEL", "f")
+    assert raw("RB.FILTERID", "f") is None
+    raw("BF.RESERVE", "f", "0.01", "100", "FORMAT", fmt)
+    again = raw("RB.FILTERID", "f")
+    assert again > 0 and again != first
+    raw("BF.INSERT", "g", "FORMAT", fmt, "ITEMS", "x")  # made by an add
+    assert raw("RB.FILTERID", "g") not in (0, first, again)
+    dump = scandump(r, "f")
+    raw("DEL", "f")
+    for iterator, data in dump:
+        raw("BF.LOADCHUNK", "f", iterator, data)
+    assert raw("RB.FILTERID", "f") not in (0, first, again)
+    # Loaded by the server: an id of 0 (its origin is not known), never a new one.
+    raw("DEBUG", "RELOAD")
+    assert raw("RB.FILTERID", "f") == 0 and raw("RB.FILTERID", "g") == 0
+    raw("SET", "s", "x")
+    assert raw("RB.FILTERID", "s") is None and raw("RB.FILTERID", "missing") is None
+    assert raw("RB.FILTERID") == arity("RB.FILTERID")
+
+
 def test_rb_version(raw):
     version = raw("RB.VERSION")
     assert isinstance(version, int) and version >= 1
