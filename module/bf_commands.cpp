@@ -182,11 +182,10 @@ int madd(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return add_items(ctx, argv[1], items_of(argv, 2, argc), Creation{}, AddReply::array, "bf.madd");
 }
 
-// BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE]
-//           [NONSCALING] [FORMAT redbloom|redisbloom] ITEMS item [item ...]
-// Options are told apart as RedisBloom 2.4 tells them: by their first letter (and ERROR from
-// EXPANSION by the second, NOCREATE from NONSCALING by the third); a repeated one wins last.
-// On an existing filter the creation options are ignored.
+// BF.INSERT's options, up to ITEMS (whose first item's index goes to `items_at`); nullopt
+// after an error reply. Options are told apart as RedisBloom 2.4 tells them: by their first
+// letter (and ERROR from EXPANSION by the second, NOCREATE from NONSCALING by the third); a
+// repeated one wins last. On an existing filter the creation options are ignored.
 std::optional<Creation> insert_options(RedisModuleCtx* ctx, RedisModuleString** argv, int argc,
                                        int& items_at) {
   Creation creation;
@@ -253,6 +252,9 @@ std::optional<Creation> insert_options(RedisModuleCtx* ctx, RedisModuleString** 
   options.expansion = static_cast<std::uint32_t>(expansion);
   return creation;
 }
+
+// BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE]
+//           [NONSCALING] [FORMAT redbloom|redisbloom] ITEMS item [item ...]
 int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 4) return RedisModule_WrongArity(ctx);
   int items_at = -1;

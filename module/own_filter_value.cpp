@@ -134,8 +134,9 @@ class OwnFilterValue final : public BloomValue {
  private:
   // Whether adding `count` items may stack a new link.
   [[nodiscard]] bool may_grow(std::size_t count) const noexcept {
+    if (!chain_.options().scaling || chain_.links().empty()) return false;
     const FilterChain::Link& newest = chain_.links().back();
-    return chain_.options().scaling && newest.items + count >= newest.params.capacity;
+    return newest.items + count >= newest.params.capacity;
   }
 
   FilterChain& chain_;
