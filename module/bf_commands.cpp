@@ -63,6 +63,9 @@ void reply_added(RedisModuleCtx* ctx, const AddOutcome& out, AddReply reply) {
   }
 }
 
+// The answers' buffer kept between adds, at most.
+constexpr std::size_t kKeptAnswers = std::size_t{64} << 10;
+
 // The body every adding command shares: open, make the filter when missing, add, reply.
 int add_items(RedisModuleCtx* ctx, RedisModuleString* name, std::span<const std::string_view> items,
               const Creation& creation, AddReply reply, const char* event) {
@@ -73,13 +76,19 @@ int add_items(RedisModuleCtx* ctx, RedisModuleString* name, std::span<const std:
     if (!creation.allowed) return reply_error(ctx, "ERR not found");
     key.create(creation.format, creation.options);
   }
-  AddOutcome out;
+  // Kept between commands (they run on the server's main thread, one at a time), so that an
+  // add allocates no answers once the buffer has grown.
+  static AddOutcome out;
+  out.answers.clear();
+  out.refusal.clear();
+  out.changed = false;
   const PastRefusal past = reply == AddReply::packed ? PastRefusal::go_on : PastRefusal::stop;
   if (const Refusal refusal = key.value()->add(ctx, items, past, out)) {
     return reply_error(ctx, refusal->c_str());
   }
   reply_added(ctx, out, reply);
   if (out.changed || created) announce(ctx, event, name);
+  if (out.answers.capacity() > kKeptAnswers) out.answers = {};  // a huge batch's, not kept
   return module_api::kOk;
 }
 

@@ -41,14 +41,19 @@ BloomKey::BloomKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode)
   if (key_.empty()) return;
   RedisModuleType* type = RedisModule_ModuleTypeGetType(key_.get());
   if (type == filter_type()) {
-    value_ =
-        own_filter_value(*static_cast<FilterChain*>(RedisModule_ModuleTypeGetValue(key_.get())));
+    value_ = own_filter_value(
+        *static_cast<FilterChain*>(RedisModule_ModuleTypeGetValue(key_.get())), inline_);
   } else if (type == redisbloom_type()) {
     value_ = redisbloom_value(
-        *static_cast<redisbloom::Chain*>(RedisModule_ModuleTypeGetValue(key_.get())));
+        *static_cast<redisbloom::Chain*>(RedisModule_ModuleTypeGetValue(key_.get())), inline_);
   } else if (RedisModule_KeyType(key_.get()) == module_api::kKeyTypeHash) {
-    value_ = library_filter_value(ctx, text(name), key_.get());
+    owned_ = library_filter_value(ctx, text(name), key_.get());
+    value_ = owned_.get();
   }
+}
+
+BloomKey::~BloomKey() {
+  if (value_ != nullptr && owned_ == nullptr) value_->~BloomValue();
 }
 
 namespace {
@@ -83,7 +88,7 @@ BloomValue& BloomKey::create(FilterFormat format, const ChainOptions& options) {
         options.capacity, options.error_rate,
         redisbloom::kNewFilterOptions | (options.scaling ? 0 : redisbloom::kNoScaling),
         options.expansion, redisbloom_allocator(), settings().max_filter_bytes));
-    value_ = redisbloom_value(*chain);
+    value_ = redisbloom_value(*chain, inline_);
     note_created(ctx_, chain.get());
     RedisModule_ModuleTypeSetValue(key_.get(), redisbloom_type(), chain.release());
     ++redisbloom_stats().filters;
@@ -91,7 +96,7 @@ BloomValue& BloomKey::create(FilterFormat format, const ChainOptions& options) {
   } else {
     FilterChain* chain = key_.store(make_filter(options));
     note_created(ctx_, chain);
-    value_ = own_filter_value(*chain);
+    value_ = own_filter_value(*chain, inline_);
   }
   return *value_;
 }
@@ -102,12 +107,12 @@ Refusal BloomKey::create_from_header(std::string_view header) {
       FilterChain* chain = key_.store(
           chain_format::decode_header(header, server_allocator(), settings().max_filter_bytes));
       note_created(ctx_, chain);
-      value_ = own_filter_value(*chain);
+      value_ = own_filter_value(*chain, inline_);
       return std::nullopt;
     }
     auto chain = std::make_unique<redisbloom::Chain>(redisbloom::Chain::decode_header(
         header, settings().max_filter_bytes, redisbloom_allocator()));
-    value_ = redisbloom_value(*chain);
+    value_ = redisbloom_value(*chain, inline_);
     note_created(ctx_, chain.get());
     RedisModule_ModuleTypeSetValue(key_.get(), redisbloom_type(), chain.release());
     ++redisbloom_stats().filters;

@@ -4,6 +4,7 @@
 // key once (BloomKey: the one place that tells the kinds apart) and calls the value.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -76,14 +77,24 @@ class BloomValue {
   [[nodiscard]] virtual std::optional<std::uint64_t> creation() const = 0;
 };
 
+// Room for a value of the module's own types kept inside the BloomKey: no allocation per
+// command on their path.
+inline constexpr std::size_t kInlineValueBytes = 32;
+struct ValueStorage {
+  alignas(std::max_align_t) std::byte bytes[kInlineValueBytes];
+};
+
 // A BF.* key, opened once for the command: empty, another type's, or a Bloom filter value.
 class BloomKey {
  public:
   BloomKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode);
+  BloomKey(const BloomKey&) = delete;
+  BloomKey& operator=(const BloomKey&) = delete;
+  ~BloomKey();
   [[nodiscard]] bool empty() const noexcept { return key_.empty(); }
   // A key of a type BF.* does not serve (a hash that is not redbloom's counts as one).
   [[nodiscard]] bool other_type() const noexcept { return !empty() && value_ == nullptr; }
-  [[nodiscard]] BloomValue* value() const noexcept { return value_.get(); }
+  [[nodiscard]] BloomValue* value() const noexcept { return value_; }
 
   // Makes a filter at the empty key. Throws InvalidArgument (nothing written) for figures
   // that cannot be made or that pass a memory limit.
@@ -95,13 +106,16 @@ class BloomKey {
  private:
   RedisModuleCtx* ctx_;
   OpenKey key_;
-  std::unique_ptr<BloomValue> value_;
+  ValueStorage inline_;                // the value of the module's own types
+  std::unique_ptr<BloomValue> owned_;  // the value of a library filter
+  BloomValue* value_ = nullptr;        // one of them, or none
 };
 
 // The values, one per encoding (own_filter_value.cpp, redisbloom_value.cpp,
 // library_filter_value.cpp).
-[[nodiscard]] std::unique_ptr<BloomValue> own_filter_value(FilterChain& chain);
-[[nodiscard]] std::unique_ptr<BloomValue> redisbloom_value(redisbloom::Chain& chain);
+// The first two make the value in `storage`.
+BloomValue* own_filter_value(FilterChain& chain, ValueStorage& storage) noexcept;
+BloomValue* redisbloom_value(redisbloom::Chain& chain, ValueStorage& storage) noexcept;
 // nullptr when the hash at the key is not redbloom's.
 [[nodiscard]] std::unique_ptr<BloomValue> library_filter_value(RedisModuleCtx* ctx,
                                                                std::string_view name,

@@ -1,5 +1,6 @@
 // The module's own filter type (`redbloomF`, a FilterChain) behind BF.*.
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "bloom_value.hpp"
@@ -144,8 +145,9 @@ class OwnFilterValue final : public BloomValue {
 
 }  // namespace
 
-std::unique_ptr<BloomValue> own_filter_value(FilterChain& chain) {
-  return std::make_unique<OwnFilterValue>(chain);
+BloomValue* own_filter_value(FilterChain& chain, ValueStorage& storage) noexcept {
+  static_assert(sizeof(OwnFilterValue) <= kInlineValueBytes);
+  return new (storage.bytes) OwnFilterValue(chain);
 }
 
 }  // namespace redbloom::module

@@ -1,6 +1,7 @@
 // RedisBloom's filter type (`MBbloom--`) behind BF.*: RedisBloom 2.4's answers, hashing and
 // growth, so that data a server kept under RedisBloom reads and grows as it did.
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "bloom_value.hpp"
@@ -140,8 +141,9 @@ class RedisBloomValue final : public BloomValue {
 
 }  // namespace
 
-std::unique_ptr<BloomValue> redisbloom_value(Chain& chain) {
-  return std::make_unique<RedisBloomValue>(chain);
+BloomValue* redisbloom_value(Chain& chain, ValueStorage& storage) noexcept {
+  static_assert(sizeof(RedisBloomValue) <= kInlineValueBytes);
+  return new (storage.bytes) RedisBloomValue(chain);
 }
 
 }  // namespace redbloom::module
