@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/chain_format.hpp"
+#include "creation_ids.hpp"
 #include "module_info.hpp"
 
 namespace redbloom::module {
@@ -116,6 +117,7 @@ void digest(RedisModuleDigest* md, void* value) {
 }
 
 void free_value(void* value) {
+  forget_value(value);
   --redbloom_stats().filters;
   delete static_cast<FilterChain*>(value);
 }

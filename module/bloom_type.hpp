@@ -20,6 +20,8 @@ struct Settings {
   // No filter may grow past this (its bits, all links together): a typo in a capacity must
   // not take the server's memory.
   std::uint64_t max_filter_bytes = std::uint64_t{512} << 20;
+  // A filter made or grown must fit in the room the server's maxmemory leaves (memory_room.hpp).
+  bool maxmemory_check = true;
 };
 Settings& settings() noexcept;
 

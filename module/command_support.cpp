@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "command_table.hpp"
 #include "module_info.hpp"
 
 namespace redbloom::module {
@@ -42,15 +43,6 @@ std::vector<std::string_view> items_of(RedisModuleString** argv, int first, int 
   items.reserve(static_cast<std::size_t>(argc > first ? argc - first : 0));
   for (int i = first; i < argc; ++i) items.push_back(text(argv[i]));
   return items;
-}
-
-FilterChain* OpenKey::filter() const noexcept {
-  if (RedisModule_ModuleTypeGetType(key_) != filter_type()) return nullptr;
-  return static_cast<FilterChain*>(RedisModule_ModuleTypeGetValue(key_));
-}
-
-bool OpenKey::holds_other_type() const noexcept {
-  return !empty() && RedisModule_ModuleTypeGetType(key_) != filter_type();
 }
 
 FilterChain* OpenKey::store(std::unique_ptr<FilterChain> chain) const noexcept {
@@ -108,6 +100,20 @@ const char* refusal_message(FilterChain::AddResult result) noexcept {
              ? "ERR non scaling filter is full"
              : "ERR filter cannot grow: it would pass the module's memory limit per filter "
                "(MAX_FILTER_BYTES) or its 64 sub-filters";
+}
+
+bool register_commands(RedisModuleCtx* ctx, std::span<const Command> commands) noexcept {
+  for (const Command& command : commands) {
+    *command.calls = command_counter(command.name);
+    if (RedisModule_CreateCommand(ctx, command.name, command.run, command.flags, command.first_key,
+                                  command.last_key, command.key_step) != module_api::kOk) {
+      RedisModule_Log(ctx, module_api::kLogWarning,
+                      "redbloom: cannot register %s: another module (RedisBloom?) has it",
+                      command.name);
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace redbloom::module

@@ -34,9 +34,6 @@ class OpenKey {
   [[nodiscard]] bool empty() const noexcept {
     return RedisModule_KeyType(key_) == module_api::kKeyTypeEmpty;
   }
-  // The filter at the key; nullptr when the key is empty or holds something else.
-  [[nodiscard]] FilterChain* filter() const noexcept;
-  [[nodiscard]] bool holds_other_type() const noexcept;
   // Stores a new filter at the (empty) key, which then owns it; warns in the server's log
   // when the server may evict it (warn_if_filters_may_be_evicted).
   FilterChain* store(std::unique_ptr<FilterChain> chain) const noexcept;

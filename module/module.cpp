@@ -9,6 +9,8 @@
 //   DEFAULT_FORMAT redbloom|redisbloom  the type of new filters (redisbloom: RedisBloom's own,
 //                         which RedisBloom can load again)
 //   MAX_FILTER_BYTES n[k|m|g]  no filter grows past this (512m)
+//   MAXMEMORY_CHECK yes|no  refuse a filter or a growth larger than the room maxmemory
+//                         leaves (yes)
 //   CF_MAX_EXPANSIONS n   RedisBloom's cuckoo setting, accepted and ignored
 #include <cctype>
 #include <cstdlib>
@@ -16,10 +18,10 @@
 
 #include "bf_commands.hpp"
 #include "bloom_type.hpp"
+#include "bloom_value.hpp"
 #include "command_support.hpp"
 #include "module_info.hpp"
 #include "partition_commands.hpp"
-#include "redisbloom_commands.hpp"
 #include "redisbloom_type.hpp"
 #include "stream_commands.hpp"
 
@@ -89,6 +91,10 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else if (is_option(argv[i], "CF_MAX_EXPANSIONS")) {
       // RedisBloom's cuckoo-filter setting: accepted so that its load lines work unchanged.
       ok = integer(value).has_value();
+    } else if (is_option(argv[i], "MAXMEMORY_CHECK")) {
+      const std::string_view word = text(value);
+      ok = word == "yes" || word == "no";
+      if (ok) s.maxmemory_check = word == "yes";
     } else if (is_option(argv[i], "MAX_FILTER_BYTES")) {
       const auto bytes = parse_bytes(text(value));
       ok = bytes.has_value();
@@ -96,7 +102,8 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else {
       RedisModule_Log(ctx, module_api::kLogWarning,
                       "redbloom: unknown module argument '%.*s' (known: ERROR_RATE, "
-                      "INITIAL_SIZE, EXPANSION, LAYOUT, DEFAULT_FORMAT, MAX_FILTER_BYTES)",
+                      "INITIAL_SIZE, EXPANSION, LAYOUT, DEFAULT_FORMAT, MAX_FILTER_BYTES, "
+                      "MAXMEMORY_CHECK)",
                       static_cast<int>(name.size()), name.data());
       return false;
     }

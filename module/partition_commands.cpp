@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "command_support.hpp"
+#include "command_table.hpp"
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
 #include "core/packed_items.hpp"
@@ -148,20 +149,15 @@ int version(RedisModuleCtx* ctx, RedisModuleString**, int argc) {
   return RedisModule_ReplyWithLongLong(ctx, kPartitionProtocolVersion);
 }
 
-template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
-int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return guarded(ctx, [&] { return Body(ctx, argv, argc); });
-}
-
 }  // namespace
 
 bool register_partition_commands(RedisModuleCtx* ctx) noexcept {
-  return RedisModule_CreateCommand(ctx, "rb.partadd", guard<partition_add>, "write deny-oom", 1, 1,
-                                   1) == module_api::kOk &&
-         RedisModule_CreateCommand(ctx, "rb.partexists", guard<partition_exists>, "readonly fast",
-                                   1, 1, 1) == module_api::kOk &&
-         RedisModule_CreateCommand(ctx, "rb.version", guard<version>, "readonly fast", 0, 0, 0) ==
-             module_api::kOk;
+  static const Command commands[] = {
+      counted<partition_add>("rb.partadd", "write deny-oom"),
+      counted<partition_exists>("rb.partexists", "readonly fast"),
+      counted<version>("rb.version", "readonly fast", 0, 0, 0),
+  };
+  return register_commands(ctx, commands);
 }
 
 }  // namespace redbloom::module

@@ -89,6 +89,10 @@ inline constexpr int kOptionHandleReplAsyncLoad = 1 << 2;
 inline constexpr long kPostponedLength = -1;
 // RedisModule_GetContextFlags: a maxmemory limit is set, with a policy that evicts keys.
 inline constexpr int kContextFlagEvict = 1 << 9;
+// ... a maxmemory limit is set; the command came from the master; the server is loading (AOF).
+inline constexpr int kContextFlagMaxmemory = 1 << 8;
+inline constexpr int kContextFlagReplicated = 1 << 12;
+inline constexpr int kContextFlagLoading = 1 << 13;
 // Log levels.
 inline constexpr const char* kLogWarning = "warning";
 inline constexpr const char* kLogNotice = "notice";

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bloom_type.hpp"
+#include "creation_ids.hpp"
 #include "module_info.hpp"
 
 namespace redbloom::module {
@@ -163,6 +164,7 @@ void digest(RedisModuleDigest* md, void* value) {
 }
 
 void free_value(void* value) {
+  forget_value(value);
   --redisbloom_stats().filters;
   delete static_cast<Chain*>(value);
 }

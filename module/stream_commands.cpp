@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "command_support.hpp"
+#include "command_table.hpp"
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
 #include "core/packed_items.hpp"
@@ -665,20 +666,16 @@ int stream_ro(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return run_stream(ctx, argv, argc, true);
 }
 
-template <int (*Body)(RedisModuleCtx*, RedisModuleString**, int)>
-int guard(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return guarded(ctx, [&] { return Body(ctx, argv, argc); });
-}
-
 }  // namespace
 
 bool register_stream_commands(RedisModuleCtx* ctx) noexcept {
   // The keys follow numkeys as EVAL's do: getkeys-api names them, for cluster routing and
   // ASK/TRYAGAIN during a migration, as no first/last/step could.
-  return RedisModule_CreateCommand(ctx, "rb.stream", guard<stream>, "write deny-oom getkeys-api", 0,
-                                   0, 0) == module_api::kOk &&
-         RedisModule_CreateCommand(ctx, "rb.stream_ro", guard<stream_ro>, "readonly getkeys-api", 0,
-                                   0, 0) == module_api::kOk;
+  static const Command commands[] = {
+      counted<stream>("rb.stream", "write deny-oom getkeys-api", 0, 0, 0),
+      counted<stream_ro>("rb.stream_ro", "readonly getkeys-api", 0, 0, 0),
+  };
+  return register_commands(ctx, commands);
 }
 
 }  // namespace redbloom::module

@@ -307,6 +307,34 @@ TEST(ModuleStore, TheLibraryUsesAFilterOfTheServersOwnEngine) {
   EXPECT_EQ(with.integer({"EXISTS", "bf"}), 0);
 }
 
+// A filter deleted and made again under an open store (DEL + BF.RESERVE, or an add after an
+// eviction) holds none of the items added before: its lookups are an error, never "absent".
+TEST(ModuleStore, AFilterMadeAgainUnderTheStoreIsAnError) {
+  RedisServer with(kWithModule);
+  for (const char* format : {"redbloom", "redisbloom"}) {
+    SCOPED_TRACE(format);
+    (void)with.command({"FLUSHALL"});
+    ASSERT_EQ(with.command({"BF.RESERVE", "bf", "0.01", "10000", "FORMAT", format}).text, "OK");
+    Filter filter = Filter::open(Location::redis({with.endpoint()}, "bf"));
+    const auto held = numbered("held-", 0, 3000);
+    const std::vector<std::string_view> items(held.begin(), held.end());
+    std::vector<std::uint8_t> added(items.size());
+    filter.add_many(items, added);
+    std::vector<std::uint8_t> present(items.size());
+    EXPECT_EQ(filter.contains_many(items, present), items.size());
+    (void)with.command({"DEL", "bf"});
+    ASSERT_EQ(with.command({"BF.RESERVE", "bf", "0.01", "10000", "FORMAT", format}).text, "OK");
+    const std::string remade = error_of([&] { filter.contains_many(items, present); });
+    EXPECT_TRUE(contains_text(remade, "made again")) << remade;
+    // Made again by an add, as after an eviction, in the same format (same TYPE).
+    (void)with.command({"DEL", "bf"});
+    ASSERT_EQ(with.command({"BF.INSERT", "bf", "FORMAT", format, "ITEMS", "other"}).kind,
+              test::RedisReply::Kind::array);
+    const std::string by_add = error_of([&] { filter.contains_many(items, present); });
+    EXPECT_TRUE(contains_text(by_add, "made again")) << by_add;
+  }
+}
+
 // create_engine_filter makes the key with BF.RESERVE; four writers, each with its own Filter and
 // connections, add one item set in different orders and no item is new to two of them.
 TEST(ModuleStore, EngineFiltersAreReservedAndTheirAddsAreAtomic) {

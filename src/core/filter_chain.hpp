@@ -86,6 +86,9 @@ class FilterChain {
   void contains(std::span<const std::string_view> items, std::uint8_t* present) const;
 
   [[nodiscard]] const ChainOptions& options() const noexcept { return options_; }
+  // The limit on all links' bits for the adds to come (0: none): a Redis module narrows it to
+  // the memory its server has left. Not saved with the chain.
+  void set_max_bytes(std::uint64_t max_bytes) noexcept { options_.max_bytes = max_bytes; }
   [[nodiscard]] std::span<const Link> links() const noexcept { return links_; }
   [[nodiscard]] std::uint64_t items() const noexcept;
   [[nodiscard]] std::uint64_t capacity() const noexcept;  // sum over links

@@ -17,7 +17,6 @@ static_assert(std::endian::native == std::endian::little,
 // RedisBloom's own rounded ln 2 (not std::numbers::ln2): the probe count depends on it.
 constexpr double kLn2 = 0.693147180559945;
 constexpr double kLn2Squared = 0.480453013918201;
-constexpr double kTightening = 0.5;
 
 template <class T>
 T read_word(const char* at) noexcept {

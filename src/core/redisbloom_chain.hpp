@@ -30,6 +30,9 @@ inline constexpr std::uint32_t kKnownOptions = kNoRound | kEntsIsBits | kForce64
 
 // What BF.RESERVE and the adding commands give a new filter.
 inline constexpr std::uint32_t kNewFilterOptions = kForce64 | kNoRound;
+// A scaling chain's first link is sized for error x this, and each next link for its
+// predecessor's error x this.
+inline constexpr double kTightening = 0.5;
 
 // SCANDUMP and AOF rewrites move a link's bits in pieces of at most this many bytes.
 inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{16} << 20;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -96,6 +97,8 @@ struct ServerFilterStore::State {
   std::uint16_t slot;
   const Engine* engine = nullptr;
   FilterParams params;  // placeholders: the engine keeps its own (store.hpp)
+  // The first non-zero RB.FILTERID seen: the filter this store has open (0: none seen yet).
+  mutable std::atomic<std::uint64_t> filter_id{0};
 
   [[nodiscard]] std::size_t first_of(std::size_t unit) const { return unit * kCommandItems; }
   [[nodiscard]] static std::size_t count_of(std::size_t unit, std::size_t items) {
@@ -126,6 +129,20 @@ struct ServerFilterStore::State {
                          std::string(text_of(type)) + ", not " + kind_text(*engine) +
                          "): deleted or replaced while in use"));
     }
+  }
+  // The key holds the filter this store opened, not one made again there since (DEL and
+  // BF.RESERVE, or an add after an eviction), which would read as empty. `id` is RB.FILTERID's
+  // reply: redbloom.so's alone gives one; an error (another engine) or nil tells nothing, and
+  // 0 is a filter the server loaded (a restart, a failover), which may be the same one.
+  void check_same_filter(const redisReply& id, std::string_view operation) const {
+    if (id.type != REDIS_REPLY_INTEGER || id.integer <= 0) return;
+    const auto seen = static_cast<std::uint64_t>(id.integer);
+    std::uint64_t known = 0;
+    if (filter_id.compare_exchange_strong(known, seen) || known == seen) return;
+    throw FormatError(router->message(
+        operation, "filter " + name + " is gone: the key holds a new " + kind_text(*engine) +
+                       ", made again (deleted, or evicted, then made by a command) while in " +
+                       "use; the items added before are not in it"));
   }
 };
 
@@ -325,12 +342,14 @@ void ServerFilterStore::contains(std::span<const std::string_view> items,
   static constexpr std::string_view kOperation = "BF.MEXISTS";
   const std::array<std::string_view, 2> head = {"BF.MEXISTS", s.name};
   const std::array<std::string_view, 2> type = {"TYPE", s.name};
+  const std::array<std::string_view, 2> id = {"RB.FILTERID", s.name};
   s.router->pipeline(
       units_for(items.size()), kOperation, [&](std::size_t unit) { return s.route(unit, false); },
       [&](std::size_t unit, redis::CommandBuffer& buffer) {
         s.encode(buffer, head, items.subspan(s.first_of(unit), s.count_of(unit, items.size())));
         buffer.command(type);
-        return std::size_t{2};
+        buffer.command(id);
+        return std::size_t{3};
       },
       [&](std::size_t unit, redis::Replies replies) {
         const std::size_t first = s.first_of(unit);
@@ -347,6 +366,7 @@ void ServerFilterStore::contains(std::span<const std::string_view> items,
           any_absent |= present[first + i] == 0;
         }
         if (any_absent) s.check_still_there(*replies[1], kOperation);
+        s.check_same_filter(*replies[2], kOperation);
       },
       OnLostNode::retry);
 }

@@ -425,6 +425,50 @@ def test_packed_add_answers_every_item_after_a_refusal(raw):
     assert raw("BF.CARD", "ns") == 2
 
 
+def test_packed_commands_on_redisbloom_format_filters(raw):
+    # RB.MADD / RB.MEXISTS answer on RedisBloom's type as BF.MADD / BF.MEXISTS do, and past a
+    # refused item of a full non-scaling filter every later new item is refused too.
+    batch = items("q", 2000) + items("q", 50)
+    raw("BF.RESERVE", "a", "0.01", "300", "FORMAT", "redisbloom")
+    raw("BF.RESERVE", "b", "0.01", "300", "FORMAT", "redisbloom")
+    assert list(raw("RB.MADD", "a", packed(batch))) == raw("BF.MADD", "b", *batch)
+    assert raw("TYPE", "a") == Status("MBbloom--")
+    assert info(raw, "a") == info(raw, "b")
+    probe = items("q", 3000, start=1000)
+    assert list(raw("RB.MEXISTS", "a", packed(probe))) == raw("BF.MEXISTS", "b", *probe)
+    raw("BF.RESERVE", "ns", "0.01", "2", "NONSCALING", "FORMAT", "redisbloom")
+    assert raw("RB.MADD", "ns", packed([b"x1", b"x2", b"x1", b"x3", b"x2"])) == \
+        b"\x01\x01\x00\x02\x00"
+    assert raw("BF.CARD", "ns") == 2
+
+
+@pytest.mark.parametrize("fmt", ["redbloom", "redisbloom"])
+def test_filter_id_tells_a_filter_made_again_at_the_same_key(r, raw, fmt):
+    assert raw("BF.RESERVE", "f", "0.01", "100", "FORMAT", fmt) == Status("OK")
+    first = raw("RB.FILTERID", "f")
+    assert isinstance(first, int) and first > 0
+    raw("BF.MADD", "f", *items("a", 500))  # grows: the same filter
+    assert raw("RB.FILTERID", "f") == first
+    raw("DEL", "f")
+    assert raw("RB.FILTERID", "f") is None
+    raw("BF.RESERVE", "f", "0.01", "100", "FORMAT", fmt)
+    again = raw("RB.FILTERID", "f")
+    assert again > 0 and again != first
+    raw("BF.INSERT", "g", "FORMAT", fmt, "ITEMS", "x")  # made by an add
+    assert raw("RB.FILTERID", "g") not in (0, first, again)
+    dump = scandump(r, "f")
+    raw("DEL", "f")
+    for iterator, data in dump:
+        raw("BF.LOADCHUNK", "f", iterator, data)
+    assert raw("RB.FILTERID", "f") not in (0, first, again)
+    # Loaded by the server: an id of 0 (its origin is not known), never a new one.
+    raw("DEBUG", "RELOAD")
+    assert raw("RB.FILTERID", "f") == 0 and raw("RB.FILTERID", "g") == 0
+    raw("SET", "s", "x")
+    assert raw("RB.FILTERID", "s") is None and raw("RB.FILTERID", "missing") is None
+    assert raw("RB.FILTERID") == arity("RB.FILTERID")
+
+
 def test_rb_version(raw):
     version = raw("RB.VERSION")
     assert isinstance(version, int) and version >= 1

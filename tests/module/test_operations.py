@@ -22,10 +22,14 @@ def test_info_counts_filters_bytes_and_commands(make_server):
     r.execute_command("BF.MADD", "auto", *items("a", 10))
     r.execute_command("BF.MEXISTS", "rb", "x", "y")
     r.execute_command("BF.MEXISTS", "rb", "x")
+    r.execute_command("RB.VERSION")
     now = section(r)
     assert now["redbloom_own_filters"] == 2 and now["redbloom_redisbloom_filters"] == 1
     assert now["redbloom_cmd_bf_reserve"] == 2
     assert now["redbloom_cmd_bf_madd"] == 1 and now["redbloom_cmd_bf_mexists"] == 2
+    # Every command the module registers is counted, its own RB.* ones too.
+    assert now["redbloom_cmd_rb_version"] == 1 and now["redbloom_cmd_rb_partadd"] == 0
+    assert now["redbloom_cmd_rb_stream"] == 0 and now["redbloom_cmd_rb_stream_ro"] == 0
     # The bits as the server's allocator holds them: at least what BF.DEBUG says of the bytes.
     debug = r.execute_command("BF.DEBUG", "rb")
     bits_bytes = sum(int(line.split()[0].split(b":")[1]) for line in debug[1:])

@@ -43,6 +43,11 @@ def test_replica_answers_as_the_master(make_server):
         assert replica.execute_command("BF.MEXISTS", key, *PROBE) == \
             master.execute_command("BF.MEXISTS", key, *PROBE)
     assert replica.get("part") == master.get("part")
+    # The replica's filters came from its master: id 0 there, never one of its own that would
+    # read as a filter made again once it is promoted.
+    assert master.execute_command("RB.FILTERID", "ns") > 0
+    for key in keys:
+        assert replica.execute_command("RB.FILTERID", key) in (0, None)
     with Resp(replica.connection_pool.connection_kwargs["port"]) as raw:
         reply = raw("BF.ADD", "before:auto", "y")
         assert isinstance(reply, Error) and reply.startswith("READONLY"), reply
