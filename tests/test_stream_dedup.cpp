@@ -115,5 +115,96 @@ TEST(StreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
   EXPECT_EQ(pending(server), 0);
 }
 
+// The refusals that must come before the batch's first write, on a stock server and (when
+// the module is built) on one whose script calls RB.PARTADD.
+class StreamDedupRefusal : public ::testing::TestWithParam<bool> {
+ protected:
+  static std::vector<std::string> server_args() {
+#ifdef REDBLOOM_MODULE_PATH
+    if (GetParam()) return {"--loadmodule", REDBLOOM_MODULE_PATH};
+#endif
+    return {};
+  }
+  // Three entries read and about to be committed: keys a, b and a again.
+  static void add_entries(const test::RedisServer& server) {
+    for (const char* id : {"a", "b", "a"}) (void)server.command({"XADD", "in", "*", "id", id});
+  }
+  // The batch refused, nothing of it done: pending, no bit set, nothing copied.
+  static void expect_untouched(const test::RedisServer& server, long long output_length) {
+    EXPECT_EQ(pending(server), 3);
+    EXPECT_EQ(server.integer({"BITCOUNT", "f:bits:{f:0}"}), 0);
+    EXPECT_EQ(server.integer({"XLEN", "out"}), output_length);
+  }
+};
+
+TEST_P(StreamDedupRefusal, AnOutputAtTheLastPossibleIdIsRefusedBeforeAnyWrite) {
+  test::RedisServer server(server_args());
+  const Filter filter =
+      Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
+  add_entries(server);
+  // Any client can do this; XADD * then raises "The stream has exhausted the last possible ID".
+  (void)server.command({"XADD", "out", "18446744073709551615-18446744073709551615", "id", "last"});
+  StreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(false));
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
+  try {
+    (void)stage.commit();
+    FAIL() << "a batch was committed to an output that cannot take it";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("last possible entry id"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
+  }
+  expect_untouched(server, 1);
+
+  // A last id a little below the end leaves too little room for the batch: refused too.
+  (void)server.command({"DEL", "out"});
+  (void)server.command({"XADD", "out", "18446744073709551615-18446744073709551614", "id", "last"});
+  EXPECT_THROW((void)stage.commit(), StorageError);
+  expect_untouched(server, 1);
+
+  // With the output made usable again, the same batch is done whole, once.
+  (void)server.command({"DEL", "out"});
+  const StreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(done.duplicates, 1u);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
+  EXPECT_EQ(pending(server), 0);
+}
+
+TEST_P(StreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
+  test::RedisServer server(server_args());
+  (void)server.command({"ACL", "SETUSER", "stage", "on", ">secret", "~*", "&*", "+@all", "-xadd"});
+  RedisEndpoint as_stage = server.endpoint();
+  as_stage.user = "stage";
+  as_stage.password = "secret";
+  const Filter filter =
+      Filter::create_redis(as_stage, "f", size_filter(1000, 1e-6, Layout::blocked));
+  add_entries(server);
+  StreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(false));
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
+  try {
+    (void)stage.commit();
+    FAIL() << "a batch was committed by a user who cannot copy it";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("may not run XADD out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
+  }
+  expect_untouched(server, 0);
+
+  (void)server.command({"ACL", "SETUSER", "stage", "+xadd"});
+  const StreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
+}
+
+#ifdef REDBLOOM_MODULE_PATH
+INSTANTIATE_TEST_SUITE_P(Engines, StreamDedupRefusal, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "module" : "stock"; });
+#else
+INSTANTIATE_TEST_SUITE_P(Engines, StreamDedupRefusal, ::testing::Values(false),
+                         [](const auto&) { return "stock"; });
+#endif
+
 }  // namespace
 }  // namespace redbloom

@@ -3,16 +3,21 @@
 //
 // Entries are read with a consumer group. Each batch is then one Lua script on the server, so
 // it happens whole or not at all, whatever the client does (a SIGKILL, a lost connection):
-//   1. checks, before any write: the input is a stream, the output a stream or absent, every
-//      partition of the batch at its sealed length (format.hpp);
-//   2. XACK of each input entry; an entry that was no longer pending (a batch retried after
-//      its reply was lost, or taken over by another consumer that finished it) is skipped, so
-//      no entry is handled twice;
-//   3. test-and-set of the keys of the entries acked in 2: the same bits redbloom's own writes
+//   1. checks, before any write, of everything that could refuse a later call: the input is a
+//      stream and the group exists, the output a stream or absent with room left in its ids
+//      (XADD * raises once its last id is the last possible one), the server's user may run
+//      every call (ACL), every partition of the batch is at its sealed length (format.hpp);
+//      an entry no longer pending (a batch retried after its reply was lost, or taken over by
+//      another consumer that finished it) is left alone, so no entry is handled twice;
+//   2. test-and-set of the keys of the pending entries: the same bits redbloom's own writes
 //      set (partition_ops.hpp), BITFIELD with positions the client hashed, or RB.PARTADD where
 //      every master has redbloom's module (the module hashes);
+//   3. XACK of each pending entry;
 //   4. XADD to the output of each entry whose key was new (and, with OnMissingKey::pass, of
 //      each entry without the key), all its fields, in input order.
+// Redis keeps a script's writes when a later call raises, so the checks of 1 are what makes a
+// refused batch leave nothing behind. Should a call after the first write refuse all the same,
+// commit() says what was done and which entries were not copied.
 // A restarted stage first takes its own pending entries (XREADGROUP history), then those idle
 // at least `min_idle` in other consumers (XAUTOCLAIM: a stage that died under another consumer
 // name), then new ones. So each key reaches the output once, apart from the filter's false
@@ -87,8 +92,9 @@ class StreamDedup {
   // Returns the number read (0: nothing arrived in `block`).
   std::size_t read(std::size_t count, std::chrono::milliseconds block);
   // Runs the script on the batch read. Throws StorageError when the server refuses it (the
-  // batch's entries then stay pending: nothing of it happened) or the connection fails (the
-  // batch happened whole or not at all; a restarted stage finds out which).
+  // batch's entries then stay pending: nothing of it happened), when a call after its first
+  // write refused (the message names the entries not copied), or when the connection fails
+  // (the batch happened whole or not at all; a restarted stage finds out which).
   StreamDedupBatch commit();
   // "module redbloom (RB.PARTADD)" or "Lua script (BITFIELD)", for the summary.
   [[nodiscard]] std::string engine() const;

@@ -31,10 +31,12 @@ using redis::text_of;
 //   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b') or the packed item ('m')
 //   'k', 'p': the count of field and value strings, then them.
 // Reads and checks everything first; the first write is the test-and-set, whose deny-oom
-// refusal (a full server) then comes before anything was written. A script that fails later
-// would leave its writes, so nothing after the checks can fail.
+// refusal (a full server) then comes before anything was written. Redis keeps a script's
+// writes when a later call raises, so every way a later call can refuse is checked before it
+// (types, the user's rights, the room left in the output's ids), and the calls after the first
+// write go through pcall: an unforeseen refusal is reported with what was done, never hidden.
 // Reply {unique, duplicates, skipped, passed, deleted, done before}, or an error
-// "REDBLOOMDEDUP <what> ...".
+// "REDBLOOMDEDUP <what> ..." (nothing written), or "REDBLOOMDEDUP partial ..." (see below).
 constexpr std::string_view kScript = R"lua(
 local input, output = KEYS[1], KEYS[2]
 local group, sealed, maxlen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -45,6 +47,30 @@ local t = redis.call('TYPE', input).ok
 if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
 t = redis.call('TYPE', output).ok
 if t ~= 'stream' and t ~= 'none' then return redis.error_reply('REDBLOOMDEDUP output ' .. t) end
+local last_id = nil
+if t == 'stream' then
+  local info = redis.call('XINFO', 'STREAM', output)
+  for i = 1, #info - 1, 2 do
+    if info[i] == 'last-generated-id' then last_id = info[i + 1] end
+  end
+end
+if redis.acl_check_cmd then
+  local denied = nil
+  if not redis.acl_check_cmd('XACK', input, group, '0-1') then denied = 'XACK ' .. input end
+  if not redis.acl_check_cmd('XADD', output, '*', 'f', 'v') then denied = 'XADD ' .. output end
+  for j = 1, m do
+    local key = KEYS[2 + j]
+    if engine == 'm' then
+      if not redis.acl_check_cmd('RB.PARTADD', key, sealed, layout, k, pbits, parts,
+                                 ARGV[12 + j], '') then
+        denied = 'RB.PARTADD ' .. key
+      end
+    elseif not redis.acl_check_cmd('BITFIELD', key, 'SET', 'u1', '0', '1') then
+      denied = 'BITFIELD ' .. key
+    end
+  end
+  if denied then return redis.error_reply('REDBLOOMDEDUP denied ' .. denied) end
+end
 for j = 1, m do
   local len = redis.pcall('STRLEN', KEYS[2 + j])
   if type(len) ~= 'number' then len = -1 end
@@ -65,7 +91,7 @@ for i = 1, #mine do pending[mine[i][1]] = true end
 local acks = {}
 local entries, by_part = {}, {}
 for j = 1, m do by_part[j] = {} end
-local done_before = 0
+local done_before, copies = 0, 0
 for e = 1, n do
   local ent = {id = ARGV[pos], kind = ARGV[pos + 1]}
   pos = pos + 2
@@ -78,15 +104,29 @@ for e = 1, n do
     ent.nf = tonumber(ARGV[pos])
     ent.fields = pos + 1
     pos = pos + 1 + ent.nf
+    if ent.nf < 2 or ent.nf % 2 ~= 0 then
+      return redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
+    end
   end
   ent.live = pending[ent.id] == true
   if ent.live then
     acks[#acks + 1] = ent.id
     if ent.kind == 'k' then table.insert(by_part[ent.j], ent) end
+    if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
   else
     done_before = done_before + 1
   end
   entries[e] = ent
+end
+-- XADD * raises once the output's last id is the last possible one; below the largest
+-- millisecond it never runs out. Lua's numbers are doubles, so near the end the test errs on
+-- the side of refusing.
+if last_id and copies > 0 then
+  local dash = string.find(last_id, '-', 1, true)
+  if string.sub(last_id, 1, dash - 1) == '18446744073709551615' and
+     tonumber(string.sub(last_id, dash + 1)) + copies + 8192 >= 18446744073709551615 then
+    return redis.error_reply('REDBLOOMDEDUP exhausted ' .. last_id)
+  end
 end
 for j = 1, m do
   local list, key = by_part[j], KEYS[2 + j]
@@ -125,9 +165,15 @@ for j = 1, m do
     end
   end
 end
+-- From here on the batch is written in part: a call that raises must not end the script
+-- unreported. Nothing below is expected to fail (the checks above cover what can); if a call
+-- does, the reply says what was done.
+local unacked = nil
 for from = 1, #acks, 5000 do
-  redis.call('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+  local r = redis.pcall('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+  if type(r) == 'table' and r.err then unacked = r.err; break end
 end
+local failed, uncopied, first_uncopied, last_uncopied = nil, 0, '', ''
 local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
 for e = 1, n do
   local ent = entries[e]
@@ -142,14 +188,27 @@ for e = 1, n do
     else
       deleted = deleted + 1
     end
-    if copy then
+    if copy and not failed then
       local args = {}
       if maxlen > 0 then args = {'MAXLEN', '~', ARGV[3]} end
       args[#args + 1] = '*'
       for f = 0, ent.nf - 1 do args[#args + 1] = ARGV[ent.fields + f] end
-      redis.call('XADD', output, unpack(args))
+      local r = redis.pcall('XADD', output, unpack(args))
+      if type(r) == 'table' and r.err then failed = r.err end
+    end
+    if copy and failed then
+      uncopied = uncopied + 1
+      if first_uncopied == '' then first_uncopied = ent.id end
+      last_uncopied = ent.id
     end
   end
+end
+if failed or unacked then
+  -- "partial <copied> <uncopied> <first> <last> <acked 1|0> <message>"
+  return redis.error_reply('REDBLOOMDEDUP partial ' .. (unique + passed - uncopied) .. ' ' ..
+                           uncopied .. ' ' .. (first_uncopied ~= '' and first_uncopied or '-') ..
+                           ' ' .. (last_uncopied ~= '' and last_uncopied or '-') .. ' ' ..
+                           (unacked and '0' or '1') .. ' ' .. (failed or unacked))
 end
 return {unique, dups, skipped, passed, deleted, done_before}
 )lua";
@@ -236,6 +295,37 @@ struct StreamDedup::State {
       }
       batch.push_back(std::move(entry));
     }
+  }
+  // The script's "partial <copied> <uncopied> <first> <last> <acked 1|0> <error>": a call
+  // after its first write refused, which its checks should have made impossible.
+  [[nodiscard]] std::string partial_batch_text(std::string_view reply, std::size_t end) const {
+    std::vector<std::string> words;
+    std::size_t at = 0;
+    while (words.size() < 6 && at < reply.size()) {
+      const std::size_t space = std::min(reply.find(' ', at), reply.size());
+      words.emplace_back(reply.substr(at, space - at));
+      at = space + 1;
+    }
+    if (words.size() < 6) return "the batch's script was cut short: " + std::string(reply);
+    const std::string error(reply.substr(std::min(at, reply.size())));
+    std::string text = "the batch of " + std::to_string(end) + " entries (" + batch.front().id +
+                       " to " + batch[end - 1].id +
+                       ") was done only in part: the server refused (" + error +
+                       ") after its keys were set in the filter";
+    if (words[1] != "0") {
+      text += "; " + words[1] + " entries whose keys were new, " + words[2] + " to " + words[3] +
+              ", were NOT copied to '" + options.output +
+              "', and no run of the stage will copy them (the filter now holds their keys): "
+              "copy them yourself (XRANGE " +
+              options.input + " " + words[2] + " " + words[3] + ", then XADD each to " +
+              options.output + ")";
+    }
+    text += "; " + words[0] + " entries were copied";
+    text += words[4] == "1" ? "; every entry of the batch was acknowledged"
+                            : "; the batch's entries may not all be acknowledged: the next run "
+                              "takes those as duplicates (an entry without the key that was "
+                              "copied may be copied again)";
+    return text;
   }
   void missing_group(std::string_view operation, const redisReply& reply) {
     if (text_of(reply).starts_with("NOGROUP")) {
@@ -531,6 +621,18 @@ StreamDedupBatch StreamDedup::commit() {
     } else if (text.starts_with("REDBLOOMDEDUP output ")) {
       what = "output key '" + s.options.output + "' holds a " + std::string(text.substr(21)) +
              ", not a stream";
+    } else if (text.starts_with("REDBLOOMDEDUP exhausted ")) {
+      what = "output stream '" + s.options.output + "' has reached the last possible entry id (" +
+             std::string(text.substr(24)) +
+             "), so XADD cannot add to it: name another --to stream, or delete this one";
+    } else if (text.starts_with("REDBLOOMDEDUP denied ")) {
+      what = "the server's user may not run " + std::string(text.substr(21)) +
+             ", which the batch needs (its ACL): grant it, or run the stage as a user who may";
+    } else if (text.starts_with("REDBLOOMDEDUP fields ")) {
+      what = "entry " + std::string(text.substr(21)) + " has no field/value pairs to copy";
+    } else if (text.starts_with("REDBLOOMDEDUP partial ")) {
+      throw StorageError(
+          s.router->message("EVALSHA (stream dedup)", s.partial_batch_text(text.substr(22), end)));
     } else if (text.starts_with("REDBLOOMDEDUP partition ")) {
       const std::string rest(text.substr(24));
       const std::size_t space = rest.find(' ');
