@@ -18,14 +18,22 @@
 // loss; adding is idempotent). checkpoint(), after the filter is flushed, starts the journal
 // again holding only the keys still pending.
 //
+// A journal belongs to one filter: its keys mean "committed to that filter". bind() records
+// the filter's location and creation time, and refuses another filter (or one made again at the
+// same place) while the journal holds keys, since adding them to it would make it call their
+// records duplicates.
+//
 // File format: a header line, then records of [u32 size][u32 CRC-32C of type+payload][u8 type]
-// [payload], little-endian. A record cut short or failing its checksum at the end of the file
-// is a write the crash interrupted (its batch was never committed, or its mark is lost) and is
-// ignored; one followed by more records means the file is damaged, and it is refused.
+// [payload], little-endian. The first record names the filter (format 2; format 1 journals,
+// which do not, are read and rewritten in format 2). A record cut short or failing its checksum
+// at the end of the file, or zero bytes after the last record, is a write the crash interrupted
+// (its batch was never committed, or its mark is lost) and is ignored; a bad record followed by
+// more records means the file is damaged, and it is refused.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -39,6 +47,14 @@ namespace redbloom::cli {
 class JournalError : public StorageError {
  public:
   using StorageError::StorageError;
+};
+
+// The filter a journal belongs to: where it is and when it was created (0: the store does not
+// record it).
+struct JournalFilter {
+  std::string location;
+  std::uint64_t created_unix_ns = 0;
+  bool operator==(const JournalFilter&) const = default;
 };
 
 class Journal {
@@ -58,6 +74,20 @@ class Journal {
   // record was dropped.
   [[nodiscard]] std::size_t unfinished_keys() const noexcept { return unfinished_; }
   [[nodiscard]] bool dropped_torn_record() const noexcept { return torn_; }
+  // Zero bytes after the last record (what some file systems leave after a power loss), dropped.
+  [[nodiscard]] bool dropped_zero_tail() const noexcept { return zero_tail_; }
+  // The file ends after a whole record inside a batch: a crash before the batch's later records
+  // were written, or a file cut at a record's end. Its keys are pending.
+  [[nodiscard]] bool ends_inside_batch() const noexcept { return ends_inside_batch_; }
+
+  // Ties the journal to `filter`, the one the stage opened. A journal that names another
+  // filter, or (format 1) was last written before `filter` was created, is refused while it
+  // holds keys (InvalidArgument, saying what to do); one that holds none is taken over. Call
+  // before recovering; then checkpoint() if rewrite_due() (the filter is not on disk yet).
+  void bind(const JournalFilter& filter);
+  [[nodiscard]] bool rewrite_due() const noexcept { return rewrite_due_; }
+  // A format 1 journal holding keys was taken as the filter's (it names none).
+  [[nodiscard]] bool took_unnamed() const noexcept { return took_unnamed_; }
 
   [[nodiscard]] std::size_t pending() const noexcept { return pending_.size(); }
   // True, once, for a pending key: its record must be printed even though the filter holds it.
@@ -100,6 +130,12 @@ class Journal {
   std::vector<std::string> replay_;
   std::size_t unfinished_ = 0;
   bool torn_ = false;
+  bool zero_tail_ = false;
+  bool ends_inside_batch_ = false;
+  std::optional<JournalFilter> filter_;   // as recorded in the file, then as bound
+  std::uint64_t last_write_unix_ns_ = 0;  // the file's modification time when opened
+  bool rewrite_due_ = false;
+  bool took_unnamed_ = false;
   std::string scratch_;
 };
 

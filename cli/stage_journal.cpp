@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <span>
 
 #include "exact_options.hpp"
@@ -37,6 +38,20 @@ std::uint64_t journal_limit(const JournalOptions& options) {
   return bytes;
 }
 
+// The filter as the journal records it; a file by its absolute path, so that a run from
+// another directory finds the same filter.
+JournalFilter identity_of(const Filter& filter) {
+  JournalFilter identity{filter.backend().location(), filter.backend().created_unix_ns()};
+  constexpr std::string_view kFile = "file ";
+  if (identity.location.starts_with(kFile)) {
+    if (char* real = ::realpath(identity.location.c_str() + kFile.size(), nullptr)) {
+      identity.location = std::string(kFile) + real;
+      std::free(real);
+    }
+  }
+  return identity;
+}
+
 }  // namespace
 
 StageJournal::StageJournal(const JournalOptions& options, int output_fd)
@@ -45,14 +60,20 @@ StageJournal::StageJournal(const JournalOptions& options, int output_fd)
   // A pipe, a terminal or a socket has no disk to sync: the guarantee ends at write(2).
   sync_output_ = ::fstat(output_fd, &st) == 0 && S_ISREG(st.st_mode);
   torn_ = journal_.dropped_torn_record();
+  zero_tail_ = journal_.dropped_zero_tail();
+  ends_inside_batch_ = journal_.ends_inside_batch();
   recovered_ = journal_.unfinished_keys();
 }
 
 void StageJournal::recover(Filter& filter, ExactSet* exact, std::size_t batch_items) {
   filter_ = &filter;
   exact_ = exact;
+  journal_.bind(identity_of(filter));
   const std::vector<std::string>& keys = journal_.replay_keys();
-  if (keys.empty() && !torn_) return;
+  if (keys.empty() && !torn_ && !zero_tail_) {
+    if (journal_.rewrite_due()) journal_.checkpoint();  // names the filter in the file
+    return;
+  }
   // The filter's writes since the last checkpoint may not have reached the disk (a power
   // loss): adding the journal's keys again makes the filter hold every one of them.
   std::vector<std::string_view> chunk;
@@ -78,7 +99,14 @@ void StageJournal::recover(Filter& filter, ExactSet* exact, std::size_t batch_it
 }
 
 void StageJournal::before_commit(const std::vector<std::string_view>& keys) {
-  journal_.begin(keys);
+  batch_keys_ = keys.size();
+  try {
+    journal_.begin(keys);
+  } catch (const JournalError& e) {
+    throw JournalError(std::string(e.what()) + "; the next batch was not committed: the first " +
+                       std::to_string(items_done_) +
+                       " input items of this run are committed and printed");
+  }
 }
 
 void StageJournal::after_commit(const std::vector<std::string_view>& keys,
@@ -90,7 +118,17 @@ void StageJournal::after_commit(const std::vector<std::string_view>& keys,
       newly[i] = 1;
     }
   }
-  journal_.committed(newly, keys.size());
+  try {
+    journal_.committed(newly, keys.size());
+  } catch (const JournalError& e) {
+    // The batch's keys were synced to the journal before the commit: they stay pending there.
+    throw JournalError(
+        std::string(e.what()) + "; the first " + std::to_string(items_done_) +
+        " input items of this run are committed and printed; the next batch (items " +
+        std::to_string(items_done_ + 1) + " to " + std::to_string(items_done_ + keys.size()) +
+        ") may be committed to the filter and was not printed: the journal " + journal_.path() +
+        " keeps its keys pending, and the next run with it prints them");
+  }
 }
 
 void StageJournal::after_output() {
@@ -102,7 +140,16 @@ void StageJournal::after_output() {
                        " keeps the batch unfinished, and the next run prints "
                        "them again");
   }
-  journal_.done();
+  try {
+    journal_.done();
+  } catch (const JournalError& e) {
+    throw JournalError(
+        std::string(e.what()) + "; the first " + std::to_string(items_done_ + batch_keys_) +
+        " input items of this run are committed and printed; the journal " + journal_.path() +
+        " counts the last batch as unfinished, so the next run with it prints its "
+        "new records again");
+  }
+  items_done_ += batch_keys_;
   if (journal_.checkpoint_due()) {
     if (exact_ != nullptr) exact_->flush();
     filter_->flush();
@@ -121,6 +168,21 @@ void StageJournal::add_summary_fields(Summary& summary) const {
       .count_if_any("pending in the journal", "journal_pending", journal_.pending());
   if (torn_) {
     summary.note("the journal's last record was cut short by the crash and was dropped");
+  }
+  if (zero_tail_) {
+    summary.note(
+        "the journal ended in zero bytes after its last record (what a file system can "
+        "leave after a power loss); they were dropped");
+  }
+  if (ends_inside_batch_) {
+    summary.note(
+        "the journal ended inside a batch, after a whole record (a crash before the "
+        "batch's end was written, or a file cut there): its new keys count as pending");
+  }
+  if (journal_.took_unnamed()) {
+    summary.note(
+        "the journal, written by an earlier version, named no filter; it was taken as "
+        "this filter's (made before the journal's last write) and now names it");
   }
 }
 

@@ -31,8 +31,9 @@ class StageJournal {
   // leaves no new filter behind. `output_fd` is synced after each batch's output when it is a
   // regular file.
   StageJournal(const JournalOptions& options, int output_fd);
-  // If a crash left work: adds the journal's keys to the filter (and the exact set) again,
-  // flushes them and checkpoints. Call once, before the first batch.
+  // Ties the journal to the filter (refusing another one while it holds keys); then, if a
+  // crash left work, adds the journal's keys to the filter (and the exact set) again, flushes
+  // them and checkpoints. Call once, before the first batch.
   void recover(Filter& filter, ExactSet* exact, std::size_t batch_items);
 
   // Before the batch's keys are committed: they are written to the journal and synced.
@@ -57,6 +58,10 @@ class StageJournal {
   std::uint64_t recovered_ = 0;  // keys of the batch a crash interrupted
   std::uint64_t reprinted_ = 0;  // pending keys printed again though the filter held them
   bool torn_ = false;
+  bool zero_tail_ = false;
+  bool ends_inside_batch_ = false;
+  std::size_t batch_keys_ = 0;    // of the batch in hand
+  std::uint64_t items_done_ = 0;  // of this run's batches, printed and marked done
 };
 
 }  // namespace redbloom::cli
