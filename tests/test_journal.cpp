@@ -1,5 +1,5 @@
-// The dedup journal's file: replay of finished and unfinished batches, pending keys, torn and
-// damaged records, checkpoints and the lock.
+// The dedup journal's file (redbloom/journal.hpp): replay of finished and unfinished batches,
+// pending keys, torn and damaged records, checkpoints and the lock.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "journal.hpp"
+#include "core/crc32c.hpp"
+#include "redbloom/journal.hpp"
 #include "temp_dir.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
 namespace {
 
 using redbloom::testing::TempDir;
@@ -84,7 +85,7 @@ TEST(Journal, OnlyTheKeysPrintedAsNewArePendingWhenThatIsRecorded) {
   {
     Journal journal(path, kLimit);
     begin(journal, {"old", "new1", "new2", "old2"});
-    journal.committed({0, 1, 1, 0}, 4);
+    journal.committed(std::vector<std::uint8_t>{0, 1, 1, 0}, 4);
   }
   Journal journal(path, kLimit);
   EXPECT_EQ(journal.unfinished_keys(), 2u);
@@ -100,7 +101,7 @@ TEST(Journal, NewKeysRecordCutShortLeavesTheWholeBatchPending) {
   {
     Journal journal(path, kLimit);
     begin(journal, {"old", "new"});
-    journal.committed({0, 1}, 2);
+    journal.committed(std::vector<std::uint8_t>{0, 1}, 2);
   }
   const std::string whole = slurp(path);
   spit(path, whole.substr(0, whole.size() - 1));
@@ -448,4 +449,4 @@ TEST(Journal, AnythingButARegularFileIsRefused) {
 }
 
 }  // namespace
-}  // namespace redbloom::cli
+}  // namespace redbloom

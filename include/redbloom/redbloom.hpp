@@ -10,6 +10,7 @@
 #include "redbloom/filter_backend.hpp"
 #include "redbloom/filter_request.hpp"
 #include "redbloom/hash.hpp"
+#include "redbloom/journal.hpp"
 #include "redbloom/known_set.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/params.hpp"

@@ -1,4 +1,4 @@
-#include "journal.hpp"
+#include "redbloom/journal.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,9 @@
 #include <cstring>
 #include <ctime>
 
-namespace redbloom::cli {
+#include "core/crc32c.hpp"
+
+namespace redbloom {
 namespace {
 
 constexpr std::string_view kHeader = "redbloom dedup journal 2\n";
@@ -24,17 +26,6 @@ constexpr char kBegin = 'B';            // payload: u64 sequence number, then ke
 constexpr char kDone = 'D';             // payload: u64 sequence number
 constexpr char kNew = 'N';              // payload: u64 sequence number, a bit per key
 constexpr char kFilter = 'F';           // payload: u64 sequence number, u64 creation time, location
-
-constexpr std::array<std::uint32_t, 256> crc_table() {
-  std::array<std::uint32_t, 256> table{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int bit = 0; bit < 8; ++bit) c = (c & 1) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-constexpr std::array<std::uint32_t, 256> kCrcTable = crc_table();
 
 void put_u32(std::string& out, std::uint32_t value) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
@@ -156,14 +147,6 @@ void append_keys(std::string& out, const auto& keys) {
 }
 
 }  // namespace
-
-std::uint32_t crc32c(std::string_view bytes) noexcept {
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (const char byte : bytes) {
-    c = kCrcTable[(c ^ static_cast<unsigned char>(byte)) & 0xFF] ^ (c >> 8);
-  }
-  return c ^ 0xFFFFFFFFu;
-}
 
 Journal::Journal(std::string path, std::uint64_t checkpoint_bytes)
     : path_(std::move(path)), checkpoint_bytes_(checkpoint_bytes) {
@@ -398,7 +381,7 @@ bool Journal::take_pending(std::string_view key) {
   return true;
 }
 
-void Journal::begin(const std::vector<std::string_view>& keys) {
+void Journal::begin(std::span<const std::string_view> keys) {
   scratch_.assign(kRecordHead, '\0');
   scratch_[8] = kBegin;
   put_u64(scratch_, seq_ + 1);
@@ -416,7 +399,7 @@ void Journal::begin(const std::vector<std::string_view>& keys) {
   open_batch_ = true;
 }
 
-void Journal::committed(const std::vector<std::uint8_t>& flags, std::size_t count) {
+void Journal::committed(std::span<const std::uint8_t> flags, std::size_t count) {
   scratch_.assign(kRecordHead, '\0');
   scratch_[8] = kNew;
   put_u64(scratch_, seq_);
@@ -507,4 +490,4 @@ void Journal::checkpoint() {
   rewrite_due_ = false;
 }
 
-}  // namespace redbloom::cli
+}  // namespace redbloom

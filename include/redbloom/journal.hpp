@@ -1,5 +1,6 @@
-// The write-ahead journal of a dedup stage (--journal FILE): what makes a SIGKILL, a crash or a
-// power loss lose no record whose key the filter took.
+// The write-ahead journal of a dedup stage (the CLI's `dedup --journal FILE`, Python's
+// dedup_records(journal=...)): what makes a SIGKILL, a crash or a power loss lose no record
+// whose key the filter took. Journal is the file; DedupJournal wires it into a dedup loop.
 //
 // The hole it closes: a batch's keys are committed to the filter, then its first-seen records
 // are written out. A death between the two leaves keys that the filter holds and nobody
@@ -34,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -41,7 +43,10 @@
 
 #include "redbloom/error.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
+
+class ExactSet;
+class Filter;
 
 // A journal that cannot be used: damaged, not a journal, or not writable.
 class JournalError : public StorageError {
@@ -94,10 +99,10 @@ class Journal {
   bool take_pending(std::string_view key);
 
   // Appends a batch's keys and syncs them to the disk. Call before committing the batch.
-  void begin(const std::vector<std::string_view>& keys);
+  void begin(std::span<const std::string_view> keys);
   // After the commit: which keys of the batch (flags[i] != 0) are printed as new. Not synced:
   // if it is lost, every key of an unfinished batch is pending, which only prints more twice.
-  void committed(const std::vector<std::uint8_t>& flags, std::size_t count);
+  void committed(std::span<const std::uint8_t> flags, std::size_t count);
   // Marks the batch begun last as written out.
   void done();
 
@@ -139,7 +144,52 @@ class Journal {
   std::string scratch_;
 };
 
-// CRC-32C (Castagnoli), the records' checksum.
-[[nodiscard]] std::uint32_t crc32c(std::string_view bytes) noexcept;
+// The journal in a dedup loop over a filter. Open it before the filter (a journal that cannot
+// be used then leaves no new filter behind), then per batch:
+//   recover() once -> [before_commit -> commit to the filter -> after_commit -> write the
+//   batch's new records (and make them durable) -> after_output] ... -> finish().
+class DedupJournal {
+ public:
+  DedupJournal(std::string path, std::uint64_t checkpoint_bytes);
 
-}  // namespace redbloom::cli
+  // Binds the journal to `filter` (Journal::bind: another filter is refused while the journal
+  // holds keys); then, if a crash left work, adds the journal's keys to the filter (and to
+  // `exact`, when given) again, flushes them and checkpoints. Call once, before the first
+  // batch, with batches of at most `batch_items`.
+  void recover(Filter& filter, ExactSet* exact, std::size_t batch_items);
+
+  // Before the batch's keys are committed: they are written to the journal and synced.
+  void before_commit(std::span<const std::string_view> keys);
+  // After the commit: a pending key (of a batch a crash left unfinished) counts as new once, so
+  // newly[i] is set for it; then which keys are printed as new is recorded.
+  void after_commit(std::span<const std::string_view> keys, std::span<std::uint8_t> newly);
+  // After the batch's new records are written out and as durable as they will be: marks the
+  // batch done, and checkpoints (flushing the filter) when the journal has grown to its limit.
+  void after_output();
+  // At a clean end: flushes the filter; the journal keeps only the pending keys.
+  void finish();
+
+  [[nodiscard]] const std::string& path() const noexcept { return journal_.path(); }
+  // What recover() did and what is left, for summaries.
+  [[nodiscard]] std::uint64_t replayed() const noexcept { return replayed_; }
+  [[nodiscard]] std::uint64_t recovered() const noexcept { return recovered_; }
+  [[nodiscard]] std::uint64_t reprinted() const noexcept { return reprinted_; }
+  [[nodiscard]] std::size_t pending() const noexcept { return journal_.pending(); }
+  // Things the user should know about what opening the journal found (a torn tail, ...).
+  [[nodiscard]] std::vector<std::string> notes() const;
+
+ private:
+  Journal journal_;
+  Filter* filter_ = nullptr;
+  ExactSet* exact_ = nullptr;
+  std::uint64_t replayed_ = 0;   // keys re-added at the start
+  std::uint64_t recovered_ = 0;  // keys of the batch a crash interrupted
+  std::uint64_t reprinted_ = 0;  // pending keys printed again though the filter held them
+  bool torn_ = false;
+  bool zero_tail_ = false;
+  bool ends_inside_batch_ = false;
+  std::size_t batch_keys_ = 0;    // of the batch in hand
+  std::uint64_t items_done_ = 0;  // of this run's batches, printed and marked done
+};
+
+}  // namespace redbloom
