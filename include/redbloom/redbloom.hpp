@@ -19,5 +19,5 @@
 #include "redbloom/sizing.hpp"
 #include "redbloom/store.hpp"
 #include "redbloom/stream.hpp"
-#include "redbloom/stream_dedup.hpp"
+#include "redbloom/redis_stream_dedup.hpp"
 #include "redbloom/transfer.hpp"

@@ -126,7 +126,7 @@ class Store {
     return std::nullopt;
   }
 
-  // For a stage that writes the filter's bits in its own server-side script (stream_dedup.hpp):
+  // For a stage that writes the filter's bits in its own server-side script (redis_stream_dedup.hpp):
   // where they are, when they are redbloom's bits and one Redis server or Cluster holds them
   // all; nullopt for every other store (local, sharded over servers, a server's own engine).
   [[nodiscard]] virtual std::optional<RedisKeys> redis_keys() const { return std::nullopt; }

@@ -205,6 +205,8 @@ Journal::~Journal() {
 }
 
 void Journal::replay(std::string_view bytes) {
+  // long: one pass over the records with each type's rule beside the others'; split up, the
+  // rules that relate records (a batch's begin, its new keys, its mark) would read apart.
   std::size_t at = kHeader.size();
   std::vector<std::string_view> batch;  // the keys of the batch begun and not yet done
   std::string_view fresh;               // its bits of keys printed as new, if recorded

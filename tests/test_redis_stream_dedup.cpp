@@ -1,4 +1,4 @@
-// The exactly-once stream stage's library part (include/redbloom/stream_dedup.hpp) against a
+// The exactly-once stream stage's library part (include/redbloom/redis_stream_dedup.hpp) against a
 // private redis-server: a batch taken over by another consumer is done once, and a batch the server
 // refuses leaves nothing behind (its entries stay pending, no bit set, nothing copied).
 #include <gtest/gtest.h>
@@ -8,44 +8,44 @@
 
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/redis_stream_dedup.hpp"
 #include "redbloom/sizing.hpp"
-#include "redbloom/stream_dedup.hpp"
 #include "redis_server.hpp"
 
 namespace redbloom {
 namespace {
 
-StreamDedupOptions options_for(const std::string& consumer, OnMissingKey on_missing) {
+RedisStreamDedupOptions options_for(const std::string& consumer, OnMissingKey on_missing) {
   // Built whole (not assigned member by member): GCC 12 at -O3 warns falsely (-Wrestrict) on
   // a std::string assigned from a literal.
-  return StreamDedupOptions{.input = std::string("in"),
-                            .group = std::string("g"),
-                            .consumer = consumer,
-                            .output = std::string("out"),
-                            .key_field = std::string("id"),
-                            .on_missing = on_missing,
-                            .maxlen = 0,
-                            .min_idle = std::chrono::milliseconds(0)};
+  return RedisStreamDedupOptions{.input = std::string("in"),
+                                 .group = std::string("g"),
+                                 .consumer = consumer,
+                                 .output = std::string("out"),
+                                 .key_field = std::string("id"),
+                                 .on_missing = on_missing,
+                                 .maxlen = 0,
+                                 .min_idle = std::chrono::milliseconds(0)};
 }
 
 long long pending(const test::RedisServer& server) {
   return server.command({"XPENDING", "in", "g"}).elements.at(0).integer;
 }
 
-TEST(StreamDedup, ABatchTakenOverIsDoneOnce) {
+TEST(RedisStreamDedup, ABatchTakenOverIsDoneOnce) {
   test::RedisServer server;
   const Filter filter =
       Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
   for (const char* id : {"a", "b"}) (void)server.command({"XADD", "in", "*", "id", id});
   (void)server.command({"XADD", "in", "*", "other", "x"});  // no key: passed unfiltered
 
-  StreamDedup slow(filter, server.endpoint(), options_for("slow", OnMissingKey::pass));
+  RedisStreamDedup slow(filter, server.endpoint(), options_for("slow", OnMissingKey::pass));
   ASSERT_TRUE(slow.create_group(true));
   // "slow" reads the batch and stalls; "fast" takes its entries over and finishes them.
   ASSERT_EQ(slow.read(10, std::chrono::milliseconds(10)), 3u);
-  StreamDedup fast(filter, server.endpoint(), options_for("fast", OnMissingKey::pass));
+  RedisStreamDedup fast(filter, server.endpoint(), options_for("fast", OnMissingKey::pass));
   ASSERT_EQ(fast.read(10, std::chrono::milliseconds(10)), 3u);  // slow's, claimed
-  const StreamDedupBatch done = fast.commit();
+  const RedisStreamDedupBatch done = fast.commit();
   EXPECT_EQ(done.unique, 2u);
   EXPECT_EQ(done.passed, 1u);
   EXPECT_EQ(done.recovered, 3u);
@@ -53,7 +53,7 @@ TEST(StreamDedup, ABatchTakenOverIsDoneOnce) {
 
   // The stalled consumer's batch then finds its entries done: nothing copied again, not even
   // the one passed unfiltered (which no filter would have stopped).
-  const StreamDedupBatch late = slow.commit();
+  const RedisStreamDedupBatch late = slow.commit();
   EXPECT_EQ(late.entries, 3u);
   EXPECT_EQ(late.done_before, 3u);
   EXPECT_EQ(late.unique + late.duplicates + late.passed, 0u);
@@ -61,14 +61,14 @@ TEST(StreamDedup, ABatchTakenOverIsDoneOnce) {
   EXPECT_EQ(pending(server), 0);
 }
 
-TEST(StreamDedup, ARefusedBatchLeavesNothingBehind) {
+TEST(RedisStreamDedup, ARefusedBatchLeavesNothingBehind) {
   test::RedisServer server;
   const Filter filter =
       Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::blocked));
   for (const char* id : {"a", "b", "a"}) (void)server.command({"XADD", "in", "*", "id", id});
   (void)server.command({"SET", "out", "not a stream"});
 
-  StreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
   try {
@@ -91,12 +91,12 @@ TEST(StreamDedup, ARefusedBatchLeavesNothingBehind) {
   EXPECT_EQ(server.integer({"EXISTS", "f:bits:{f:0}"}), 0);
 }
 
-TEST(StreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
+TEST(RedisStreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
   test::RedisServer server;
   const Filter filter =
       Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
   for (const char* id : {"a", "b", "a"}) (void)server.command({"XADD", "in", "*", "id", id});
-  StreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
   (void)server.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
@@ -108,7 +108,7 @@ TEST(StreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
   }
   EXPECT_EQ(pending(server), 3);
   // The next attempt (a new connection) does the batch once.
-  const StreamDedupBatch done = stage.commit();
+  const RedisStreamDedupBatch done = stage.commit();
   EXPECT_EQ(done.unique, 2u);
   EXPECT_EQ(done.duplicates, 1u);
   EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
@@ -117,7 +117,7 @@ TEST(StreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
 
 // The refusals that must come before the batch's first write, on a stock server and (when
 // the module is built) on one whose script calls RB.PARTADD.
-class StreamDedupRefusal : public ::testing::TestWithParam<bool> {
+class RedisStreamDedupRefusal : public ::testing::TestWithParam<bool> {
  protected:
   static std::vector<std::string> server_args() {
 #ifdef REDBLOOM_MODULE_PATH
@@ -137,14 +137,14 @@ class StreamDedupRefusal : public ::testing::TestWithParam<bool> {
   }
 };
 
-TEST_P(StreamDedupRefusal, AnOutputAtTheLastPossibleIdIsRefusedBeforeAnyWrite) {
+TEST_P(RedisStreamDedupRefusal, AnOutputAtTheLastPossibleIdIsRefusedBeforeAnyWrite) {
   test::RedisServer server(server_args());
   const Filter filter =
       Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
   add_entries(server);
   // Any client can do this; XADD * then raises "The stream has exhausted the last possible ID".
   (void)server.command({"XADD", "out", "18446744073709551615-18446744073709551615", "id", "last"});
-  StreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
   try {
@@ -164,14 +164,14 @@ TEST_P(StreamDedupRefusal, AnOutputAtTheLastPossibleIdIsRefusedBeforeAnyWrite) {
 
   // With the output made usable again, the same batch is done whole, once.
   (void)server.command({"DEL", "out"});
-  const StreamDedupBatch done = stage.commit();
+  const RedisStreamDedupBatch done = stage.commit();
   EXPECT_EQ(done.unique, 2u);
   EXPECT_EQ(done.duplicates, 1u);
   EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
   EXPECT_EQ(pending(server), 0);
 }
 
-TEST_P(StreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
+TEST_P(RedisStreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
   test::RedisServer server(server_args());
   (void)server.command({"ACL", "SETUSER", "stage", "on", ">secret", "~*", "&*", "+@all", "-xadd"});
   RedisEndpoint as_stage = server.endpoint();
@@ -180,7 +180,7 @@ TEST_P(StreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) 
   const Filter filter =
       Filter::create_redis(as_stage, "f", size_filter(1000, 1e-6, Layout::blocked));
   add_entries(server);
-  StreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
+  RedisStreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
   try {
@@ -193,16 +193,16 @@ TEST_P(StreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) 
   expect_untouched(server, 0);
 
   (void)server.command({"ACL", "SETUSER", "stage", "+xadd"});
-  const StreamDedupBatch done = stage.commit();
+  const RedisStreamDedupBatch done = stage.commit();
   EXPECT_EQ(done.unique, 2u);
   EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
 }
 
 #ifdef REDBLOOM_MODULE_PATH
-INSTANTIATE_TEST_SUITE_P(Engines, StreamDedupRefusal, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "module" : "stock"; });
 #else
-INSTANTIATE_TEST_SUITE_P(Engines, StreamDedupRefusal, ::testing::Values(false),
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, ::testing::Values(false),
                          [](const auto&) { return "stock"; });
 #endif
 

@@ -1,4 +1,4 @@
-#include "redbloom/stream_dedup.hpp"
+#include "redbloom/redis_stream_dedup.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -248,9 +248,9 @@ std::string hash_tag(std::string_view key) {
 
 }  // namespace
 
-struct StreamDedup::State {
+struct RedisStreamDedup::State {
   std::unique_ptr<redis::Router> router;
-  StreamDedupOptions options;
+  RedisStreamDedupOptions options;
   std::string filter_name;
   FilterParams params;
   std::uint64_t sealed_length = 0;
@@ -361,8 +361,8 @@ RedisKeys script_reach(const Filter& filter) {
 
 }  // namespace
 
-StreamDedup::StreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
-                         StreamDedupOptions options)
+RedisStreamDedup::RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
+                                   RedisStreamDedupOptions options)
     : state_(std::make_unique<State>()) {
   const RedisKeys keys = script_reach(filter);
   State& s = *state_;
@@ -420,9 +420,9 @@ StreamDedup::StreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
   s.sha = std::string(text_of(*sha));
 }
 
-StreamDedup::~StreamDedup() = default;
+RedisStreamDedup::~RedisStreamDedup() = default;
 
-bool StreamDedup::create_group(bool make_stream) {
+bool RedisStreamDedup::create_group(bool make_stream) {
   State& s = *state_;
   std::vector<std::string_view> args{"XGROUP", "CREATE", s.options.input, s.options.group, "0"};
   if (make_stream) args.emplace_back("MKSTREAM");
@@ -437,7 +437,7 @@ bool StreamDedup::create_group(bool make_stream) {
   return true;
 }
 
-std::size_t StreamDedup::read(std::size_t count, std::chrono::milliseconds block) {
+std::size_t RedisStreamDedup::read(std::size_t count, std::chrono::milliseconds block) {
   State& s = *state_;
   s.batch.clear();
   const std::string n = std::to_string(std::max<std::size_t>(count, 1));
@@ -512,7 +512,7 @@ const std::string* key_of(const Entry& entry, const std::string& field) {
 
 // Decides each entry's kind and encodes a keyed entry's item with the store's own encoder
 // (partition_ops.hpp): the bits a plain `add` sets, or the module's packed item.
-ClassifiedBatch classify(const StreamDedup::State& s) {
+ClassifiedBatch classify(const RedisStreamDedup::State& s) {
   ClassifiedBatch c;
   const std::size_t n = s.batch.size();
   c.end = n;
@@ -550,7 +550,7 @@ ClassifiedBatch classify(const StreamDedup::State& s) {
 }
 
 // EVALSHA's arguments (kScript's KEYS and ARGV). `numbers` backs the numbers' text.
-std::vector<std::string_view> script_arguments(const StreamDedup::State& s,
+std::vector<std::string_view> script_arguments(const RedisStreamDedup::State& s,
                                                const ClassifiedBatch& c,
                                                std::deque<std::string>& numbers) {
   const FilterParams& p = s.params;
@@ -599,7 +599,7 @@ std::vector<std::string_view> script_arguments(const StreamDedup::State& s,
 }
 
 // Runs the script (its text when the server lost it); a lost connection says what is known.
-Reply run_script(StreamDedup::State& s, std::vector<std::string_view>& args, std::size_t end) {
+Reply run_script(RedisStreamDedup::State& s, std::vector<std::string_view>& args, std::size_t end) {
   try {
     Reply reply = s.call(args);
     if (redis::is_error(*reply) && text_of(*reply).starts_with("NOSCRIPT")) {
@@ -618,7 +618,7 @@ Reply run_script(StreamDedup::State& s, std::vector<std::string_view>& args, std
 }
 
 // The script's refusal as the user reads it; always throws.
-[[noreturn]] void refused(const StreamDedup::State& s, const ClassifiedBatch& c,
+[[noreturn]] void refused(const RedisStreamDedup::State& s, const ClassifiedBatch& c,
                           std::string_view text) {
   const std::size_t end = c.end;
   const std::string pending_note =
@@ -658,7 +658,8 @@ Reply run_script(StreamDedup::State& s, std::vector<std::string_view>& args, std
 }
 
 // The script's counts {unique, duplicates, skipped, passed, deleted, done before}.
-void decode_counts(const StreamDedup::State& s, const redisReply& reply, StreamDedupBatch& result) {
+void decode_counts(const RedisStreamDedup::State& s, const redisReply& reply,
+                   RedisStreamDedupBatch& result) {
   s.router->expect(reply, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
   if (reply.elements != 6) s.router->fail("EVALSHA (stream dedup)", "a reply of another shape");
   std::uint64_t counts[6];
@@ -676,9 +677,9 @@ void decode_counts(const StreamDedup::State& s, const redisReply& reply, StreamD
 
 }  // namespace
 
-StreamDedupBatch StreamDedup::commit() {
+RedisStreamDedupBatch RedisStreamDedup::commit() {
   State& s = *state_;
-  StreamDedupBatch result;
+  RedisStreamDedupBatch result;
   if (s.batch.empty()) return result;
   const ClassifiedBatch c = classify(s);
   result.stopped_at = c.stopped_at;
@@ -694,12 +695,12 @@ StreamDedupBatch StreamDedup::commit() {
   return result;
 }
 
-std::string StreamDedup::engine() const {
+std::string RedisStreamDedup::engine() const {
   return state_->module ? "module redbloom (RB.PARTADD in the batch's script)"
                         : "stock Redis (BITFIELD in the batch's script, hashing in the client)";
 }
 
-std::uint16_t StreamDedup::slot() const noexcept {
+std::uint16_t RedisStreamDedup::slot() const noexcept {
   return state_->slot;
 }
 

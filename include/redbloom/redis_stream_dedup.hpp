@@ -46,7 +46,7 @@ class Filter;
 
 enum class OnMissingKey { error, skip, pass };
 
-struct StreamDedupOptions {
+struct RedisStreamDedupOptions {
   std::string input;      // the stream read
   std::string group;      // its consumer group
   std::string consumer;   // this stage's name in the group
@@ -58,7 +58,7 @@ struct StreamDedupOptions {
 };
 
 // What one batch did (counts of entries).
-struct StreamDedupBatch {
+struct RedisStreamDedupBatch {
   std::uint64_t entries = 0;      // in the batch, handled or not
   std::uint64_t unique = 0;       // key new: copied to the output
   std::uint64_t duplicates = 0;   // key seen before: acked only
@@ -72,17 +72,18 @@ struct StreamDedupBatch {
   std::string stopped_at;
 };
 
-class StreamDedup {
+class RedisStreamDedup {
  public:
   // `filter` must be a plain filter on one server or a Cluster whose keyspace also holds the
   // streams (`endpoint` reaches them). Throws InvalidArgument for another kind of filter
   // (windowed, growing, sharded over servers, made by BF.RESERVE) and when the streams and the
   // filter cannot be in one script (another server, other Cluster slots), FormatError for a
   // filter whose metadata is not a plain filter's.
-  StreamDedup(const Filter& filter, const RedisEndpoint& endpoint, StreamDedupOptions options);
-  ~StreamDedup();
-  StreamDedup(const StreamDedup&) = delete;
-  StreamDedup& operator=(const StreamDedup&) = delete;
+  RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
+                   RedisStreamDedupOptions options);
+  ~RedisStreamDedup();
+  RedisStreamDedup(const RedisStreamDedup&) = delete;
+  RedisStreamDedup& operator=(const RedisStreamDedup&) = delete;
 
   // XGROUP CREATE input group 0 [MKSTREAM]: a new group reads the stream from its start. True
   // if it was made, false if it existed.
@@ -95,7 +96,7 @@ class StreamDedup {
   // batch's entries then stay pending: nothing of it happened), when a call after its first
   // write refused (the message names the entries not copied), or when the connection fails
   // (the batch happened whole or not at all; a restarted stage finds out which).
-  StreamDedupBatch commit();
+  RedisStreamDedupBatch commit();
   // "module redbloom (RB.PARTADD)" or "Lua script (BITFIELD)", for the summary.
   [[nodiscard]] std::string engine() const;
   // The slot everything is in (0 on one server), for messages.
