@@ -6,12 +6,12 @@
 //   1. checks, before any write, of everything that could refuse a later call: the input is a
 //      stream and the group exists, the output a stream or absent with room left in its ids
 //      (XADD * raises once its last id is the last possible one), the server's user may run
-//      every call (ACL), every partition of the batch is at its sealed length (format.hpp);
+//      every call (ACL), every partition of the batch has its full length (its bits and seal);
 //      an entry no longer pending (a batch retried after its reply was lost, or taken over by
 //      another consumer that finished it) is left alone, so no entry is handled twice;
 //   2. test-and-set of the keys of the pending entries: the same bits redbloom's own writes
-//      set (partition_ops.hpp), BITFIELD with positions the client hashed, or RB.PARTADD where
-//      every master has redbloom's module (the module hashes);
+//      set, BITFIELD with positions the client hashed, or RB.PARTADD where every master has
+//      redbloom's module (the module hashes);
 //   3. XACK of each pending entry;
 //   4. XADD to the output of each entry whose key was new (and, with OnMissingKey::pass, of
 //      each entry without the key), all its fields, in input order.
