@@ -1,7 +1,7 @@
 // add: put items into a filter. dedup: the same, printing each item the first time it is seen.
 // Both commit a batch to the filter, then write and flush its output, before reading the next:
 // an item is never printed as new unless the filter holds it, and at most one batch is ever
-// committed and not yet printed (stream.hpp has the rest of the contract).
+// committed and not yet printed (line_io.hpp has the rest of the contract).
 #include <cstdio>
 #include <optional>
 
@@ -11,12 +11,12 @@
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "line_io.hpp"
 #include "progress.hpp"
 #include "records.hpp"
 #include "redbloom/error.hpp"
 #include "stage_journal.hpp"
 #include "stop_signals.hpp"
-#include "stream.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
@@ -27,7 +27,7 @@ enum class Emit { nothing, first_occurrences, duplicates };
 struct AddCommand {
   FilterLocation location;
   SizingOptions sizing;
-  StreamOptions stream;
+  LineOptions stream;
   RecordOptions records;
   JournalOptions journal;  // dedup only
   std::size_t batch = 0;   // dedup --batch; 0: the filter's own
@@ -68,7 +68,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   BatchOutput out(1, reader.delimiter());
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
-  const std::size_t batch_items = cmd.batch != 0 ? cmd.batch : stream_batch(filter);
+  const std::size_t batch_items = cmd.batch != 0 ? cmd.batch : line_batch(filter);
   if (journal) journal->recover(filter, exact.get(), batch_items);
   std::vector<std::uint8_t> newly(batch_items);
   std::uint64_t items = 0;
@@ -152,7 +152,7 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
   CLI::App* sub = app.add_subcommand(name, help);
   add_location_options(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
-  add_stream_options(*sub, cmd->stream);
+  add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   add_on_full_option(*sub, cmd->on_full);
   sub->add_flag("--exact", cmd->exact,

@@ -9,13 +9,13 @@
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "line_io.hpp"
 #include "progress.hpp"
 #include "records.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/known_set.hpp"
 #include "stop_signals.hpp"
-#include "stream.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
@@ -37,7 +37,7 @@ namespace {
 
 struct DiffCommand {
   FilterLocation known;
-  StreamOptions stream;
+  LineOptions stream;
   RecordOptions records;
   bool exact = false;
 };
@@ -67,7 +67,7 @@ int run_diff(const DiffCommand& cmd) {
   Progress progress("diff", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
   std::vector<std::uint8_t> missing;
-  const std::size_t batch_items = stream_batch(known.filter());
+  const std::size_t batch_items = line_batch(known.filter());
   std::uint64_t items = 0;
   try {
     while (reader.next_batch(batch, batch_items)) {
@@ -121,7 +121,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "diff", "Print the checked items the known filter does not hold (orphans); exit 1 if none");
   add_location_options(*sub, cmd->known, "", "--known");
-  add_stream_options(*sub, cmd->stream);
+  add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   sub->add_option("--check", cmd->stream.inputs, "Items to check (files; default stdin)");
   sub->add_flag("--exact", cmd->exact,

@@ -5,10 +5,10 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "line_io.hpp"
 #include "progress.hpp"
 #include "records.hpp"
 #include "stop_signals.hpp"
-#include "stream.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
@@ -16,7 +16,7 @@ namespace {
 
 struct ExistsCommand {
   FilterLocation location;
-  StreamOptions stream;
+  LineOptions stream;
   RecordOptions records;
   bool invert = false;
   bool count = false;
@@ -34,7 +34,7 @@ int run_exists(const ExistsCommand& cmd) {
   BatchOutput out(1, reader.delimiter());
   Progress progress("exists", reader.stats(), cmd.stream.quiet);
   std::vector<std::string_view> batch;
-  const std::size_t batch_items = stream_batch(filter);
+  const std::size_t batch_items = line_batch(filter);
   std::vector<std::uint8_t> present(batch_items);
   std::uint64_t items = 0;
   std::uint64_t selected = 0;
@@ -83,7 +83,7 @@ void register_exists(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "exists", "Print the items that are (probably) in the filter; exit 1 if none");
   add_location_options(*sub, cmd->location);
-  add_stream_options(*sub, cmd->stream);
+  add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   sub->add_flag("-v,--invert", cmd->invert, "Print the items that are certainly absent instead");
   sub->add_flag("-c,--count", cmd->count, "Print only the number of selected items");

@@ -8,11 +8,11 @@
 #include "exact_options.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "line_io.hpp"
 #include "progress.hpp"
 #include "records.hpp"
 #include "redbloom/error.hpp"
 #include "stop_signals.hpp"
-#include "stream.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
@@ -25,7 +25,7 @@ constexpr std::size_t kLoadBatch = std::size_t{1} << 20;
 struct LoadCommand {
   FilterLocation location;
   SizingOptions sizing;
-  StreamOptions stream;
+  LineOptions stream;
   RecordOptions records;
   OnFull on_full = OnFull::warn;
   bool exact = false;
@@ -103,7 +103,7 @@ void register_load(CLI::App& app, int& exit_code) {
   // A load has no output to hold back, and each bulk batch costs a pass over the partitions
   // it touches: it waits longer for a batch to fill than the commands that print.
   cmd->stream.input.flush_interval_ms = 1000;
-  add_stream_options(*sub, cmd->stream);
+  add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   add_on_full_option(*sub, cmd->on_full);
   sub->add_flag("--exact", cmd->exact,

@@ -8,11 +8,11 @@
 #include "diagnostics.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "line_io.hpp"
 #include "progress.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/transfer.hpp"
 #include "stop_signals.hpp"
-#include "stream.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {

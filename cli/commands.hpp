@@ -18,7 +18,7 @@ void register_diff(CLI::App& app, int& exit_code);
 // export, import and copy.
 void register_transfers(CLI::App& app, int& exit_code);
 // dedup --from redis-stream://...: main.cpp sends `dedup` with --from to this hidden command.
-inline constexpr const char* kStreamDedupCommand = "dedup-stream";
-void register_stream_dedup(CLI::App& app, int& exit_code);
+inline constexpr const char* kRedisStreamDedupCommand = "dedup-stream";
+void register_redis_stream_dedup(CLI::App& app, int& exit_code);
 
 }  // namespace redbloom::cli

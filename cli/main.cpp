@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   register_load(app, exit_code);
   register_diff(app, exit_code);
   register_transfers(app, exit_code);
-  register_stream_dedup(app, exit_code);
+  register_redis_stream_dedup(app, exit_code);
   app.get_subcommand("dedup")->footer(
       "From a Redis stream to another, exactly once per key: redbloom dedup --from "
       "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
@@ -137,11 +137,11 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
       if (arg == "--") break;
-      if (arg == "--from" || arg.starts_with("--from=")) parsed_command = kStreamDedupCommand;
+      if (arg == "--from" || arg.starts_with("--from=")) parsed_command = kRedisStreamDedupCommand;
     }
     for (int i = 1; i < argc && parsed_command != command; ++i) {
       if (std::string_view(argv[i]) == "dedup") {
-        args[i] = const_cast<char*>(kStreamDedupCommand);
+        args[i] = const_cast<char*>(kRedisStreamDedupCommand);
         break;
       }
     }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "input.hpp"
+#include "line_io.hpp"
 #include "redbloom/record_key.hpp"
-#include "stream.hpp"
 
 namespace redbloom::cli {
 

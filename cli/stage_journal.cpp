@@ -3,11 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <span>
 
-#include "exact_options.hpp"
 #include "filter_options.hpp"
 #include "summary.hpp"
 
@@ -44,53 +41,6 @@ StageJournal::StageJournal(const JournalOptions& options, int output_fd)
   struct stat st {};
   // A pipe, a terminal or a socket has no disk to sync: the guarantee ends at write(2).
   sync_output_ = ::fstat(output_fd, &st) == 0 && S_ISREG(st.st_mode);
-  torn_ = journal_.dropped_torn_record();
-  recovered_ = journal_.unfinished_keys();
-}
-
-void StageJournal::recover(Filter& filter, ExactSet* exact, std::size_t batch_items) {
-  filter_ = &filter;
-  exact_ = exact;
-  const std::vector<std::string>& keys = journal_.replay_keys();
-  if (keys.empty() && !torn_) return;
-  // The filter's writes since the last checkpoint may not have reached the disk (a power
-  // loss): adding the journal's keys again makes the filter hold every one of them.
-  std::vector<std::string_view> chunk;
-  std::vector<std::uint8_t> ignored(batch_items);
-  try {
-    for (std::size_t first = 0; first < keys.size(); first += batch_items) {
-      const std::size_t last = std::min(keys.size(), first + batch_items);
-      chunk.assign(keys.begin() + static_cast<std::ptrdiff_t>(first),
-                   keys.begin() + static_cast<std::ptrdiff_t>(last));
-      if (exact_ != nullptr) add_to_exact(*exact_, chunk);
-      (void)filter_->add_many(chunk, ignored);
-    }
-    if (exact_ != nullptr) exact_->flush();
-    filter_->flush();
-  } catch (const Error& e) {
-    throw StorageError(std::string(e.what()) + "\nwhile adding the " + std::to_string(keys.size()) +
-                       " keys of the journal " + journal_.path() +
-                       " to the filter again; nothing was read or printed; the journal is kept "
-                       "whole for the next run");
-  }
-  replayed_ = keys.size();
-  journal_.checkpoint();
-}
-
-void StageJournal::before_commit(const std::vector<std::string_view>& keys) {
-  journal_.begin(keys);
-}
-
-void StageJournal::after_commit(const std::vector<std::string_view>& keys,
-                                std::vector<std::uint8_t>& newly) {
-  if (journal_.pending() != 0) {
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (!journal_.take_pending(keys[i])) continue;
-      if (newly[i] == 0) ++reprinted_;
-      newly[i] = 1;
-    }
-  }
-  journal_.committed(newly, keys.size());
 }
 
 void StageJournal::after_output() {
@@ -102,26 +52,15 @@ void StageJournal::after_output() {
                        " keeps the batch unfinished, and the next run prints "
                        "them again");
   }
-  journal_.done();
-  if (journal_.checkpoint_due()) {
-    if (exact_ != nullptr) exact_->flush();
-    filter_->flush();
-    journal_.checkpoint();
-  }
-}
-
-void StageJournal::finish() {
-  journal_.checkpoint();
+  journal_.after_output();
 }
 
 void StageJournal::add_summary_fields(Summary& summary) const {
-  summary.count_if_any("re-added from the journal", "journal_replayed", replayed_)
-      .count_if_any("unfinished at the crash", "journal_recovered", recovered_)
-      .count_if_any("printed again", "journal_reprinted", reprinted_)
+  summary.count_if_any("re-added from the journal", "journal_replayed", journal_.replayed())
+      .count_if_any("unfinished at the crash", "journal_recovered", journal_.recovered())
+      .count_if_any("printed again", "journal_reprinted", journal_.reprinted())
       .count_if_any("pending in the journal", "journal_pending", journal_.pending());
-  if (torn_) {
-    summary.note("the journal's last record was cut short by the crash and was dropped");
-  }
+  for (const std::string& note : journal_.notes()) summary.note(note);
 }
 
 }  // namespace redbloom::cli

@@ -1,18 +1,16 @@
-// dedup --journal: the journal (journal.hpp) wired into dedup's loop. Opening it replays what
-// a crash left (the keys re-added to the filter, the unfinished batch's keys made pending);
-// each batch then goes before_commit -> commit -> after_commit -> output -> after_output.
+// dedup --journal: the library's DedupJournal (redbloom/journal.hpp) with the CLI's options,
+// the sync of standard output when it is a file, and the summary's fields.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
-#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "journal.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/journal.hpp"
 
 namespace redbloom::cli {
 
@@ -31,32 +29,25 @@ class StageJournal {
   // leaves no new filter behind. `output_fd` is synced after each batch's output when it is a
   // regular file.
   StageJournal(const JournalOptions& options, int output_fd);
-  // If a crash left work: adds the journal's keys to the filter (and the exact set) again,
-  // flushes them and checkpoints. Call once, before the first batch.
-  void recover(Filter& filter, ExactSet* exact, std::size_t batch_items);
-
-  // Before the batch's keys are committed: they are written to the journal and synced.
-  void before_commit(const std::vector<std::string_view>& keys);
-  // After the commit: a pending key (of a batch a crash left unfinished) counts as new once.
-  void after_commit(const std::vector<std::string_view>& keys, std::vector<std::uint8_t>& newly);
-  // After the batch's output is written: syncs the output if it is a file, marks the batch done,
-  // and checkpoints when the journal has grown to its limit.
+  // As DedupJournal's.
+  void recover(Filter& filter, ExactSet* exact, std::size_t batch_items) {
+    journal_.recover(filter, exact, batch_items);
+  }
+  void before_commit(std::span<const std::string_view> keys) { journal_.before_commit(keys); }
+  void after_commit(std::span<const std::string_view> keys, std::span<std::uint8_t> newly) {
+    journal_.after_commit(keys, newly);
+  }
+  // After the batch's output is written: syncs the output if it is a file, then as
+  // DedupJournal's.
   void after_output();
-  // At a clean end: the filter is flushed; the journal keeps only the pending keys.
-  void finish();
+  void finish() { journal_.finish(); }
 
   void add_summary_fields(Summary& summary) const;
 
  private:
-  Journal journal_;
-  Filter* filter_ = nullptr;
-  ExactSet* exact_ = nullptr;
+  DedupJournal journal_;
   int output_fd_;
   bool sync_output_ = false;
-  std::uint64_t replayed_ = 0;   // keys re-added at the start
-  std::uint64_t recovered_ = 0;  // keys of the batch a crash interrupted
-  std::uint64_t reprinted_ = 0;  // pending keys printed again though the filter held them
-  bool torn_ = false;
 };
 
 }  // namespace redbloom::cli

@@ -1,6 +1,7 @@
-// The dedup journal's file: replay of finished and unfinished batches, pending keys, torn and
-// damaged records, checkpoints and the lock.
+// The dedup journal's file (redbloom/journal.hpp): replay of finished and unfinished batches,
+// pending keys, torn and damaged records, checkpoints and the lock.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,10 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "journal.hpp"
+#include "core/crc32c.hpp"
+#include "redbloom/journal.hpp"
 #include "temp_dir.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
 namespace {
 
 using redbloom::testing::TempDir;
@@ -83,7 +85,7 @@ TEST(Journal, OnlyTheKeysPrintedAsNewArePendingWhenThatIsRecorded) {
   {
     Journal journal(path, kLimit);
     begin(journal, {"old", "new1", "new2", "old2"});
-    journal.committed({0, 1, 1, 0}, 4);
+    journal.committed(std::vector<std::uint8_t>{0, 1, 1, 0}, 4);
   }
   Journal journal(path, kLimit);
   EXPECT_EQ(journal.unfinished_keys(), 2u);
@@ -99,7 +101,7 @@ TEST(Journal, NewKeysRecordCutShortLeavesTheWholeBatchPending) {
   {
     Journal journal(path, kLimit);
     begin(journal, {"old", "new"});
-    journal.committed({0, 1}, 2);
+    journal.committed(std::vector<std::uint8_t>{0, 1}, 2);
   }
   const std::string whole = slurp(path);
   spit(path, whole.substr(0, whole.size() - 1));
@@ -285,5 +287,166 @@ TEST(Journal, ForeignFileWhereTheCheckpointGoesIsKept) {
   EXPECT_EQ(slurp(path + ".checkpoint"), "someone's notes");
 }
 
+const JournalFilter kF1{"file /data/f1.rbf", 1000};
+const JournalFilter kF2{"file /data/f2.rbf", 2000};
+
+// A journal of filter F1 that a crash left with a batch unfinished: keys it must not give to
+// another filter.
+void left_by_a_crash(const std::string& path) {
+  Journal journal(path, kLimit);
+  journal.bind(kF1);
+  journal.checkpoint();
+  begin(journal, {"a", "b"});
+}
+
+std::string refusal(const std::string& path, const JournalFilter& filter) {
+  try {
+    Journal journal(path, kLimit);
+    journal.bind(filter);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Journal, AJournalHoldingKeysRefusesAnotherFilter) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  left_by_a_crash(path);
+  const std::string bytes = slurp(path);
+  const std::string other = refusal(path, kF2);
+  EXPECT_NE(other.find("belongs to the filter file /data/f1.rbf"), std::string::npos) << other;
+  EXPECT_NE(other.find("this run's filter is file /data/f2.rbf"), std::string::npos) << other;
+  EXPECT_NE(other.find("name a new --journal file"), std::string::npos) << other;
+  // The same place, made again after the journal's filter.
+  const std::string again = refusal(path, JournalFilter{kF1.location, 5000});
+  EXPECT_NE(again.find("deleted and made again"), std::string::npos) << again;
+  EXPECT_EQ(slurp(path), bytes);  // refused without a write
+  // Its own filter takes it, with the keys pending.
+  Journal journal(path, kLimit);
+  journal.bind(kF1);
+  EXPECT_EQ(journal.pending(), 2u);
+  EXPECT_TRUE(journal.ends_inside_batch());
+}
+
+TEST(Journal, TheFilterIsStillNamedAfterACheckpoint) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  left_by_a_crash(path);
+  {
+    Journal journal(path, kLimit);
+    journal.bind(kF1);
+    journal.checkpoint();  // as a recovery does: "a" and "b" stay pending
+    EXPECT_EQ(journal.pending(), 2u);
+  }
+  EXPECT_NE(refusal(path, kF2).find("belongs to the filter"), std::string::npos);
+}
+
+TEST(Journal, AJournalWithoutKeysIsTakenOverByAnotherFilter) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  {
+    Journal journal(path, kLimit);
+    journal.bind(kF1);
+    begin(journal, {"a"});
+    journal.done();
+    journal.checkpoint();  // a clean end: nothing pending
+  }
+  {
+    Journal journal(path, kLimit);
+    journal.bind(kF2);
+    EXPECT_TRUE(journal.rewrite_due());
+    journal.checkpoint();
+    begin(journal, {"b"});
+  }
+  EXPECT_NE(refusal(path, kF1).find("belongs to the filter file /data/f2.rbf"), std::string::npos);
+}
+
+TEST(Journal, AFormat1JournalIsTakenByAFilterOlderThanItAndRewritten) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  {
+    Journal journal(path, kLimit);
+    begin(journal, {"a"});
+  }
+  std::string bytes = slurp(path);
+  bytes.replace(0, 25, "redbloom dedup journal 1\n");
+  spit(path, bytes);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  const std::uint64_t written = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000000u;
+  // A filter made after the journal's last write cannot be its filter.
+  const std::string newer = refusal(path, JournalFilter{kF1.location, written + 60000000000u});
+  EXPECT_NE(newer.find("names no filter"), std::string::npos) << newer;
+  {
+    Journal journal(path, kLimit);
+    journal.bind(JournalFilter{kF1.location, written - 60000000000u});
+    EXPECT_TRUE(journal.took_unnamed());
+    EXPECT_TRUE(journal.rewrite_due());
+    EXPECT_EQ(journal.pending(), 1u);
+    journal.checkpoint();
+  }
+  EXPECT_TRUE(slurp(path).starts_with("redbloom dedup journal 2\n"));
+  EXPECT_NE(refusal(path, kF2).find("belongs to the filter"), std::string::npos);
+}
+
+TEST(Journal, ZeroBytesAfterTheLastRecordAreATornTail) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  {
+    Journal journal(path, kLimit);
+    begin(journal, {"a"});
+    journal.done();
+    begin(journal, {"b"});
+  }
+  const std::string whole = slurp(path);
+  // Zeros alone, and a record cut short followed by zeros (a block the data never reached).
+  for (const std::string& tail :
+       {std::string(4096, '\0'), std::string(3, 'x') + std::string(9, '\0')}) {
+    spit(path, whole + tail);
+    {
+      Journal journal(path, kLimit);
+      EXPECT_TRUE(journal.dropped_zero_tail() || journal.dropped_torn_record());
+      EXPECT_EQ(journal.pending(), 1u);
+      EXPECT_TRUE(journal.take_pending("b"));
+    }
+    EXPECT_EQ(slurp(path), whole);  // cut off: appends follow the last record
+  }
+  spit(path, whole + std::string(100, '\0'));
+  Journal journal(path, kLimit);
+  EXPECT_TRUE(journal.dropped_zero_tail());
+}
+
+TEST(Journal, ABatchCutAtARecordBoundaryIsSaidToEndInside) {
+  TempDir dir;
+  const std::string path = dir.file("j");
+  {
+    Journal journal(path, kLimit);
+    begin(journal, {"a"});
+    journal.done();
+  }
+  EXPECT_FALSE(Journal(path, kLimit).ends_inside_batch());
+  {
+    Journal journal(path, kLimit);
+    begin(journal, {"b"});
+  }
+  EXPECT_TRUE(Journal(path, kLimit).ends_inside_batch());
+}
+
+TEST(Journal, AnythingButARegularFileIsRefused) {
+  TempDir dir;
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {std::string("/dev/zero"), std::string("/dev/full"),
+                                  std::string("/dev/null"), fifo, dir.file("")}) {
+    try {
+      Journal journal(path, kLimit);
+      FAIL() << path << " was taken as a journal";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
-}  // namespace redbloom::cli
+}  // namespace redbloom

@@ -260,6 +260,28 @@ TEST(PartitionOps, ModuleCommandsSendTheItemsPackedInOneCommand) {
   }
 }
 
+// The Redis Streams stage's script takes each item as the encoders send it: the same bit
+// offsets as BITFIELD's, or the same packed item as RB.PARTADD's.
+TEST(PartitionOps, ScriptItemsAreWhatTheCommandsSend) {
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    Fixture f;
+    f.params = size_filter(1000, 0.01, layout);
+    std::vector<std::string> stock;
+    stock_partition_commands(f.params)->append_script_item(stock, f.hashes[0], "a");
+    std::vector<std::string> probes;
+    const auto visit = [&](std::uint64_t bit) { probes.push_back(std::to_string(bit)); };
+    if (layout == Layout::blocked) {
+      layout::blocked_probes(f.hashes[0], f.params.partition_bits, f.params.hashes, visit);
+    } else {
+      layout::classic_probes(f.hashes[0], f.params.partition_bits, f.params.hashes, visit);
+    }
+    EXPECT_EQ(stock, probes);
+    std::vector<std::string> module;
+    module_partition_commands(f.params)->append_script_item(module, f.hashes[0], "a");
+    EXPECT_EQ(module, std::vector<std::string>{std::string("\x01\0\0\0a", 5)});
+  }
+}
+
 TEST(PartitionOps, ModuleRepliesAreAByteAnItemOrALostPartition) {
   const Fixture f;
   const auto commands = module_partition_commands(f.params);

@@ -15,6 +15,7 @@
 
 #include "redbloom/hash.hpp"
 #include "redbloom/params.hpp"
+#include "redbloom/redis_endpoint.hpp"
 
 namespace redbloom {
 
@@ -29,6 +30,12 @@ struct ServerFilterInfo {
   std::uint64_t filters = 0;               // its sub-filters (it grows by stacking them)
   std::optional<std::uint64_t> items;      // items inserted, as the server counts them
   std::optional<std::uint64_t> expansion;  // nullopt: it does not grow
+};
+
+// Where one Redis server or Cluster holds all of a filter's bits, under the filter's name.
+struct RedisKeys {
+  RedisEndpoint endpoint;
+  std::string name;
 };
 
 class Store {
@@ -118,6 +125,11 @@ class Store {
   [[nodiscard]] virtual std::optional<ServerFilterInfo> server_filter_info() const {
     return std::nullopt;
   }
+
+  // For a stage that writes the filter's bits in its own server-side script (redis_stream_dedup.hpp):
+  // where they are, when they are redbloom's bits and one Redis server or Cluster holds them
+  // all; nullopt for every other store (local, sharded over servers, a server's own engine).
+  [[nodiscard]] virtual std::optional<RedisKeys> redis_keys() const { return std::nullopt; }
 
   // What does the per-item work, one line per server ("redis 127.0.0.1:6379: module redbloom
   // (RB.VERSION 2): RB.PARTADD / RB.PARTEXISTS"); empty for stores in this process.

@@ -1,7 +1,9 @@
 // redbloom.Filter: a filter at any location, shared safely by threads and across fork().
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -19,6 +21,7 @@
 #include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/journal.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/sizing.hpp"
 #include "shared_handle.hpp"
@@ -110,6 +113,11 @@ class PyFilter {
   [[nodiscard]] const FilterParams& params() const { return params_; }
   [[nodiscard]] const std::optional<StreamOptions>& stream() const { return stream_; }
   [[nodiscard]] std::string location() const { return location_.describe(); }
+  // Runs `work` on the filter, without the GIL (dedup_records' journal).
+  template <class Work>
+  decltype(auto) run(Work&& work) {
+    return handle_.run(true, std::forward<Work>(work));
+  }
 
  private:
   // Frees a buffer item's view when the call ends.
@@ -202,6 +210,72 @@ class PyFilter {
     }
     return out;
   }
+};
+
+// dedup_records(journal=...): the library's DedupJournal (redbloom/journal.hpp) around each
+// batch's add_many. One process uses it: a forked child gets an error, not a shared file.
+class PyDedupJournal {
+ public:
+  PyDedupJournal(const std::string& path, std::uint64_t checkpoint_bytes)
+      : journal_(path, checkpoint_bytes), pid_(::getpid()) {}
+
+  void recover(PyFilter& filter, std::size_t batch) {
+    check_process();
+    filter.run([&](Filter& f) { journal_.recover(f, nullptr, batch); });
+    recovered_ = true;
+  }
+  // The batch's keys added under the journal: True where the record is printed as new.
+  py::list add_many(PyFilter& filter, py::handle keys) {
+    check_ready();
+    const Py_ssize_t size = PyObject_Length(keys.ptr());
+    if (size < 0) throw py::error_already_set();
+    ItemSource source(keys, std::max<std::size_t>(static_cast<std::size_t>(size), 1));
+    ItemBatch batch;
+    py::list out;
+    (void)source.next(batch);  // none: an empty batch, begun and done as any other
+    std::vector<std::uint8_t> flags(batch.size(), 0);
+    filter.run([&](Filter& f) {
+      journal_.before_commit(batch.views());
+      f.add_many(batch.views(), flags);
+      journal_.after_commit(batch.views(), flags);
+    });
+    for (const std::uint8_t flag : flags) out.append(py::bool_(flag != 0));
+    return out;
+  }
+  // The batch's new records were taken by the caller.
+  void done(PyFilter& filter) {
+    check_ready();
+    filter.run([&](Filter&) { journal_.after_output(); });
+  }
+  void finish(PyFilter& filter) {
+    check_ready();
+    filter.run([&](Filter&) { journal_.finish(); });
+  }
+  [[nodiscard]] py::dict summary() const {
+    py::dict d;
+    d["replayed"] = journal_.replayed();
+    d["recovered"] = journal_.recovered();
+    d["reprinted"] = journal_.reprinted();
+    d["pending"] = journal_.pending();
+    d["notes"] = journal_.notes();
+    return d;
+  }
+
+ private:
+  void check_process() const {
+    if (::getpid() != pid_) {
+      throw InvalidArgument(
+          "a dedup journal is used by the process that opened it, not by a "
+          "forked child: open one journal per process");
+    }
+  }
+  void check_ready() const {
+    check_process();
+    if (!recovered_) throw InvalidArgument("the journal is used before its recovery");
+  }
+  DedupJournal journal_;
+  pid_t pid_;
+  bool recovered_ = false;
 };
 
 // engine="bf": BF.RESERVE's options from capacity=, error_rate=, growth= (its EXPANSION) and
@@ -394,6 +468,15 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
 }  // namespace
 
 void bind_filter(py::module_& m) {
+  py::class_<PyDedupJournal>(m, "_DedupJournal",
+                             "dedup_records' journal (redbloom/records.py drives it)")
+      .def(py::init<const std::string&, std::uint64_t>(), py::arg("path"),
+           py::arg("checkpoint_bytes"))
+      .def("recover", &PyDedupJournal::recover, py::arg("filter"), py::arg("batch"))
+      .def("add_many", &PyDedupJournal::add_many, py::arg("filter"), py::arg("keys"))
+      .def("done", &PyDedupJournal::done, py::arg("filter"))
+      .def("finish", &PyDedupJournal::finish, py::arg("filter"))
+      .def("summary", &PyDedupJournal::summary);
   py::class_<PyFilter>(m, "Filter", R"doc(A Bloom filter at any location: a file path,
 "redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
 or "memory:". Safe to share between threads; reopened by a forked child on first use.)doc")

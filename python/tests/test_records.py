@@ -114,3 +114,35 @@ def test_same_keys_and_records_as_the_cli(cli, workdir):
     with redbloom.open("cli.rbf") as theirs:
         assert all(k in theirs for k in key.keys(records))
         assert key.key('{"event": {"id": "never-seen"}}') not in theirs
+
+
+LINES = ["%d,key-%d\n" % (i, i % 150) for i in range(200)]  # keys 0-149, then 50 repeats
+
+
+def test_a_journal_yields_again_a_batch_added_and_not_delivered(tmp_path):
+    key = redbloom.RecordKey(2, delimiter=",")
+    journal = tmp_path / "dedup.journal"
+    with redbloom.open(str(tmp_path / "seen.rbf"), capacity=10_000, error_rate=1e-6) as seen:
+        first = redbloom.dedup_records(seen, LINES, key, batch=64, journal=journal)
+        taken = [next(first) for _ in range(70)]  # all of batch 1, part of batch 2
+        first.close()  # the caller stopped (or died): batch 2 was added, 6 of it delivered
+        # Without the journal the rest of batch 2 would be lost: the filter holds its keys.
+        assert seen.contains_many([key.key(l) for l in LINES[64:128]]) == [True] * 64
+        rest = list(redbloom.dedup_records(seen, LINES, key, batch=64, journal=journal))
+    # The rerun yields batch 2 whole again (its 6 delivered records twice: at most one batch
+    # more than once), and every first record after it once.
+    assert rest == LINES[64:150]
+    assert sorted(set(taken + rest)) == sorted(LINES[:150])
+
+
+def test_a_journal_holding_keys_refuses_another_filter(tmp_path):
+    key = redbloom.RecordKey(2, delimiter=",")
+    journal = tmp_path / "dedup.journal"
+    with redbloom.open(str(tmp_path / "one.rbf"), capacity=10_000, error_rate=1e-6) as one:
+        run = redbloom.dedup_records(one, LINES, key, batch=64, journal=journal)
+        next(run)
+        run.close()
+    with redbloom.open(str(tmp_path / "two.rbf"), capacity=10_000, error_rate=1e-6) as two:
+        with pytest.raises(redbloom.InvalidArgument, match="belongs to the filter"):
+            list(redbloom.dedup_records(two, LINES, key, journal=journal))
+        assert two.contains_many([key.key(l) for l in LINES[:64]]) == [False] * 64

@@ -148,6 +148,11 @@ class StockCommands final : public PartitionCommands {
     }
   }
 
+  void append_script_item(std::vector<std::string>& out, const ItemHash& hash,
+                          std::string_view) const override {
+    probes(hash, [&](std::uint64_t bit) { out.push_back(std::to_string(bit)); });
+  }
+
  private:
   template <class Visit>
   void probes(const ItemHash& h, Visit&& visit) const {
@@ -223,6 +228,12 @@ class ModuleCommands final : public PartitionCommands {
   void decode_lookup(Replies replies, const PartitionKey& partition, const UnitItems& unit,
                      std::uint8_t* present) const override {
     decode(replies, partition, unit, present);
+  }
+  void append_script_item(std::vector<std::string>& out, const ItemHash&,
+                          std::string_view item) const override {
+    std::string packed;
+    packed::append(packed, item);
+    out.push_back(std::move(packed));
   }
 
  private:

@@ -274,6 +274,11 @@ bool RedisStore::holds(std::uint64_t partition) const noexcept {
 std::uint64_t RedisStore::created_unix_ns() const {
   return state_->created_unix_ns;
 }
+std::optional<RedisKeys> RedisStore::redis_keys() const {
+  if (shard().count > 1) return std::nullopt;
+  return RedisKeys{endpoint(), name()};
+}
+
 std::string RedisStore::location() const {
   return "redis " + endpoint().describe() + " filter " + state_->name;
 }

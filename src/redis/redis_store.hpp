@@ -121,6 +121,8 @@ class RedisStore final : public Store {
   [[nodiscard]] std::string location() const override;
   // The commands each server (each master) runs for per-item work: the module's or stock.
   [[nodiscard]] std::vector<std::string> engines() const override;
+  // The endpoint and name, unless the filter is sharded over several servers.
+  [[nodiscard]] std::optional<RedisKeys> redis_keys() const override;
   // Large: calls pipeline internally in rounds (exact committed prefix), and a large lookup
   // batch lets the cost model read a whole partition once instead of item by item.
   [[nodiscard]] std::size_t batch_items() const noexcept override { return std::size_t{1} << 18; }

@@ -1,4 +1,4 @@
-#include "stream.hpp"
+#include "line_io.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -49,7 +49,7 @@ std::string default_unprinted_name(const char* verb) {
 
 }  // namespace
 
-void add_stream_options(CLI::App& command, StreamOptions& options) {
+void add_line_options(CLI::App& command, LineOptions& options) {
   command.add_option("inputs", options.inputs, "Input files (default or '-': standard input)");
   command.add_flag("-0,--null", options.input.nul_delimited,
                    "Items end with NUL bytes instead of newlines");
@@ -72,7 +72,7 @@ void add_stream_options(CLI::App& command, StreamOptions& options) {
       ->check(CLI::Range(0u, 3600000u));
 }
 
-void check_threads(const StreamOptions& options, const FilterLocation& location) {
+void check_threads(const LineOptions& options, const FilterLocation& location) {
   if (options.threads > 1 && location.in_redis()) {
     throw InvalidArgument(
         "--threads applies to local filters; a Redis filter's work is done by its servers: "
@@ -114,7 +114,7 @@ int exit_status_for_signal(int signal) noexcept {
 }
 
 int report_output_failure(const OutputError& error, const char* verb, bool committed,
-                          const StreamOptions& options, const std::string& journal) {
+                          const LineOptions& options, const std::string& journal) {
   const std::size_t lost = error.unwritten().size();
   const int status = error.closed() ? kExitOutputClosed : kExitOutputFailed;
   const std::string what = error.closed() ? "output closed" : error.what();

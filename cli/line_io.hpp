@@ -1,4 +1,5 @@
-// Options and output shared by the commands that stream items (add, dedup, load, exists, diff).
+// Options and output shared by the commands that read items as lines and write lines (add,
+// dedup, load, exists, diff).
 //
 // The contract these commands keep (README, "Concurrency and crashes"): a batch is committed to
 // the filter, then its output is written and flushed, before the next batch is read. A batch
@@ -21,7 +22,7 @@
 
 namespace redbloom::cli {
 
-struct StreamOptions {
+struct LineOptions {
   std::vector<std::string> inputs;
   InputOptions input;
   bool quiet = false;
@@ -31,16 +32,16 @@ struct StreamOptions {
   std::string unprinted_path;  // where committed lines that could not be written go
 };
 
-void add_stream_options(CLI::App& command, StreamOptions& options);
+void add_line_options(CLI::App& command, LineOptions& options);
 // Refuses --threads above 1 for a Redis filter (its work happens on its servers), before the
 // filter is opened.
-void check_threads(const StreamOptions& options, const FilterLocation& location);
+void check_threads(const LineOptions& options, const FilterLocation& location);
 
 // Items per batch handed to the filter: amortises locks and network round trips. A remote
 // store that prefers larger batches (several pipelined commands per round trip) gets them.
-inline constexpr std::size_t kStreamBatch = 4096;
-[[nodiscard]] inline std::size_t stream_batch(const Filter& filter) noexcept {
-  return std::max(kStreamBatch, filter.backend().batch_items());
+inline constexpr std::size_t kLineBatch = 4096;
+[[nodiscard]] inline std::size_t line_batch(const Filter& filter) noexcept {
+  return std::max(kLineBatch, filter.backend().batch_items());
 }
 
 // An output write that failed. `unwritten()` are the lines (without their delimiters) not
@@ -87,7 +88,7 @@ class BatchOutput {
 // running again gives them), it only says how many answers were not written. `journal`: the
 // journal (dedup --journal) that keeps the lines pending for the next run, if any.
 [[nodiscard]] int report_output_failure(const OutputError& error, const char* verb, bool committed,
-                                        const StreamOptions& options,
+                                        const LineOptions& options,
                                         const std::string& journal = "");
 
 }  // namespace redbloom::cli

@@ -1,6 +1,6 @@
 // dedup --from redis-stream://HOST[:PORT]#STREAM: copies each entry of a Redis stream whose key
-// field is new to another stream, exactly once per key (include/redbloom/stream_dedup.hpp has the
-// protocol). Runs until a stop signal, which ends it after the batch in hand, with status 0.
+// field is new to another stream, exactly once per key (include/redbloom/redis_stream_dedup.hpp has
+// the protocol). Runs until a stop signal, which ends it after the batch in hand, with status 0.
 #include <unistd.h>
 
 #include <climits>
@@ -14,15 +14,15 @@
 #include "filter_options.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/location.hpp"
+#include "redbloom/redis_stream_dedup.hpp"
 #include "redbloom/stream.hpp"
-#include "redbloom/stream_dedup.hpp"
 #include "stop_signals.hpp"
 #include "summary.hpp"
 
 namespace redbloom::cli {
 namespace {
 
-struct StreamDedupCommand {
+struct RedisStreamDedupCommand {
   FilterLocation location;
   SizingOptions sizing;
   std::string from;
@@ -77,7 +77,7 @@ std::string default_consumer() {
   return std::string(host[0] != '\0' ? host : "redbloom") + "-" + std::to_string(::getpid());
 }
 
-int run_stream_dedup(const StreamDedupCommand& cmd) {
+int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   const StopSignals stop_signals;
   const StreamPlace from = parse_stream_place(cmd.from, "--from");
   const StreamPlace to = parse_stream_place(cmd.to, "--to");
@@ -87,7 +87,7 @@ int run_stream_dedup(const StreamDedupCommand& cmd) {
                           ") must be on one server or one Cluster: one script on the server "
                           "handles each batch");
   }
-  StreamDedupOptions options;
+  RedisStreamDedupOptions options;
   options.input = from.stream;
   options.output = to.stream;
   options.group = cmd.group;
@@ -116,13 +116,13 @@ int run_stream_dedup(const StreamDedupCommand& cmd) {
   }
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
-  StreamDedup dedup(filter, from.endpoint, options);
+  RedisStreamDedup dedup(filter, from.endpoint, options);
   if (cmd.create_group && dedup.create_group(/*make_stream=*/true)) {
     report_note("created consumer group '" + cmd.group + "' on stream '" + from.stream +
                 "', reading it from its first entry");
   }
 
-  StreamDedupBatch total;
+  RedisStreamDedupBatch total;
   const auto started = std::chrono::steady_clock::now();
   std::string failure;
   int status = kExitOk;
@@ -130,7 +130,7 @@ int run_stream_dedup(const StreamDedupCommand& cmd) {
     // Stops are seen between batches: a batch read is always committed first.
     while (stop_signal() == 0) {
       if (dedup.read(cmd.batch, std::chrono::milliseconds(500)) == 0) continue;
-      const StreamDedupBatch b = dedup.commit();
+      const RedisStreamDedupBatch b = dedup.commit();
       total.entries += b.entries;
       total.unique += b.unique;
       total.duplicates += b.duplicates;
@@ -177,10 +177,10 @@ int run_stream_dedup(const StreamDedupCommand& cmd) {
 
 }  // namespace
 
-void register_stream_dedup(CLI::App& app, int& exit_code) {
-  auto cmd = std::make_shared<StreamDedupCommand>();
+void register_redis_stream_dedup(CLI::App& app, int& exit_code) {
+  auto cmd = std::make_shared<RedisStreamDedupCommand>();
   CLI::App* sub = app.add_subcommand(
-      kStreamDedupCommand,
+      kRedisStreamDedupCommand,
       "redbloom dedup --from redis-stream://HOST[:PORT]#STREAM --group G --to "
       "redis-stream://HOST[:PORT]#OUT --key-field NAME --redis redis://HOST[:PORT]#FILTER: copy "
       "each entry of a Redis stream whose key is new to another stream, exactly once per key; "
@@ -219,7 +219,7 @@ void register_stream_dedup(CLI::App& app, int& exit_code) {
   sub->add_flag("-q,--quiet", cmd->quiet, "No notes or summary on stderr");
   sub->add_flag("--json", cmd->json, "Summary and notes as JSON objects on stderr");
   sub->add_flag("-v,--verbose", cmd->verbose, "The summary names what does the work");
-  sub->callback([cmd, &exit_code] { exit_code = run_stream_dedup(*cmd); });
+  sub->callback([cmd, &exit_code] { exit_code = run_redis_stream_dedup(*cmd); });
 }
 
 }  // namespace redbloom::cli

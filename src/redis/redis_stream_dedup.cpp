@@ -1,4 +1,4 @@
-#include "redbloom/stream_dedup.hpp"
+#include "redbloom/redis_stream_dedup.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -7,9 +7,9 @@
 
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
-#include "core/packed_items.hpp"
 #include "core/redis_format.hpp"
 #include "object.hpp"
+#include "partition_ops.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
@@ -31,10 +31,12 @@ using redis::text_of;
 //   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b') or the packed item ('m')
 //   'k', 'p': the count of field and value strings, then them.
 // Reads and checks everything first; the first write is the test-and-set, whose deny-oom
-// refusal (a full server) then comes before anything was written. A script that fails later
-// would leave its writes, so nothing after the checks can fail.
+// refusal (a full server) then comes before anything was written. Redis keeps a script's
+// writes when a later call raises, so every way a later call can refuse is checked before it
+// (types, the user's rights, the room left in the output's ids), and the calls after the first
+// write go through pcall: an unforeseen refusal is reported with what was done, never hidden.
 // Reply {unique, duplicates, skipped, passed, deleted, done before}, or an error
-// "REDBLOOMDEDUP <what> ...".
+// "REDBLOOMDEDUP <what> ..." (nothing written), or "REDBLOOMDEDUP partial ..." (see below).
 constexpr std::string_view kScript = R"lua(
 local input, output = KEYS[1], KEYS[2]
 local group, sealed, maxlen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -45,6 +47,30 @@ local t = redis.call('TYPE', input).ok
 if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
 t = redis.call('TYPE', output).ok
 if t ~= 'stream' and t ~= 'none' then return redis.error_reply('REDBLOOMDEDUP output ' .. t) end
+local last_id = nil
+if t == 'stream' then
+  local info = redis.call('XINFO', 'STREAM', output)
+  for i = 1, #info - 1, 2 do
+    if info[i] == 'last-generated-id' then last_id = info[i + 1] end
+  end
+end
+if redis.acl_check_cmd then
+  local denied = nil
+  if not redis.acl_check_cmd('XACK', input, group, '0-1') then denied = 'XACK ' .. input end
+  if not redis.acl_check_cmd('XADD', output, '*', 'f', 'v') then denied = 'XADD ' .. output end
+  for j = 1, m do
+    local key = KEYS[2 + j]
+    if engine == 'm' then
+      if not redis.acl_check_cmd('RB.PARTADD', key, sealed, layout, k, pbits, parts,
+                                 ARGV[12 + j], '') then
+        denied = 'RB.PARTADD ' .. key
+      end
+    elseif not redis.acl_check_cmd('BITFIELD', key, 'SET', 'u1', '0', '1') then
+      denied = 'BITFIELD ' .. key
+    end
+  end
+  if denied then return redis.error_reply('REDBLOOMDEDUP denied ' .. denied) end
+end
 for j = 1, m do
   local len = redis.pcall('STRLEN', KEYS[2 + j])
   if type(len) ~= 'number' then len = -1 end
@@ -65,7 +91,7 @@ for i = 1, #mine do pending[mine[i][1]] = true end
 local acks = {}
 local entries, by_part = {}, {}
 for j = 1, m do by_part[j] = {} end
-local done_before = 0
+local done_before, copies = 0, 0
 for e = 1, n do
   local ent = {id = ARGV[pos], kind = ARGV[pos + 1]}
   pos = pos + 2
@@ -78,15 +104,29 @@ for e = 1, n do
     ent.nf = tonumber(ARGV[pos])
     ent.fields = pos + 1
     pos = pos + 1 + ent.nf
+    if ent.nf < 2 or ent.nf % 2 ~= 0 then
+      return redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
+    end
   end
   ent.live = pending[ent.id] == true
   if ent.live then
     acks[#acks + 1] = ent.id
     if ent.kind == 'k' then table.insert(by_part[ent.j], ent) end
+    if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
   else
     done_before = done_before + 1
   end
   entries[e] = ent
+end
+-- XADD * raises once the output's last id is the last possible one; below the largest
+-- millisecond it never runs out. Lua's numbers are doubles, so near the end the test errs on
+-- the side of refusing.
+if last_id and copies > 0 then
+  local dash = string.find(last_id, '-', 1, true)
+  if string.sub(last_id, 1, dash - 1) == '18446744073709551615' and
+     tonumber(string.sub(last_id, dash + 1)) + copies + 8192 >= 18446744073709551615 then
+    return redis.error_reply('REDBLOOMDEDUP exhausted ' .. last_id)
+  end
 end
 for j = 1, m do
   local list, key = by_part[j], KEYS[2 + j]
@@ -125,9 +165,15 @@ for j = 1, m do
     end
   end
 end
+-- From here on the batch is written in part: a call that raises must not end the script
+-- unreported. Nothing below is expected to fail (the checks above cover what can); if a call
+-- does, the reply says what was done.
+local unacked = nil
 for from = 1, #acks, 5000 do
-  redis.call('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+  local r = redis.pcall('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+  if type(r) == 'table' and r.err then unacked = r.err; break end
 end
+local failed, uncopied, first_uncopied, last_uncopied = nil, 0, '', ''
 local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
 for e = 1, n do
   local ent = entries[e]
@@ -142,14 +188,27 @@ for e = 1, n do
     else
       deleted = deleted + 1
     end
-    if copy then
+    if copy and not failed then
       local args = {}
       if maxlen > 0 then args = {'MAXLEN', '~', ARGV[3]} end
       args[#args + 1] = '*'
       for f = 0, ent.nf - 1 do args[#args + 1] = ARGV[ent.fields + f] end
-      redis.call('XADD', output, unpack(args))
+      local r = redis.pcall('XADD', output, unpack(args))
+      if type(r) == 'table' and r.err then failed = r.err end
+    end
+    if copy and failed then
+      uncopied = uncopied + 1
+      if first_uncopied == '' then first_uncopied = ent.id end
+      last_uncopied = ent.id
     end
   end
+end
+if failed or unacked then
+  -- "partial <copied> <uncopied> <first> <last> <acked 1|0> <message>"
+  return redis.error_reply('REDBLOOMDEDUP partial ' .. (unique + passed - uncopied) .. ' ' ..
+                           uncopied .. ' ' .. (first_uncopied ~= '' and first_uncopied or '-') ..
+                           ' ' .. (last_uncopied ~= '' and last_uncopied or '-') .. ' ' ..
+                           (unacked and '0' or '1') .. ' ' .. (failed or unacked))
 end
 return {unique, dups, skipped, passed, deleted, done_before}
 )lua";
@@ -189,15 +248,16 @@ std::string hash_tag(std::string_view key) {
 
 }  // namespace
 
-struct StreamDedup::State {
+struct RedisStreamDedup::State {
   std::unique_ptr<redis::Router> router;
-  StreamDedupOptions options;
+  RedisStreamDedupOptions options;
   std::string filter_name;
   FilterParams params;
   std::uint64_t sealed_length = 0;
   std::vector<std::string> partition_keys;
   std::uint16_t slot = 0;
   bool module = false;
+  std::unique_ptr<redis::PartitionCommands> commands;  // encodes each item's script arguments
   std::string sha;
 
   enum class Phase { own_pending, claiming, fresh } phase = Phase::own_pending;
@@ -237,6 +297,37 @@ struct StreamDedup::State {
       batch.push_back(std::move(entry));
     }
   }
+  // The script's "partial <copied> <uncopied> <first> <last> <acked 1|0> <error>": a call
+  // after its first write refused, which its checks should have made impossible.
+  [[nodiscard]] std::string partial_batch_text(std::string_view reply, std::size_t end) const {
+    std::vector<std::string> words;
+    std::size_t at = 0;
+    while (words.size() < 6 && at < reply.size()) {
+      const std::size_t space = std::min(reply.find(' ', at), reply.size());
+      words.emplace_back(reply.substr(at, space - at));
+      at = space + 1;
+    }
+    if (words.size() < 6) return "the batch's script was cut short: " + std::string(reply);
+    const std::string error(reply.substr(std::min(at, reply.size())));
+    std::string text = "the batch of " + std::to_string(end) + " entries (" + batch.front().id +
+                       " to " + batch[end - 1].id +
+                       ") was done only in part: the server refused (" + error +
+                       ") after its keys were set in the filter";
+    if (words[1] != "0") {
+      text += "; " + words[1] + " entries whose keys were new, " + words[2] + " to " + words[3] +
+              ", were NOT copied to '" + options.output +
+              "', and no run of the stage will copy them (the filter now holds their keys): "
+              "copy them yourself (XRANGE " +
+              options.input + " " + words[2] + " " + words[3] + ", then XADD each to " +
+              options.output + ")";
+    }
+    text += "; " + words[0] + " entries were copied";
+    text += words[4] == "1" ? "; every entry of the batch was acknowledged"
+                            : "; the batch's entries may not all be acknowledged: the next run "
+                              "takes those as duplicates (an entry without the key that was "
+                              "copied may be copied again)";
+    return text;
+  }
   void missing_group(std::string_view operation, const redisReply& reply) {
     if (text_of(reply).starts_with("NOGROUP")) {
       throw InvalidArgument("no consumer group '" + options.group + "' on " + input_text() +
@@ -254,39 +345,36 @@ bool same_keyspace(const RedisEndpoint& a, const RedisEndpoint& b) {
 
 namespace {
 
-const RedisStore& plain_redis_store(const Filter& filter) {
-  const auto* store = dynamic_cast<const RedisStore*>(filter.backend().bitmap());
-  if (store == nullptr) {
+// The filter's keys, when one script on their server can write them.
+RedisKeys script_reach(const Filter& filter) {
+  const Store* store = filter.backend().bitmap();
+  std::optional<RedisKeys> keys = store != nullptr ? store->redis_keys() : std::nullopt;
+  if (!keys) {
     throw InvalidArgument(
         "dedup of a Redis stream works with a plain redbloom filter on one server or a Cluster; " +
         filter.backend().location() +
         " is not one (windowed or growing, sharded over several servers, or made by "
         "BF.RESERVE), so its writes cannot be part of the batch's one script");
   }
-  return *store;
+  return std::move(*keys);
 }
 
 }  // namespace
 
-StreamDedup::StreamDedup(const Filter& filter_of_stage, const RedisEndpoint& endpoint,
-                         StreamDedupOptions options)
+RedisStreamDedup::RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
+                                   RedisStreamDedupOptions options)
     : state_(std::make_unique<State>()) {
-  const RedisStore& filter = plain_redis_store(filter_of_stage);
+  const RedisKeys keys = script_reach(filter);
   State& s = *state_;
   s.options = std::move(options);
-  s.router = redis::make_router(filter.endpoint());
+  s.router = redis::make_router(keys.endpoint);
   if (RedisStore::keyspace_id(endpoint) != s.router->keyspace_id()) {
     throw InvalidArgument("the streams (redis " + endpoint.describe() + ") and the filter (redis " +
-                          filter.endpoint().describe() +
+                          keys.endpoint.describe() +
                           ") must be on one server or one Cluster: one script on the server "
                           "handles each batch");
   }
-  if (filter.shard().count > 1) {
-    throw InvalidArgument(
-        "a filter sharded over several servers cannot be written in one script "
-        "with the streams: use a filter on the streams' server or Cluster");
-  }
-  s.filter_name = filter.name();
+  s.filter_name = keys.name;
   // The salts and format version decide the keys and their sealed length (format.hpp).
   const auto fields = redis::read_ready(*s.router, s.filter_name, redis::kFilterFormat, "filter",
                                         redis::kFilterVersion, std::chrono::seconds(30));
@@ -326,13 +414,15 @@ StreamDedup::StreamDedup(const Filter& filter_of_stage, const RedisEndpoint& end
     }
   }
   s.module = redis::module_version(*s.router) >= module_protocol::kPartitionCommands;
+  s.commands = s.module ? redis::module_partition_commands(s.params)
+                        : redis::stock_partition_commands(s.params);
   Reply sha = s.router->run(s.slot, {"SCRIPT", "LOAD", kScript});
   s.sha = std::string(text_of(*sha));
 }
 
-StreamDedup::~StreamDedup() = default;
+RedisStreamDedup::~RedisStreamDedup() = default;
 
-bool StreamDedup::create_group(bool make_stream) {
+bool RedisStreamDedup::create_group(bool make_stream) {
   State& s = *state_;
   std::vector<std::string_view> args{"XGROUP", "CREATE", s.options.input, s.options.group, "0"};
   if (make_stream) args.emplace_back("MKSTREAM");
@@ -347,7 +437,7 @@ bool StreamDedup::create_group(bool make_stream) {
   return true;
 }
 
-std::size_t StreamDedup::read(std::size_t count, std::chrono::milliseconds block) {
+std::size_t RedisStreamDedup::read(std::size_t count, std::chrono::milliseconds block) {
   State& s = *state_;
   s.batch.clear();
   const std::string n = std::to_string(std::max<std::size_t>(count, 1));
@@ -400,79 +490,79 @@ std::size_t StreamDedup::read(std::size_t count, std::chrono::milliseconds block
   return s.batch.size();
 }
 
-StreamDedupBatch StreamDedup::commit() {
-  State& s = *state_;
-  StreamDedupBatch result;
-  if (s.batch.empty()) return result;
-  const FilterParams& p = s.params;
-  // Entries up to `end` go to the script; the first without a key ends the batch under
-  // OnMissingKey::error.
-  std::size_t end = s.batch.size();
-  std::vector<char> kind(s.batch.size());
-  std::vector<std::uint64_t> partition_of(s.batch.size(), 0);
-  std::vector<std::vector<std::string>> payload(s.batch.size());
-  std::vector<std::uint64_t> touched;
-  for (std::size_t i = 0; i < s.batch.size(); ++i) {
+namespace {
+
+// A batch as the script takes it: what each entry is, and a keyed entry's partition and item
+// arguments. Entries from `end` on wait for a later batch.
+struct ClassifiedBatch {
+  std::size_t end = 0;
+  std::string stopped_at;                   // OnMissingKey::error: the entry without a key
+  std::vector<char> kind;                   // 'k' keyed, 'p' passed, 's' skipped, 'd' deleted
+  std::vector<std::uint64_t> partition_of;  // of a keyed entry
+  std::vector<std::vector<std::string>> item_arguments;  // of a keyed entry
+  std::vector<std::uint64_t> touched;                    // partitions, in first-use order
+};
+
+const std::string* key_of(const Entry& entry, const std::string& field) {
+  for (std::size_t f = 0; f + 1 < entry.fields.size(); f += 2) {
+    if (entry.fields[f] == field) return &entry.fields[f + 1];
+  }
+  return nullptr;
+}
+
+// Decides each entry's kind and encodes a keyed entry's item with the store's own encoder
+// (partition_ops.hpp): the bits a plain `add` sets, or the module's packed item.
+ClassifiedBatch classify(const RedisStreamDedup::State& s) {
+  ClassifiedBatch c;
+  const std::size_t n = s.batch.size();
+  c.end = n;
+  c.kind.assign(n, 'd');
+  c.partition_of.assign(n, 0);
+  c.item_arguments.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
     const Entry& entry = s.batch[i];
-    if (entry.deleted) {
-      kind[i] = 'd';
-      continue;
-    }
-    const std::string* key = nullptr;
-    for (std::size_t f = 0; f + 1 < entry.fields.size(); f += 2) {
-      if (entry.fields[f] == s.options.key_field) {
-        key = &entry.fields[f + 1];
-        break;
-      }
-    }
+    if (entry.deleted) continue;
+    const std::string* key = key_of(entry, s.options.key_field);
     if (key == nullptr) {
       if (s.options.on_missing == OnMissingKey::error) {
-        result.stopped_at = entry.id;
-        end = i;
+        c.stopped_at = entry.id;
+        c.end = i;
         break;
       }
-      kind[i] = s.options.on_missing == OnMissingKey::skip ? 's' : 'p';
+      c.kind[i] = s.options.on_missing == OnMissingKey::skip ? 's' : 'p';
     } else {
-      kind[i] = 'k';
+      c.kind[i] = 'k';
       const ItemHash h = hash_item(*key);
-      partition_of[i] = layout::partition_of(h, p.partitions);
-      if (std::find(touched.begin(), touched.end(), partition_of[i]) == touched.end()) {
-        touched.push_back(partition_of[i]);
+      c.partition_of[i] = layout::partition_of(h, s.params.partitions);
+      if (std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) == c.touched.end()) {
+        c.touched.push_back(c.partition_of[i]);
       }
-      if (s.module) {
-        std::string packed;
-        packed::append(packed, *key);
-        payload[i].push_back(std::move(packed));
-      } else {
-        auto visit = [&](std::uint64_t bit) { payload[i].push_back(std::to_string(bit)); };
-        if (p.layout == Layout::blocked) {
-          layout::blocked_probes(h, p.partition_bits, p.hashes, visit);
-        } else {
-          layout::classic_probes(h, p.partition_bits, p.hashes, visit);
-        }
-      }
+      s.commands->append_script_item(c.item_arguments[i], h, *key);
     }
-    if ((kind[i] == 'k' || kind[i] == 'p') && entry.fields.size() > kMaxFieldStrings) {
+    if (c.kind[i] != 's' && entry.fields.size() > kMaxFieldStrings) {
       throw InvalidArgument("entry " + entry.id + " of " + s.input_text() + " has " +
                             std::to_string(entry.fields.size() / 2) + " fields; at most " +
                             std::to_string(kMaxFieldStrings / 2) +
                             " can be copied; it stays pending, as do the entries after it");
     }
   }
-  result.entries = end;
-  for (std::size_t i = 0; i < end; ++i) result.recovered += s.batch[i].recovered ? 1 : 0;
-  if (end == 0) return result;
+  return c;
+}
 
-  std::deque<std::string> numbers;  // backing store for the arguments below (stable addresses)
+// EVALSHA's arguments (kScript's KEYS and ARGV). `numbers` backs the numbers' text.
+std::vector<std::string_view> script_arguments(const RedisStreamDedup::State& s,
+                                               const ClassifiedBatch& c,
+                                               std::deque<std::string>& numbers) {
+  const FilterParams& p = s.params;
   auto number = [&](std::uint64_t value) -> std::string_view {
     numbers.push_back(std::to_string(value));
     return numbers.back();
   };
   std::vector<std::string_view> args{"EVALSHA", s.sha};
-  args.push_back(number(2 + touched.size()));
+  args.push_back(number(2 + c.touched.size()));
   args.push_back(s.options.input);
   args.push_back(s.options.output);
-  for (const std::uint64_t t : touched) args.push_back(s.partition_keys[t]);
+  for (const std::uint64_t t : c.touched) args.push_back(s.partition_keys[t]);
   args.push_back(s.options.group);
   args.push_back(number(s.sealed_length));
   args.push_back(number(s.options.maxlen));
@@ -481,75 +571,101 @@ StreamDedupBatch StreamDedup::commit() {
   args.push_back(to_string(p.layout));
   args.push_back(number(p.partition_bits));
   args.push_back(number(p.partitions));
-  args.push_back(number(touched.size()));
+  args.push_back(number(c.touched.size()));
   args.push_back(s.options.consumer);
   const auto [lowest, highest] = std::minmax_element(
-      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(end),
+      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(c.end),
       [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
   args.push_back(lowest->id);
   args.push_back(highest->id);
-  for (const std::uint64_t t : touched) args.push_back(number(t));
-  args.push_back(number(end));
-  for (std::size_t i = 0; i < end; ++i) {
+  for (const std::uint64_t t : c.touched) args.push_back(number(t));
+  args.push_back(number(c.end));
+  for (std::size_t i = 0; i < c.end; ++i) {
     const Entry& entry = s.batch[i];
     args.push_back(entry.id);
-    args.push_back(std::string_view(&kind[i], 1));
-    if (kind[i] == 'k') {
-      const auto at = std::find(touched.begin(), touched.end(), partition_of[i]) - touched.begin();
+    args.push_back(std::string_view(&c.kind[i], 1));
+    if (c.kind[i] == 'k') {
+      const auto at =
+          std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) - c.touched.begin();
       args.push_back(number(static_cast<std::uint64_t>(at) + 1));
-      for (const std::string& v : payload[i]) args.push_back(v);
+      for (const std::string& v : c.item_arguments[i]) args.push_back(v);
     }
-    if (kind[i] == 'k' || kind[i] == 'p') {
+    if (c.kind[i] == 'k' || c.kind[i] == 'p') {
       args.push_back(number(entry.fields.size()));
       for (const std::string& f : entry.fields) args.push_back(f);
     }
   }
-  Reply reply;
+  return args;
+}
+
+// Runs the script (its text when the server lost it); a lost connection says what is known.
+Reply run_script(RedisStreamDedup::State& s, std::vector<std::string_view>& args, std::size_t end) {
   try {
-    reply = s.call(args);
+    Reply reply = s.call(args);
     if (redis::is_error(*reply) && text_of(*reply).starts_with("NOSCRIPT")) {
       // The server lost its scripts (a restart, SCRIPT FLUSH): nothing ran; send the text.
       args[0] = "EVAL";
       args[1] = kScript;
       reply = s.call(args);
     }
+    return reply;
   } catch (const StorageError& e) {
     throw StorageError(std::string(e.what()) + "; the batch of " + std::to_string(end) +
                        " entries (" + s.batch.front().id + " to " + s.batch[end - 1].id +
                        ") ran whole or not at all: what was not done stays pending in group '" +
                        s.options.group + "' and the next run of the stage handles it");
   }
+}
+
+// The script's refusal as the user reads it; always throws.
+[[noreturn]] void refused(const RedisStreamDedup::State& s, const ClassifiedBatch& c,
+                          std::string_view text) {
+  const std::size_t end = c.end;
   const std::string pending_note =
       "; nothing of this batch of " + std::to_string(end) + " entries (" + s.batch.front().id +
       " to " + s.batch[end - 1].id + ") was done: they stay pending in group '" + s.options.group +
       "' and the next run of the stage handles them";
-  if (redis::is_error(*reply)) {
-    const std::string_view text = text_of(*reply);
-    std::string what(text);
-    if (text.starts_with("REDBLOOMDEDUP input ")) {
-      what = "'" + s.options.input + "' holds a " + std::string(text.substr(20)) + ", not a stream";
-    } else if (text.starts_with("REDBLOOMDEDUP output ")) {
-      what = "output key '" + s.options.output + "' holds a " + std::string(text.substr(21)) +
-             ", not a stream";
-    } else if (text.starts_with("REDBLOOMDEDUP partition ")) {
-      const std::string rest(text.substr(24));
-      const std::size_t space = rest.find(' ');
-      const std::size_t j = std::stoull(rest.substr(0, space));
-      what = "partition key '" + s.partition_keys[touched.at(j - 1)] + "' holds " +
-             rest.substr(space + 1) + " bytes (-1: not a string), expected " +
-             std::to_string(s.sealed_length) +
-             ": it vanished or changed (evicted under maxmemory? flushed? deleted?) and the "
-             "items in it are lost";
-      throw FormatError(s.router->message("EVALSHA (stream dedup)", what + pending_note));
-    }
-    s.router->fail("EVALSHA (stream dedup)", what + pending_note);
+  std::string what(text);
+  if (text.starts_with("REDBLOOMDEDUP input ")) {
+    what = "'" + s.options.input + "' holds a " + std::string(text.substr(20)) + ", not a stream";
+  } else if (text.starts_with("REDBLOOMDEDUP output ")) {
+    what = "output key '" + s.options.output + "' holds a " + std::string(text.substr(21)) +
+           ", not a stream";
+  } else if (text.starts_with("REDBLOOMDEDUP exhausted ")) {
+    what = "output stream '" + s.options.output + "' has reached the last possible entry id (" +
+           std::string(text.substr(24)) +
+           "), so XADD cannot add to it: name another --to stream, or delete this one";
+  } else if (text.starts_with("REDBLOOMDEDUP denied ")) {
+    what = "the server's user may not run " + std::string(text.substr(21)) +
+           ", which the batch needs (its ACL): grant it, or run the stage as a user who may";
+  } else if (text.starts_with("REDBLOOMDEDUP fields ")) {
+    what = "entry " + std::string(text.substr(21)) + " has no field/value pairs to copy";
+  } else if (text.starts_with("REDBLOOMDEDUP partial ")) {
+    throw StorageError(
+        s.router->message("EVALSHA (stream dedup)", s.partial_batch_text(text.substr(22), end)));
+  } else if (text.starts_with("REDBLOOMDEDUP partition ")) {
+    const std::string rest(text.substr(24));
+    const std::size_t space = rest.find(' ');
+    const std::size_t j = std::stoull(rest.substr(0, space));
+    what = "partition key '" + s.partition_keys[c.touched.at(j - 1)] + "' holds " +
+           rest.substr(space + 1) + " bytes (-1: not a string), expected " +
+           std::to_string(s.sealed_length) +
+           ": it vanished or changed (evicted under maxmemory? flushed? deleted?) and the "
+           "items in it are lost";
+    throw FormatError(s.router->message("EVALSHA (stream dedup)", what + pending_note));
   }
-  s.router->expect(*reply, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
-  if (reply->elements != 6) s.router->fail("EVALSHA (stream dedup)", "a reply of another shape");
+  s.router->fail("EVALSHA (stream dedup)", what + pending_note);
+}
+
+// The script's counts {unique, duplicates, skipped, passed, deleted, done before}.
+void decode_counts(const RedisStreamDedup::State& s, const redisReply& reply,
+                   RedisStreamDedupBatch& result) {
+  s.router->expect(reply, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
+  if (reply.elements != 6) s.router->fail("EVALSHA (stream dedup)", "a reply of another shape");
   std::uint64_t counts[6];
   for (std::size_t i = 0; i < 6; ++i) {
-    s.router->expect(*reply->element[i], REDIS_REPLY_INTEGER, "EVALSHA (stream dedup)");
-    counts[i] = static_cast<std::uint64_t>(reply->element[i]->integer);
+    s.router->expect(*reply.element[i], REDIS_REPLY_INTEGER, "EVALSHA (stream dedup)");
+    counts[i] = static_cast<std::uint64_t>(reply.element[i]->integer);
   }
   result.unique = counts[0];
   result.duplicates = counts[1];
@@ -557,16 +673,34 @@ StreamDedupBatch StreamDedup::commit() {
   result.passed = counts[3];
   result.deleted = counts[4];
   result.done_before = counts[5];
+}
+
+}  // namespace
+
+RedisStreamDedupBatch RedisStreamDedup::commit() {
+  State& s = *state_;
+  RedisStreamDedupBatch result;
+  if (s.batch.empty()) return result;
+  const ClassifiedBatch c = classify(s);
+  result.stopped_at = c.stopped_at;
+  result.entries = c.end;
+  for (std::size_t i = 0; i < c.end; ++i) result.recovered += s.batch[i].recovered ? 1 : 0;
+  if (c.end == 0) return result;
+  std::deque<std::string> numbers;
+  std::vector<std::string_view> args = script_arguments(s, c, numbers);
+  const Reply reply = run_script(s, args, c.end);
+  if (redis::is_error(*reply)) refused(s, c, text_of(*reply));
+  decode_counts(s, *reply, result);
   s.batch.clear();
   return result;
 }
 
-std::string StreamDedup::engine() const {
+std::string RedisStreamDedup::engine() const {
   return state_->module ? "module redbloom (RB.PARTADD in the batch's script)"
                         : "stock Redis (BITFIELD in the batch's script, hashing in the client)";
 }
 
-std::uint16_t StreamDedup::slot() const noexcept {
+std::uint16_t RedisStreamDedup::slot() const noexcept {
   return state_->slot;
 }
 

@@ -3,16 +3,21 @@
 //
 // Entries are read with a consumer group. Each batch is then one Lua script on the server, so
 // it happens whole or not at all, whatever the client does (a SIGKILL, a lost connection):
-//   1. checks, before any write: the input is a stream, the output a stream or absent, every
-//      partition of the batch at its sealed length (format.hpp);
-//   2. XACK of each input entry; an entry that was no longer pending (a batch retried after
-//      its reply was lost, or taken over by another consumer that finished it) is skipped, so
-//      no entry is handled twice;
-//   3. test-and-set of the keys of the entries acked in 2: the same bits redbloom's own writes
-//      set (partition_ops.hpp), BITFIELD with positions the client hashed, or RB.PARTADD where
-//      every master has redbloom's module (the module hashes);
+//   1. checks, before any write, of everything that could refuse a later call: the input is a
+//      stream and the group exists, the output a stream or absent with room left in its ids
+//      (XADD * raises once its last id is the last possible one), the server's user may run
+//      every call (ACL), every partition of the batch has its full length (its bits and seal);
+//      an entry no longer pending (a batch retried after its reply was lost, or taken over by
+//      another consumer that finished it) is left alone, so no entry is handled twice;
+//   2. test-and-set of the keys of the pending entries: the same bits redbloom's own writes
+//      set, BITFIELD with positions the client hashed, or RB.PARTADD where every master has
+//      redbloom's module (the module hashes);
+//   3. XACK of each pending entry;
 //   4. XADD to the output of each entry whose key was new (and, with OnMissingKey::pass, of
 //      each entry without the key), all its fields, in input order.
+// Redis keeps a script's writes when a later call raises, so the checks of 1 are what makes a
+// refused batch leave nothing behind. Should a call after the first write refuse all the same,
+// commit() says what was done and which entries were not copied.
 // A restarted stage first takes its own pending entries (XREADGROUP history), then those idle
 // at least `min_idle` in other consumers (XAUTOCLAIM: a stage that died under another consumer
 // name), then new ones. So each key reaches the output once, apart from the filter's false
@@ -41,7 +46,7 @@ class Filter;
 
 enum class OnMissingKey { error, skip, pass };
 
-struct StreamDedupOptions {
+struct RedisStreamDedupOptions {
   std::string input;      // the stream read
   std::string group;      // its consumer group
   std::string consumer;   // this stage's name in the group
@@ -53,7 +58,7 @@ struct StreamDedupOptions {
 };
 
 // What one batch did (counts of entries).
-struct StreamDedupBatch {
+struct RedisStreamDedupBatch {
   std::uint64_t entries = 0;      // in the batch, handled or not
   std::uint64_t unique = 0;       // key new: copied to the output
   std::uint64_t duplicates = 0;   // key seen before: acked only
@@ -67,17 +72,18 @@ struct StreamDedupBatch {
   std::string stopped_at;
 };
 
-class StreamDedup {
+class RedisStreamDedup {
  public:
   // `filter` must be a plain filter on one server or a Cluster whose keyspace also holds the
   // streams (`endpoint` reaches them). Throws InvalidArgument for another kind of filter
   // (windowed, growing, sharded over servers, made by BF.RESERVE) and when the streams and the
   // filter cannot be in one script (another server, other Cluster slots), FormatError for a
   // filter whose metadata is not a plain filter's.
-  StreamDedup(const Filter& filter, const RedisEndpoint& endpoint, StreamDedupOptions options);
-  ~StreamDedup();
-  StreamDedup(const StreamDedup&) = delete;
-  StreamDedup& operator=(const StreamDedup&) = delete;
+  RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
+                   RedisStreamDedupOptions options);
+  ~RedisStreamDedup();
+  RedisStreamDedup(const RedisStreamDedup&) = delete;
+  RedisStreamDedup& operator=(const RedisStreamDedup&) = delete;
 
   // XGROUP CREATE input group 0 [MKSTREAM]: a new group reads the stream from its start. True
   // if it was made, false if it existed.
@@ -87,9 +93,10 @@ class StreamDedup {
   // Returns the number read (0: nothing arrived in `block`).
   std::size_t read(std::size_t count, std::chrono::milliseconds block);
   // Runs the script on the batch read. Throws StorageError when the server refuses it (the
-  // batch's entries then stay pending: nothing of it happened) or the connection fails (the
-  // batch happened whole or not at all; a restarted stage finds out which).
-  StreamDedupBatch commit();
+  // batch's entries then stay pending: nothing of it happened), when a call after its first
+  // write refused (the message names the entries not copied), or when the connection fails
+  // (the batch happened whole or not at all; a restarted stage finds out which).
+  RedisStreamDedupBatch commit();
   // "module redbloom (RB.PARTADD)" or "Lua script (BITFIELD)", for the summary.
   [[nodiscard]] std::string engine() const;
   // The slot everything is in (0 on one server), for messages.

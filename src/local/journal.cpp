@@ -1,4 +1,4 @@
-#include "journal.hpp"
+#include "redbloom/journal.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -8,11 +8,16 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
-namespace redbloom::cli {
+#include "core/crc32c.hpp"
+
+namespace redbloom {
 namespace {
 
-constexpr std::string_view kHeader = "redbloom dedup journal 1\n";
+constexpr std::string_view kHeader = "redbloom dedup journal 2\n";
+// The first format: the same records, without the one that names the filter.
+constexpr std::string_view kHeaderFormat1 = "redbloom dedup journal 1\n";
 // Where a checkpoint writes the new journal before renaming it over the old one.
 constexpr std::string_view kCheckpointSuffix = ".checkpoint";
 constexpr std::size_t kRecordHead = 9;  // u32 size, u32 checksum, u8 type
@@ -20,17 +25,7 @@ constexpr char kPending = 'P';          // payload: u64 sequence number, then ke
 constexpr char kBegin = 'B';            // payload: u64 sequence number, then keys
 constexpr char kDone = 'D';             // payload: u64 sequence number
 constexpr char kNew = 'N';              // payload: u64 sequence number, a bit per key
-
-constexpr std::array<std::uint32_t, 256> crc_table() {
-  std::array<std::uint32_t, 256> table{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int bit = 0; bit < 8; ++bit) c = (c & 1) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    table[i] = c;
-  }
-  return table;
-}
-constexpr std::array<std::uint32_t, 256> kCrcTable = crc_table();
+constexpr char kFilter = 'F';           // payload: u64 sequence number, u64 creation time, location
 
 void put_u32(std::string& out, std::uint32_t value) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
@@ -89,10 +84,23 @@ void sync_directory_of(const std::string& path) {
 
 // Opens `path` and takes its exclusive lock; the file the name points to afterwards (another
 // stage's checkpoint may have replaced it between the open and the lock).
+InvalidArgument not_a_file(const std::string& path) {
+  return InvalidArgument("the journal " + path +
+                         " is not a regular file (a device, a pipe or a directory): --journal "
+                         "takes a file, created if missing");
+}
+
 int open_locked(const std::string& path, int flags) {
   for (int attempt = 0; attempt < 8; ++attempt) {
+    struct stat named {};
+    // Before opening: a FIFO or a device must not be opened at all.
+    if (::stat(path.c_str(), &named) == 0 && !S_ISREG(named.st_mode)) throw not_a_file(path);
     const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
     if (fd < 0) throw JournalError(errno_message("cannot open the journal " + path));
+    if (struct stat opened{}; ::fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
+      ::close(fd);
+      throw not_a_file(path);
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
       ::close(fd);
@@ -105,7 +113,6 @@ int open_locked(const std::string& path, int flags) {
       throw JournalError(errno_message("cannot lock the journal " + path));
     }
     struct stat held {};
-    struct stat named {};
     if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
         held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
       return fd;
@@ -117,6 +124,21 @@ int open_locked(const std::string& path, int flags) {
                         "own journal");
 }
 
+// "2026-11-28 12:40:05 UTC"; "an unrecorded time" for 0.
+std::string utc_text(std::uint64_t unix_ns) {
+  if (unix_ns == 0) return "an unrecorded time";
+  const std::time_t seconds = static_cast<std::time_t>(unix_ns / 1000000000);
+  std::tm tm{};
+  ::gmtime_r(&seconds, &tm);
+  char text[64];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
+}
+
+std::string filter_text(const JournalFilter& filter) {
+  return filter.location + " (created " + utc_text(filter.created_unix_ns) + ")";
+}
+
 void append_keys(std::string& out, const auto& keys) {
   for (const auto& key : keys) {
     put_u32(out, static_cast<std::uint32_t>(key.size()));
@@ -125,14 +147,6 @@ void append_keys(std::string& out, const auto& keys) {
 }
 
 }  // namespace
-
-std::uint32_t crc32c(std::string_view bytes) noexcept {
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (const char byte : bytes) {
-    c = kCrcTable[(c ^ static_cast<unsigned char>(byte)) & 0xFF] ^ (c >> 8);
-  }
-  return c ^ 0xFFFFFFFFu;
-}
 
 Journal::Journal(std::string path, std::uint64_t checkpoint_bytes)
     : path_(std::move(path)), checkpoint_bytes_(checkpoint_bytes) {
@@ -147,14 +161,21 @@ Journal::Journal(std::string path, std::uint64_t checkpoint_bytes)
       if (::fdatasync(fd_) != 0) throw JournalError(errno_message("cannot sync " + path_));
       sync_directory_of(path_);
       size_ = kHeader.size();
+      rewrite_due_ = true;  // the filter is named once bound
       return;
     }
-    if (!bytes.starts_with(kHeader)) {
+    if (!bytes.starts_with(kHeader) && !bytes.starts_with(kHeaderFormat1)) {
       throw JournalError(path_ +
                          " is not a dedup journal: name a new file for --journal (it is created), "
                          "or move this one aside");
     }
+    if (struct stat st{}; ::fstat(fd_, &st) == 0) {
+      last_write_unix_ns_ = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                            static_cast<std::uint64_t>(st.st_mtim.tv_nsec);
+    }
     replay(bytes);
+    // A format 1 journal is rewritten in format 2 once bound.
+    if (bytes.starts_with(kHeaderFormat1)) rewrite_due_ = true;
   } catch (...) {
     ::close(fd_);
     fd_ = -1;
@@ -184,6 +205,8 @@ Journal::~Journal() {
 }
 
 void Journal::replay(std::string_view bytes) {
+  // long: one pass over the records with each type's rule beside the others'; split up, the
+  // rules that relate records (a batch's begin, its new keys, its mark) would read apart.
   std::size_t at = kHeader.size();
   std::vector<std::string_view> batch;  // the keys of the batch begun and not yet done
   std::string_view fresh;               // its bits of keys printed as new, if recorded
@@ -209,8 +232,13 @@ void Journal::replay(std::string_view bytes) {
     }
   };
   std::size_t good_end = at;
+  std::size_t filter_end = 0;  // where the record after the filter's name starts
   while (at < bytes.size()) {
     const std::size_t left = bytes.size() - at;
+    if (bytes.find_first_not_of('\0', at) == std::string_view::npos) {
+      zero_tail_ = true;  // space the file system gave the file, whose data never came
+      break;
+    }
     const std::uint64_t size = left >= kRecordHead ? get_le(bytes, at, 4) : 0;
     if (left < kRecordHead || size > left - kRecordHead) {
       torn_ = true;  // the last write, cut short
@@ -219,7 +247,7 @@ void Journal::replay(std::string_view bytes) {
     const std::size_t end = at + kRecordHead + static_cast<std::size_t>(size);
     const std::string_view typed = bytes.substr(at + 8, 1 + static_cast<std::size_t>(size));
     if (crc32c(typed) != static_cast<std::uint32_t>(get_le(bytes, at + 4, 4))) {
-      if (end == bytes.size()) {
+      if (end == bytes.size() || bytes.find_first_not_of('\0', end) == std::string_view::npos) {
         torn_ = true;
         break;
       }
@@ -230,8 +258,17 @@ void Journal::replay(std::string_view bytes) {
     if (payload.size() < 8) throw damaged(at, "a record too short for its sequence number");
     const std::uint64_t seq = get_le(payload, 0, 8);
     switch (type) {
+      case kFilter: {
+        if (at != kHeader.size()) throw damaged(at, "the filter's name after the first record");
+        if (payload.size() < 16) throw damaged(at, "the filter's name cut short");
+        filter_ = JournalFilter{std::string(payload.substr(16)), get_le(payload, 8, 8)};
+        seq_ = seq;
+        break;
+      }
       case kPending:
-        if (at != kHeader.size()) throw damaged(at, "pending keys after the first record");
+        if (at != kHeader.size() && !(filter_ && at == filter_end)) {
+          throw damaged(at, "pending keys after the first record");
+        }
         read_keys(payload, at, [&](std::string_view key) {
           pending_.emplace(key);
           replay_.emplace_back(key);
@@ -269,7 +306,9 @@ void Journal::replay(std::string_view bytes) {
     }
     at = end;
     good_end = at;
+    if (type == kFilter) filter_end = at;
   }
+  ends_inside_batch_ = open && !torn_ && !zero_tail_;
   if (open) {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (have_fresh && (static_cast<unsigned char>(fresh[i / 8]) & (1u << (i % 8))) == 0) {
@@ -288,6 +327,54 @@ void Journal::replay(std::string_view bytes) {
   size_ = good_end;
 }
 
+void Journal::bind(const JournalFilter& filter) {
+  if (filter_ && *filter_ == filter) return;
+  const std::size_t keys = replay_.size();
+  if (keys != 0) {
+    const std::string holds = " holds " + std::to_string(keys) + " keys of it (" +
+                              std::to_string(pending_.size()) +
+                              " pending: records committed and not yet printed)";
+    const std::string what_to_do =
+        ". Adding its keys to this filter would make it call their records duplicates. Run "
+        "with the journal's filter to finish its work; to start over with this filter, name a "
+        "new --journal file (and keep this one until its filter's run has printed them)";
+    if (filter_) {
+      const bool same_place = filter_->location == filter.location;
+      const bool newer =
+          filter.created_unix_ns > filter_->created_unix_ns && filter_->created_unix_ns != 0;
+      if (same_place && newer) {
+        throw InvalidArgument("the journal " + path_ + " belongs to the filter " +
+                              filter_text(*filter_) + " and" + holds +
+                              "; the filter there now "
+                              "was created " +
+                              utc_text(filter.created_unix_ns) +
+                              ", after it (deleted and made again?)" + what_to_do);
+      }
+      throw InvalidArgument("the journal " + path_ + " belongs to the filter " +
+                            filter_text(*filter_) + " and" + holds + "; this run's filter is " +
+                            filter_text(filter) +
+                            (same_place ? ""
+                                        : ", another filter (or the same one reached by "
+                                          "another name: then use the journal's name)") +
+                            what_to_do);
+    }
+    // Format 1 names no filter: the one made after the journal's last write is surely not its.
+    if (filter.created_unix_ns > last_write_unix_ns_) {
+      throw InvalidArgument("the journal " + path_ +
+                            " names no filter (an earlier version "
+                            "wrote it) and was last written " +
+                            utc_text(last_write_unix_ns_) + " and" + holds + "; the filter " +
+                            filter_text(filter) +
+                            " was made after it, so it is not the "
+                            "journal's filter" +
+                            what_to_do);
+    }
+    took_unnamed_ = true;
+  }
+  filter_ = filter;
+  rewrite_due_ = true;
+}
+
 bool Journal::take_pending(std::string_view key) {
   if (pending_.empty()) return false;
   const auto it = pending_.find(key);
@@ -296,7 +383,7 @@ bool Journal::take_pending(std::string_view key) {
   return true;
 }
 
-void Journal::begin(const std::vector<std::string_view>& keys) {
+void Journal::begin(std::span<const std::string_view> keys) {
   scratch_.assign(kRecordHead, '\0');
   scratch_[8] = kBegin;
   put_u64(scratch_, seq_ + 1);
@@ -314,7 +401,7 @@ void Journal::begin(const std::vector<std::string_view>& keys) {
   open_batch_ = true;
 }
 
-void Journal::committed(const std::vector<std::uint8_t>& flags, std::size_t count) {
+void Journal::committed(std::span<const std::uint8_t> flags, std::size_t count) {
   scratch_.assign(kRecordHead, '\0');
   scratch_[8] = kNew;
   put_u64(scratch_, seq_);
@@ -364,6 +451,16 @@ void Journal::checkpoint() {
       throw JournalError(errno_message("cannot lock " + tmp));
     }
     scratch_.assign(kHeader);
+    if (filter_) {
+      const std::size_t named = scratch_.size();
+      scratch_.append(kRecordHead, '\0');
+      scratch_[named + 8] = kFilter;
+      put_u64(scratch_, seq_);
+      put_u64(scratch_, filter_->created_unix_ns);
+      scratch_.append(filter_->location);
+      set_u32(scratch_, named, static_cast<std::uint32_t>(scratch_.size() - named - kRecordHead));
+      set_u32(scratch_, named + 4, crc32c(std::string_view(scratch_).substr(named + 8)));
+    }
     const std::size_t record = scratch_.size();
     scratch_.append(kRecordHead, '\0');
     scratch_[record + 8] = kPending;
@@ -390,6 +487,9 @@ void Journal::checkpoint() {
   replay_.shrink_to_fit();
   unfinished_ = 0;
   torn_ = false;
+  zero_tail_ = false;
+  ends_inside_batch_ = false;
+  rewrite_due_ = false;
 }
 
-}  // namespace redbloom::cli
+}  // namespace redbloom
