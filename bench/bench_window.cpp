@@ -29,7 +29,8 @@
 //                 times): every add tests the older slices, as in a stream that has run for a
 //                 window;
 //   growing       no window, a first link of items / --growing-start, growth 2.
-// Memory and file stores (--dir), and one Redis server with --redis (--tp-stores). The cases
+// Memory and file stores (--dir), and one Redis server with --redis (--tp-stores); --tp-kinds
+// runs some of the cases only. The cases
 // of a repetition run in a random order, --reps repetitions; the table shows medians, and the
 // ratio to plain is the median of each repetition's ratio.
 //
@@ -39,7 +40,8 @@
 //                [--layout=blocked,classic] [--probes=1e5] [--again=0] [--burst=10]
 //                [--clock-lead=1d] [--items=1e6] [--redis-items=5e4] [--batch=1024]
 //                [--reps=5] [--growing-start=8] [--tp-window=1h]
-//                [--tp-stores=memory,file,redis] [--shuffle-seed=1] [--series=FILE]
+//                [--tp-stores=memory,file,redis] [--tp-kinds=plain,plain-window,windowed,growing]
+//                [--shuffle-seed=1] [--series=FILE]
 // Options take "--key=value" or "--key value". Throughput uses the first error rate and
 // layout. Exits 1 if a check fails (a false negative, a mean FPR over its target), 3 if a
 // Redis part could not run (its reason printed), 2 on bad arguments.
@@ -116,6 +118,7 @@ struct Args {
   std::uint64_t growing_start = 8;
   std::uint64_t tp_window_ns = 3'600'000'000'000;
   std::vector<std::string> tp_stores{"memory", "file", "redis"};
+  std::vector<std::string> tp_kinds{"plain", "plain-window", "windowed", "growing"};
   std::uint64_t shuffle_seed = 1;
   std::string series;  // CSV of the stream's memory after every batch
 };
@@ -129,7 +132,8 @@ int usage(const char* message) {
       "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
       "[--probes=N] [--again=F] [--burst=X] [--clock-lead=DURATION] [--items=N] [--redis-items=N] "
       "[--batch=N] [--reps=N] "
-      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--shuffle-seed=N] "
+      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--tp-kinds=K[,K...]] "
+      "[--shuffle-seed=N] "
       "[--series=FILE]\n",
       message);
   return kExitUsage;
@@ -209,6 +213,13 @@ bool apply(Args& args, const std::string& key, const std::string& value) {
     args.tp_stores = split(value);
     for (const std::string& store : args.tp_stores) {
       if (store != "memory" && store != "file" && store != "redis") return false;
+    }
+  } else if (key == "--tp-kinds") {
+    args.tp_kinds = split(value);
+    for (const std::string& kind : args.tp_kinds) {
+      if (kind != "plain" && kind != "plain-window" && kind != "windowed" && kind != "growing") {
+        return false;
+      }
     }
   } else if (key == "--shuffle-seed") {
     args.shuffle_seed = count(value);
@@ -848,7 +859,11 @@ bool throughput_store(const Args& args, ThroughputStore& store, double store_tar
                       bool& missed_target) {
   std::vector<std::vector<Timed>> runs(kKinds);
   std::string skipped;
-  std::vector<bool> available(kKinds, true);
+  std::vector<bool> available(kKinds, false);
+  for (std::size_t c = 0; c < kKinds; ++c) {
+    available[c] =
+        std::find(args.tp_kinds.begin(), args.tp_kinds.end(), kKindNames[c]) != args.tp_kinds.end();
+  }
   redbloom_bench::run_shuffled(kKinds, args.reps, args.shuffle_seed, [&](int, std::size_t c) {
     if (!available[c]) return;
     try {
