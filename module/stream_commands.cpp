@@ -251,20 +251,58 @@ struct Slice {
   std::uint64_t length = 0;
 };
 
-class Probe {
+// One item's place in link l of a slice: every slice's link l has the same parameters, so the
+// place is worked out once per item and link and then tested in each live slice that has it.
+// A blocked item's block and word masks (layout.hpp) are read inline; classic items go through
+// PartitionView.
+class Place {
  public:
-  explicit Probe(const std::vector<ItemHash>& hashes) : hashes_(hashes) {}
-
-  // found[i] = 1 for the items not yet found whose bits are all set in `link` at `bytes`.
-  void operator()(std::uint8_t* bytes, const Link& link, std::vector<std::uint8_t>& found) const {
-    const PartitionView bits(bytes, link.params);
-    for (std::size_t i = 0; i < hashes_.size(); ++i) {
-      if (found[i] == 0 && bits.contains_one(hashes_[i])) found[i] = 1;
+  Place(const ItemHash& h, const FilterParams& params) noexcept
+      : hash_(h), params_(params), blocked_(params.layout == Layout::blocked) {
+    if (blocked_) {
+      offset_ = layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
+      layout::blocked_word_masks(h.hi, params.hashes, mask_);
     }
   }
 
+  // True iff every bit of the item is set in the link at `link`.
+  [[nodiscard]] bool in(const std::uint8_t* link) const noexcept {
+    if (!blocked_)
+      return PartitionView(const_cast<std::uint8_t*>(link), params_).contains_one(hash_);
+    std::uint64_t missing = 0;
+    for (std::size_t w = 0; w < kWords; ++w) missing |= mask_[w] & ~word(link, w);
+    return missing == 0;
+  }
+
+  // Sets the item's bits in the link at `link`; true iff one of them was 0.
+  bool set_in(std::uint8_t* link) const noexcept {
+    if (!blocked_) return PartitionView(link, params_).add_one(hash_);
+    std::uint64_t missing = 0;
+    for (std::size_t w = 0; w < kWords; ++w) {
+      const std::uint64_t old = word(link, w);
+      missing |= mask_[w] & ~old;
+      if ((mask_[w] & ~old) != 0) {
+        const std::uint64_t now = old | mask_[w];
+        std::memcpy(link + offset_ + 8 * w, &now, 8);
+      }
+    }
+    return missing != 0;
+  }
+
  private:
-  const std::vector<ItemHash>& hashes_;
+  static constexpr std::size_t kWords = kBlockBits / 64;
+
+  [[nodiscard]] std::uint64_t word(const std::uint8_t* link, std::size_t w) const noexcept {
+    std::uint64_t value = 0;
+    std::memcpy(&value, link + offset_ + 8 * w, 8);
+    return value;
+  }
+
+  const ItemHash& hash_;
+  const FilterParams& params_;
+  bool blocked_;
+  std::uint64_t offset_ = 0;
+  std::uint64_t mask_[kWords] = {};
 };
 
 // Replicates the command as it ran, with the time it used: a replica or an AOF replay reading
@@ -430,17 +468,20 @@ int reply_info(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Sl
 int reply_lookup(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Slice>& live,
                  const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
   const std::size_t n = hashes.size();
-  const Probe probe(hashes);
-  std::vector<std::uint8_t> found(n, 0);
-  // Newest first: most items asked about were added lately, and found ones are not probed on.
-  for (std::size_t s = live.size(); s-- > 0;) {
-    for (std::uint32_t l = live[s].links; l-- > 0;) {
-      probe(live[s].bytes + r.start[l], r.links[l], found);
-    }
-  }
+  const std::int64_t most = most_links(live);
   std::string flags(n, '0');
-  for (std::size_t i = 0; i < n; ++i) flags[i] = found[i] != 0 ? '1' : '0';
-  reply_head(ctx, "ok", n, flags, most_links(live), current, now);
+  for (std::size_t i = 0; i < n && most > 0; ++i) {
+    bool found = false;
+    for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(most) && !found; ++l) {
+      const Place place(hashes[i], r.links[l].params);
+      // Newest first: most items asked about were added lately.
+      for (std::size_t s = live.size(); s-- > 0 && !found;) {
+        found = live[s].links > l && place.in(live[s].bytes + r.start[l]);
+      }
+    }
+    flags[i] = found ? '1' : '0';
+  }
+  reply_head(ctx, "ok", n, flags, most, current, now);
   return module_api::kOk;
 }
 
@@ -461,7 +502,6 @@ class AddItems {
         roster_(roster),
         cur_(live.back()),
         hashes_(hashes),
-        probe_(hashes),
         current_(current),
         now_(now),
         most_(most_links(live)),
@@ -481,7 +521,7 @@ class AddItems {
     for (std::size_t i = 0; i < n; ++i) {
       if (in_current_[i] == 0 && links_ > 0 && full_at(links_ - 1)) {
         // The newest link is full and about to be frozen: what this unit wrote into it counts.
-        probe_(link_bytes(links_ - 1), r_.links[links_ - 1], in_current_);
+        frozen(links_ - 1, i);
       }
       if (in_current_[i] != 0) {
         flags_.push_back('0');
@@ -502,14 +542,35 @@ class AddItems {
   // found: in the current slice or an older one. An item only in an older slice is not new,
   // but the add still sets it in the current one, restarting its window.
   void look_up(const std::vector<Slice>& live) {
-    in_current_.assign(hashes_.size(), 0);
-    for (std::uint32_t l = 0; l + 1 < links_; ++l) {
-      probe_(link_bytes(l), r_.links[l], in_current_);
+    const std::size_t n = hashes_.size();
+    in_current_.assign(n, 0);
+    found_.assign(n, 0);
+    std::uint32_t most = links_ > 0 ? links_ - 1 : 0;
+    for (std::size_t s = 0; s + 1 < live.size(); ++s) most = std::max(most, live[s].links);
+    for (std::size_t i = 0; i < n && most > 0; ++i) {
+      for (std::uint32_t l = 0; l < most && in_current_[i] == 0; ++l) {
+        const Place place(hashes_[i], r_.links[l].params);
+        if (l + 1 < links_ && place.in(link_bytes(l))) {
+          in_current_[i] = 1;
+          found_[i] = 1;
+          break;
+        }
+        // Newest first: an item seen lately is found in fewer probes.
+        for (std::size_t s = live.size() - 1; s-- > 0 && found_[i] == 0;) {
+          found_[i] = live[s].links > l && place.in(live[s].bytes + r_.start[l]) ? 1 : 0;
+        }
+      }
     }
-    found_ = in_current_;
-    for (std::size_t s = live.size() - 1; s-- > 0;) {
-      for (std::uint32_t l = live[s].links; l-- > 0;) {
-        probe_(live[s].bytes + r_.start[l], r_.links[l], found_);
+  }
+
+  // Marks the items from `from` on that link l of the current slice holds. Once per link: a
+  // full link is written no more.
+  void frozen(std::uint32_t l, std::size_t from) {
+    if (l == frozen_) return;
+    frozen_ = l;
+    for (std::size_t j = from; j < hashes_.size(); ++j) {
+      if (in_current_[j] == 0 && Place(hashes_[j], r_.links[l].params).in(link_bytes(l))) {
+        in_current_[j] = 1;
       }
     }
   }
@@ -517,8 +578,8 @@ class AddItems {
   // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
   // already set them all (then nothing changed and the item is not new).
   void add_one(std::size_t i) {
-    PartitionView bits(link_bytes(links_ - 1), r_.links[links_ - 1].params);
-    if (bits.add_one(hashes_[i])) {
+    const Place place(hashes_[i], r_.links[links_ - 1].params);
+    if (place.set_in(link_bytes(links_ - 1))) {
       ++count_;
       wrote_ = true;
       flags_.push_back(found_[i] != 0 ? '0' : '1');
@@ -607,7 +668,6 @@ class AddItems {
   Roster& roster_;
   Slice& cur_;
   const std::vector<ItemHash>& hashes_;
-  const Probe probe_;
   const std::int64_t current_;
   const std::int64_t now_;
   const std::int64_t most_;
@@ -618,6 +678,7 @@ class AddItems {
   bool wrote_ = false;
   bool roster_written_ = false;
   std::vector<std::uint8_t> in_current_;
+  std::uint32_t frozen_ = UINT32_MAX;  // the full link frozen() probed
   std::vector<std::uint8_t> found_;
   std::string flags_;
 };
