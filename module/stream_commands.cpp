@@ -500,6 +500,7 @@ class AddItems {
         r_(r),
         d_(d),
         roster_(roster),
+        live_(live),
         cur_(live.back()),
         hashes_(hashes),
         current_(current),
@@ -507,23 +508,22 @@ class AddItems {
         most_(most_links(live)),
         links_(cur_.links) {
     for (const Slice& slice : live) used_ += r.start[slice.links] - r.header;
+    for (std::size_t s = 0; s + 1 < live.size(); ++s) {
+      older_links_ = std::max(older_links_, live[s].links);
+    }
     if (links_ > 0) {
       reopen_current();
       count_ = field(cur_.bytes, 2 * std::uint64_t{links_} - 1);
     }
     counted_ = count_;
-    look_up(live);
   }
 
   int run() {
     const std::size_t n = hashes_.size();
     flags_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      if (in_current_[i] == 0 && links_ > 0 && full_at(links_ - 1)) {
-        // The newest link is full and about to be frozen: what this unit wrote into it counts.
-        frozen(links_ - 1, i);
-      }
-      if (in_current_[i] != 0) {
+      look_up(i);
+      if (in_current_) {
         flags_.push_back('0');
         continue;
       }
@@ -536,41 +536,33 @@ class AddItems {
   }
 
  private:
-  // in_current: in a link of the current slice before the newest. The script also probes the
-  // newest one first; its test-and-set answers the same (all bits set: not new, nothing
-  // counted), and a full newest link is probed before it is frozen, as the script does.
-  // found: in the current slice or an older one. An item only in an older slice is not new,
-  // but the add still sets it in the current one, restarting its window.
-  void look_up(const std::vector<Slice>& live) {
-    const std::size_t n = hashes_.size();
-    in_current_.assign(n, 0);
-    found_.assign(n, 0);
-    std::uint32_t most = links_ > 0 ? links_ - 1 : 0;
-    for (std::size_t s = 0; s + 1 < live.size(); ++s) most = std::max(most, live[s].links);
-    for (std::size_t i = 0; i < n && most > 0; ++i) {
-      for (std::uint32_t l = 0; l < most && in_current_[i] == 0; ++l) {
-        const Place place(hashes_[i], r_.links[l].params);
-        if (l + 1 < links_ && place.in(link_bytes(l))) {
-          in_current_[i] = 1;
-          found_[i] = 1;
-          break;
-        }
-        // Newest first: an item seen lately is found in fewer probes.
-        for (std::size_t s = live.size() - 1; s-- > 0 && found_[i] == 0;) {
-          found_[i] = live[s].links > l && place.in(live[s].bytes + r_.start[l]) ? 1 : 0;
-        }
+  // Item i, item by item (an earlier item's add is seen by a later one):
+  // in_current: in a link of the current slice that takes no more writes, the older ones and a
+  // full newest one (about to be frozen: what this unit wrote into it counts). A newest link
+  // with room is not probed: its test-and-set answers the same (all bits set: not new, nothing
+  // counted), as the script does.
+  // found: in the current slice or an older one. An item only in an older slice is not new, but
+  // the add still sets it in the current one, restarting its window.
+  // The item's place in the last link probed is kept for its add when that is the same link.
+  void look_up(std::size_t i) {
+    in_current_ = false;
+    found_ = false;
+    place_.reset();
+    // The current slice's links before the newest, and the newest when it is full.
+    std::uint32_t closed = links_ > 0 ? links_ - 1 : 0;
+    if (links_ > 0 && full_at(links_ - 1)) closed = links_;
+    const std::uint32_t most = std::max(closed, older_links_);
+    for (std::uint32_t l = 0; l < most; ++l) {
+      place_.emplace(hashes_[i], r_.links[l].params);
+      place_link_ = l;
+      if (l < closed && place_->in(link_bytes(l))) {
+        in_current_ = true;
+        found_ = true;
+        return;
       }
-    }
-  }
-
-  // Marks the items from `from` on that link l of the current slice holds. Once per link: a
-  // full link is written no more.
-  void frozen(std::uint32_t l, std::size_t from) {
-    if (l == frozen_) return;
-    frozen_ = l;
-    for (std::size_t j = from; j < hashes_.size(); ++j) {
-      if (in_current_[j] == 0 && Place(hashes_[j], r_.links[l].params).in(link_bytes(l))) {
-        in_current_[j] = 1;
+      // Newest first: an item seen lately is found in fewer probes.
+      for (std::size_t s = live_.size() - 1; s-- > 0 && !found_;) {
+        found_ = live_[s].links > l && place_->in(live_[s].bytes + r_.start[l]);
       }
     }
   }
@@ -578,11 +570,12 @@ class AddItems {
   // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
   // already set them all (then nothing changed and the item is not new).
   void add_one(std::size_t i) {
-    const Place place(hashes_[i], r_.links[links_ - 1].params);
-    if (place.set_in(link_bytes(links_ - 1))) {
+    const std::uint32_t newest = links_ - 1;
+    if (!place_ || place_link_ != newest) place_.emplace(hashes_[i], r_.links[newest].params);
+    if (place_->set_in(link_bytes(newest))) {
       ++count_;
       wrote_ = true;
-      flags_.push_back(found_[i] != 0 ? '0' : '1');
+      flags_.push_back(found_ ? '0' : '1');
     } else {
       flags_.push_back('0');
     }
@@ -666,6 +659,7 @@ class AddItems {
   const StreamRequest& r_;
   const Declared& d_;
   Roster& roster_;
+  const std::vector<Slice>& live_;
   Slice& cur_;
   const std::vector<ItemHash>& hashes_;
   const std::int64_t current_;
@@ -677,9 +671,11 @@ class AddItems {
   std::int64_t counted_ = 0;
   bool wrote_ = false;
   bool roster_written_ = false;
-  std::vector<std::uint8_t> in_current_;
-  std::uint32_t frozen_ = UINT32_MAX;  // the full link frozen() probed
-  std::vector<std::uint8_t> found_;
+  std::uint32_t older_links_ = 0;  // the most links of a slice before the current one
+  bool in_current_ = false;
+  bool found_ = false;
+  std::optional<Place> place_;
+  std::uint32_t place_link_ = 0;
   std::string flags_;
 };
 
