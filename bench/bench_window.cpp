@@ -1046,6 +1046,18 @@ std::uint64_t layout_window(std::uint32_t slices, const std::vector<Probe>& prob
   return fresh;
 }
 
+// A row of the layout table; `apart` given: the median of each repetition's ratio to it.
+void print_layout_row(const char* name, std::uint64_t lines, const std::vector<double>& rates,
+                      const std::vector<double>* apart) {
+  std::vector<double> ratios;
+  for (std::size_t r = 0; apart != nullptr && r < rates.size(); ++r) {
+    ratios.push_back(rates[r] / (*apart)[r]);
+  }
+  std::printf("| %s | %s | %s | %s |\n", name, mib(double(lines * 64)).c_str(),
+              rate(median(rates)).c_str(),
+              apart == nullptr ? "—" : (fixed(median(ratios), 2) + "×").c_str());
+}
+
 int layout_part(const Args& args) {
   const double p = args.error_rates.front();
   const Layout layout = args.layouts.front();
@@ -1119,12 +1131,8 @@ int layout_part(const Args& args) {
     rates[c].push_back(double(args.items) / redbloom_bench::seconds_since(start));
   });
   for (std::size_t c = 0; c < kCases; ++c) {
-    std::vector<double> ratios;
-    for (std::size_t r = 0; r < rates[c].size(); ++r) ratios.push_back(rates[c][r] / rates[1][r]);
     const std::uint64_t lines = c == 0 ? plain_lines : slice_lines * live;
-    std::printf("| %s | %s | %s | %s |\n", kNames[c], mib(double(lines * 64)).c_str(),
-                rate(median(rates[c])).c_str(),
-                c != 2 ? "—" : (fixed(median(ratios), 2) + "×").c_str());
+    print_layout_row(kNames[c], lines, rates[c], c == 2 ? &rates[1] : nullptr);
   }
   std::printf("\n(items new to the current slice, over all runs: %llu)\n\n",
               static_cast<unsigned long long>(sink));
