@@ -29,17 +29,28 @@
 //                 times): every add tests the older slices, as in a stream that has run for a
 //                 window;
 //   growing       no window, a first link of items / --growing-start, growth 2.
-// Memory and file stores (--dir), and one Redis server with --redis (--tp-stores). The cases
+// Memory and file stores (--dir), and one Redis server with --redis (--tp-stores); --tp-kinds
+// runs some of the cases only. The cases
 // of a repetition run in a random order, --reps repetitions; the table shows medians, and the
 // ratio to plain is the median of each repetition's ratio.
 //
-//   bench_window [--part=stream|throughput|all] [--store=memory|file|redis] [--redis=URI]
+// Part "layout" (not in "all"): the memory side of a windowed add, as a model, not a filter.
+// Each of --items items tests seven bits of one word of its line in each older slice (half
+// full) and test-and-sets them in the current slice, the lines prefetched 16 items ahead as the
+// library's kernels do, with an item's lines (a) apart, in a bitmap a slice as the library
+// keeps them, and (b) side by side in one bitmap; (c) one line of a plain filter's bytes for
+// scale. Probes are worked out before the clock starts, so only the memory is timed. Bytes as
+// in the throughput part. --reps repetitions in a random order; medians, and (b) / (a) as the
+// median of each repetition's ratio.
+//
+//   bench_window [--part=stream|throughput|layout|all] [--store=memory|file|redis] [--redis=URI]
 //                [--dir=/tmp] [--items-per-window=1e5] [--windows=100] [--warmup=2]
 //                [--slices=4] [--window=10s] [--steps-per-slice=25] [--error-rate=0.01,0.001]
 //                [--layout=blocked,classic] [--probes=1e5] [--again=0] [--burst=10]
 //                [--clock-lead=1d] [--items=1e6] [--redis-items=5e4] [--batch=1024]
 //                [--reps=5] [--growing-start=8] [--tp-window=1h]
-//                [--tp-stores=memory,file,redis] [--shuffle-seed=1] [--series=FILE]
+//                [--tp-stores=memory,file,redis] [--tp-kinds=plain,plain-window,windowed,growing]
+//                [--shuffle-seed=1] [--series=FILE]
 // Options take "--key=value" or "--key value". Throughput uses the first error rate and
 // layout. Exits 1 if a check fails (a false negative, a mean FPR over its target), 3 if a
 // Redis part could not run (its reason printed), 2 on bad arguments.
@@ -47,10 +58,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <random>
 #include <span>
@@ -116,6 +129,7 @@ struct Args {
   std::uint64_t growing_start = 8;
   std::uint64_t tp_window_ns = 3'600'000'000'000;
   std::vector<std::string> tp_stores{"memory", "file", "redis"};
+  std::vector<std::string> tp_kinds{"plain", "plain-window", "windowed", "growing"};
   std::uint64_t shuffle_seed = 1;
   std::string series;  // CSV of the stream's memory after every batch
 };
@@ -123,13 +137,14 @@ struct Args {
 int usage(const char* message) {
   std::fprintf(
       stderr,
-      "bench_window: %s\nusage: bench_window [--part=stream|throughput|all] "
+      "bench_window: %s\nusage: bench_window [--part=stream|throughput|layout|all] "
       "[--store=memory|file|redis] [--redis=URI] [--dir=/tmp] [--items-per-window=N] "
       "[--windows=N] [--warmup=N] [--slices=N] [--window=DURATION] "
       "[--steps-per-slice=N] [--error-rate=P[,P...]] [--layout=L[,L...]] "
       "[--probes=N] [--again=F] [--burst=X] [--clock-lead=DURATION] [--items=N] [--redis-items=N] "
       "[--batch=N] [--reps=N] "
-      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--shuffle-seed=N] "
+      "[--growing-start=D] [--tp-window=DURATION] [--tp-stores=S[,S...]] [--tp-kinds=K[,K...]] "
+      "[--shuffle-seed=N] "
       "[--series=FILE]\n",
       message);
   return kExitUsage;
@@ -153,7 +168,9 @@ std::uint64_t count(const std::string& value) {
 // Applies one option; false for a key it does not know. Bad values throw.
 bool apply(Args& args, const std::string& key, const std::string& value) {
   if (key == "--part") {
-    if (value != "stream" && value != "throughput" && value != "all") return false;
+    if (value != "stream" && value != "throughput" && value != "layout" && value != "all") {
+      return false;
+    }
     args.part = value;
   } else if (key == "--store") {
     if (value != "memory" && value != "file" && value != "redis") return false;
@@ -209,6 +226,13 @@ bool apply(Args& args, const std::string& key, const std::string& value) {
     args.tp_stores = split(value);
     for (const std::string& store : args.tp_stores) {
       if (store != "memory" && store != "file" && store != "redis") return false;
+    }
+  } else if (key == "--tp-kinds") {
+    args.tp_kinds = split(value);
+    for (const std::string& kind : args.tp_kinds) {
+      if (kind != "plain" && kind != "plain-window" && kind != "windowed" && kind != "growing") {
+        return false;
+      }
     }
   } else if (key == "--shuffle-seed") {
     args.shuffle_seed = count(value);
@@ -848,7 +872,11 @@ bool throughput_store(const Args& args, ThroughputStore& store, double store_tar
                       bool& missed_target) {
   std::vector<std::vector<Timed>> runs(kKinds);
   std::string skipped;
-  std::vector<bool> available(kKinds, true);
+  std::vector<bool> available(kKinds, false);
+  for (std::size_t c = 0; c < kKinds; ++c) {
+    available[c] =
+        std::find(args.tp_kinds.begin(), args.tp_kinds.end(), kKindNames[c]) != args.tp_kinds.end();
+  }
   redbloom_bench::run_shuffled(kKinds, args.reps, args.shuffle_seed, [&](int, std::size_t c) {
     if (!available[c]) return;
     try {
@@ -942,6 +970,175 @@ int throughput_part(const Args& args) {
   return status;
 }
 
+// Part "layout".
+
+// 64-byte-aligned zeroed words, as a MemoryStore maps them.
+struct Lines {
+  explicit Lines(std::uint64_t lines)
+      : count(lines),
+        words(static_cast<std::uint64_t*>(std::aligned_alloc(64, lines * 64)), &std::free) {
+    if (!words) throw std::bad_alloc();
+    std::fill_n(words.get(), lines * 8, std::uint64_t{0});
+  }
+  std::uint64_t count;
+  std::unique_ptr<std::uint64_t, decltype(&std::free)> words;
+};
+
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+// One item's word in a line and its mask of seven bits (as k = 7 probes): in a half-full line
+// a fresh item is found with a chance of 2^-7, so it is looked up in every older slice.
+struct Probe {
+  std::uint64_t line;
+  unsigned word;
+  std::uint64_t mask;
+};
+Probe probe_of(std::uint64_t hash, std::uint64_t lines) {
+  const std::uint64_t bits = mix64(hash);
+  std::uint64_t mask = 0;
+  for (unsigned b = 0; b < 7; ++b) mask |= std::uint64_t{1} << ((bits >> (3 + 6 * b)) & 63);
+  return Probe{static_cast<std::uint64_t>((static_cast<unsigned __int128>(hash) * lines) >> 64),
+               static_cast<unsigned>(bits & 7), mask};
+}
+
+constexpr std::size_t kLayoutAhead = 16;
+
+// (c): the plain filter's one line. Returns how many items were new.
+std::uint64_t layout_plain(Lines& bits, const std::vector<Probe>& probes) {
+  std::uint64_t fresh = 0;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (i + kLayoutAhead < probes.size()) {
+      __builtin_prefetch(bits.words.get() + probes[i + kLayoutAhead].line * 8, 1, 3);
+    }
+    const Probe& p = probes[i];
+    std::uint64_t& word = bits.words.get()[p.line * 8 + p.word];
+    fresh += (word & p.mask) != p.mask;
+    word |= p.mask;
+  }
+  return fresh;
+}
+
+// (a) and (b): `at(slice, line)` is the first word of a slice's line; the last slice is the
+// current one.
+template <class At>
+std::uint64_t layout_window(std::uint32_t slices, const std::vector<Probe>& probes, At&& at) {
+  std::uint64_t fresh = 0;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    if (i + kLayoutAhead < probes.size()) {
+      const std::uint64_t ahead = probes[i + kLayoutAhead].line;
+      for (std::uint32_t s = 0; s < slices; ++s) __builtin_prefetch(at(s, ahead), 1, 3);
+    }
+    const Probe& p = probes[i];
+    bool found = false;
+    for (std::uint32_t s = 0; s + 1 < slices && !found; ++s) {
+      found = (at(s, p.line)[p.word] & p.mask) == p.mask;
+    }
+    std::uint64_t& word = at(slices - 1, p.line)[p.word];
+    fresh += !found && (word & p.mask) != p.mask;
+    word |= p.mask;
+  }
+  return fresh;
+}
+
+// A row of the layout table; `apart` given: the median of each repetition's ratio to it.
+void print_layout_row(const char* name, std::uint64_t lines, const std::vector<double>& rates,
+                      const std::vector<double>* apart) {
+  std::vector<double> ratios;
+  for (std::size_t r = 0; apart != nullptr && r < rates.size(); ++r) {
+    ratios.push_back(rates[r] / (*apart)[r]);
+  }
+  std::printf("| %s | %s | %s | %s |\n", name, mib(double(lines * 64)).c_str(),
+              rate(median(rates)).c_str(),
+              apart == nullptr ? "—" : (fixed(median(ratios), 2) + "×").c_str());
+}
+
+int layout_part(const Args& args) {
+  const double p = args.error_rates.front();
+  const Layout layout = args.layouts.front();
+  const std::uint32_t live = args.slices + 1;
+  const std::uint64_t plain_lines =
+      redbloom::size_filter(double(args.items), p, layout).total_bytes() / 64;
+  // The throughput part's windowed filter: its current slice sized for the run's items.
+  StreamOptions options;
+  options.capacity = args.items * args.slices;
+  options.error_rate = p;
+  options.layout = layout;
+  options.window_ns = args.tp_window_ns;
+  options.slices = args.slices;
+  // A slice's first link, as the filter sizes it.
+  Filter sized = Filter::create(Location::memory(), options, true);
+  const std::string_view one = "sizing";
+  sized.add(one);
+  const std::uint64_t slice_lines = sized.info().stream->segments.front().bytes / 64;
+  std::printf("## Layout model\n\n");
+  std::printf(
+      "%llu items, each testing seven bits of one word of its line in %u older slices (half "
+      "full) and test-and-setting them in the current slice (lines prefetched %zu items ahead; "
+      "only the memory timed); plain: one test-and-set in a plain filter's bytes (p = %g, %s); "
+      "%d repetitions, medians\n\n",
+      static_cast<unsigned long long>(args.items), args.slices, kLayoutAhead, p,
+      layout_name(layout).c_str(), args.reps);
+  std::printf("| lines of one item | MiB | items/s | × apart |\n|---|---|---|---|\n");
+  // Worked out before the clock starts: what is timed is the memory.
+  std::vector<Probe> plain_probes(args.items);
+  std::vector<Probe> slice_probes(args.items);
+  for (std::size_t i = 0; i < args.items; ++i) {
+    plain_probes[i] = probe_of(mix64(i + 0x5eed), plain_lines);
+    slice_probes[i] = probe_of(mix64(i + 0x5eed), slice_lines);
+  }
+  constexpr std::size_t kCases = 3;
+  constexpr const char* kNames[kCases] = {"plain (one line)", "apart (a bitmap a slice)",
+                                          "side by side (one bitmap)"};
+  std::vector<std::vector<double>> rates(kCases);
+  std::uint64_t sink = 0;
+  redbloom_bench::run_shuffled(kCases, args.reps, args.shuffle_seed, [&](int, std::size_t c) {
+    // Older slices half full (every other bit), as in a window that has run for a while.
+    constexpr std::uint64_t kHalf = 0x5555555555555555ULL;
+    std::vector<Lines> apart;
+    std::optional<Lines> one;
+    if (c == 0) {
+      one.emplace(plain_lines);
+    } else if (c == 1) {
+      for (std::uint32_t s = 0; s < live; ++s) apart.emplace_back(slice_lines);
+      for (std::uint32_t s = 0; s + 1 < live; ++s) {
+        std::fill_n(apart[s].words.get(), slice_lines * 8, kHalf);
+      }
+    } else {
+      one.emplace(slice_lines * live);
+      for (std::uint64_t l = 0; l < slice_lines * live; ++l) {
+        if (l % live + 1 != live) std::fill_n(one->words.get() + l * 8, 8, kHalf);
+      }
+    }
+    const auto start = redbloom_bench::Clock::now();
+    if (c == 0) {
+      sink += layout_plain(*one, plain_probes);
+    } else if (c == 1) {
+      sink += layout_window(live, slice_probes, [&](std::uint32_t s, std::uint64_t line) {
+        return apart[s].words.get() + line * 8;
+      });
+    } else {
+      std::uint64_t* base = one->words.get();
+      sink += layout_window(live, slice_probes, [&](std::uint32_t s, std::uint64_t line) {
+        return base + (line * live + s) * 8;
+      });
+    }
+    rates[c].push_back(double(args.items) / redbloom_bench::seconds_since(start));
+  });
+  for (std::size_t c = 0; c < kCases; ++c) {
+    const std::uint64_t lines = c == 0 ? plain_lines : slice_lines * live;
+    print_layout_row(kNames[c], lines, rates[c], c == 2 ? &rates[1] : nullptr);
+  }
+  std::printf("\n(items new to the current slice, over all runs: %llu)\n\n",
+              static_cast<unsigned long long>(sink));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -955,6 +1152,7 @@ int main(int argc, char** argv) {
       const int throughput = throughput_part(args);
       if (status == 0) status = throughput;
     }
+    if (args.part == "layout") status = layout_part(args);
     return status;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_window: %s\n", e.what());

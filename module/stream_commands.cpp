@@ -252,20 +252,58 @@ struct Slice {
   std::uint64_t length = 0;
 };
 
-class Probe {
+// One item's place in link l of a slice: every slice's link l has the same parameters, so the
+// place is worked out once per item and link and then tested in each live slice that has it.
+// A blocked item's block and word masks (layout.hpp) are read inline; classic items go through
+// PartitionView.
+class Place {
  public:
-  explicit Probe(const std::vector<ItemHash>& hashes) : hashes_(hashes) {}
-
-  // found[i] = 1 for the items not yet found whose bits are all set in `link` at `bytes`.
-  void operator()(std::uint8_t* bytes, const Link& link, std::vector<std::uint8_t>& found) const {
-    const PartitionView bits(bytes, link.params);
-    for (std::size_t i = 0; i < hashes_.size(); ++i) {
-      if (found[i] == 0 && bits.contains_one(hashes_[i])) found[i] = 1;
+  Place(const ItemHash& h, const FilterParams& params) noexcept
+      : hash_(h), params_(params), blocked_(params.layout == Layout::blocked) {
+    if (blocked_) {
+      offset_ = layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
+      layout::blocked_word_masks(h.hi, params.hashes, mask_);
     }
   }
 
+  // True iff every bit of the item is set in the link at `link`.
+  [[nodiscard]] bool in(const std::uint8_t* link) const noexcept {
+    if (!blocked_)
+      return PartitionView(const_cast<std::uint8_t*>(link), params_).contains_one(hash_);
+    std::uint64_t missing = 0;
+    for (std::size_t w = 0; w < kWords; ++w) missing |= mask_[w] & ~word(link, w);
+    return missing == 0;
+  }
+
+  // Sets the item's bits in the link at `link`; true iff one of them was 0.
+  bool set_in(std::uint8_t* link) const noexcept {
+    if (!blocked_) return PartitionView(link, params_).add_one(hash_);
+    std::uint64_t missing = 0;
+    for (std::size_t w = 0; w < kWords; ++w) {
+      const std::uint64_t old = word(link, w);
+      missing |= mask_[w] & ~old;
+      if ((mask_[w] & ~old) != 0) {
+        const std::uint64_t now = old | mask_[w];
+        std::memcpy(link + offset_ + 8 * w, &now, 8);
+      }
+    }
+    return missing != 0;
+  }
+
  private:
-  const std::vector<ItemHash>& hashes_;
+  static constexpr std::size_t kWords = kBlockBits / 64;
+
+  [[nodiscard]] std::uint64_t word(const std::uint8_t* link, std::size_t w) const noexcept {
+    std::uint64_t value = 0;
+    std::memcpy(&value, link + offset_ + 8 * w, 8);
+    return value;
+  }
+
+  const ItemHash& hash_;
+  const FilterParams& params_;
+  bool blocked_;
+  std::uint64_t offset_ = 0;
+  std::uint64_t mask_[kWords] = {};
 };
 
 // Replicates the command as it ran, with the time it used: a replica or an AOF replay reading
@@ -431,17 +469,20 @@ int reply_info(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Sl
 int reply_lookup(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Slice>& live,
                  const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
   const std::size_t n = hashes.size();
-  const Probe probe(hashes);
-  std::vector<std::uint8_t> found(n, 0);
-  // Newest first: most items asked about were added lately, and found ones are not probed on.
-  for (std::size_t s = live.size(); s-- > 0;) {
-    for (std::uint32_t l = live[s].links; l-- > 0;) {
-      probe(live[s].bytes + r.start[l], r.links[l], found);
-    }
-  }
+  const std::int64_t most = most_links(live);
   std::string flags(n, '0');
-  for (std::size_t i = 0; i < n; ++i) flags[i] = found[i] != 0 ? '1' : '0';
-  reply_head(ctx, "ok", n, flags, most_links(live), current, now);
+  for (std::size_t i = 0; i < n && most > 0; ++i) {
+    bool found = false;
+    for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(most) && !found; ++l) {
+      const Place place(hashes[i], r.links[l].params);
+      // Newest first: most items asked about were added lately.
+      for (std::size_t s = live.size(); s-- > 0 && !found;) {
+        found = live[s].links > l && place.in(live[s].bytes + r.start[l]);
+      }
+    }
+    flags[i] = found ? '1' : '0';
+  }
+  reply_head(ctx, "ok", n, flags, most, current, now);
   return module_api::kOk;
 }
 
@@ -460,31 +501,30 @@ class AddItems {
         r_(r),
         d_(d),
         roster_(roster),
+        live_(live),
         cur_(live.back()),
         hashes_(hashes),
-        probe_(hashes),
         current_(current),
         now_(now),
         most_(most_links(live)),
         links_(cur_.links) {
     for (const Slice& slice : live) used_ += r.start[slice.links] - r.header;
+    for (std::size_t s = 0; s + 1 < live.size(); ++s) {
+      older_links_ = std::max(older_links_, live[s].links);
+    }
     if (links_ > 0) {
       reopen_current();
       count_ = field(cur_.bytes, 2 * std::uint64_t{links_} - 1);
     }
     counted_ = count_;
-    look_up(live);
   }
 
   int run() {
     const std::size_t n = hashes_.size();
     flags_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      if (in_current_[i] == 0 && links_ > 0 && full_at(links_ - 1)) {
-        // The newest link is full and about to be frozen: what this unit wrote into it counts.
-        probe_(link_bytes(links_ - 1), r_.links[links_ - 1], in_current_);
-      }
-      if (in_current_[i] != 0) {
+      look_up(i);
+      if (in_current_) {
         flags_.push_back('0');
         continue;
       }
@@ -497,20 +537,33 @@ class AddItems {
   }
 
  private:
-  // in_current: in a link of the current slice before the newest. The script also probes the
-  // newest one first; its test-and-set answers the same (all bits set: not new, nothing
-  // counted), and a full newest link is probed before it is frozen, as the script does.
-  // found: in the current slice or an older one. An item only in an older slice is not new,
-  // but the add still sets it in the current one, restarting its window.
-  void look_up(const std::vector<Slice>& live) {
-    in_current_.assign(hashes_.size(), 0);
-    for (std::uint32_t l = 0; l + 1 < links_; ++l) {
-      probe_(link_bytes(l), r_.links[l], in_current_);
-    }
-    found_ = in_current_;
-    for (std::size_t s = live.size() - 1; s-- > 0;) {
-      for (std::uint32_t l = live[s].links; l-- > 0;) {
-        probe_(live[s].bytes + r_.start[l], r_.links[l], found_);
+  // Item i, item by item (an earlier item's add is seen by a later one):
+  // in_current: in a link of the current slice that takes no more writes, the older ones and a
+  // full newest one (about to be frozen: what this unit wrote into it counts). A newest link
+  // with room is not probed: its test-and-set answers the same (all bits set: not new, nothing
+  // counted), as the script does.
+  // found: in the current slice or an older one. An item only in an older slice is not new, but
+  // the add still sets it in the current one, restarting its window.
+  // The item's place in the last link probed is kept for its add when that is the same link.
+  void look_up(std::size_t i) {
+    in_current_ = false;
+    found_ = false;
+    place_.reset();
+    // The current slice's links before the newest, and the newest when it is full.
+    std::uint32_t closed = links_ > 0 ? links_ - 1 : 0;
+    if (links_ > 0 && full_at(links_ - 1)) closed = links_;
+    const std::uint32_t most = std::max(closed, older_links_);
+    for (std::uint32_t l = 0; l < most; ++l) {
+      place_.emplace(hashes_[i], r_.links[l].params);
+      place_link_ = l;
+      if (l < closed && place_->in(link_bytes(l))) {
+        in_current_ = true;
+        found_ = true;
+        return;
+      }
+      // Newest first: an item seen lately is found in fewer probes.
+      for (std::size_t s = live_.size() - 1; s-- > 0 && !found_;) {
+        found_ = live_[s].links > l && place_->in(live_[s].bytes + r_.start[l]);
       }
     }
   }
@@ -518,11 +571,12 @@ class AddItems {
   // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
   // already set them all (then nothing changed and the item is not new).
   void add_one(std::size_t i) {
-    PartitionView bits(link_bytes(links_ - 1), r_.links[links_ - 1].params);
-    if (bits.add_one(hashes_[i])) {
+    const std::uint32_t newest = links_ - 1;
+    if (!place_ || place_link_ != newest) place_.emplace(hashes_[i], r_.links[newest].params);
+    if (place_->set_in(link_bytes(newest))) {
       ++count_;
       wrote_ = true;
-      flags_.push_back(found_[i] != 0 ? '0' : '1');
+      flags_.push_back(found_ ? '0' : '1');
     } else {
       flags_.push_back('0');
     }
@@ -606,9 +660,9 @@ class AddItems {
   const StreamRequest& r_;
   const Declared& d_;
   Roster& roster_;
+  const std::vector<Slice>& live_;
   Slice& cur_;
   const std::vector<ItemHash>& hashes_;
-  const Probe probe_;
   const std::int64_t current_;
   const std::int64_t now_;
   const std::int64_t most_;
@@ -618,8 +672,11 @@ class AddItems {
   std::int64_t counted_ = 0;
   bool wrote_ = false;
   bool roster_written_ = false;
-  std::vector<std::uint8_t> in_current_;
-  std::vector<std::uint8_t> found_;
+  std::uint32_t older_links_ = 0;  // the most links of a slice before the current one
+  bool in_current_ = false;
+  bool found_ = false;
+  std::optional<Place> place_;
+  std::uint32_t place_link_ = 0;
   std::string flags_;
 };
 
