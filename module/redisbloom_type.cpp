@@ -3,6 +3,7 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bloom_type.hpp"
@@ -40,6 +41,60 @@ void save(RedisModuleIO* rdb, void* value) {
 
 class LoadFailed : public std::exception {};
 
+// The fields of one value in an RDB file; a failed read throws LoadFailed.
+struct RdbFields {
+  RedisModuleIO* rdb;
+  std::uint64_t unsigned_field() const {
+    const std::uint64_t value = RedisModule_LoadUnsigned(rdb);
+    if (RedisModule_IsIOError(rdb)) throw LoadFailed();
+    return value;
+  }
+  double double_field() const {
+    const double value = RedisModule_LoadDouble(rdb);
+    if (RedisModule_IsIOError(rdb)) throw LoadFailed();
+    return value;
+  }
+};
+
+// Sub-filter `i` of a RedisBloom filter; nullopt (logged) if it is refused.
+std::optional<Link> load_link(const RdbFields& in, int encver, std::uint64_t i) {
+  RedisModuleIO* rdb = in.rdb;
+  Link link;
+  link.capacity = in.unsigned_field();
+  link.error = in.double_field();
+  const std::uint64_t hashes = in.unsigned_field();
+  link.hashes = hashes > redisbloom::kMaxHashes ? redisbloom::kMaxHashes + 1
+                                                : static_cast<std::uint32_t>(hashes);
+  link.bits_per_entry = in.double_field();
+  if (encver == 0) {
+    const double bits = static_cast<double>(link.capacity) * link.bits_per_entry;
+    link.bits = bits >= 0 && bits < 18446744073709551616.0 ? static_cast<std::uint64_t>(bits) : 0;
+  } else {
+    link.bits = in.unsigned_field();
+    const std::uint64_t n2 = in.unsigned_field();
+    link.n2 = n2 > 63 ? 64 : static_cast<std::uint8_t>(n2);
+  }
+  std::size_t length = 0;
+  char* bytes = RedisModule_LoadStringBuffer(rdb, &length);
+  if (RedisModule_IsIOError(rdb) || bytes == nullptr) throw LoadFailed();
+  try {
+    link.data = redisbloom::Bits(reinterpret_cast<const std::uint8_t*>(bytes), length,
+                                 redisbloom_allocator());
+  } catch (...) {
+    RedisModule_Free(bytes);
+    throw;
+  }
+  RedisModule_Free(bytes);
+  if (const std::string problem = redisbloom::link_problem(link); !problem.empty()) {
+    RedisModule_LogIOError(rdb, module_api::kLogWarning,
+                           "redbloom: RedisBloom sub-filter %llu refused: %s",
+                           static_cast<unsigned long long>(i), problem.c_str());
+    return std::nullopt;
+  }
+  link.items = in.unsigned_field();
+  return link;
+}
+
 // Reads RedisBloom's encodings 0 to 4: 0 has no bit count (it follows from the capacity),
 // below 2 no options (32-bit hashes), below 4 no expansion (2).
 void* load(RedisModuleIO* rdb, int encver) {
@@ -48,27 +103,18 @@ void* load(RedisModuleIO* rdb, int encver) {
                            "redbloom: RedisBloom filter encoding version %d is unknown", encver);
     return nullptr;
   }
-  const auto unsigned_field = [&] {
-    const std::uint64_t value = RedisModule_LoadUnsigned(rdb);
-    if (RedisModule_IsIOError(rdb)) throw LoadFailed();
-    return value;
-  };
-  const auto double_field = [&] {
-    const double value = RedisModule_LoadDouble(rdb);
-    if (RedisModule_IsIOError(rdb)) throw LoadFailed();
-    return value;
-  };
+  const RdbFields in{rdb};
   try {
-    const std::uint64_t items = unsigned_field();
-    const std::uint64_t count = unsigned_field();
+    const std::uint64_t items = in.unsigned_field();
+    const std::uint64_t count = in.unsigned_field();
     if (count == 0 || count > UINT32_MAX) {
       RedisModule_LogIOError(rdb, module_api::kLogWarning,
                              "redbloom: RedisBloom filter with %llu sub-filters refused",
                              static_cast<unsigned long long>(count));
       return nullptr;
     }
-    const std::uint64_t options = encver >= 2 ? unsigned_field() : 0;
-    const std::uint64_t expansion = encver >= 4 ? unsigned_field() : 2;
+    const std::uint64_t options = encver >= 2 ? in.unsigned_field() : 0;
+    const std::uint64_t expansion = encver >= 4 ? in.unsigned_field() : 2;
     if (options > UINT32_MAX || expansion > UINT32_MAX) {
       RedisModule_LogIOError(rdb, module_api::kLogWarning,
                              "redbloom: RedisBloom filter options out of range");
@@ -77,41 +123,9 @@ void* load(RedisModuleIO* rdb, int encver) {
     std::vector<Link> links;
     // Grown link by link: a damaged count ends at the end of the data, not in one allocation.
     for (std::uint64_t i = 0; i < count; ++i) {
-      Link link;
-      link.capacity = unsigned_field();
-      link.error = double_field();
-      const std::uint64_t hashes = unsigned_field();
-      link.hashes = hashes > redisbloom::kMaxHashes ? redisbloom::kMaxHashes + 1
-                                                    : static_cast<std::uint32_t>(hashes);
-      link.bits_per_entry = double_field();
-      if (encver == 0) {
-        const double bits = static_cast<double>(link.capacity) * link.bits_per_entry;
-        link.bits =
-            bits >= 0 && bits < 18446744073709551616.0 ? static_cast<std::uint64_t>(bits) : 0;
-      } else {
-        link.bits = unsigned_field();
-        const std::uint64_t n2 = unsigned_field();
-        link.n2 = n2 > 63 ? 64 : static_cast<std::uint8_t>(n2);
-      }
-      std::size_t length = 0;
-      char* bytes = RedisModule_LoadStringBuffer(rdb, &length);
-      if (RedisModule_IsIOError(rdb) || bytes == nullptr) return nullptr;
-      try {
-        link.data = redisbloom::Bits(reinterpret_cast<const std::uint8_t*>(bytes), length,
-                                     redisbloom_allocator());
-      } catch (...) {
-        RedisModule_Free(bytes);
-        throw;
-      }
-      RedisModule_Free(bytes);
-      if (const std::string problem = redisbloom::link_problem(link); !problem.empty()) {
-        RedisModule_LogIOError(rdb, module_api::kLogWarning,
-                               "redbloom: RedisBloom sub-filter %llu refused: %s",
-                               static_cast<unsigned long long>(i), problem.c_str());
-        return nullptr;
-      }
-      link.items = unsigned_field();
-      links.push_back(std::move(link));
+      std::optional<Link> link = load_link(in, encver, i);
+      if (!link) return nullptr;
+      links.push_back(std::move(*link));
     }
     auto chain = std::make_unique<Chain>(items, static_cast<std::uint32_t>(options),
                                          static_cast<std::uint32_t>(expansion), std::move(links),

@@ -70,6 +70,39 @@ bool distinct_keys(RedisModuleString** argv, std::int64_t numkeys) {
   return std::adjacent_find(names.begin(), names.end()) == names.end();
 }
 
+// The links' parameters (layout hashes partition-bits capacity, each), and where each link
+// starts in a slice key, after its header.
+bool parse_links(RedisModuleCtx* ctx, RedisModuleString** argv, int base, int links,
+                 StreamRequest& r) {
+  r.start.assign(1, r.header);
+  for (int l = 0; l < links; ++l) {
+    const int at = base + kFixedArgs + kLinkArgs * l;
+    const auto layout = parse_layout(text(argv[at]));
+    const auto hashes = integer(argv[at + 1]);
+    const auto bits = integer(argv[at + 2]);
+    const auto capacity = integer(argv[at + 3]);
+    if (!layout || !hashes || !bits || !capacity || *hashes < 1 || *hashes > kMaxHashes ||
+        *bits <= 0 || *bits % kBlockBits != 0 ||
+        static_cast<std::uint64_t>(*bits) > kRedisMaxStringBits || *capacity < 0) {
+      return bad(ctx, "a link is layout, hashes, partition-bits (a multiple of 512) and capacity");
+    }
+    Link link;
+    link.params.layout = *layout;
+    link.params.hashes = static_cast<std::uint32_t>(*hashes);
+    link.params.partition_bits = static_cast<std::uint64_t>(*bits);
+    link.params.partitions = r.partitions;
+    link.params.hash_scheme = kCurrentHashScheme;
+    link.bytes = link.params.partition_bytes();
+    link.capacity = static_cast<std::uint64_t>(*capacity);
+    r.links.push_back(link);
+    r.start.push_back(r.start.back() + link.bytes);
+    if (r.start.back() > kRedisMaxStringBits / 8) {
+      return bad(ctx, "the links would pass Redis's 512 MiB string");
+    }
+  }
+  return true;
+}
+
 bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
            StreamRequest& r) {
   const auto numkeys = integer(argv[1]);
@@ -133,32 +166,7 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_on
   r.budget = static_cast<std::uint64_t>(*budget);
   r.partitions = static_cast<std::uint64_t>(*partitions);
   r.index = static_cast<std::uint64_t>(*index);
-  r.start.assign(1, r.header);
-  for (int l = 0; l < *links; ++l) {
-    const int at = base + kFixedArgs + kLinkArgs * l;
-    const auto layout = parse_layout(text(argv[at]));
-    const auto hashes = integer(argv[at + 1]);
-    const auto bits = integer(argv[at + 2]);
-    const auto capacity = integer(argv[at + 3]);
-    if (!layout || !hashes || !bits || !capacity || *hashes < 1 || *hashes > kMaxHashes ||
-        *bits <= 0 || *bits % kBlockBits != 0 ||
-        static_cast<std::uint64_t>(*bits) > kRedisMaxStringBits || *capacity < 0) {
-      return bad(ctx, "a link is layout, hashes, partition-bits (a multiple of 512) and capacity");
-    }
-    Link link;
-    link.params.layout = *layout;
-    link.params.hashes = static_cast<std::uint32_t>(*hashes);
-    link.params.partition_bits = static_cast<std::uint64_t>(*bits);
-    link.params.partitions = r.partitions;
-    link.params.hash_scheme = kCurrentHashScheme;
-    link.bytes = link.params.partition_bytes();
-    link.capacity = static_cast<std::uint64_t>(*capacity);
-    r.links.push_back(link);
-    r.start.push_back(r.start.back() + link.bytes);
-    if (r.start.back() > kRedisMaxStringBits / 8) {
-      return bad(ctx, "the links would pass Redis's 512 MiB string");
-    }
-  }
+  if (!parse_links(ctx, argv, base, static_cast<int>(*links), r)) return false;
   auto items = packed::split(text(argv[argc - 1]));
   if (!items) {
     reply_error(ctx, "ERR packed items end inside an item");

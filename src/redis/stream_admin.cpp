@@ -143,6 +143,33 @@ std::string shard_text(std::uint32_t index, std::uint32_t count) {
                     : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
 }
 
+// Each shard of a sharded filter needs its own server (or database).
+void check_distinct_servers(const std::vector<std::unique_ptr<Router>>& routers) {
+  std::set<std::string> keyspaces;
+  for (const auto& router : routers) {
+    if (!keyspaces.insert(router->keyspace_id()).second) {
+      throw InvalidArgument("redis " + router->endpoint().describe() +
+                            " is listed twice (or under two addresses): each shard needs its "
+                            "own server or database");
+    }
+  }
+}
+
+// The name was claimed by someone else: says by what (a plain filter, a windowed or growing
+// one, or one still being created).
+[[noreturn]] void throw_taken(Router& router, const std::string& name) {
+  const auto existing = redis::read_metadata(router, name, "stream filter");
+  if (!existing) router.fail("create", "the name changed while it was being claimed");
+  const bool plain = existing->has("format") && existing->text("format") == redis::kFilterFormat;
+  if (!plain) existing->check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
+  throw FilterExists(where(router, name) + " already exists" +
+                     (plain               ? " as a plain filter (use --force to replace it)"
+                      : existing->ready() ? " (use --force to replace it)"
+                                          : " and is being created by another process" +
+                                                redis::creation_age(*existing) +
+                                                "; if that process is gone, drop it first"));
+}
+
 }  // namespace
 
 std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
@@ -151,16 +178,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
   auto state = std::make_unique<State>(shape, name, std::move(clock));
   state->routers = routers_for(servers, name);
   const auto count = static_cast<std::uint32_t>(servers.size());
-  if (count > 1) {
-    std::set<std::string> keyspaces;
-    for (const auto& router : state->routers) {
-      if (!keyspaces.insert(router->keyspace_id()).second) {
-        throw InvalidArgument("redis " + router->endpoint().describe() +
-                              " is listed twice (or under two addresses): each shard needs its "
-                              "own server or database");
-      }
-    }
-  }
+  if (count > 1) check_distinct_servers(state->routers);
   if (overwrite && !drop_if_stream(servers, name)) {
     for (const RedisEndpoint& server : servers) {
       if (RedisStore::exists(server, name)) RedisStore::drop(server, name);
@@ -188,17 +206,7 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::create(
     for (std::uint32_t before = 0; before < r; ++before) {
       state->routers[before]->run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
     }
-    const auto existing = redis::read_metadata(router, name, "stream filter");
-    if (!existing) router.fail("create", "the name changed while it was being claimed");
-    const bool plain = existing->has("format") && existing->text("format") == redis::kFilterFormat;
-    if (!plain)
-      existing->check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
-    throw FilterExists(where(router, name) + " already exists" +
-                       (plain               ? " as a plain filter (use --force to replace it)"
-                        : existing->ready() ? " (use --force to replace it)"
-                                            : " and is being created by another process" +
-                                                  redis::creation_age(*existing) +
-                                                  "; if that process is gone, drop it first"));
+    throw_taken(router, name);
   }
   state->guarded = true;
   if (overwrite) {

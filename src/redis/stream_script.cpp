@@ -366,50 +366,81 @@ std::uint64_t header_field(std::string_view header, std::uint64_t field) {
   return value;
 }
 
-Reply decode(const redisReply& reply, std::span<const std::string> keys) {
-  if (is_error(reply)) {
-    const std::string_view text = text_of(reply);
-    for (const std::string_view kind : {"wrongtype", "damaged", "lost", "roster", "gone"}) {
-      const std::string prefix = "REDBLOOMSTREAM " + std::string(kind) + " ";
-      if (!text.starts_with(prefix)) continue;
-      const std::string_view rest = text.substr(prefix.size());
-      std::size_t index = 0;
-      std::from_chars(rest.data(), rest.data() + rest.size(), index);
-      const std::string key = index >= 1 && index <= keys.size() ? keys[index - 1] : "?";
-      const std::string_view detail = rest.substr(std::min(rest.size(), rest.find(' ') + 1));
-      if (kind == "lost") {
-        throw ReplyProblem("slice key '" + key +
-                               "' is gone though it was made and its slice is still live "
-                               "(evicted or deleted?): the items added in that slice are lost "
-                               "(keep the filter's keys from eviction: maxmemory-policy "
-                               "noeviction)",
-                           true);
-      }
-      if (kind == "gone") {
-        throw ReplyProblem("roster key '" + key +
-                               "' is gone (evicted or deleted?): it records which slices were "
-                               "made, so a missing slice can no longer be told from one not made "
-                               "yet and items may be lost (keep the filter's keys from eviction: "
-                               "maxmemory-policy noeviction)",
-                           true);
-      }
-      if (kind == "roster") {
-        throw ReplyProblem("roster key '" + key + "' is " + std::string(detail) +
-                               " bytes long, not the filter's slice roster (damaged?)",
-                           true);
-      }
-      if (kind == "wrongtype") {
-        throw ReplyProblem("slice key '" + key + "' holds a " + std::string(detail) +
-                               ", not a slice of a redbloom stream filter",
-                           true);
-      }
-      throw ReplyProblem("slice key '" + key + "' is " + std::string(detail) +
-                             " bytes long, which its header does not explain (damaged, or "
-                             "written outside redbloom?)",
+namespace {
+
+// A script error ("REDBLOOMSTREAM kind index detail") as the ReplyProblem that names its key.
+[[noreturn]] void throw_script_error(const redisReply& reply, std::span<const std::string> keys) {
+  const std::string_view text = text_of(reply);
+  for (const std::string_view kind : {"wrongtype", "damaged", "lost", "roster", "gone"}) {
+    const std::string prefix = "REDBLOOMSTREAM " + std::string(kind) + " ";
+    if (!text.starts_with(prefix)) continue;
+    const std::string_view rest = text.substr(prefix.size());
+    std::size_t index = 0;
+    std::from_chars(rest.data(), rest.data() + rest.size(), index);
+    const std::string key = index >= 1 && index <= keys.size() ? keys[index - 1] : "?";
+    const std::string_view detail = rest.substr(std::min(rest.size(), rest.find(' ') + 1));
+    if (kind == "lost") {
+      throw ReplyProblem("slice key '" + key +
+                             "' is gone though it was made and its slice is still live "
+                             "(evicted or deleted?): the items added in that slice are lost "
+                             "(keep the filter's keys from eviction: maxmemory-policy "
+                             "noeviction)",
                          true);
     }
-    throw ReplyProblem(std::string(text), false);
+    if (kind == "gone") {
+      throw ReplyProblem("roster key '" + key +
+                             "' is gone (evicted or deleted?): it records which slices were "
+                             "made, so a missing slice can no longer be told from one not made "
+                             "yet and items may be lost (keep the filter's keys from eviction: "
+                             "maxmemory-policy noeviction)",
+                         true);
+    }
+    if (kind == "roster") {
+      throw ReplyProblem("roster key '" + key + "' is " + std::string(detail) +
+                             " bytes long, not the filter's slice roster (damaged?)",
+                         true);
+    }
+    if (kind == "wrongtype") {
+      throw ReplyProblem("slice key '" + key + "' holds a " + std::string(detail) +
+                             ", not a slice of a redbloom stream filter",
+                         true);
+    }
+    throw ReplyProblem("slice key '" + key + "' is " + std::string(detail) +
+                           " bytes long, which its header does not explain (damaged, or "
+                           "written outside redbloom?)",
+                       true);
   }
+  throw ReplyProblem(std::string(text), false);
+}
+
+// One slice of an info reply: [slice, header, length, set bits].
+SliceState decode_slice(const redisReply& entry) {
+  if (entry.type != REDIS_REPLY_ARRAY || entry.elements != 4 ||
+      entry.element[1]->type != REDIS_REPLY_STRING ||
+      entry.element[1]->len != static_cast<std::size_t>(kHeaderBytes)) {
+    throw ReplyProblem("stream script: a malformed slice in an info reply", false);
+  }
+  SliceState slice;
+  slice.slice = integer_of(*entry.element[0], "slice");
+  const std::string_view header = text_of(*entry.element[1]);
+  slice.links = static_cast<std::uint32_t>(header_field(header, 0));
+  if (slice.links < 1 || slice.links > kMaxStreamLinks) {
+    throw ReplyProblem(
+        "stream script: a slice header with " + std::to_string(slice.links) + " links", true);
+  }
+  for (std::uint32_t l = 0; l < slice.links; ++l) {
+    slice.items.push_back(header_field(header, 1 + 2 * std::uint64_t{l}));
+    slice.created_ms.push_back(header_field(header, 2 + 2 * std::uint64_t{l}));
+  }
+  slice.length = static_cast<std::uint64_t>(integer_of(*entry.element[2], "length"));
+  slice.set_bits = static_cast<std::uint64_t>(integer_of(*entry.element[3], "set bits"));
+  return slice;
+}
+
+}  // namespace
+
+Reply decode(const redisReply& reply, std::span<const std::string> keys) {
+  if (is_error(reply)) throw_script_error(reply, keys);
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 6 ||
       reply.element[0]->type != REDIS_REPLY_STRING ||
       reply.element[2]->type != REDIS_REPLY_STRING) {
@@ -439,27 +470,7 @@ Reply decode(const redisReply& reply, std::span<const std::string> keys) {
                        false);
   }
   for (std::size_t e = 6; e < reply.elements; ++e) {
-    const redisReply& entry = *reply.element[e];
-    if (entry.type != REDIS_REPLY_ARRAY || entry.elements != 4 ||
-        entry.element[1]->type != REDIS_REPLY_STRING ||
-        entry.element[1]->len != static_cast<std::size_t>(kHeaderBytes)) {
-      throw ReplyProblem("stream script: a malformed slice in an info reply", false);
-    }
-    SliceState slice;
-    slice.slice = integer_of(*entry.element[0], "slice");
-    const std::string_view header = text_of(*entry.element[1]);
-    slice.links = static_cast<std::uint32_t>(header_field(header, 0));
-    if (slice.links < 1 || slice.links > kMaxStreamLinks) {
-      throw ReplyProblem(
-          "stream script: a slice header with " + std::to_string(slice.links) + " links", true);
-    }
-    for (std::uint32_t l = 0; l < slice.links; ++l) {
-      slice.items.push_back(header_field(header, 1 + 2 * std::uint64_t{l}));
-      slice.created_ms.push_back(header_field(header, 2 + 2 * std::uint64_t{l}));
-    }
-    slice.length = static_cast<std::uint64_t>(integer_of(*entry.element[2], "length"));
-    slice.set_bits = static_cast<std::uint64_t>(integer_of(*entry.element[3], "set bits"));
-    out.slices.push_back(std::move(slice));
+    out.slices.push_back(decode_slice(*reply.element[e]));
   }
   return out;
 }

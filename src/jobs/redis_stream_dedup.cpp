@@ -8,13 +8,13 @@
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/redis_format.hpp"
-#include "object.hpp"
-#include "partition_ops.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
+#include "redis/object.hpp"
+#include "redis/partition_ops.hpp"
 #include "redis/redis_store.hpp"
-#include "router.hpp"
+#include "redis/router.hpp"
 
 namespace redbloom {
 namespace {
