@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Every relative link in README.md and docs/ resolves: the file or directory exists, and a
+#anchor names a heading of the target as GitHub slugs it (or an explicit <a name/id>).
+Usage: docs_links_test.py SOURCE_DIR"""
+import os
+import re
+import sys
+import unicodedata
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
+HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"", re.IGNORECASE)
+INLINE_CODE = re.compile(r"`+[^`]*`+")
+
+
+def markdown_lines(text):
+    """The lines outside fenced code blocks, with their numbers."""
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            yield number, line
+
+
+def heading_text(raw):
+    """The heading as rendered: links become their text, code and emphasis lose their marks."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", raw)
+    text = re.sub(r"<[^>]+>", "", text)
+    return text.replace("`", "").replace("*", "").replace("~~", "")
+
+
+def github_slug(text):
+    """GitHub's heading id: lower case, punctuation dropped (letters, digits, marks, '-', '_'
+    and spaces stay), each space a hyphen."""
+    kept = []
+    for char in text.strip().lower():
+        category = unicodedata.category(char)
+        if char in "-_" or category[0] in "LNM":
+            kept.append(char)
+        elif char == " ":
+            kept.append("-")
+    return "".join(kept)
+
+
+def anchors_of(path, cache={}):
+    if path not in cache:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        anchors, seen = set(), {}
+        for _, line in markdown_lines(text):
+            anchors.update(HTML_ANCHOR.findall(line))
+            match = HEADING.match(line)
+            if not match:
+                continue
+            slug = github_slug(heading_text(match.group(2)))
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            anchors.add(slug if count == 0 else f"{slug}-{count}")
+        cache[path] = anchors
+    return cache[path]
+
+
+def link_targets(text):
+    for number, line in markdown_lines(text):
+        plain = INLINE_CODE.sub("", line)
+        for target in INLINE_LINK.findall(plain):
+            yield number, target
+        match = REFERENCE_DEF.match(plain)
+        if match:
+            yield number, match.group(1)
+
+
+def check(source_dir):
+    documents = [os.path.join(source_dir, "README.md")]
+    for root, _, files in os.walk(os.path.join(source_dir, "docs")):
+        documents += [os.path.join(root, name) for name in sorted(files) if name.endswith(".md")]
+    failures, links = [], 0
+    for document in documents:
+        with open(document, encoding="utf-8") as f:
+            text = f.read()
+        shown = os.path.relpath(document, source_dir)
+        for number, target in link_targets(text):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):
+                continue  # http:, https:, mailto: and the like: not this repository's files
+            links += 1
+            path_part, _, anchor = target.partition("#")
+            resolved = document if not path_part else os.path.normpath(
+                os.path.join(os.path.dirname(document), path_part))
+            if not os.path.exists(resolved):
+                failures.append(f"{shown}:{number}: {target}: no such file")
+                continue
+            if anchor and resolved.endswith(".md") and anchor not in anchors_of(resolved):
+                failures.append(f"{shown}:{number}: {target}: no heading with anchor #{anchor}")
+    for failure in failures:
+        print("FAIL:", failure)
+    print(f"docs_links_test: {links} relative links in {len(documents)} documents, "
+          f"{len(failures)} broken")
+    return not failures and links > 0
+
+
+def self_test():
+    """The slug rules on headings of this project whose ids GitHub is known to give."""
+    cases = {
+        "In a pipeline: stops, failures, latency, capacity":
+            "in-a-pipeline-stops-failures-latency-capacity",
+        "Redis Streams, exactly once (`dedup --from`)": "redis-streams-exactly-once-dedup---from",
+        "A stage that loses nothing: `--journal`": "a-stage-that-loses-nothing---journal",
+        "Filters of the server's own Bloom engine": "filters-of-the-servers-own-bloom-engine",
+        "Managed services: ACL users, renamed and refused commands":
+            "managed-services-acl-users-renamed-and-refused-commands",
+        "Redis module (redbloom.so)": "redis-module-redbloomso",
+    }
+    wrong = [(h, github_slug(heading_text(h)), s) for h, s in cases.items()
+             if github_slug(heading_text(h)) != s]
+    for heading, got, want in wrong:
+        print(f"FAIL: slug of {heading!r} is {got!r}, GitHub gives {want!r}")
+    return not wrong
+
+
+if __name__ == "__main__":
+    ok = self_test()
+    ok = check(sys.argv[1] if len(sys.argv) > 1 else ".") and ok
+    sys.exit(0 if ok else 1)
