@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Every relative link in README.md and docs/ resolves: the file or directory exists, and a
 #anchor names a heading of the target as GitHub slugs it (or an explicit <a name/id>).
-Usage: docs_links_test.py SOURCE_DIR"""
+With --files: docs/design.md's Layers section names every source file (by its name or its name
+without .cpp/.hpp), and docs/library.md every installed header.
+Usage: docs_links_test.py [--files] SOURCE_DIR"""
 import os
 import re
 import sys
@@ -121,7 +123,37 @@ def self_test():
     return not wrong
 
 
+def check_files_named(source_dir):
+    """The layers and the headers: a file nobody placed is a file whose layer nobody checked."""
+    with open(os.path.join(source_dir, "docs", "design.md"), encoding="utf-8") as f:
+        design = f.read()
+    layers = design[design.index("## Layers"):design.index("\n## ", design.index("## Layers") + 1)]
+    named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[ch]pp)?", layers))
+    unplaced = []
+    for folder in ("src", "cli", "module", os.path.join("python", "src"),
+                   os.path.join("include", "redbloom")):
+        for root, _, files in os.walk(os.path.join(source_dir, folder)):
+            for name in sorted(files):
+                if name.endswith((".cpp", ".hpp")) and name not in named and \
+                        name.rsplit(".", 1)[0] not in named:
+                    unplaced.append(os.path.relpath(os.path.join(root, name), source_dir))
+    with open(os.path.join(source_dir, "docs", "library.md"), encoding="utf-8") as f:
+        library = f.read()
+    headers = sorted(os.listdir(os.path.join(source_dir, "include", "redbloom")))
+    unlisted = [h for h in headers if h.endswith(".hpp") and f"redbloom/{h}" not in library]
+    for path in unplaced:
+        print(f"FAIL: docs/design.md's Layers section does not name {path}")
+    for header in unlisted:
+        print(f"FAIL: docs/library.md does not list the installed header redbloom/{header}")
+    print(f"docs files named: {len(unplaced)} source files without a layer, "
+          f"{len(unlisted)} installed headers unlisted")
+    return not unplaced and not unlisted
+
+
 if __name__ == "__main__":
+    arguments = sys.argv[1:]
+    if arguments and arguments[0] == "--files":
+        sys.exit(0 if check_files_named(arguments[1] if len(arguments) > 1 else ".") else 1)
     ok = self_test()
-    ok = check(sys.argv[1] if len(sys.argv) > 1 else ".") and ok
+    ok = check(arguments[0] if arguments else ".") and ok
     sys.exit(0 if ok else 1)
