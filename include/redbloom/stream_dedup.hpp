@@ -4,12 +4,12 @@
 // Entries are read with a consumer group. Each batch is then one Lua script on the server, so
 // it happens whole or not at all, whatever the client does (a SIGKILL, a lost connection):
 //   1. checks, before any write: the input is a stream, the output a stream or absent, every
-//      partition of the batch at its sealed length (format.hpp);
+//      partition of the batch at the length its filter was made with;
 //   2. XACK of each input entry; an entry that was no longer pending (a batch retried after
 //      its reply was lost, or taken over by another consumer that finished it) is skipped, so
 //      no entry is handled twice;
 //   3. test-and-set of the keys of the entries acked in 2: the same bits redbloom's own writes
-//      set (partition_ops.hpp), BITFIELD with positions the client hashed, or RB.PARTADD where
+//      set, by BITFIELD with positions the client hashed, or RB.PARTADD where
 //      every master has redbloom's module (the module hashes);
 //   4. XADD to the output of each entry whose key was new (and, with OnMissingKey::pass, of
 //      each entry without the key), all its fields, in input order.
