@@ -2,7 +2,8 @@
 """Every relative link in README.md and docs/ resolves: the file or directory exists, and a
 #anchor names a heading of the target as GitHub slugs it (or an explicit <a name/id>).
 With --files: docs/design.md's Layers section names every source file (by its name or its name
-without .cpp/.hpp), and docs/library.md every installed header.
+without .cpp/.hpp), docs/library.md every installed header, and no installed header's text
+names an internal file (a reader of the API has only the headers and the docs).
 Usage: docs_links_test.py [--files] SOURCE_DIR"""
 import os
 import re
@@ -141,13 +142,29 @@ def check_files_named(source_dir):
         library = f.read()
     headers = sorted(os.listdir(os.path.join(source_dir, "include", "redbloom")))
     unlisted = [h for h in headers if h.endswith(".hpp") and f"redbloom/{h}" not in library]
+    internal = set()
+    for root, _, files in os.walk(os.path.join(source_dir, "src")):
+        internal.update(name for name in files if name.endswith((".cpp", ".hpp")))
+    internal -= set(headers)
+    pointers = []
+    for header in headers:
+        with open(os.path.join(source_dir, "include", "redbloom", header), encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if line.lstrip().startswith("#include"):
+                    continue
+                for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*\.[ch]pp", line):
+                    if name in internal:
+                        pointers.append(f"include/redbloom/{header}:{number}: names {name}")
+    for pointer in pointers:
+        print(f"FAIL: an installed header points at an internal file: {pointer}")
     for path in unplaced:
         print(f"FAIL: docs/design.md's Layers section does not name {path}")
     for header in unlisted:
         print(f"FAIL: docs/library.md does not list the installed header redbloom/{header}")
     print(f"docs files named: {len(unplaced)} source files without a layer, "
-          f"{len(unlisted)} installed headers unlisted")
-    return not unplaced and not unlisted
+          f"{len(unlisted)} installed headers unlisted, "
+          f"{len(pointers)} pointers from installed headers to internal files")
+    return not unplaced and not unlisted and not pointers
 
 
 if __name__ == "__main__":
