@@ -13,7 +13,7 @@
 //     tls_insecure_skip_verify=yes  accept any certificate (a warning is printed)
 //
 // A redis+cluster URI names a Redis Cluster by one or more of its nodes (seeds): the slot map
-// is discovered from them (cluster_router.hpp). Credentials, timeouts and TLS settings apply
+// is discovered from them (and MOVED/ASK followed). Credentials, timeouts and TLS settings apply
 // to every node.
 //
 // Host may be a bracketed IPv6 address. The user name and password are percent-decoded, so a
