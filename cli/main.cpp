@@ -14,6 +14,7 @@
 #include "exit_codes.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/file_faults.hpp"
+#include "redbloom/redis_endpoint.hpp"
 
 namespace {
 
@@ -130,6 +131,9 @@ int main(int argc, char** argv) {
     if (command.empty() && !arg.starts_with("-")) command = arg;
   }
   set_diagnostics(command, json, quiet);
+  // With --json, stderr carries only JSON objects: the library's TLS warning too.
+  if (json)
+    redbloom::set_insecure_tls_warning([](std::string_view message) { report_warning(message); });
   // dedup of a Redis stream (--from) has options of its own: its hidden command parses them.
   std::vector<char*> args(argv, argv + argc);
   std::string parsed_command = command;

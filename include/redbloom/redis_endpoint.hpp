@@ -67,4 +67,11 @@ struct RedisEndpoint {
 // parse_redis_uri(uri), or of $REDIS_URL when uri is empty, or the local default.
 [[nodiscard]] RedisEndpoint redis_endpoint_or_default(std::string_view uri);
 
+// The warning said once per process when a connection skips certificate verification
+// (tls_insecure_skip_verify): by default "redbloom: WARNING: ..." on stderr. A program that
+// formats its own stderr (the command line's --json) passes a function that writes `message`
+// its way; it is called once, and must not drop it. Set it before the first connection.
+using InsecureTlsWarning = void (*)(std::string_view message);
+void set_insecure_tls_warning(InsecureTlsWarning write);
+
 }  // namespace redbloom
