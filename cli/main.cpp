@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -87,12 +88,26 @@ std::string unknown_option(const CLI::App& app, const std::string& command, int 
   return "";
 }
 
+// The stream stage is the hidden command dedup-stream, which users type as "dedup --from ...":
+// its help says so.
+class StreamStageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    const std::string hidden = redbloom::cli::kStreamDedupCommand;
+    if (const std::size_t at = name.find(hidden); at != std::string::npos) {
+      name.replace(at, hidden.size(), "dedup --from redis-stream://HOST[:PORT]#STREAM");
+    }
+    return CLI::Formatter::make_usage(app, name);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace redbloom::cli;
   redbloom::report_shrinking_filter_files(kExitStorage);
-  CLI::App app{"redbloom: Bloom filters for deduplication and membership tests"};
+  // Named, so that help says "Usage: redbloom ..." however the program was started.
+  CLI::App app{"redbloom: Bloom filters for deduplication and membership tests", "redbloom"};
   app.require_subcommand(1);
   // The version is CMake's PROJECT_VERSION, the one the man page and Python's __version__ show.
   app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
@@ -108,6 +123,7 @@ int main(int argc, char** argv) {
   register_diff(app, exit_code);
   register_transfers(app, exit_code);
   register_stream_dedup(app, exit_code);
+  app.get_subcommand(kStreamDedupCommand)->formatter(std::make_shared<StreamStageFormatter>());
   app.get_subcommand("dedup")->footer(
       "From a Redis stream to another, exactly once per key: redbloom dedup --from "
       "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
