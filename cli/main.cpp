@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     report_error(e.what());
     return kExitUsage;
   } catch (const redbloom::Error& e) {
-    report_error(e.what());
+    report_error(error_with_origin(e.what()));
     return kExitStorage;
   } catch (const std::bad_alloc&) {
     report_error("out of memory");
