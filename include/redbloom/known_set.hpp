@@ -53,8 +53,6 @@ class KnownSet {
   // Redis server, several, or a cluster.
   static KnownSet create(const Location& location, const FilterParams& params, bool exact,
                          bool overwrite = false);
-  // open() takes the companion whenever the filter has one (so that adds keep it whole);
-  // `exact` = true requires one.
   static KnownSet open(const Location& location, bool exact);
   static KnownSet create_file(const std::string& path, const FilterParams& params, bool exact,
                               bool overwrite = false);

@@ -32,10 +32,7 @@ KnownSet KnownSet::create(const Location& location, const FilterParams& params, 
 
 KnownSet KnownSet::open(const Location& location, bool exact) {
   Filter filter = Filter::open(location);
-  // A companion the filter has is opened whether or not asked for: adds without it would leave
-  // it missing items, and reopening by name alone must still answer exactly.
-  std::unique_ptr<ExactSet> companion =
-      exact || exact_set_exists(location) ? open_exact_set(location, filter) : nullptr;
+  std::unique_ptr<ExactSet> companion = exact ? open_exact_set(location, filter) : nullptr;
   return {std::move(filter), std::move(companion)};
 }
 
