@@ -58,7 +58,7 @@ void CapacityWatch::check(std::uint64_t committed) {
   warned_ = true;
   char items[64];
   std::snprintf(items, sizeof items, "%.0f", estimated_);
-  const std::string state = "filter " + filter_.backend().location() + " holds about " + items +
+  const std::string state = filter_.backend().location() + " holds about " + items +
                             " items, past its capacity of " + std::to_string(p.capacity) +
                             ": its false-positive rate is now about " +
                             format_rate(expected_false_positive_rate(p, estimated_)) +

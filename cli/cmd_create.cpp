@@ -145,7 +145,8 @@ void register_create(CLI::App& app, int& exit_code) {
                   params_json_members(filter.params()).c_str(),
                   stream ? json_string(made).c_str() : "null", cmd->exact ? "true" : "false");
     } else {
-      std::printf("created %s: %s\n", cmd->location.describe().c_str(), made.c_str());
+      std::printf("created %s: %s%s\n", cmd->location.describe().c_str(), made.c_str(),
+                  defaulted_size(cmd->sizing).c_str());
     }
     exit_code = kExitOk;
   });

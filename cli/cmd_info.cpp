@@ -252,9 +252,13 @@ void register_info(CLI::App& app, int& exit_code) {
       print_json(cmd->location.describe(), info, exact);
     } else {
       const Location where = cmd->location.resolve();
-      const std::string advice = how_to_get_exact_set(
-          info.set_bits == 0 ? FilterContents::empty : FilterContents::holds_items,
-          where.in_redis(), where.in_redis() ? where.name : where.path);
+      // A windowed filter forgets and an exact set would not: create refuses one (exact_options).
+      const std::string advice =
+          info.stream && info.stream->options.window_ns != 0
+              ? "a windowed filter cannot have one: it forgets items and the set would not"
+              : how_to_get_exact_set(
+                    info.set_bits == 0 ? FilterContents::empty : FilterContents::holds_items,
+                    where.in_redis(), where.in_redis() ? where.name : where.path);
       print_text(cmd->location.describe(), info, exact, advice);
     }
     exit_code = kExitOk;

@@ -1,6 +1,7 @@
 #include "diagnostics.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "summary.hpp"
 
@@ -10,6 +11,7 @@ namespace {
 std::string g_command;
 bool g_json = false;
 bool g_quiet = false;
+std::string g_server_origin;
 
 void report(const char* type, const char* text_prefix, std::string_view message) {
   if (g_json) {
@@ -44,6 +46,26 @@ void report_warning(std::string_view message) {
 
 void report_note(std::string_view message) {
   if (!g_quiet) report("note", "note: ", message);
+}
+
+void report_created(std::string_view message) {
+  report("note", "note: ", message);
+}
+
+void note_implicit_server() {
+  const char* env = std::getenv("REDIS_URL");
+  g_server_origin = env != nullptr && *env != '\0'
+                        ? "the server of $REDIS_URL, used because no Redis URI was given"
+                        : "the default server redis://127.0.0.1:6379, used because no Redis URI "
+                          "was given and $REDIS_URL is unset; give --redis URI or set REDIS_URL";
+}
+
+std::string error_with_origin(std::string_view message) {
+  std::string text(message);
+  if (!g_server_origin.empty() && text.find(": connect: ") != std::string::npos) {
+    text += " (" + g_server_origin + ")";
+  }
+  return text;
 }
 
 void report_line(std::string_view line) {

@@ -17,6 +17,13 @@ void set_diagnostics(std::string_view command, bool json, bool quiet);
 void report_error(std::string_view message);
 void report_warning(std::string_view message);
 void report_note(std::string_view message);
+// A filter made because it was missing: said even under -q, since a quiet run that meets a
+// vanished filter (a lost key, an evicted window) must not start over on an empty one unseen.
+void report_created(std::string_view message);
+// Where the Redis server came from when no URI was given ($REDIS_URL or the default), so that a
+// failed connection names it; error_with_origin() adds it to a connection error's message.
+void note_implicit_server();
+[[nodiscard]] std::string error_with_origin(std::string_view message);
 // A line that is already JSON (the summary) or text, printed as it is.
 void report_line(std::string_view line);
 

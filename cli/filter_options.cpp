@@ -90,7 +90,10 @@ Location FilterLocation::resolve() const {
                           (redis_uri.empty() ? "redis://HOST:PORT" : redis_uri) +
                           "#NAME) or give " + name_flag + " NAME");
   }
-  if (list.empty()) return Location::parse("", named);
+  if (list.empty()) {
+    note_implicit_server();  // a failed connection then says which server it tried, and why
+    return Location::parse("", named);
+  }
   return Location::redis(parse_redis_servers(list), named);
 }
 
@@ -208,6 +211,32 @@ std::optional<StreamOptions> requested_stream(const SizingOptions& options) {
   return requested_size(options).stream;
 }
 
+std::string defaulted_size(const SizingOptions& options) {
+  static_assert(kDefaultCapacity == 1e6 && kDefaultErrorRate == 0.01, "the text below says so");
+  const bool by_hand = given(options.bits_option);
+  const bool capacity = !by_hand && !given(options.capacity_option) && !given(options.rate_option);
+  const bool rate = !by_hand && !given(options.error_rate_option);
+  if (!capacity && !rate) return "";
+  const bool windowed = given(options.window_option);
+  const std::string items = windowed ? "-n 1e6 items per window" : "-n 1e6";
+  const std::string what = capacity && rate ? "the default size, " + items + " -p 0.01"
+                           : capacity       ? "the default capacity, " + items
+                                            : "the default error rate, -p 0.01";
+  if (windowed) {
+    return " (" + what +
+           "): for another size, drop it and pass --rate ITEMS/s or -n ITEMS (per window) and "
+           "-p RATE";
+  }
+  if (given(options.growth_option)) {
+    return " (" + what +
+           "): for another size, drop it and pass -n ITEMS (its first link's) -p RATE";
+  }
+  return " (" + what +
+         "); past its capacity new items are ever more often taken for ones already seen: for "
+         "another size, drop it and pass -n ITEMS -p RATE (redbloom plan -n ITEMS -p RATE shows "
+         "the cost)";
+}
+
 namespace {
 
 // Where a new filter file is to be made: the errors the store would report about its temporary
@@ -317,13 +346,7 @@ WritableFilter open_for_writing(const FilterLocation& location, const SizingOpti
   if (report.created) {
     std::string note = "created filter " + where.describe() + ": " +
                        (stream ? describe(*stream) : describe(*sized.params));
-    if (!sized.given) {
-      note +=
-          " (the default size, -n 1e6 -p 0.01); past its capacity new items are ever more "
-          "often taken for ones already seen: for another size, drop it and pass "
-          "-n ITEMS -p RATE (redbloom plan -n ITEMS -p RATE shows the cost)";
-    }
-    report_note(note);
+    report_created(note + defaulted_size(options));
   }
   return {std::move(filter), report.created};
 }

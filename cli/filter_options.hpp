@@ -88,6 +88,9 @@ void add_sizing_options(CLI::App& command, SizingOptions& options);
 [[nodiscard]] FilterParams requested_params(const SizingOptions& options);
 // A windowed or growing filter, when --window or --growth asks for one; nullopt otherwise.
 [[nodiscard]] std::optional<StreamOptions> requested_stream(const SizingOptions& options);
+// What of a new filter's size the options left to the defaults, for the note that says it was
+// created: " (the default size, -n 1e6 -p 0.01; ...)", or "" when they gave the whole size.
+[[nodiscard]] std::string defaulted_size(const SizingOptions& options);
 
 // Opens the filter for writing (Filter::open). A missing filter is created from the options
 // when `create_if_missing` (and a note on stderr says so, with its size); an existing one must

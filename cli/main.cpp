@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "exit_codes.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/file_faults.hpp"
+#include "redbloom/redis_endpoint.hpp"
 
 namespace {
 
@@ -86,12 +88,26 @@ std::string unknown_option(const CLI::App& app, const std::string& command, int 
   return "";
 }
 
+// The stream stage is the hidden command dedup-stream, which users type as "dedup --from ...":
+// its help says so.
+class StreamStageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    const std::string hidden = redbloom::cli::kRedisStreamDedupCommand;
+    if (const std::size_t at = name.find(hidden); at != std::string::npos) {
+      name.replace(at, hidden.size(), "dedup --from redis-stream://HOST[:PORT]#STREAM");
+    }
+    return CLI::Formatter::make_usage(app, name);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace redbloom::cli;
   redbloom::report_shrinking_filter_files(kExitStorage);
-  CLI::App app{"redbloom: Bloom filters for deduplication and membership tests"};
+  // Named, so that help says "Usage: redbloom ..." however the program was started.
+  CLI::App app{"redbloom: Bloom filters for deduplication and membership tests", "redbloom"};
   app.require_subcommand(1);
   // The version is CMake's PROJECT_VERSION, the one the man page and Python's __version__ show.
   app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
@@ -107,6 +123,7 @@ int main(int argc, char** argv) {
   register_diff(app, exit_code);
   register_transfers(app, exit_code);
   register_redis_stream_dedup(app, exit_code);
+  app.get_subcommand(kRedisStreamDedupCommand)->formatter(std::make_shared<StreamStageFormatter>());
   app.get_subcommand("dedup")->footer(
       "From a Redis stream to another, exactly once per key: redbloom dedup --from "
       "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
@@ -130,6 +147,9 @@ int main(int argc, char** argv) {
     if (command.empty() && !arg.starts_with("-")) command = arg;
   }
   set_diagnostics(command, json, quiet);
+  // With --json, stderr carries only JSON objects: the library's TLS warning too.
+  if (json)
+    redbloom::set_insecure_tls_warning([](std::string_view message) { report_warning(message); });
   // dedup of a Redis stream (--from) has options of its own: its hidden command parses them.
   std::vector<char*> args(argv, argv + argc);
   std::string parsed_command = command;
@@ -175,7 +195,7 @@ int main(int argc, char** argv) {
     report_error(e.what());
     return kExitUsage;
   } catch (const redbloom::Error& e) {
-    report_error(e.what());
+    report_error(error_with_origin(e.what()));
     return kExitStorage;
   } catch (const std::bad_alloc&) {
     report_error("out of memory");

@@ -24,9 +24,15 @@ for round in $(seq 1 "$rounds"); do
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
+  # The creator says it made the filter (-q never hides that); nothing else is said.
+  creators=$(cat err*.txt | grep -c 'note: created filter f.rbf')
+  if [[ $creators -ne 1 ]]; then
+    echo "round $round: $creators workers said they created the filter"
+    bad=$((bad + 1))
+  fi
   for p in $(seq 1 "$processes"); do
-    if [[ -s "err$p.txt" ]]; then
-      echo "round $round: worker $p: $(head -c 300 "err$p.txt")"
+    if grep -v -q 'note: created filter f.rbf' "err$p.txt"; then
+      echo "round $round: worker $p: $(grep -v 'note: created filter f.rbf' "err$p.txt" | head -c 300)"
       bad=$((bad + 1))
     fi
   done

@@ -38,6 +38,11 @@ run info --redis "$U" --name urls --json
 check "info json" 0 "$rc"
 check_contains "info json location" "\"location\": \"redis 127.0.0.1:${redis_port[main]} filter urls\"" "$out"
 check_contains "info json capacity" "\"capacity\": 100000" "$out"
+run create --redis "$U" --name small -n 100 -p 0.01 -q
+run add --redis "$U" --name small a.txt
+check_contains "past capacity: names the filter once" \
+  "warning: redis 127.0.0.1:${redis_port[main]} filter small holds about" "$err"
+run drop --redis "$U" --name small
 run add --redis "$U" --name urls -n 5 a.txt
 check "other parameters" 2 "$rc"
 check_contains "other parameters message" "created with other parameters" "$err"

@@ -140,6 +140,7 @@ check "tmpfs: saved continue the written lines" "$(head -$((written + $(wc -l < 
 
 # --- output closed: dedup | head, exists | head ---
 rm -f f.rbf ./redbloom-dedup-unprinted-*
+"$redbloom" create -q -f f.rbf "${big[@]}"
 "$redbloom" dedup -f f.rbf "${big[@]}" -q items.txt 2> err.txt | head -3 > out.txt
 rc=${PIPESTATUS[0]}
 check "closed pipe exit status" 141 "$rc"
@@ -200,7 +201,19 @@ check_contains "implicit create note" "created filter f.rbf" "$err"
 check_contains "implicit create note says the default" "the default size, -n 1e6 -p 0.01" "$err"
 check_contains "implicit create note says how to choose" "-n ITEMS -p RATE" "$err"
 run add -f g.rbf -q <<< "x"
-check "implicit create: -q is quiet" "" "$err"
+check_contains "implicit create: -q still says a filter was made" "created filter g.rbf" "$err"
+check_contains "implicit create: -q says its size is the default" "the default size, -n 1e6 -p 0.01" "$err"
+run dedup -f g.rbf -q <<< "x"
+check "an existing filter under -q: nothing said" "" "$err"
+run dedup -f gw.rbf --window 10m <<< "x"
+check_contains "implicit windowed create: the default size" \
+  "the default size, -n 1e6 items per window -p 0.01" "$err"
+run dedup -f gp.rbf --window 10m -n 5000 <<< "x"
+check_contains "implicit windowed create: the default rate" "the default error rate, -p 0.01" "$err"
+run create -f gc.rbf
+check_contains "create without a size: says the default" "(the default size, -n 1e6 -p 0.01)" "$out"
+run create -f gs.rbf -n 5000 -p 0.001
+check "create with a size: no default named" "" "$(grep default <<<"$out")"
 run create -f small.rbf -n 1000 -p 0.01
 seq 1 3000 > three-thousand.txt
 run add -f small.rbf three-thousand.txt

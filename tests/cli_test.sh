@@ -48,6 +48,15 @@ check_contains "mistyped command lists the commands" "the commands are plan, cre
 REDIS_URL=http://localhost:6379 run info --name urls
 check "bad REDIS_URL" 2 "$rc"
 check_contains "bad REDIS_URL is named" '$REDIS_URL (used because no Redis URI was given)' "$err"
+run plan -n 100 -p 0.01 --layout Blocked
+check "plan --layout Blocked: any case" 0 "$rc"
+check_contains "plan --layout Blocked: the blocked layout" "layout            blocked" "$out"
+REDIS_URL=redis://127.0.0.1:1 run info --name urls
+check "REDIS_URL unreachable" 3 "$rc"
+check_contains "REDIS_URL unreachable: says the server came from it" \
+  'the server of $REDIS_URL, used because no Redis URI was given' "$err"
+run info --filter redis://127.0.0.1:1#urls
+check "explicit URI unreachable: no origin remark" "" "$(grep -F 'REDIS_URL' <<<"$err")"
 run plan -n 100 -p 0.01 --layout fancy
 check "plan bad layout" 2 "$rc"
 check_contains "plan bad layout message" "unknown layout 'fancy'" "$err"

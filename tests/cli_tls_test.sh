@@ -83,6 +83,11 @@ check_contains "a TLS setting on redis://: what to do" "'tls_ca' is a TLS settin
 run dedup -f "$bare?tls_insecure_skip_verify=yes#insecure" a.txt
 check "insecure: works" "0:20000" "$rc:$(wc -l <<< "$out")"
 check_contains "insecure: warned" "WARNING: TLS certificate verification is OFF for 127.0.0.1:$P" "$err"
+run dedup -f "$bare?tls_insecure_skip_verify=yes#insecure-json" --json -q a.txt
+check "insecure, --json: works" 0 "$rc"
+check_contains "insecure, --json: a JSON warning" \
+  '{"type": "warning", "command": "dedup", "message": "TLS certificate verification is OFF for 127.0.0.1:' "$err"
+check "insecure, --json: stderr holds only JSON objects" "" "$(grep -v '^{.*}$' <<<"$err")"
 
 echo "cli_tls_test: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -206,5 +206,12 @@ check "two slow items: not 0 items/s" no "$([[ "$err" == *" 0 items/s"* ]] && ec
 { echo slow-4; sleep 3; } | "$redbloom" add -f slow.rbf --json 2>"$work/stderr"
 check_contains "one slow item, JSON: the rate is null" '"items_per_second": null' "$(cat "$work/stderr")"
 
+run dedup --from x --help
+check_contains "the stream stage's help: the command users type" \
+  "Usage: redbloom dedup --from redis-stream://HOST[:PORT]#STREAM [OPTIONS]" "$out"
+check "the stream stage's help: no hidden name" "" "$(grep -F dedup-stream <<<"$out")"
+run dedup --help
+check_contains "help names the program, not its path" "Usage: redbloom dedup [OPTIONS]" "$out"
+
 echo "cli_usage_test: $passes passed, $failures failed"
 ((failures == 0))

@@ -45,6 +45,17 @@ check "short window: seen" "" "$out"
 sleep 6.2  # window + one slice
 out=$(printf 'a\nc\n' | "$redbloom" dedup --filter short.rbf -q)
 check "short window: forgotten after window + slice" $'a\nc' "$out"
+run create --filter gone.rbf --window 200ms -n 1000 -p 0.01
+printf 'a\nb\n' | "$redbloom" add --filter gone.rbf -q
+sleep 0.6  # every slice has left the window
+run info --filter gone.rbf
+check_contains "no live slice: the rate now is 0, not -0" "rate now          0 (target" "$out"
+run info --filter gone.rbf --json
+check "no live slice: JSON has no -0" "" "$(grep -o -- '-0[,}]' <<<"$out")"
+run info --filter w.rbf
+check_contains "info on a window: no exact set, and why" \
+  "a windowed filter cannot have one: it forgets items and the set would not" "$out"
+check "info on a window: suggests no --exact load" "" "$(grep -- 'load --exact' <<<"$out")"
 
 # --- growth and its byte limit
 run create --filter g.rbf --growth 2 -n 1000 -p 0.01 --max-bytes 20KiB

@@ -76,6 +76,11 @@ else
     grep -qE "^ $command( |$)" <<< "$rendered" || check "redbloom(1) lists $command" "" "missing"
   done
   check_contains "redbloom(1) carries the version" "${version#redbloom }" "$rendered"
+  check_contains "redbloom(1) shows the jobs: a stage with a journal" \
+    "redbloom dedup -f events.rbf --journal events.journal" "$rendered"
+  check_contains "redbloom(1) shows the jobs: Redis streams" "redbloom dedup --from redis-stream://" \
+    "$rendered"
+  check_contains "redbloom(1) has the exit statuses" "Stopped by SIGHUP, SIGINT or SIGTERM" "$rendered"
   check "man -w finds redbloom(1) from PATH" "$page" "$(MANPATH='' man -w redbloom 2>&1)"
   check_contains "man -l renders it" "SYNOPSIS" "$(MANPAGER="cat" man -l "$page" 2>&1)"
 fi

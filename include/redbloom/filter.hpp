@@ -34,7 +34,7 @@ class FileStore;
 
 // How Filter::open treats a filter that is missing, still being created, or made differently.
 struct OpenOptions {
-  // read_only for lookups; exclusive_write for the sole writer of a file (file_store.hpp).
+  // read_only for lookups; exclusive_write for the sole writer of a file (file_access.hpp).
   FileAccess access = FileAccess::read_write;
   // Create a missing filter with `params` (else a missing filter is NotFound).
   bool create_if_missing = false;
@@ -134,11 +134,11 @@ class Filter {
   [[nodiscard]] static Filter open_file(const std::string& path,
                                         FileAccess access = FileAccess::read_write);
 
-  // A filter in Redis (see redis_store.hpp): created empty, or opened after checking it.
+  // A filter in Redis (docs/redis.md): created empty, or opened after checking it.
   [[nodiscard]] static Filter create_redis(const RedisEndpoint& endpoint, const std::string& name,
                                            const FilterParams& params, bool overwrite = false);
   [[nodiscard]] static Filter open_redis(const RedisEndpoint& endpoint, const std::string& name);
-  // The same over several servers (sharded_store.hpp); one server gives a plain Redis filter.
+  // The same over several servers (docs/redis.md); one server gives a plain Redis filter.
   [[nodiscard]] static Filter create_redis(const std::vector<RedisEndpoint>& servers,
                                            const std::string& name, const FilterParams& params,
                                            bool overwrite = false);

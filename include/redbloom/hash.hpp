@@ -1,5 +1,5 @@
 // Item hashing: one 128-bit XXH3 hash per item; every probe position is derived from it
-// (see layout.hpp), so an item is read once however many bits it sets.
+// (docs/design.md, "The bits"), so an item is read once however many bits it sets.
 //
 // The scheme is versioned: a filter records the id of the scheme that placed its bits, and
 // a filter made with a scheme this build does not know is refused rather than misread.

@@ -3,7 +3,7 @@
 //   urls.rbf, /data/urls.rbf, file:urls.rbf         a filter file (the embedded default)
 //   redis://cache:6379/2#urls                       filter "urls" in one Redis server
 //   redis://a:6379,redis://b:6379#urls              one filter sharded over these servers, in
-//                                                   this order (sharded_store.hpp)
+//                                                   this order (docs/redis.md)
 //   redis+cluster://n1:7000,n2:7001#urls            filter "urls" in a Redis Cluster
 //   memory:                                         this process's memory (not shared)
 //

@@ -21,7 +21,7 @@ enum class Layout : std::uint32_t {
 };
 
 [[nodiscard]] std::string_view to_string(Layout layout) noexcept;
-// Parses "classic" or "blocked"; nullopt otherwise.
+// Parses "classic" or "blocked", in any case; nullopt otherwise.
 [[nodiscard]] std::optional<Layout> parse_layout(std::string_view name) noexcept;
 
 inline constexpr std::uint64_t kDefaultPartitionBytes = std::uint64_t{64} << 20;

@@ -13,7 +13,7 @@
 //     tls_insecure_skip_verify=yes  accept any certificate (a warning is printed)
 //
 // A redis+cluster URI names a Redis Cluster by one or more of its nodes (seeds): the slot map
-// is discovered from them (cluster_router.hpp). Credentials, timeouts and TLS settings apply
+// is discovered from them (and MOVED/ASK followed). Credentials, timeouts and TLS settings apply
 // to every node.
 //
 // Host may be a bracketed IPv6 address. The user name and password are percent-decoded, so a
@@ -66,5 +66,12 @@ struct RedisEndpoint {
 
 // parse_redis_uri(uri), or of $REDIS_URL when uri is empty, or the local default.
 [[nodiscard]] RedisEndpoint redis_endpoint_or_default(std::string_view uri);
+
+// The warning said once per process when a connection skips certificate verification
+// (tls_insecure_skip_verify): by default "redbloom: WARNING: ..." on stderr. A program that
+// formats its own stderr (the command line's --json) passes a function that writes `message`
+// its way; it is called once, and must not drop it. Set it before the first connection.
+using InsecureTlsWarning = void (*)(std::string_view message);
+void set_insecure_tls_warning(InsecureTlsWarning write);
 
 }  // namespace redbloom

@@ -11,7 +11,7 @@
 // We round k to the nearest integer, which gives the lower rate: floor(), as some libraries do,
 // takes k = 6 instead of 7 at p = 1% (m/n = 9.585) and 1.4% more false positives.
 //
-// Blocked layout (all k probes inside one 512-bit block, one cache line; layout.hpp). The
+// Blocked layout (all k probes inside one 512-bit block, one cache line; docs/design.md). The
 // number of items that land in a block is Binomial(n, 512/m) ~= Poisson(lambda = 512 n / m).
 // Blocks with more items than average are fuller, and the textbook formula underestimates the
 // rate; summing over the Poisson distribution gives the true rate

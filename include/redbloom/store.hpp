@@ -1,9 +1,9 @@
 // One bitmap and where its bits live (memory, a mapped file, Redis): a plain filter's whole
 // filter, or one link of a windowed or growing filter (filter_backend.hpp composes those). The
 // extension point for custom stores: Filter(std::make_unique<MyStore>(...)). A store works on
-// batches of items, hashes them with hash_item() and places their bits with layout.hpp, as its
-// parameters say. Taking the items rather than their hashes lets a local store hash item i+D
-// while item i's cache line is still on its way.
+// batches of items, hashes them with hash_item() and places their bits as its parameters say
+// (docs/design.md, "The bits"). Taking the items rather than their hashes lets a local store hash
+// item i+D while item i's cache line is still on its way.
 #pragma once
 
 #include <cstdint>
@@ -79,7 +79,7 @@ class Store {
   // defaults lead to the virtual functions above. Why it matters: out of cache, one-item calls
   // overlap their misses only as far as the CPU's reorder window holds consecutive calls, so
   // the cost of a lookup grows with its instruction count, and a virtual call plus three
-  // forwarding frames were a quarter of them (bitmap_kernels.cpp has the figures).
+  // forwarding frames were a quarter of them.
   struct OneItemCall {
     bool (*function)(const void* context, std::string_view item);
     const void* context;
@@ -109,12 +109,11 @@ class Store {
   // amortise a lock or a network round trip, few enough to bound a lock hold or a request.
   [[nodiscard]] virtual std::size_t batch_items() const noexcept { return 1024; }
   // The same for the calls with no per-item write answers, set() and test(): a remote store
-  // takes the largest batches it is given, to choose the cheapest way to move them (see
-  // redis_store.hpp).
+  // takes the largest batches it is given, to choose the cheapest way to move them.
   [[nodiscard]] virtual std::size_t bulk_batch_items() const noexcept { return batch_items(); }
 
   // Lets batch calls use up to `threads` threads (1, the default: the calling thread only).
-  // Local stores split large batches over them (bitmap_store.hpp); remote stores already
+  // Local stores split large batches over them; remote stores already
   // pipeline their batches and ignore it.
   virtual void use_threads(unsigned threads) { (void)threads; }
 

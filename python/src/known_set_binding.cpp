@@ -14,6 +14,7 @@
 #include "errors.hpp"
 #include "items.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/known_set.hpp"
 #include "redbloom/location.hpp"
 #include "shared_handle.hpp"
@@ -117,9 +118,14 @@ class PyKnownSet {
 
 std::unique_ptr<PyKnownSet> make_known_set(const std::string& where, const std::string& name,
                                            const py::object& capacity, const py::object& error_rate,
-                                           const py::object& layout, bool exact, bool create,
-                                           bool overwrite) {
+                                           const py::object& layout, const py::object& exact_arg,
+                                           bool create, bool overwrite) {
   const Location location = Location::parse(where, name);
+  // exact=None: the companion the filter has, if any, so that a KnownSet reopened by its location
+  // answers exactly and its adds keep the companion whole; a new one gets none.
+  const std::optional<bool> asked =
+      exact_arg.is_none() ? std::nullopt : std::optional<bool>(exact_arg.cast<bool>());
+  bool exact = asked.value_or(false);
   SizingKeywords keywords;
   keywords.capacity = capacity;
   keywords.error_rate = error_rate;
@@ -140,7 +146,10 @@ std::unique_ptr<PyKnownSet> make_known_set(const std::string& where, const std::
         // Another process created it first: theirs is opened below.
       }
     }
-    if (!set) set.emplace(KnownSet::open(location, exact));
+    if (!set) {
+      if (!asked) exact = exact_set_exists(location);
+      set.emplace(KnownSet::open(location, exact));
+    }
   }
   return std::make_unique<PyKnownSet>(std::move(*set), location, exact);
 }
@@ -153,7 +162,7 @@ as a Bloom filter at any location, with exact=True also an exact companion, and 
 "which of these items are not known?".)doc")
       .def(py::init(&make_known_set), py::arg("location"), py::kw_only(), py::arg("name") = "",
            py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
-           py::arg("layout") = py::none(), py::arg("exact") = false, py::arg("create") = true,
+           py::arg("layout") = py::none(), py::arg("exact") = py::none(), py::arg("create") = true,
            py::arg("overwrite") = false)
       .def("add", &PyKnownSet::add, py::arg("items"), py::arg("progress") = py::none(),
            "Adds every item (to the companion first); progress(done) after each batch. "

@@ -43,6 +43,13 @@ def test_a_bad_uri_is_an_invalid_argument():
         redbloom.open("redis://127.0.0.1:notaport#x", capacity=10)
 
 
+def test_a_uri_without_a_name_says_how_to_give_one():
+    with pytest.raises(redbloom.InvalidArgument) as raised:
+        redbloom.open("redis://127.0.0.1:1")
+    assert 'redis://127.0.0.1:1#NAME), or give the name on its own' in str(raised.value)
+    assert 'name="NAME" in Python' in str(raised.value)
+
+
 def test_no_server_is_a_storage_error():
     from conftest import free_port
     with pytest.raises(redbloom.StorageError):

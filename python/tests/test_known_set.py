@@ -35,6 +35,22 @@ def test_exact_find_missing_is_the_set_difference(workdir, redis_server, where):
         assert again.find_missing(KNOWN[:10]) == KNOWN[:10]
 
 
+@pytest.mark.parametrize("where", ["file", "redis"])
+def test_reopened_by_name_keeps_its_companion(workdir, redis_server, where):
+    """A KnownSet built with exact=True and reopened by its location alone answers exactly, and
+    its adds reach the companion (without it they would be missing there)."""
+    location = {"file": str(workdir / "r.rbf"), "redis": redis_server.url + "#reopened"}[where]
+    with redbloom.KnownSet(location, capacity=30000, error_rate=0.2, exact=True,
+                           overwrite=True) as known:
+        known.add(KNOWN[:20000])
+    with redbloom.KnownSet(location) as again:
+        assert again.stats()["has_exact"]
+        again.add(KNOWN[20000:])
+        assert again.find_missing(CHECKED) == ORPHANS
+    with redbloom.KnownSet(location, exact=True) as third:
+        assert third.stats()["exact_entries"] == len(KNOWN)
+
+
 def test_exact_answers_need_the_companion(workdir):
     with redbloom.KnownSet(str(workdir / "b.rbf"), capacity=1000) as known:
         known.add(["a"])

@@ -1,5 +1,7 @@
 #include "redbloom/params.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -52,8 +54,14 @@ std::string_view to_string(Layout layout) noexcept {
 }
 
 std::optional<Layout> parse_layout(std::string_view name) noexcept {
-  if (name == "classic") return Layout::classic;
-  if (name == "blocked") return Layout::blocked;
+  // Any case: "Blocked" and Redis-style "BLOCKED" name the same layout.
+  const auto is = [name](std::string_view word) {
+    return std::equal(name.begin(), name.end(), word.begin(), word.end(), [](char a, char b) {
+      return std::tolower(static_cast<unsigned char>(a)) == b;
+    });
+  };
+  if (is("classic")) return Layout::classic;
+  if (is("blocked")) return Layout::blocked;
   return std::nullopt;
 }
 

@@ -200,7 +200,7 @@ double StreamShape::compound_rate(
     const double rate = expected_false_positive_rate(link_params(link), double(items));
     log_pass += std::log1p(-std::min(rate, 1.0 - 1e-300));
   }
-  return -std::expm1(log_pass);
+  return 0.0 - std::expm1(log_pass);  // not -expm1: with no live link that is -0, shown "-0"
 }
 
 std::string StreamShape::describe() const {

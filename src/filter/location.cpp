@@ -63,7 +63,8 @@ Location Location::parse(std::string_view text, std::string_view name) {
   }
   if (named.empty()) {
     throw InvalidArgument("no filter name: write it after '#' (" + std::string(text) +
-                          "#NAME) or give it apart");
+                          "#NAME), or give the name on its own (--name NAME on the command "
+                          "line, name=\"NAME\" in Python)");
   }
   if (!servers.empty()) return redis(parse_redis_servers(servers), std::string(named));
   const char* env = std::getenv("REDIS_URL");

@@ -16,15 +16,20 @@ constexpr std::size_t kInputSize = 64 * 1024;
 
 std::atomic<std::uint64_t> connections{0};
 std::atomic<std::uint64_t> round_trips{0};
+std::atomic<InsecureTlsWarning> g_insecure_tls_warning{nullptr};
 
 void warn_unverified(const RedisEndpoint& endpoint) {
   static std::once_flag once;
   std::call_once(once, [&] {
-    std::fprintf(stderr,
-                 "redbloom: WARNING: TLS certificate verification is OFF for %s "
-                 "(tls_insecure_skip_verify): anyone on the network path can read and change "
-                 "this traffic; give the server's CA as tls_ca=PATH instead\n",
-                 endpoint.describe().c_str());
+    const std::string message =
+        "TLS certificate verification is OFF for " + endpoint.describe() +
+        " (tls_insecure_skip_verify): anyone on the network path can read and change this "
+        "traffic; give the server's CA as tls_ca=PATH instead";
+    if (const InsecureTlsWarning write = g_insecure_tls_warning.load()) {
+      write(message);
+    } else {
+      std::fprintf(stderr, "redbloom: WARNING: %s\n", message.c_str());
+    }
   });
 }
 
@@ -213,3 +218,11 @@ void Connection::expect(const redisReply& reply, int type, std::string_view oper
 }
 
 }  // namespace redbloom::redis
+
+namespace redbloom {
+
+void set_insecure_tls_warning(InsecureTlsWarning write) {
+  redis::g_insecure_tls_warning.store(write);
+}
+
+}  // namespace redbloom

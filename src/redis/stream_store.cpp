@@ -697,7 +697,7 @@ std::optional<StreamInfo> RedisStreamStore::stream_info() const {
     info.bytes += segment.bytes;
     info.segments.push_back(segment);
   }
-  info.error_rate_now = -std::expm1(log_pass);
+  info.error_rate_now = 0.0 - std::expm1(log_pass);  // +0, not -0, with no live link
   return info;
 }
 
