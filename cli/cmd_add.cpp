@@ -46,17 +46,57 @@ std::string committed_note(const char* verb, std::uint64_t items, Emit emit) {
   return std::string(verb) + ": " + committed_text(items, emit);
 }
 
-int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
+// A batch that stopped part-way: its committed prefix and where the input stops being certain.
+[[noreturn]] void throw_incomplete(const IncompleteWrite& e, const char* verb,
+                                   std::uint64_t items_before, std::size_t batch, Emit emit) {
+  // A full windowed or growing filter stops before an item, writing nothing of the rest.
+  const bool clean_stop = dynamic_cast<const CapacityExceeded*>(&e) != nullptr;
+  throw StorageError(std::string(e.what()) + "\n" +
+                     committed_note(verb, items_before + e.committed(), emit) + "; items " +
+                     std::to_string(items_before + e.committed() + 1) + " to " +
+                     std::to_string(items_before + batch) +
+                     (clean_stop ? " and the rest of the input were not added"
+                                 : " may be partly written: added again, some may count "
+                                   "as duplicates"));
+}
+
+void add_counts(Summary& summary, std::uint64_t items, std::uint64_t added,
+                const Progress& progress) {
+  summary.count("read", "read", items)
+      .count("unique", "unique", added)
+      .count("duplicates", "duplicates", items - added)
+      .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
+      .rate("items_per_second", progress.rate(items), "items/s");
+}
+
+// The summary's lines after the counts: the exact set, the engines, the records, the journal
+// and the input.
+void add_state_fields(Summary& summary, const AddCommand& cmd, const Filter& filter,
+                      const ExactSet* exact, const RecordKeys& keys, const StageJournal* journal,
+                      const ItemReader& reader) {
+  if (exact != nullptr) summary.count("exact set entries", "exact_entries", exact->entries());
+  if (cmd.stream.verbose) summary.engines(filter.backend().engines());
+  keys.add_summary_fields(summary);
+  if (journal != nullptr) journal->add_summary_fields(summary);
+  add_input_fields(summary, reader);
+}
+
+// The options that cannot go together, refused before anything is read or made.
+void check_add_options(const AddCommand& cmd, Emit emit, InputOptions& input) {
   check_threads(cmd.stream, cmd.location);
   check_exact_for(requested_stream(cmd.sizing), cmd.exact);
-  const StopSignals stop_signals;
-  InputOptions input = cmd.stream.input;
   check_record_options(cmd.records, input);
-  RecordKeys keys(cmd.records, verb);
   if (!cmd.journal.path.empty() && emit != Emit::first_occurrences) {
     throw InvalidArgument(
         "--journal keeps first occurrences from being lost; with --dups leave it out");
   }
+}
+
+int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
+  const StopSignals stop_signals;
+  InputOptions input = cmd.stream.input;
+  check_add_options(cmd, emit, input);
+  RecordKeys keys(cmd.records, verb);
   // The inputs first: a command that cannot read them must not leave a new filter behind.
   ItemReader reader(cmd.stream.inputs, input);
   std::optional<StageJournal> journal;
@@ -98,15 +138,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       } catch (const IncompleteWrite& e) {
         // Print what is known committed, then say exactly where the input stops being certain.
         print(e.committed());
-        // A full windowed or growing filter stops before an item, writing nothing of the rest.
-        const bool clean_stop = dynamic_cast<const CapacityExceeded*>(&e) != nullptr;
-        throw StorageError(std::string(e.what()) + "\n" +
-                           committed_note(verb, items + e.committed(), emit) + "; items " +
-                           std::to_string(items + e.committed() + 1) + " to " +
-                           std::to_string(items + keyed.size()) +
-                           (clean_stop ? " and the rest of the input were not added"
-                                       : " may be partly written: added again, some may count "
-                                         "as duplicates"));
+        throw_incomplete(e, verb, items, keyed.size(), emit);
       }
       added += batch_added;
       items += keyed.size();
@@ -132,16 +164,8 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
   Summary summary(verb);
-  summary.count("read", "read", items)
-      .count("unique", "unique", added)
-      .count("duplicates", "duplicates", items - added)
-      .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
-      .rate("items_per_second", progress.rate(items), "items/s");
-  if (exact) summary.count("exact set entries", "exact_entries", exact->entries());
-  if (cmd.stream.verbose) summary.engines(filter.backend().engines());
-  keys.add_summary_fields(summary);
-  if (journal) journal->add_summary_fields(summary);
-  add_input_fields(summary, reader);
+  add_counts(summary, items, added, progress);
+  add_state_fields(summary, cmd, filter, exact.get(), keys, journal ? &*journal : nullptr, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
   return reader.stopped_by() != 0 ? exit_status_for_signal(reader.stopped_by()) : kExitOk;
 }

@@ -3,7 +3,9 @@
 // the protocol). Runs until a stop signal, which ends it after the batch in hand, with status 0.
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,10 +79,9 @@ std::string default_consumer() {
   return std::string(host[0] != '\0' ? host : "redbloom") + "-" + std::to_string(::getpid());
 }
 
-int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
-  const StopSignals stop_signals;
-  const StreamPlace from = parse_stream_place(cmd.from, "--from");
-  const StreamPlace to = parse_stream_place(cmd.to, "--to");
+// The stage's options from the command line, checked against each other.
+RedisStreamDedupOptions stage_options(const RedisStreamDedupCommand& cmd, const StreamPlace& from,
+                                      const StreamPlace& to) {
   if (!same_keyspace(from.endpoint, to.endpoint)) {
     throw InvalidArgument("--from (" + from.endpoint.describe() + ") and --to (" +
                           to.endpoint.describe() +
@@ -114,6 +115,35 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
         "writes cannot be part of the batch's one script; leave out --window "
         "and --growth");
   }
+  return options;
+}
+
+// What a batch stopped at an entry without the key says, and how to go on.
+std::string missing_key_message(const RedisStreamDedupCommand& cmd, const std::string& stream,
+                                const std::string& entry) {
+  return "entry " + entry + " of stream '" + stream + "' has no field '" + cmd.key_field +
+         "'; the entries before it are done; it stays pending in group '" + cmd.group +
+         "', with any read after it: remove it (XACK " + stream + " " + cmd.group + " " + entry +
+         ") or run again with --on-bad-record skip (acknowledge it, copy nothing) or pass (copy "
+         "it unfiltered)";
+}
+
+void accumulate(RedisStreamDedupBatch& total, const RedisStreamDedupBatch& b) {
+  total.entries += b.entries;
+  total.unique += b.unique;
+  total.duplicates += b.duplicates;
+  total.skipped += b.skipped;
+  total.passed += b.passed;
+  total.deleted += b.deleted;
+  total.done_before += b.done_before;
+  total.recovered += b.recovered;
+}
+
+int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
+  const StopSignals stop_signals;
+  const StreamPlace from = parse_stream_place(cmd.from, "--from");
+  const StreamPlace to = parse_stream_place(cmd.to, "--to");
+  const RedisStreamDedupOptions options = stage_options(cmd, from, to);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
   RedisStreamDedup dedup(filter, from.endpoint, options);
@@ -131,21 +161,9 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
     while (stop_signal() == 0) {
       if (dedup.read(cmd.batch, std::chrono::milliseconds(500)) == 0) continue;
       const RedisStreamDedupBatch b = dedup.commit();
-      total.entries += b.entries;
-      total.unique += b.unique;
-      total.duplicates += b.duplicates;
-      total.skipped += b.skipped;
-      total.passed += b.passed;
-      total.deleted += b.deleted;
-      total.done_before += b.done_before;
-      total.recovered += b.recovered;
+      accumulate(total, b);
       if (!b.stopped_at.empty()) {
-        failure = "entry " + b.stopped_at + " of stream '" + from.stream + "' has no field '" +
-                  cmd.key_field + "'; the entries before it are done; it stays pending in group '" +
-                  cmd.group + "', with any read after it: remove it (XACK " + from.stream + " " +
-                  cmd.group + " " + b.stopped_at +
-                  ") or run again with --on-bad-record skip (acknowledge it, copy nothing) or "
-                  "pass (copy it unfiltered)";
+        failure = missing_key_message(cmd, from.stream, b.stopped_at);
         status = kExitUsage;
         break;
       }
@@ -165,7 +183,11 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
       .count_if_any("without key skipped", "bad_records_skipped", total.skipped)
       .count_if_any("without key passed", "bad_records_passed", total.passed)
       .count_if_any("deleted before handled", "deleted", total.deleted)
-      .number("", "seconds", seconds, "%.2f", "s");
+      .number("", "seconds", seconds, "%.2f", "s")
+      .rate("items_per_second",
+            total.entries > 1 && seconds > 0 ? static_cast<double>(total.entries) / seconds
+                                             : std::nan(""),
+            "items/s");
   if (cmd.verbose) summary.text("engine", "engine", dedup.engine());
   if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
     summary.text("stopped by", "stopped_by", signal_name(signal));
