@@ -32,18 +32,25 @@ def sources(root, folders):
                 yield path
 
 
-def long_functions(root):
-    files = [str(p.relative_to(root)) for p in sources(root, PRODUCTION)]
+def function_tags(root, folders):
+    """ctags' function definitions in the folders' C++ files, with their end line and scope."""
+    files = [str(p.relative_to(root)) for p in sources(root, folders)]
     out = subprocess.run(
-        ["ctags", "--output-format=json", "--fields=+ne", "--kinds-C++=f", "-f", "-"] + files,
+        ["ctags", "--output-format=json", "--fields=+neZ", "--kinds-C++=f", "-f", "-"] + files,
         cwd=root, capture_output=True, text=True, check=True).stdout
-    found = []
     for line in out.splitlines():
         try:
             tag = json.loads(line)
         except ValueError:
             continue
-        if tag.get("kind") != "function" or "end" not in tag:
+        if tag.get("kind") == "function":
+            yield tag
+
+
+def long_functions(root):
+    found = []
+    for tag in function_tags(root, PRODUCTION):
+        if "end" not in tag:
             continue
         length = tag["end"] - tag["line"] + 1
         if length < LONG_LINES:
@@ -68,16 +75,8 @@ def refusing_store_methods(root):
             for name, base in pattern.findall(path.read_text(errors="replace")):
                 if base in derived:
                     derived.add(name)
-    files = [str(p.relative_to(root)) for p in sources(root, ["src"])]
-    out = subprocess.run(
-        ["ctags", "--output-format=json", "--fields=+neZ", "--kinds-C++=f", "-f", "-"] + files,
-        cwd=root, capture_output=True, text=True, check=True).stdout
     found = []
-    for line in out.splitlines():
-        try:
-            tag = json.loads(line)
-        except ValueError:
-            continue
+    for tag in function_tags(root, ["src"]):
         owner = tag.get("scope", "").split("::")[-1]
         if tag.get("name") not in BITMAP_METHODS or owner not in derived or "end" not in tag:
             continue

@@ -116,6 +116,8 @@ class Journal {
  private:
   void replay(std::string_view bytes);
   void remove_checkpoint_leftover() const;
+  // Seals the record in scratch_ (its length and checksum) and appends it to the file.
+  void write_record();
 
   // Lets pending_ be searched with a string_view, without a copy per key.
   struct KeyHash {

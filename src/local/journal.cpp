@@ -383,11 +383,7 @@ bool Journal::take_pending(std::string_view key) {
   return true;
 }
 
-void Journal::begin(std::span<const std::string_view> keys) {
-  scratch_.assign(kRecordHead, '\0');
-  scratch_[8] = kBegin;
-  put_u64(scratch_, seq_ + 1);
-  append_keys(scratch_, keys);
+void Journal::write_record() {
   set_u32(scratch_, 0, static_cast<std::uint32_t>(scratch_.size() - kRecordHead));
   set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
   try {
@@ -395,6 +391,14 @@ void Journal::begin(std::span<const std::string_view> keys) {
   } catch (const JournalError& e) {
     throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
   }
+}
+
+void Journal::begin(std::span<const std::string_view> keys) {
+  scratch_.assign(kRecordHead, '\0');
+  scratch_[8] = kBegin;
+  put_u64(scratch_, seq_ + 1);
+  append_keys(scratch_, keys);
+  write_record();
   if (::fdatasync(fd_) != 0) throw JournalError(errno_message("cannot sync the journal " + path_));
   size_ += scratch_.size();
   ++seq_;
@@ -411,13 +415,7 @@ void Journal::committed(std::span<const std::uint8_t> flags, std::size_t count) 
     if (flags[i] != 0)
       scratch_[bits + i / 8] = static_cast<char>(scratch_[bits + i / 8] | (1 << (i % 8)));
   }
-  set_u32(scratch_, 0, static_cast<std::uint32_t>(scratch_.size() - kRecordHead));
-  set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
-  try {
-    write_all(fd_, scratch_);
-  } catch (const JournalError& e) {
-    throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
-  }
+  write_record();
   size_ += scratch_.size();
 }
 
@@ -425,13 +423,7 @@ void Journal::done() {
   scratch_.assign(kRecordHead, '\0');
   scratch_[8] = kDone;
   put_u64(scratch_, seq_);
-  set_u32(scratch_, 0, 8);
-  set_u32(scratch_, 4, crc32c(std::string_view(scratch_).substr(8)));
-  try {
-    write_all(fd_, scratch_);
-  } catch (const JournalError& e) {
-    throw JournalError("cannot write the journal " + path_ + " (" + e.what() + ")");
-  }
+  write_record();
   size_ += scratch_.size();
   open_batch_ = false;
 }
