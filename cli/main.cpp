@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   register_diff(app, exit_code);
   register_transfers(app, exit_code);
   register_stream_dedup(app, exit_code);
+  register_kafka_dedup(app, exit_code);
   app.get_subcommand("dedup")->footer(
       "From a Redis stream to another, exactly once per key: redbloom dedup --from "
       "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
@@ -138,10 +139,17 @@ int main(int argc, char** argv) {
       const std::string_view arg = argv[i];
       if (arg == "--") break;
       if (arg == "--from" || arg.starts_with("--from=")) parsed_command = kStreamDedupCommand;
+      const std::string_view value = arg.starts_with("--from=") ? arg.substr(7)
+                                     : arg == "--from" && i + 1 < argc
+                                         ? std::string_view(argv[i + 1])
+                                         : std::string_view();
+      if (value.starts_with("kafka://")) {
+        parsed_command = kKafkaDedupCommand;
+      }
     }
     for (int i = 1; i < argc && parsed_command != command; ++i) {
       if (std::string_view(argv[i]) == "dedup") {
-        args[i] = const_cast<char*>(kStreamDedupCommand);
+        args[i] = const_cast<char*>(parsed_command.c_str());
         break;
       }
     }
