@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 #include "diagnostics.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "kafka_metrics.hpp"
 #include "kafka_stage.hpp"
+#include "metrics_endpoint.hpp"
 #include "records.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/error.hpp"
@@ -36,6 +39,7 @@ struct KafkaDedupCommand {
   std::size_t batch = 10000;
   std::string timeout = "30s";
   std::string progress;
+  std::string metrics;
   bool quiet = false;
   bool json = false;
   bool verbose = false;
@@ -72,6 +76,10 @@ void print_progress(const KafkaStage& stage, double seconds, std::uint64_t read_
                format_rate(static_cast<double>(c.read - read_before) / interval).c_str(),
                static_cast<unsigned long long>(c.first_seen),
                static_cast<unsigned long long>(c.duplicates), lags.empty() ? " -" : lags.c_str());
+}
+
+std::string stage_topic(const KafkaDedupCommand& cmd) {
+  return parse_kafka_place(cmd.from, "--from").topic;
 }
 
 KafkaStageOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filter) {
@@ -132,6 +140,18 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
   const std::unique_ptr<DecisionLog> decisions = DecisionLog::beside(cmd.location.resolve());
   KafkaStage stage(filter, *decisions, stage_options(cmd, filter));
 
+  std::optional<MetricsEndpoint> metrics;
+  FilterEstimate estimate;
+  auto estimated = std::chrono::steady_clock::now();
+  if (!cmd.metrics.empty()) {
+    metrics.emplace(cmd.metrics);
+    estimate = estimate_filter(filter);
+    metrics->publish(kafka_metrics_page(stage, stage_topic(cmd), estimate));
+    if (!cmd.quiet) {
+      report_note("metrics on http://" + cmd.metrics.substr(0, cmd.metrics.rfind(':')) + ":" +
+                  std::to_string(metrics->port()) + "/metrics");
+    }
+  }
   const double interval =
       cmd.progress.empty() ? 0 : static_cast<double>(parse_duration_ns(cmd.progress)) / 1e9;
   const auto started = std::chrono::steady_clock::now();
@@ -144,6 +164,16 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
     while (stop_signal() == 0) {
       stage.round(std::chrono::milliseconds(500));
       const auto now = std::chrono::steady_clock::now();
+      if (metrics) {
+        // The estimate reads a sample of the filter's bits: at most every 10 s, and once the
+        // first items are in.
+        if (now - estimated >= std::chrono::seconds(10) ||
+            (estimate.items == 0 && stage.counts().first_seen != 0)) {
+          estimate = estimate_filter(filter);
+          estimated = now;
+        }
+        metrics->publish(kafka_metrics_page(stage, stage_topic(cmd), estimate));
+      }
       if (interval > 0 && std::chrono::duration<double>(now - shown).count() >= interval) {
         print_progress(stage, std::chrono::duration<double>(now - started).count(), read_at_shown,
                        std::chrono::duration<double>(now - shown).count());
@@ -214,6 +244,9 @@ void register_kafka_dedup(CLI::App& app, int& exit_code) {
   sub->add_option("--progress", cmd->progress,
                   "Every INTERVAL (e.g. 10s), a line on stderr: records read and per second, "
                   "first seen, duplicates, lag per partition");
+  sub->add_option("--metrics", cmd->metrics,
+                  "Serve Prometheus metrics on HOST:PORT (records in and out, duplicates, lag "
+                  "per partition, the filter's estimated fill and false-positive rate, errors)");
   sub->add_flag("-q,--quiet", cmd->quiet, "No notes or summary on stderr");
   sub->add_flag("--json", cmd->json, "Summary and notes as JSON objects on stderr");
   sub->add_flag("-v,--verbose", cmd->verbose, "librdkafka's log lines and errors on stderr");

@@ -148,7 +148,8 @@ struct KafkaStage::State {
     }
   }
   static void on_error(rd_kafka_t* handle, int, const char* reason, void*) {
-    const auto& state = *static_cast<const State*>(rd_kafka_opaque(handle));
+    auto& state = *static_cast<State*>(rd_kafka_opaque(handle));
+    ++state.counts.errors;
     if (state.options.verbose)
       report_note(std::string("kafka ") + rd_kafka_name(handle) + ": " + reason);
   }

@@ -51,6 +51,7 @@ struct KafkaStageCounts {
   std::uint64_t skipped = 0;   // no key, --on-bad-record skip
   std::uint64_t passed = 0;    // no key, --on-bad-record pass: produced unfiltered
   std::uint64_t rounds = 0;
+  std::uint64_t errors = 0;  // broker errors librdkafka reported (and retried)
 };
 
 struct PartitionLag {
