@@ -1,6 +1,8 @@
 #include "redbloom/decision_log.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,7 +87,26 @@ class FileDecisionLog final : public DecisionLog {
     const std::size_t slash = dir_.rfind('/');
     fsync_path(slash == std::string::npos ? "." : dir_.substr(0, slash + 1),
                O_RDONLY | O_DIRECTORY);
+    remove_orphan_temps();
     made_ = true;
+  }
+
+  // A process killed while writing a record leaves its temporary file (NAME.tmpPID): removed
+  // once that process is gone, so a crash costs no lasting space.
+  void remove_orphan_temps() const {
+    DIR* dir = ::opendir(dir_.c_str());
+    if (dir == nullptr) return;
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string_view name = entry->d_name;
+      const std::size_t tmp = name.rfind(".tmp");
+      if (tmp == std::string_view::npos) continue;
+      const std::string pid(name.substr(tmp + 4));
+      if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
+        ::unlink((dir_ + "/" + std::string(name)).c_str());
+      }
+    }
+    ::closedir(dir);
   }
 
   std::string dir_;

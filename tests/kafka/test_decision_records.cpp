@@ -1,6 +1,10 @@
 // Decision records (cli/kafka_decision_record.hpp) and where they are kept (decision_log.hpp):
 // what is put is what is read back, beside a filter file and in the filter's Redis server.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "kafka_decision_record.hpp"
 #include "redbloom/decision_log.hpp"
@@ -56,6 +60,24 @@ TEST(DecisionLog, BesideAFilterFile) {
   // A second handle (a restarted stage) reads what the first wrote.
   EXPECT_EQ(DecisionLog::beside(Location::file(dir.file("seen.rbf")))->get("kafka/g/clicks/0"),
             "replaced");
+}
+
+TEST(DecisionLog, RemovesWhatAKilledWriterLeft) {
+  const testing::TempDir dir;
+  const std::string records = dir.file("seen.rbf") + ".decisions";
+  ASSERT_EQ(::mkdir(records.c_str(), 0755), 0);
+  // A writer that is gone (pid 2^22 + 1 is above the kernel's largest) and a live one (us).
+  const std::string orphan = records + "/kafka%2Fg%2Fin%2F0.tmp4194305";
+  const std::string live = records + "/kafka%2Fg%2Fin%2F1.tmp" + std::to_string(::getpid());
+  for (const std::string& path : {orphan, live}) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  DecisionLog::beside(Location::file(dir.file("seen.rbf")))
+      ->put("kafka/g/in/0", "x", std::chrono::milliseconds(0));
+  EXPECT_NE(::access(orphan.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(live.c_str(), F_OK), 0);
 }
 
 TEST(DecisionLog, InTheFiltersRedisServer) {
