@@ -81,6 +81,9 @@ struct KafkaStage::State {
   struct Partition {
     bool loaded = false;  // the decision record was read since the partition was assigned
     std::optional<DecisionRecord> record;
+    // The next offset to read, once known (from a decided batch or the committed offset):
+    // the consumer's position stays unknown until a record of the partition arrives.
+    std::int64_t next = -1;
   };
 
   Filter& filter;
@@ -359,6 +362,7 @@ struct KafkaStage::State {
     }
     if (!to_set.empty()) filter.load_many(to_set);
     place.record = std::move(record);
+    place.next = last + 1;
     return last + 1;
   }
 
@@ -495,15 +499,47 @@ std::vector<PartitionLag> KafkaStage::lag() const {
   }
   const PartitionList list(assigned);
   rd_kafka_position(state_->consumer.get(), list.get());
+  // Partitions with nothing read yet: their committed offsets, asked once.
+  const PartitionList unknown(rd_kafka_topic_partition_list_new(list->cnt));
   for (int i = 0; i < list->cnt; ++i) {
     const rd_kafka_topic_partition_t& p = list->elems[i];
+    const auto place = state_->partitions.find(p.partition);
+    if (p.offset < 0 && place != state_->partitions.end() && place->second.next < 0) {
+      rd_kafka_topic_partition_list_add(unknown.get(), p.topic, p.partition);
+    }
+  }
+  if (unknown->cnt != 0 && rd_kafka_committed(state_->consumer.get(), unknown.get(), 1000) ==
+                               RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < unknown->cnt; ++i) {
+      const rd_kafka_topic_partition_t& p = unknown->elems[i];
+      std::int64_t low = 0;
+      std::int64_t high = 0;
+      std::int64_t next = p.offset;
+      // No committed offset: the stage starts at the earliest record (auto.offset.reset).
+      if (next < 0 && rd_kafka_get_watermark_offsets(state_->consumer.get(), p.topic, p.partition,
+                                                     &low, &high) == 0) {
+        next = low;
+      }
+      if (const auto place = state_->partitions.find(p.partition);
+          place != state_->partitions.end() && p.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        place->second.next = next;
+      }
+    }
+  }
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    std::int64_t next = p.offset;
+    if (const auto place = state_->partitions.find(p.partition);
+        next < 0 && place != state_->partitions.end()) {
+      next = place->second.next;
+    }
     std::int64_t low = 0;
     std::int64_t high = 0;
     PartitionLag lag{p.partition, -1};
     if (rd_kafka_get_watermark_offsets(state_->consumer.get(), p.topic, p.partition, &low, &high) ==
             0 &&
-        high >= 0 && p.offset >= 0) {
-      lag.lag = std::max<std::int64_t>(high - p.offset, 0);
+        high >= 0 && next >= 0) {
+      lag.lag = std::max<std::int64_t>(high - next, 0);
     }
     lags.push_back(lag);
   }
