@@ -111,8 +111,9 @@ int main(int argc, char** argv) {
   app.get_subcommand("dedup")->footer(
       "From a Redis stream to another, exactly once per key: redbloom dedup --from "
       "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
-      "--key-field NAME --redis redis://HOST[:PORT]#FILTER; redbloom dedup --from X --help "
-      "lists its options");
+      "--key-field NAME --redis redis://HOST[:PORT]#FILTER. From a Kafka topic to another: "
+      "redbloom dedup --from kafka://HOST:PORT/TOPIC --group G --to kafka://HOST:PORT/OUT -f "
+      "FILTER. redbloom dedup --from X --help lists their options");
 
   std::vector<std::string> commands;
   for (const CLI::App* sub : app.get_subcommands({})) {

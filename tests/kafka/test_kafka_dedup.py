@@ -69,6 +69,7 @@ def run_until_drained(cluster, args, expected_reads, timeout=300, min_seconds=0.
     """Runs the stage until it has read `expected_reads` records and run `min_seconds` (its
     --progress lines say), then stops it with SIGTERM; returns (exit status, stderr)."""
     stage = subprocess.Popen([*args, "--progress", "100ms"], stderr=subprocess.PIPE, text=True)
+    STARTED.append(stage)
     lines = []
     deadline = time.monotonic() + timeout
     read = -1
@@ -202,3 +203,219 @@ def test_output_partition_without_leader_commits_nothing_past_what_was_produced(
     assert code == 0, err
     assert summary_count(err, "replayed from decision records") == len(records)
     assert sorted(k for k, _, _, _ in cluster.consume("out")) == sorted(k for k, _ in records)
+
+
+RECORDS = 200_000
+REPEATS = 0.30
+KILLS = 20
+BATCH = 2000
+# A killed member leaves the group when its session expires: after 6 s, not librdkafka's
+# default 45 s. (Shorter sessions, or a shorter max.poll.interval.ms, left the mock cluster's
+# group coordinator holding the next member's join for minutes.)
+FAST_GROUP = ["-X", "session.timeout.ms=6000"]
+
+
+def make_events(seed, count=RECORDS):
+    """`count` records, REPEATS of them repeats of an earlier key: [(key, value)]."""
+    rng = random.Random(seed)
+    keys, events = [], []
+    for n in range(count):
+        if keys and rng.random() < REPEATS:
+            key = rng.choice(keys)
+        else:
+            key = "evt-%d-%08x" % (len(keys), rng.getrandbits(32))
+            keys.append(key)
+        events.append((key, "n=%d" % n))
+    return events
+
+
+def caught_up(line, partitions):
+    lags = re.findall(r"p(\d+)=(\d+|\?)", line.split(" lag", 1)[-1])
+    return len(lags) == partitions and all(lag == "0" for _, lag in lags)
+
+
+STARTED = []  # stage processes, killed after each test whatever its outcome
+
+
+@pytest.fixture(autouse=True)
+def no_stage_left():
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=60)
+
+
+class Stage:
+    """One stage process, its --progress lines read as they come."""
+
+    def __init__(self, args):
+        self.process = subprocess.Popen([*args, "--progress", "50ms"], stderr=subprocess.PIPE,
+                                        text=True)
+        STARTED.append(self.process)
+        self.lines = []
+
+    def wait_for(self, condition, what, timeout=300):
+        """Reads progress lines until condition(line) holds; False if the stage exited first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.process.stderr.readline()
+            if not line:
+                return False
+            self.lines.append(line)
+            if condition(line):
+                return True
+            assert time.monotonic() < deadline, "timed out waiting for %s" % what
+
+    def read_at_least(self, count):
+        return lambda line: (m := re.search(r"s, read (\d+)", line)) and int(m.group(1)) >= count
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=60)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        rest = self.process.communicate(timeout=120)[1]
+        return self.process.returncode, "".join(self.lines) + rest
+
+
+def check_output(cluster, events, kills, what):
+    """Every distinct key in the output at least once; repeats within the bound (at most the
+    records of the round in flight at each kill). Returns (lost, repeats)."""
+    out = collections.Counter(k for k, _, _, _ in cluster.consume("out"))
+    distinct = set(k for k, _ in events)
+    lost = len(distinct - set(out))
+    repeats = sum(out.values()) - len(out)
+    print("%s: %d records, %d distinct keys, %d kills: lost %d, repeats %d (bound %d)" % (
+        what, len(events), len(distinct), kills, lost, repeats, kills * BATCH))
+    assert set(out) <= distinct
+    assert lost == 0
+    assert repeats <= kills * BATCH
+    return lost, repeats
+
+
+def filter_options(kind, tmp_path, redis_server):
+    if kind == "file":
+        return ["-f", str(tmp_path / "seen.rbf"), "-n", "300000", "-p", "1e-9"]
+    server = redis_server("--loadmodule", module_path()) if kind == "redis_module" \
+        else redis_server()
+    return ["--redis", "%s#seen" % server.url, "-n", "300000", "-p", "1e-9"]
+
+
+@pytest.mark.parametrize("kind", ["file", "redis", "redis_module"])
+def test_killed_at_seeded_moments_loses_nothing(make_cluster, tmp_path, redis_server, kind):
+    cluster = make_cluster("in:3", "out:3")
+    seed = 20261128 + ["file", "redis", "redis_module"].index(kind)
+    rng = random.Random(seed)
+    events = make_events(seed)
+    cluster.produce("in", events)
+    args = stage_args(cluster, "g", filter_options(kind, tmp_path, redis_server), "--key",
+                      "kafka-key", "--batch", str(BATCH), *FAST_GROUP)
+    for run in range(KILLS):
+        stage = Stage(args)
+        # A moment in this run: after a seeded number of records (a round may be anywhere
+        # between its test and its commit), or before any when the number is 0.
+        threshold = rng.choice([0, rng.randrange(1, 3 * BATCH), rng.randrange(1, 8 * BATCH)])
+        assert stage.wait_for(stage.read_at_least(threshold), "run %d to read" % run), \
+            "".join(stage.lines) + stage.process.stderr.read()
+        stage.kill()
+    stage = Stage(args)
+    assert stage.wait_for(lambda line: caught_up(line, 3), "the last run to catch up"), \
+        "".join(stage.lines) + stage.process.stderr.read()
+    code, err = stage.stop()
+    assert code == 0, err
+    check_output(cluster, events, KILLS, kind)
+
+
+def test_two_stages_in_one_group_with_a_kill_and_rebalances(make_cluster, tmp_path,
+                                                            redis_server):
+    cluster = make_cluster("in:6", "out:6")
+    events = make_events(7, count=60_000)
+    cluster.produce("in", events)
+    server = redis_server()
+    args = stage_args(cluster, "g", ["--redis", "%s#seen" % server.url, "-n", "100000", "-p",
+                                     "1e-9"], "--key", "kafka-key", "--batch", "500", *FAST_GROUP)
+    a = Stage(args)
+    assert a.wait_for(a.read_at_least(2000), "stage a to read")
+    b = Stage(args)  # joins: the group rebalances while a works
+    assert b.wait_for(b.read_at_least(2000), "stage b to read, after the rebalance")
+    a.kill()  # its partitions go to b when its session expires
+    assert b.wait_for(lambda line: caught_up(line, 6), "stage b to take every partition over")
+    c = Stage(args)  # one more rebalance, with nothing left to read
+    assert c.wait_for(lambda line: " lag p" in line, "stage c to get partitions")
+    for s in (b, c):
+        code, err = s.stop()
+        assert code == 0, err
+    check_output(cluster, events, 1, "two stages")
+
+
+def test_windowed_filter(make_cluster, tmp_path, redis_server):
+    cluster = make_cluster("in:2", "out:2")
+    events = make_events(11, count=5000)
+    cluster.produce("in", events)
+    server = redis_server()
+    code, err = run_until_drained(
+        cluster, stage_args(cluster, "g", ["--redis", "%s#seen" % server.url, "-n", "10000",
+                                           "--window", "1h"], "--key", "kafka-key"),
+        len(events))
+    assert code == 0, err
+    check_output(cluster, events, 0, "windowed")
+    # Its decision records expire with the window.
+    client = server.client()
+    keys = client.keys("seen:decisions:*")
+    assert len(keys) == 2
+    for key in keys:
+        assert 0 < client.pttl(key) <= 3_600_000
+    # And in a file: the same output from a windowed filter file.
+    cluster2 = make_cluster("in:2", "out:2")
+    cluster2.produce("in", events)
+    code, err = run_until_drained(
+        cluster2, stage_args(cluster2, "g", ["-f", str(tmp_path / "w.rbf"), "-n", "10000",
+                                             "--window", "1h"], "--key", "kafka-key"),
+        len(events))
+    assert code == 0, err
+    check_output(cluster2, events, 0, "windowed file")
+
+
+def scrape(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        assert reply.headers["Content-Type"].startswith("text/plain")
+        page = reply.read().decode()
+    values = {}
+    for line in page.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def test_metrics_endpoint_scraped_during_a_run(make_cluster, tmp_path):
+    cluster = make_cluster("in:3", "out:3")
+    events = make_events(5, count=5000)
+    cluster.produce("in", events)
+    stage = Stage(stage_args(cluster, "g", ["-f", str(tmp_path / "seen.rbf"), "-n", "10000"],
+                             "--key", "kafka-key", "--metrics", "127.0.0.1:0"))
+    assert stage.wait_for(lambda line: "metrics on http://" in line, "the metrics address")
+    url = re.search(r"(http://\S+)", stage.lines[-1]).group(1)
+    early = scrape(url)  # answered from the start, before any record
+    assert early["redbloom_records_in_total"] == 0
+    assert stage.wait_for(lambda line: caught_up(line, 3), "the stage to catch up")
+    values = scrape(url)
+    distinct = len(set(k for k, _ in events))
+    assert values["redbloom_records_in_total"] == len(events)
+    assert values["redbloom_records_out_total"] == distinct
+    assert values["redbloom_duplicates_total"] == len(events) - distinct
+    for p in range(3):
+        assert values['redbloom_partition_lag{topic="in",partition="%d"}' % p] == 0
+    assert values["redbloom_filter_estimated_items"] > 0
+    # The filter's estimate is refreshed every 10 s.
+    assert stage.wait_for(lambda line: abs(scrape(url)["redbloom_filter_estimated_items"] -
+                                           distinct) < 0.1 * distinct,
+                          "the filter's estimate to be refreshed", timeout=60)
+    assert 0 < scrape(url)["redbloom_filter_estimated_false_positive_rate"] < 0.01
+    assert values["redbloom_errors_total"] == 0
+    code, err = stage.stop()
+    assert code == 0, err
