@@ -270,10 +270,29 @@ struct KafkaStage::State {
     items = std::move(keys);
   }
 
-  // long: the one decision step of a partition's batch, in the order that makes it replayable
-  // (test, store the decision record, set bits); split, its parts would share most of its state.
-  // Decides one partition's batch; appends the records to produce to `out` and returns the
-  // offset to commit (one past the last record decided; -1: none).
+  // With --on-bad-record error, the records before the first one without a key that no
+  // decision record covers (stop_error then names it); else all of them.
+  std::size_t cut_at_bad_record(int partition, const std::vector<Message>& batch,
+                                const std::vector<std::uint8_t>& has_item,
+                                const DecisionRecord* old) {
+    if (options.on_bad != OnBadRecord::error) return batch.size();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (has_item[i] != 0 || (old != nullptr && old->covers(batch[i]->offset))) continue;
+      stop_error = "record " + std::to_string(batch[i]->offset) + " of partition " +
+                   std::to_string(partition) + " of topic '" + options.input_topic + "' has " +
+                   (options.kafka_key ? "no Kafka key"
+                    : extractor       ? "no key in its value (--key-field or --json-key)"
+                                      : "no value") +
+                   "; the records before it are done and committed; run again with "
+                   "--on-bad-record skip (drop it) or pass (produce it unfiltered)";
+      return i;
+    }
+    return batch.size();
+  }
+
+  // Decides one partition's batch, in the order that makes it replayable: test, store the
+  // decision record, set bits. Appends the records to produce to `out` and returns the offset
+  // to commit (one past the last record decided; -1: none).
   std::int64_t decide(int partition, std::vector<Message>& batch,
                       std::vector<const rd_kafka_message_t*>& out) {
     Partition& place = partitions[partition];
@@ -291,23 +310,7 @@ struct KafkaStage::State {
     const std::int64_t first = batch.front()->offset;
     const DecisionRecord* old =
         place.record && place.record->last() >= first ? &*place.record : nullptr;
-    // Records without a key that stop the stage cut the batch before them.
-    std::size_t count = batch.size();
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (has_item[i] == 0 && !(old != nullptr && old->covers(batch[i]->offset)) &&
-          options.on_bad == OnBadRecord::error) {
-        stop_error = "record " + std::to_string(batch[i]->offset) + " of partition " +
-                     std::to_string(partition) + " of topic '" + options.input_topic +
-                     "' has no key (" +
-                     (options.kafka_key ? std::string("no Kafka key")
-                      : extractor       ? extractor->problem()
-                                        : std::string("no value")) +
-                     "); the records before it are done and committed; run again with "
-                     "--on-bad-record skip (drop it) or pass (produce it unfiltered)";
-        count = i;
-        break;
-      }
-    }
+    const std::size_t count = cut_at_bad_record(partition, batch, has_item, old);
     if (count == 0) return -1;
     const std::int64_t last = batch[count - 1]->offset;
 

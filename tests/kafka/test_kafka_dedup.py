@@ -44,7 +44,9 @@ def redis_server(tmp_path):
     made = []
 
     def make(*options):
-        s = RedisServer(tmp_path / ("redis%d" % len(made)), *options)
+        directory = tmp_path / ("redis%d" % len(made))
+        directory.mkdir()
+        s = RedisServer(directory, *options)
         made.append(s)
         return s
 
