@@ -135,9 +135,10 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
   const StopSignals stop_signals;
   InputOptions unused_input;
   check_record_options(cmd.records, unused_input);
+  // Refused first: a place without room for decision records creates no filter either.
+  const std::unique_ptr<DecisionLog> decisions = DecisionLog::beside(cmd.location.resolve());
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
-  const std::unique_ptr<DecisionLog> decisions = DecisionLog::beside(cmd.location.resolve());
   KafkaStage stage(filter, *decisions, stage_options(cmd, filter));
 
   std::optional<MetricsEndpoint> metrics;

@@ -183,6 +183,10 @@ def test_broker_errors(make_cluster, tmp_path):
     r = subprocess.run(stage_args(cluster, "g", seen, "-X", "no.such.property=1"),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no.such.property" in r.stderr, r.stderr
+    # A filter in a Redis Cluster has no place for decision records: refused before anything.
+    r = subprocess.run(stage_args(cluster, "g", ["--redis", "redis+cluster://127.0.0.1:1#x"]),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not in a Redis Cluster" in r.stderr, r.stderr
 
 
 def test_output_partition_without_leader_commits_nothing_past_what_was_produced(make_cluster,
