@@ -20,5 +20,8 @@ void register_transfers(CLI::App& app, int& exit_code);
 // dedup --from redis-stream://...: main.cpp sends `dedup` with --from to this hidden command.
 inline constexpr const char* kRedisStreamDedupCommand = "dedup-stream";
 void register_redis_stream_dedup(CLI::App& app, int& exit_code);
+// dedup --from kafka://...: main.cpp sends `dedup` with a kafka:// --from to this hidden command.
+inline constexpr const char* kKafkaDedupCommand = "dedup-kafka";
+void register_kafka_dedup(CLI::App& app, int& exit_code);
 
 }  // namespace redbloom::cli

@@ -124,11 +124,13 @@ int main(int argc, char** argv) {
   register_transfers(app, exit_code);
   register_redis_stream_dedup(app, exit_code);
   app.get_subcommand(kRedisStreamDedupCommand)->formatter(std::make_shared<StreamStageFormatter>());
+  register_kafka_dedup(app, exit_code);
   app.get_subcommand("dedup")->footer(
       "From a Redis stream to another, exactly once per key: redbloom dedup --from "
       "redis-stream://HOST[:PORT]#STREAM --group G --to redis-stream://HOST[:PORT]#OUT "
-      "--key-field NAME --redis redis://HOST[:PORT]#FILTER; redbloom dedup --from X --help "
-      "lists its options");
+      "--key-field NAME --redis redis://HOST[:PORT]#FILTER. From a Kafka topic to another: "
+      "redbloom dedup --from kafka://HOST:PORT/TOPIC --group G --to kafka://HOST:PORT/OUT -f "
+      "FILTER. redbloom dedup --from X --help lists their options");
 
   std::vector<std::string> commands;
   for (const CLI::App* sub : app.get_subcommands({})) {
@@ -158,10 +160,17 @@ int main(int argc, char** argv) {
       const std::string_view arg = argv[i];
       if (arg == "--") break;
       if (arg == "--from" || arg.starts_with("--from=")) parsed_command = kRedisStreamDedupCommand;
+      const std::string_view value = arg.starts_with("--from=") ? arg.substr(7)
+                                     : arg == "--from" && i + 1 < argc
+                                         ? std::string_view(argv[i + 1])
+                                         : std::string_view();
+      if (value.starts_with("kafka://")) {
+        parsed_command = kKafkaDedupCommand;
+      }
     }
     for (int i = 1; i < argc && parsed_command != command; ++i) {
       if (std::string_view(argv[i]) == "dedup") {
-        args[i] = const_cast<char*>(kRedisStreamDedupCommand);
+        args[i] = const_cast<char*>(parsed_command.c_str());
         break;
       }
     }

@@ -2,21 +2,23 @@
 # Installs what redbloom needs from Debian's packages, only what is missing.
 #   scripts/install-deps.sh          build dependencies (compiler, CMake, xxHash, CLI11, hiredis,
 #                                    OpenSSL, simdjson, Python's headers and pybind11 for the Python
-#                                    package, help2man for the man page)
+#                                    package, help2man for the man page, librdkafka for the
+#                                    Kafka stage)
 #   scripts/install-deps.sh --test   also GoogleTest, Google Benchmark, redis-server, valgrind
 #                                    (the module's memory checks), what the Python tests import
 #                                    (pytest, numpy, Scrapy, redis-py, venv), openssl (the TLS
 #                                    tests make their certificates) and man/groff to
 #                                    check the installed man page, universal-ctags (the
-#                                    source rules test)
+#                                    source rules test), kcat (the Kafka tests' producer and
+#                                    consumer)
 set -euo pipefail
 
 packages=(g++ cmake make libxxhash-dev libcli11-dev libhiredis-dev libsimdjson-dev python3-dev
-  pybind11-dev help2man libssl-dev)
+  pybind11-dev help2man libssl-dev pkg-config librdkafka-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libbenchmark-dev redis-server valgrind pkg-config python3-pytest
     python3-numpy python3-scrapy python3-redis python3-venv man-db groff-base openssl
-    universal-ctags)
+    universal-ctags kcat)
 fi
 
 missing=()

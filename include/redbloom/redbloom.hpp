@@ -1,6 +1,7 @@
 // Everything a user of the redbloom library needs: start with filter.hpp.
 #pragma once
 
+#include "redbloom/decision_log.hpp"
 #include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"

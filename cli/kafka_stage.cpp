@@ -1,0 +1,552 @@
+#include "kafka_stage.hpp"
+
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_set>
+
+#include "diagnostics.hpp"
+#include "kafka_decision_record.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom::cli {
+namespace {
+
+struct HandleDeleter {
+  void operator()(rd_kafka_t* handle) const noexcept { rd_kafka_destroy(handle); }
+};
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* message) const noexcept { rd_kafka_message_destroy(message); }
+};
+struct ListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const noexcept {
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;
+using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+using PartitionList = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
+
+void set(rd_kafka_conf_t* conf, const std::string& name, const std::string& value) {
+  char error[512];
+  if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), error, sizeof error) !=
+      RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    throw InvalidArgument("-X " + name + "=" + value + ": " + error);
+  }
+}
+
+// A topic of `handle` exists on the brokers; waits up to `timeout` to reach them. Asks for
+// every topic's metadata: a request naming the topic may make a broker create it.
+void check_topic(rd_kafka_t* handle, const std::string& brokers, const std::string& topic,
+                 const char* option, std::chrono::milliseconds timeout) {
+  const rd_kafka_metadata_t* metadata = nullptr;
+  const rd_kafka_resp_err_t err =
+      rd_kafka_metadata(handle, 1, nullptr, &metadata, static_cast<int>(timeout.count()));
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw StorageError(std::string(option) + ": cannot reach the Kafka brokers " + brokers +
+                       " in " + std::to_string(timeout.count() / 1000) +
+                       " s: " + rd_kafka_err2str(err));
+  }
+  rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    if (topic == metadata->topics[i].topic) topic_err = metadata->topics[i].err;
+  }
+  rd_kafka_metadata_destroy(metadata);
+  if (topic_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    throw InvalidArgument(std::string(option) + ": topic '" + topic + "' on " + brokers + ": " +
+                          rd_kafka_err2str(topic_err));
+  }
+}
+
+// Errors of a consumed record that end the stage: the topic is gone or not ours to read.
+bool ends_the_stage(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+         err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+         err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED || err == RD_KAFKA_RESP_ERR__FATAL;
+}
+
+// Commit errors that mean the partitions changed owner: the next owner replays the batch.
+bool lost_partitions(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+         err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+         err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || err == RD_KAFKA_RESP_ERR__STATE;
+}
+
+}  // namespace
+
+struct KafkaStage::State {
+  struct Partition {
+    bool loaded = false;  // the decision record was read since the partition was assigned
+    std::optional<DecisionRecord> record;
+    // The next offset to read, once known (from a decided batch or the committed offset):
+    // the consumer's position stays unknown until a record of the partition arrives.
+    std::int64_t next = -1;
+  };
+
+  Filter& filter;
+  DecisionLog& decisions;
+  KafkaStageOptions options;
+  std::optional<RecordKeyExtractor> extractor;
+  Handle consumer;
+  Handle producer;
+  std::map<int, Partition> partitions;       // assigned ones
+  std::map<int, std::vector<Message>> held;  // read, not yet decided
+  std::size_t held_count = 0;
+  KafkaStageCounts counts;
+  std::uint64_t delivery_errors = 0;
+  std::string delivery_error;
+  std::string stop_error;  // a record without a key stopped the stage
+  bool closed = false;
+
+  State(Filter& f, DecisionLog& d, KafkaStageOptions o)
+      : filter(f), decisions(d), options(std::move(o)) {}
+
+  [[nodiscard]] std::string decision_key(int partition) const {
+    return "kafka/" + options.group + "/" + options.input_topic + "/" + std::to_string(partition);
+  }
+
+  static void on_rebalance(rd_kafka_t* handle, rd_kafka_resp_err_t err,
+                           rd_kafka_topic_partition_list_t* list, void* opaque) {
+    auto& state = *static_cast<State*>(opaque);
+    const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(handle), "COOPERATIVE") == 0;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      for (int i = 0; i < list->cnt; ++i) state.partitions[list->elems[i].partition] = {};
+      if (cooperative) {
+        if (rd_kafka_error_t* e = rd_kafka_incremental_assign(handle, list)) {
+          rd_kafka_error_destroy(e);
+        }
+      } else {
+        rd_kafka_assign(handle, list);
+      }
+      return;
+    }
+    // Revoked (or lost): records read and not decided are dropped, uncommitted, for the next
+    // owner; a batch is never half done here, since rounds decide between polls.
+    for (int i = 0; i < list->cnt; ++i) {
+      const int partition = list->elems[i].partition;
+      if (auto found = state.held.find(partition); found != state.held.end()) {
+        state.held_count -= found->second.size();
+        state.held.erase(found);
+      }
+      state.partitions.erase(partition);
+    }
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(handle, list)) {
+        rd_kafka_error_destroy(e);
+      }
+    } else {
+      rd_kafka_assign(handle, nullptr);
+    }
+  }
+
+  // librdkafka's own log lines (connection attempts, retries) only with --verbose: what ends
+  // the stage is reported by the stage itself.
+  static void on_log(const rd_kafka_t* handle, int level, const char* facility, const char* text) {
+    const auto& state = *static_cast<const State*>(rd_kafka_opaque(handle));
+    if (state.options.verbose && level <= 5) {
+      report_note(std::string("kafka ") + rd_kafka_name(handle) + " " + facility + ": " + text);
+    }
+  }
+  static void on_error(rd_kafka_t* handle, int, const char* reason, void*) {
+    auto& state = *static_cast<State*>(rd_kafka_opaque(handle));
+    ++state.counts.errors;
+    if (state.options.verbose)
+      report_note(std::string("kafka ") + rd_kafka_name(handle) + ": " + reason);
+  }
+
+  static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
+    if (message->err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    auto& state = *static_cast<State*>(opaque);
+    if (state.delivery_errors++ == 0) state.delivery_error = rd_kafka_err2str(message->err);
+  }
+
+  rd_kafka_conf_t* config(const std::string& brokers) {
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    set(conf, "bootstrap.servers", brokers);
+    set(conf, "log_level", "3");
+    for (const auto& [name, value] : options.properties) set(conf, name, value);
+    rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_log_cb(conf, &State::on_log);
+    rd_kafka_conf_set_error_cb(conf, &State::on_error);
+    return conf;
+  }
+
+  void connect() {
+    char error[512];
+    rd_kafka_conf_t* conf = config(options.input_brokers);
+    set(conf, "group.id", options.group);
+    set(conf, "enable.auto.commit", "false");
+    set(conf, "enable.auto.offset.store", "false");
+    set(conf, "auto.offset.reset", "earliest");
+    rd_kafka_conf_set_rebalance_cb(conf, &State::on_rebalance);
+    consumer.reset(rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error));
+    if (!consumer) {
+      rd_kafka_conf_destroy(conf);
+      throw InvalidArgument(std::string("--from: ") + error);
+    }
+    rd_kafka_poll_set_consumer(consumer.get());
+
+    conf = config(options.output_brokers);
+    // Retries never duplicate or reorder a record within a partition.
+    set(conf, "enable.idempotence", "true");
+    rd_kafka_conf_set_dr_msg_cb(conf, &State::on_delivery);
+    producer.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error));
+    if (!producer) {
+      rd_kafka_conf_destroy(conf);
+      throw InvalidArgument(std::string("--to: ") + error);
+    }
+
+    check_topic(consumer.get(), options.input_brokers, options.input_topic, "--from",
+                options.timeout);
+    check_topic(producer.get(), options.output_brokers, options.output_topic, "--to",
+                options.timeout);
+    const PartitionList topics(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(topics.get(), options.input_topic.c_str(),
+                                      RD_KAFKA_PARTITION_UA);
+    if (const rd_kafka_resp_err_t err = rd_kafka_subscribe(consumer.get(), topics.get())) {
+      throw StorageError("--from: cannot subscribe to '" + options.input_topic +
+                         "': " + rd_kafka_err2str(err));
+    }
+  }
+
+  void throw_if_fatal(rd_kafka_t* handle, const char* side) {
+    char error[512];
+    if (rd_kafka_fatal_error(handle, error, sizeof error) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      throw StorageError(std::string(side) + ": " + error);
+    }
+  }
+
+  // Reads up to the batch size: waits `wait` for the first record, then takes what has come.
+  void gather(std::chrono::milliseconds wait) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (held_count < options.batch) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      const int timeout = held_count != 0 ? 0 : static_cast<int>(std::max<long>(left.count(), 0));
+      Message message(rd_kafka_consumer_poll(consumer.get(), timeout));
+      if (!message) {
+        if (held_count != 0 || left.count() <= 0) return;
+        continue;
+      }
+      if (message->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
+      if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const std::string what = rd_kafka_message_errstr(message.get());
+        if (ends_the_stage(message->err)) {
+          throw StorageError("--from: topic '" + options.input_topic + "': " + what);
+        }
+        report_warning("--from: " + what + " (retrying)");
+        continue;
+      }
+      // Records of a partition this stage no longer holds are not its to decide.
+      if (!partitions.contains(message->partition)) continue;
+      held[message->partition].push_back(std::move(message));
+      ++held_count;
+    }
+  }
+
+  // The item of each record (a view into it or into the extractor), and whether it has one.
+  void items_of(const std::vector<Message>& batch, std::vector<std::string_view>& items,
+                std::vector<std::uint8_t>& has_item) {
+    items.clear();
+    has_item.assign(batch.size(), 1);
+    for (const Message& m : batch) {
+      if (options.kafka_key) {
+        items.emplace_back(static_cast<const char*>(m->key), m->key_len);
+        if (m->key == nullptr) has_item[items.size() - 1] = 0;
+      } else {
+        items.emplace_back(static_cast<const char*>(m->payload), m->len);
+      }
+    }
+    if (!extractor) return;
+    std::vector<std::string_view> keys;
+    std::vector<RecordKeyStatus> statuses;
+    extractor->extract_all(items, keys, statuses);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      has_item[i] = statuses[i] == RecordKeyStatus::ok ? 1 : 0;
+    }
+    items = std::move(keys);
+  }
+
+  // With --on-bad-record error, the records before the first one without a key that no
+  // decision record covers (stop_error then names it); else all of them.
+  std::size_t cut_at_bad_record(int partition, const std::vector<Message>& batch,
+                                const std::vector<std::uint8_t>& has_item,
+                                const DecisionRecord* old) {
+    if (options.on_bad != OnBadRecord::error) return batch.size();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (has_item[i] != 0 || (old != nullptr && old->covers(batch[i]->offset))) continue;
+      stop_error = "record " + std::to_string(batch[i]->offset) + " of partition " +
+                   std::to_string(partition) + " of topic '" + options.input_topic + "' has " +
+                   (options.kafka_key ? "no Kafka key"
+                    : extractor       ? "no key in its value (--key-field or --json-key)"
+                                      : "no value") +
+                   "; the records before it are done and committed; run again with "
+                   "--on-bad-record skip (drop it) or pass (produce it unfiltered)";
+      return i;
+    }
+    return batch.size();
+  }
+
+  // Decides one partition's batch, in the order that makes it replayable: test, store the
+  // decision record, set bits. Appends the records to produce to `out` and returns the offset
+  // to commit (one past the last record decided; -1: none).
+  std::int64_t decide(int partition, std::vector<Message>& batch,
+                      std::vector<const rd_kafka_message_t*>& out) {
+    Partition& place = partitions[partition];
+    const std::string key = decision_key(partition);
+    if (!place.loaded) {
+      if (const std::optional<std::string> text = decisions.get(key)) {
+        place.record = DecisionRecord::decode(*text);
+      }
+      place.loaded = true;
+    }
+    std::vector<std::string_view> items;
+    std::vector<std::uint8_t> has_item;
+    items_of(batch, items, has_item);
+
+    const std::int64_t first = batch.front()->offset;
+    const DecisionRecord* old =
+        place.record && place.record->last() >= first ? &*place.record : nullptr;
+    const std::size_t count = cut_at_bad_record(partition, batch, has_item, old);
+    if (count == 0) return -1;
+    const std::int64_t last = batch[count - 1]->offset;
+
+    // Tested: the records with a key that no decision record covers.
+    std::vector<std::string_view> tested;
+    std::vector<std::size_t> tested_at;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (has_item[i] != 0 && !(old != nullptr && old->covers(batch[i]->offset))) {
+        tested.push_back(items[i]);
+        tested_at.push_back(i);
+      }
+    }
+    std::vector<std::uint8_t> present(tested.size(), 0);
+    if (!tested.empty()) filter.contains_many(tested, present);
+
+    DecisionRecord record(first, old != nullptr ? std::max(last, old->last()) : last);
+    std::unordered_set<std::string_view> seen;
+    std::vector<std::string_view> to_set;
+    std::size_t next_tested = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::int64_t offset = batch[i]->offset;
+      bool first_seen = false;
+      if (old != nullptr && old->covers(offset)) {
+        first_seen = old->first_seen(offset);
+        ++counts.replayed;
+        if (first_seen && has_item[i] != 0) seen.insert(items[i]);
+      } else if (has_item[i] == 0) {
+        first_seen = options.on_bad == OnBadRecord::pass;
+        ++(first_seen ? counts.passed : counts.skipped);
+      } else {
+        first_seen = present[next_tested++] == 0 && seen.insert(items[i]).second;
+      }
+      if (first_seen) {
+        record.mark_first_seen(offset);
+        out.push_back(batch[i].get());
+        if (has_item[i] != 0) to_set.push_back(items[i]);
+        ++counts.first_seen;
+      } else if (has_item[i] != 0) {
+        ++counts.duplicates;
+      }
+    }
+    // What a decision record decided past this batch stays decided.
+    if (old != nullptr) {
+      for (std::int64_t offset = last + 1; offset <= old->last(); ++offset) {
+        if (old->first_seen(offset)) record.mark_first_seen(offset);
+      }
+    }
+    counts.read += count;
+    // The decision is durable before any bit is set: from here a crash replays it.
+    if (!tested.empty() || count < batch.size() || old == nullptr) {
+      decisions.put(key, record.encode(), options.decision_ttl);
+    }
+    if (!to_set.empty()) filter.load_many(to_set);
+    place.record = std::move(record);
+    place.next = last + 1;
+    return last + 1;
+  }
+
+  void produce(const rd_kafka_message_t* m) {
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_headers_t* in = nullptr; rd_kafka_message_headers(m, &in) == 0 && in != nullptr) {
+      headers = rd_kafka_headers_copy(in);
+    }
+    rd_kafka_vu_t values[6];
+    std::size_t n = 0;
+    values[n].vtype = RD_KAFKA_VTYPE_TOPIC;
+    values[n++].u.cstr = options.output_topic.c_str();
+    values[n].vtype = RD_KAFKA_VTYPE_PARTITION;
+    values[n++].u.i32 = m->partition;
+    values[n].vtype = RD_KAFKA_VTYPE_VALUE;
+    values[n].u.mem.ptr = m->payload;
+    values[n++].u.mem.size = m->len;
+    values[n].vtype = RD_KAFKA_VTYPE_KEY;
+    values[n].u.mem.ptr = m->key;
+    values[n++].u.mem.size = m->key_len;
+    values[n].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+    values[n++].u.i32 = RD_KAFKA_MSG_F_COPY;
+    if (headers != nullptr) {
+      values[n].vtype = RD_KAFKA_VTYPE_HEADERS;
+      values[n++].u.headers = headers;
+    }
+    for (;;) {
+      rd_kafka_error_t* error = rd_kafka_produceva(producer.get(), values, n);
+      if (error == nullptr) return;
+      const rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+      const std::string what = rd_kafka_error_string(error);
+      rd_kafka_error_destroy(error);
+      if (code == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(producer.get(), 50);
+        continue;
+      }
+      if (headers != nullptr) rd_kafka_headers_destroy(headers);
+      throw StorageError("--to: cannot produce to '" + options.output_topic + "' partition " +
+                         std::to_string(m->partition) + ": " + what +
+                         "; nothing of this round is committed");
+    }
+  }
+
+  void deliver(std::size_t produced) {
+    const rd_kafka_resp_err_t err =
+        rd_kafka_flush(producer.get(), static_cast<int>(options.timeout.count()));
+    throw_if_fatal(producer.get(), "--to");
+    if (delivery_errors != 0 || err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const std::string why = delivery_errors != 0 ? delivery_error : rd_kafka_err2str(err);
+      throw StorageError("--to: the brokers did not acknowledge " +
+                         std::to_string(delivery_errors != 0 ? delivery_errors : produced) +
+                         " of the " + std::to_string(produced) + " records produced to '" +
+                         options.output_topic + "': " + why +
+                         "; their input offsets are not committed");
+    }
+  }
+
+  void commit(const std::vector<std::pair<int, std::int64_t>>& offsets) {
+    if (offsets.empty()) return;
+    const PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+    for (const auto& [partition, offset] : offsets) {
+      rd_kafka_topic_partition_list_add(list.get(), options.input_topic.c_str(), partition)
+          ->offset = offset;
+    }
+    const rd_kafka_resp_err_t err = rd_kafka_commit(consumer.get(), list.get(), 0);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
+    if (lost_partitions(err)) {
+      report_warning(std::string("the group rebalanced before the offsets were committed (") +
+                     rd_kafka_err2str(err) +
+                     "): the partitions' next owner produces the round's records again");
+      return;
+    }
+    throw StorageError("--from: cannot commit the offsets of group '" + options.group +
+                       "': " + rd_kafka_err2str(err) +
+                       " (the round's records were produced; a restart produces them again)");
+  }
+};
+
+KafkaStage::KafkaStage(Filter& filter, DecisionLog& decisions, KafkaStageOptions options)
+    : state_(std::make_unique<State>(filter, decisions, std::move(options))) {
+  if (state_->options.record_key) state_->extractor.emplace(*state_->options.record_key);
+  state_->connect();
+}
+
+KafkaStage::~KafkaStage() {
+  try {
+    close();
+  } catch (...) {  // NOLINT: a destructor cannot report; close() is called explicitly first
+  }
+}
+
+std::size_t KafkaStage::round(std::chrono::milliseconds wait) {
+  State& s = *state_;
+  s.throw_if_fatal(s.consumer.get(), "--from");
+  s.gather(wait);
+  if (s.held_count == 0) return 0;
+  std::vector<const rd_kafka_message_t*> out;
+  std::vector<std::pair<int, std::int64_t>> offsets;
+  const std::uint64_t read_before = s.counts.read;
+  for (auto& [partition, batch] : s.held) {
+    const std::int64_t next = s.decide(partition, batch, out);
+    if (next >= 0) offsets.emplace_back(partition, next);
+    if (!s.stop_error.empty()) break;
+  }
+  for (const rd_kafka_message_t* m : out) s.produce(m);
+  s.deliver(out.size());
+  s.commit(offsets);
+  s.held.clear();
+  s.held_count = 0;
+  ++s.counts.rounds;
+  if (!s.stop_error.empty()) throw InvalidArgument(s.stop_error);
+  return static_cast<std::size_t>(s.counts.read - read_before);
+}
+
+void KafkaStage::close() {
+  State& s = *state_;
+  if (s.closed) return;
+  s.closed = true;
+  s.held.clear();
+  s.held_count = 0;
+  rd_kafka_consumer_close(s.consumer.get());
+  rd_kafka_flush(s.producer.get(), static_cast<int>(s.options.timeout.count()));
+}
+
+const KafkaStageCounts& KafkaStage::counts() const noexcept {
+  return state_->counts;
+}
+
+std::vector<PartitionLag> KafkaStage::lag() const {
+  std::vector<PartitionLag> lags;
+  rd_kafka_topic_partition_list_t* assigned = nullptr;
+  if (rd_kafka_assignment(state_->consumer.get(), &assigned) != 0 || assigned == nullptr) {
+    return lags;
+  }
+  const PartitionList list(assigned);
+  rd_kafka_position(state_->consumer.get(), list.get());
+  // Partitions with nothing read yet: their committed offsets, asked once.
+  const PartitionList unknown(rd_kafka_topic_partition_list_new(list->cnt));
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    const auto place = state_->partitions.find(p.partition);
+    if (p.offset < 0 && place != state_->partitions.end() && place->second.next < 0) {
+      rd_kafka_topic_partition_list_add(unknown.get(), p.topic, p.partition);
+    }
+  }
+  if (unknown->cnt != 0 && rd_kafka_committed(state_->consumer.get(), unknown.get(), 1000) ==
+                               RD_KAFKA_RESP_ERR_NO_ERROR) {
+    for (int i = 0; i < unknown->cnt; ++i) {
+      const rd_kafka_topic_partition_t& p = unknown->elems[i];
+      std::int64_t low = 0;
+      std::int64_t high = 0;
+      std::int64_t next = p.offset;
+      // No committed offset: the stage starts at the earliest record (auto.offset.reset).
+      if (next < 0 && rd_kafka_get_watermark_offsets(state_->consumer.get(), p.topic, p.partition,
+                                                     &low, &high) == 0) {
+        next = low;
+      }
+      if (const auto place = state_->partitions.find(p.partition);
+          place != state_->partitions.end() && p.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        place->second.next = next;
+      }
+    }
+  }
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    std::int64_t next = p.offset;
+    if (const auto place = state_->partitions.find(p.partition);
+        next < 0 && place != state_->partitions.end()) {
+      next = place->second.next;
+    }
+    std::int64_t low = 0;
+    std::int64_t high = 0;
+    PartitionLag lag{p.partition, -1};
+    if (rd_kafka_get_watermark_offsets(state_->consumer.get(), p.topic, p.partition, &low, &high) ==
+            0 &&
+        high >= 0 && next >= 0) {
+      lag.lag = std::max<std::int64_t>(high - next, 0);
+    }
+    lags.push_back(lag);
+  }
+  return lags;
+}
+
+}  // namespace redbloom::cli

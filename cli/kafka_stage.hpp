@@ -1,0 +1,90 @@
+// The Kafka dedup stage: reads a topic with a consumer group, produces the first record of
+// each item to another topic, then commits the input offsets.
+//
+// Per round, for each partition's batch: the records not covered by the partition's decision
+// record are tested against the filter (without setting bits); the new decision record (which
+// offsets are first seen, replayed ones included) is stored durably; the first-seen items'
+// bits are set; their records are produced. When every record of the round is acknowledged
+// by the brokers, the offsets are committed. A crash anywhere leaves either nothing decided
+// (the records are tested again: their bits were not set) or a decision record, from which a
+// restarted stage, or the group member that takes the partition over, produces the batch
+// again without testing it. So no first-seen record is lost; a crash repeats at most the
+// records produced and not yet committed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "records.hpp"
+#include "redbloom/decision_log.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/record_key.hpp"
+
+namespace redbloom::cli {
+
+struct KafkaStageOptions {
+  std::string input_brokers;  // "host:port,host:port"
+  std::string input_topic;
+  std::string output_brokers;
+  std::string output_topic;
+  std::string group;
+  std::vector<std::pair<std::string, std::string>> properties;  // librdkafka's, for both sides
+  std::size_t batch = 10000;                                    // records per round, at most
+  bool kafka_key = false;                                       // the item is the record's key
+  std::optional<RecordKeySpec> record_key;                      // else the item is the whole value
+  OnBadRecord on_bad = OnBadRecord::error;
+  std::chrono::milliseconds decision_ttl{0};  // 0: decision records do not expire
+  std::chrono::milliseconds timeout{30000};   // to reach the brokers, to deliver a round
+  bool verbose = false;                       // librdkafka's log lines on stderr
+};
+
+struct KafkaStageCounts {
+  std::uint64_t read = 0;
+  std::uint64_t first_seen = 0;  // produced
+  std::uint64_t duplicates = 0;
+  std::uint64_t replayed = 0;  // decided by a decision record (produced again if first seen)
+  std::uint64_t skipped = 0;   // no key, --on-bad-record skip
+  std::uint64_t passed = 0;    // no key, --on-bad-record pass: produced unfiltered
+  std::uint64_t rounds = 0;
+  std::uint64_t errors = 0;  // broker errors librdkafka reported (and retried)
+};
+
+struct PartitionLag {
+  int partition = 0;
+  std::int64_t lag = -1;  // -1: not known yet
+};
+
+class KafkaStage {
+ public:
+  // Connects and joins the group. Throws StorageError when the brokers cannot be reached in
+  // `timeout`, InvalidArgument for a property librdkafka refuses or an input topic that does
+  // not exist.
+  KafkaStage(Filter& filter, DecisionLog& decisions, KafkaStageOptions options);
+  ~KafkaStage();
+  KafkaStage(const KafkaStage&) = delete;
+  KafkaStage& operator=(const KafkaStage&) = delete;
+
+  // One round: waits up to `wait` for records, then decides, produces and commits them.
+  // Returns the number of records read. Throws StorageError when the brokers refuse or do not
+  // acknowledge the output (nothing of the round is committed), InvalidArgument for a record
+  // without a key under --on-bad-record error (after committing the records before it).
+  std::size_t round(std::chrono::milliseconds wait);
+  // Leaves the group, so that the others take its partitions over at once.
+  void close();
+
+  [[nodiscard]] const KafkaStageCounts& counts() const noexcept;
+  // Per assigned partition: the high watermark minus the next offset to read.
+  [[nodiscard]] std::vector<PartitionLag> lag() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace redbloom::cli

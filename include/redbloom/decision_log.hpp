@@ -1,0 +1,39 @@
+// Decision records: small durable records a dedup stage keeps beside its filter, so that a
+// batch whose items were tested is, after a crash, replayed from what was decided instead of
+// tested again (a second test would take the batch's own first-seen items for repeats).
+//
+// Beside a filter file FILE they are files in the directory FILE.decisions/, each replaced
+// atomically (written, fsynced, renamed, the directory fsynced) before put() returns. Beside a
+// Redis filter NAME they are keys NAME:decisions:KEY on the filter's server (its first server
+// when sharded), written with SET before put() returns, so they persist as the server
+// persists. A filter in a Redis Cluster or in memory has no place for them (InvalidArgument).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "redbloom/location.hpp"
+
+namespace redbloom {
+
+class DecisionLog {
+ public:
+  // The records beside the filter at `filter`.
+  [[nodiscard]] static std::unique_ptr<DecisionLog> beside(const Location& filter);
+
+  virtual ~DecisionLog() = default;
+  // Stores `record` under `key` (any bytes), replacing what was there, durably before it
+  // returns. A positive `ttl` lets Redis expire it; a file record stays until replaced.
+  virtual void put(const std::string& key, std::string_view record,
+                   std::chrono::milliseconds ttl) = 0;
+  // The record under `key`, if any.
+  [[nodiscard]] virtual std::optional<std::string> get(const std::string& key) = 0;
+  // Where the records are, for messages: "urls.rbf.decisions/" or "urls:decisions:* on redis
+  // 127.0.0.1:6379".
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+}  // namespace redbloom
