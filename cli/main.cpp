@@ -101,17 +101,8 @@ class StreamStageFormatter : public CLI::Formatter {
   }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+void register_commands(CLI::App& app, int& exit_code) {
   using namespace redbloom::cli;
-  redbloom::report_shrinking_filter_files(kExitStorage);
-  // Named, so that help says "Usage: redbloom ..." however the program was started.
-  CLI::App app{"redbloom: Bloom filters for deduplication and membership tests", "redbloom"};
-  app.require_subcommand(1);
-  // The version is CMake's PROJECT_VERSION, the one the man page and Python's __version__ show.
-  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
-  int exit_code = kExitOk;
   register_plan(app, exit_code);
   register_create(app, exit_code);
   register_add(app, exit_code);
@@ -131,59 +122,93 @@ int main(int argc, char** argv) {
       "--key-field NAME --redis redis://HOST[:PORT]#FILTER. From a Kafka topic to another: "
       "redbloom dedup --from kafka://HOST:PORT/TOPIC --group G --to kafka://HOST:PORT/OUT -f "
       "FILTER. redbloom dedup --from X --help lists their options");
+}
 
+// The command and the flags that shape messages, known before parsing so that even a parse
+// error comes out as JSON when --json was given.
+struct FirstLook {
+  std::string command;
+  bool json = false;
+  bool quiet = false;
+};
+
+FirstLook first_look(int argc, char** argv) {
+  FirstLook look;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json") look.json = true;
+    if (arg == "-q" || arg == "--quiet") look.quiet = true;
+    if (look.command.empty() && !arg.starts_with("-")) look.command = arg;
+  }
+  return look;
+}
+
+// dedup from a Redis stream or a Kafka topic (--from) has options of its own: its hidden
+// command parses them. The command that parses, with `args` pointing at it.
+std::string parsed_command_of(const std::string& command, int argc, char** argv,
+                              std::vector<char*>& args) {
+  using namespace redbloom::cli;
+  std::string parsed = command;
+  if (command != "dedup") return parsed;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--from" || arg.starts_with("--from=")) parsed = kRedisStreamDedupCommand;
+    const std::string_view value = arg.starts_with("--from=")        ? arg.substr(7)
+                                   : arg == "--from" && i + 1 < argc ? std::string_view(argv[i + 1])
+                                                                     : std::string_view();
+    if (value.starts_with("kafka://")) parsed = kKafkaDedupCommand;
+  }
+  for (int i = 1; i < argc && parsed != command; ++i) {
+    if (std::string_view(argv[i]) == "dedup") {
+      args[i] = const_cast<char*>(parsed == kKafkaDedupCommand ? kKafkaDedupCommand
+                                                               : kRedisStreamDedupCommand);
+      break;
+    }
+  }
+  return parsed;
+}
+
+// "unknown command" with a guess and the list, if `command` is not one of them.
+bool refuse_unknown_command(const std::string& command, const std::vector<std::string>& commands) {
+  using redbloom::cli::report_error;
+  if (command.empty() || std::find(commands.begin(), commands.end(), command) != commands.end()) {
+    return false;
+  }
+  std::string list;
+  for (const std::string& name : commands) list += (list.empty() ? "" : ", ") + name;
+  const std::string guess = closest(command, commands);
+  report_error("unknown command '" + command + "'" +
+               (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; the commands are " +
+               list + "; redbloom COMMAND --help describes one");
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace redbloom::cli;
+  redbloom::report_shrinking_filter_files(kExitStorage);
+  // Named, so that help says "Usage: redbloom ..." however the program was started.
+  CLI::App app{"redbloom: Bloom filters for deduplication and membership tests", "redbloom"};
+  app.require_subcommand(1);
+  // The version is CMake's PROJECT_VERSION, the one the man page and Python's __version__ show.
+  app.set_version_flag("--version", "redbloom " REDBLOOM_VERSION);
+  int exit_code = kExitOk;
+  register_commands(app, exit_code);
   std::vector<std::string> commands;
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (!sub->get_group().empty()) commands.push_back(sub->get_name());
   }
-  // The command and the flags that shape messages, known before parsing so that even a
-  // parse error comes out as JSON when --json was given.
-  std::string command;
-  bool json = false;
-  bool quiet = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (arg == "--json") json = true;
-    if (arg == "-q" || arg == "--quiet") quiet = true;
-    if (command.empty() && !arg.starts_with("-")) command = arg;
-  }
+  const auto [command, json, quiet] = first_look(argc, argv);
   set_diagnostics(command, json, quiet);
   // With --json, stderr carries only JSON objects: the library's TLS warning too.
   if (json)
     redbloom::set_insecure_tls_warning([](std::string_view message) { report_warning(message); });
-  // dedup of a Redis stream (--from) has options of its own: its hidden command parses them.
   std::vector<char*> args(argv, argv + argc);
-  std::string parsed_command = command;
-  if (command == "dedup") {
-    for (int i = 1; i < argc; ++i) {
-      const std::string_view arg = argv[i];
-      if (arg == "--") break;
-      if (arg == "--from" || arg.starts_with("--from=")) parsed_command = kRedisStreamDedupCommand;
-      const std::string_view value = arg.starts_with("--from=") ? arg.substr(7)
-                                     : arg == "--from" && i + 1 < argc
-                                         ? std::string_view(argv[i + 1])
-                                         : std::string_view();
-      if (value.starts_with("kafka://")) {
-        parsed_command = kKafkaDedupCommand;
-      }
-    }
-    for (int i = 1; i < argc && parsed_command != command; ++i) {
-      if (std::string_view(argv[i]) == "dedup") {
-        args[i] = const_cast<char*>(parsed_command.c_str());
-        break;
-      }
-    }
-  }
-  if (!command.empty() && std::find(commands.begin(), commands.end(), command) == commands.end()) {
-    std::string list;
-    for (const std::string& name : commands) list += (list.empty() ? "" : ", ") + name;
-    const std::string guess = closest(command, commands);
-    report_error("unknown command '" + command + "'" +
-                 (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; the commands are " +
-                 list + "; redbloom COMMAND --help describes one");
-    return kExitUsage;
-  }
+  const std::string parsed_command = parsed_command_of(command, argc, argv, args);
+  if (refuse_unknown_command(command, commands)) return kExitUsage;
   try {
     app.parse(argc, args.data());
   } catch (const CLI::ParseError& e) {
