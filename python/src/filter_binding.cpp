@@ -41,7 +41,7 @@ class PyFilter {
         stream_(filter.shape().stream),
         location_(location),
         remote_(location.in_redis()),
-        server_filter_(filter.backend().server_filter_info().has_value()),
+        server_filter_(filter.shape().server_filter.has_value()),
         handle_(std::move(filter), reopener(location, access)) {}
 
   bool add(py::handle item) {
@@ -328,7 +328,7 @@ bool wants_bf(const py::object& engine) {
 // The filter at `location` must be of the engine asked for (when one was).
 void check_engine_of(const Filter& filter, const Location& location, const py::object& engine) {
   if (engine.is_none()) return;
-  const bool bf = filter.backend().server_filter_info().has_value();
+  const bool bf = filter.shape().server_filter.has_value();
   if (bf != wants_bf(engine)) {
     throw FilterExists(location.describe() + " is " +
                        (bf ? "a filter of the server's Bloom engine (engine='bf')"
