@@ -33,8 +33,7 @@ CapacityWatch::CapacityWatch(const Filter& filter, OnFull on_full, bool fresh, c
   // A filter sized by explicit bits and hashes has no capacity to compare with; a windowed or
   // growing one keeps its rate by growing (it stops with CapacityExceeded at its limit), and so
   // does a filter of the server's Bloom engine (or it refuses items past its capacity).
-  watched_ = filter.shape().plain() && filter.params().capacity != 0 &&
-             !filter.backend().server_filter_info();
+  watched_ = filter.shape().plain() && filter.params().capacity != 0;
   if (!watched_) return;
   if (!fresh) estimated_ = filter.estimate_items();
   check(0);

@@ -75,7 +75,7 @@ void create_engine(const CreateCommand& cmd) {
   }
   const EngineFilterOptions options = engine_options(cmd.sizing, cmd.nonscaling);
   const Filter filter = create_engine_filter(cmd.location.resolve(), options, cmd.force);
-  const auto server = filter.backend().server_filter_info();
+  const auto& server = filter.shape().server_filter;
   const std::string expansion =
       options.nonscaling ? "none"
                          : (server && server->expansion ? std::to_string(*server->expansion)

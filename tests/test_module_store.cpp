@@ -273,8 +273,8 @@ TEST(ModuleStore, TheLibraryUsesAFilterOfTheServersOwnEngine) {
   ASSERT_EQ(with.integer({"BF.ADD", "bf", "held-3"}), 1);
   const Location where = Location::redis({with.endpoint()}, "bf");
   Filter filter = Filter::open(where);
-  EXPECT_TRUE(contains_text(filter.store().location(), "TYPE redbloomF"))
-      << filter.store().location();
+  EXPECT_TRUE(contains_text(filter.backend().location(), "TYPE redbloomF"))
+      << filter.backend().location();
   const auto held = numbered("held-", 0, 10000);
   const std::vector<std::string_view> items(held.begin(), held.end());
   std::vector<std::uint8_t> added(items.size());

@@ -99,8 +99,9 @@ struct FilterInfo {
   // cover the live links, estimated_items is their counted adds and estimated_error_rate the
   // compound rate now.
   std::optional<StreamInfo> stream;
-  // A filter of a server's own Bloom engine (store.hpp): then params are placeholders, set_bits
-  // and fill_ratio are 0 and estimated_items is the server's count of items inserted.
+  // A filter of a server's own Bloom engine (filter_backend.hpp), as its server answers now:
+  // then params hold only the capacity and error rate, set_bits and fill_ratio are 0 and
+  // estimated_items is the server's count of items inserted.
   std::optional<ServerFilterInfo> server_filter;
   // What does the per-item work on each server (Store::engines); empty for local filters.
   std::vector<std::string> engines;

@@ -18,6 +18,19 @@
 
 namespace redbloom {
 
+// A filter kept by a server's own Bloom engine: a key that BF.RESERVE / BF.ADD made (redbloom's
+// module, RedisBloom, Redis 8, valkey-bloom), used through their BF.* commands instead of
+// redbloom's bits, as that server answers BF.INFO.
+struct ServerFilterInfo {
+  std::string type;  // the key's TYPE: "redbloomF", "MBbloom--", "bloomfltr"
+  std::string kind;  // for messages: "redbloom.so's BF filter (TYPE redbloomF)"
+  std::uint64_t capacity = 0;
+  std::uint64_t bytes = 0;                 // BF.INFO's Size
+  std::uint64_t filters = 0;               // its sub-filters (it grows by stacking them)
+  std::optional<std::uint64_t> items;      // items inserted, as the server counts them
+  std::optional<std::uint64_t> expansion;  // nullopt: it does not grow
+};
+
 // A filter as its user asked for it (Filter::shape).
 struct FilterShape {
   // A plain filter: its bitmap's parameters. Windowed or growing: link 0's, the link every
@@ -29,8 +42,13 @@ struct FilterShape {
   // A windowed or growing filter: every link a slice may hold, in order, each with its own
   // capacity and rate. Empty for a plain filter.
   std::vector<FilterParams> links;
+  // A filter of a server's own Bloom engine: what its server said of it when it was opened.
+  // Then `params` hold only the capacity and the error rate (0: the server does not say it):
+  // the engine lays out its bits in its own way, which no FilterParams describe.
+  std::optional<ServerFilterInfo> server_filter;
 
-  [[nodiscard]] bool plain() const noexcept { return !stream; }
+  // redbloom's own bitmap, one for the whole filter (neither windowed, growing nor the engine's).
+  [[nodiscard]] bool plain() const noexcept { return !stream && !server_filter; }
   [[nodiscard]] bool windowed() const noexcept { return stream && stream->window_ns != 0; }
   [[nodiscard]] bool growing() const noexcept { return stream && stream->window_ns == 0; }
   // What the user sized it for: items (per window, or of the first link of a growing filter)
@@ -111,6 +129,8 @@ class FilterBackend {
   [[nodiscard]] virtual std::uint64_t storage_bytes() const = 0;
   // A windowed or growing filter's slices and links now; nullopt for a plain filter.
   [[nodiscard]] virtual std::optional<StreamInfo> stream_info() const { return std::nullopt; }
+  // A filter of a server's own Bloom engine: what its server says of it now (its item count
+  // changes with every add); nullopt for redbloom's filters.
   [[nodiscard]] virtual std::optional<ServerFilterInfo> server_filter_info() const {
     return std::nullopt;
   }
@@ -118,7 +138,8 @@ class FilterBackend {
   virtual void flush() = 0;
   [[nodiscard]] virtual std::string location() const = 0;
 
-  // A plain filter's one bitmap; nullptr for a windowed or growing filter.
+  // A plain filter's one bitmap; nullptr for a windowed or growing filter, and for a filter of
+  // a server's own Bloom engine (which has none of redbloom's).
   [[nodiscard]] virtual Store* bitmap() noexcept { return nullptr; }
   [[nodiscard]] virtual const Store* bitmap() const noexcept { return nullptr; }
   // A windowed or growing filter's links; nullptr for a plain filter.

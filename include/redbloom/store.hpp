@@ -19,19 +19,6 @@
 
 namespace redbloom {
 
-// A filter kept by a server's own Bloom engine: a key that BF.RESERVE / BF.ADD made (redbloom's
-// module, RedisBloom, Redis 8, valkey-bloom), used through their BF.* commands instead of
-// redbloom's bits, as that server answers BF.INFO.
-struct ServerFilterInfo {
-  std::string type;  // the key's TYPE: "redbloomF", "MBbloom--", "bloomfltr"
-  std::string kind;  // for messages: "redbloom.so's BF filter (TYPE redbloomF)"
-  std::uint64_t capacity = 0;
-  std::uint64_t bytes = 0;                 // BF.INFO's Size
-  std::uint64_t filters = 0;               // its sub-filters (it grows by stacking them)
-  std::optional<std::uint64_t> items;      // items inserted, as the server counts them
-  std::optional<std::uint64_t> expansion;  // nullopt: it does not grow
-};
-
 // Where one Redis server or Cluster holds all of a filter's bits, under the filter's name.
 struct RedisKeys {
   RedisEndpoint endpoint;
@@ -117,17 +104,9 @@ class Store {
   // pipeline their batches and ignore it.
   virtual void use_threads(unsigned threads) { (void)threads; }
 
-  // A filter of a server's own Bloom engine (ServerFilterInfo); nullopt for redbloom's filters.
-  // Such a store's params() are placeholders with capacity 0, and what needs redbloom's bits
-  // (count_set_bits, read_bytes, write_bytes: byte-for-byte copies) throws InvalidArgument
-  // naming its kind.
-  [[nodiscard]] virtual std::optional<ServerFilterInfo> server_filter_info() const {
-    return std::nullopt;
-  }
-
-  // For a stage that writes the filter's bits in its own server-side script (redis_stream_dedup.hpp):
-  // where they are, when they are redbloom's bits and one Redis server or Cluster holds them
-  // all; nullopt for every other store (local, sharded over servers, a server's own engine).
+  // For a stage that writes the filter's bits in its own server-side script
+  // (redis_stream_dedup.hpp): where they are, when they are redbloom's bits and one Redis server or
+  // Cluster holds them all; nullopt for every other store (local, sharded over servers).
   [[nodiscard]] virtual std::optional<RedisKeys> redis_keys() const { return std::nullopt; }
 
   // What does the per-item work, one line per server ("redis 127.0.0.1:6379: module redbloom

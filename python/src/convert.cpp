@@ -90,6 +90,7 @@ py::dict info_dict(const FilterInfo& info) {
     s["items"] = server.items ? py::object(py::int_(*server.items)) : py::none();
     s["expansion"] = server.expansion ? py::object(py::int_(*server.expansion)) : py::none();
     d["server_filter"] = s;
+    d["layout"] = py::none();  // the engine lays out its bits in its own way
   } else {
     d["server_filter"] = py::none();
   }

@@ -41,7 +41,7 @@ class PyFilter {
         stream_(filter.shape().stream),
         location_(location),
         remote_(location.in_redis()),
-        server_filter_(filter.backend().server_filter_info().has_value()),
+        server_filter_(filter.shape().server_filter.has_value()),
         handle_(std::move(filter), reopener(location, access)) {}
 
   bool add(py::handle item) {
@@ -105,6 +105,16 @@ class PyFilter {
     return py::float_(params_.error_rate);
   }
   [[nodiscard]] std::string engine() const { return server_filter_ ? "bf" : "redbloom"; }
+  // None for a filter of the server's engine, which lays out its bits in its own way.
+  [[nodiscard]] py::object layout() const {
+    if (server_filter_) return py::none();
+    return py::str(std::string(to_string(params_.layout)));
+  }
+  [[nodiscard]] py::dict params_as_dict() const {
+    py::dict d = params_dict(params_);
+    d["layout"] = layout();
+    return d;
+  }
   void flush() {
     handle_.run(true, [](Filter& f) { f.flush(); });
   }
@@ -328,7 +338,7 @@ bool wants_bf(const py::object& engine) {
 // The filter at `location` must be of the engine asked for (when one was).
 void check_engine_of(const Filter& filter, const Location& location, const py::object& engine) {
   if (engine.is_none()) return;
-  const bool bf = filter.backend().server_filter_info().has_value();
+  const bool bf = filter.shape().server_filter.has_value();
   if (bf != wants_bf(engine)) {
     throw FilterExists(location.describe() + " is " +
                        (bf ? "a filter of the server's Bloom engine (engine='bf')"
@@ -530,7 +540,7 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PyFilter& self, py::args) { self.close(); })
       .def_property_readonly("location", &PyFilter::location)
-      .def_property_readonly("params", [](const PyFilter& f) { return params_dict(f.params()); })
+      .def_property_readonly("params", &PyFilter::params_as_dict)
       .def_property_readonly("capacity", [](const PyFilter& f) { return f.params().capacity; })
       .def_property_readonly("error_rate", &PyFilter::error_rate,
                              "The rate it was sized for; None where the server's engine keeps "
@@ -540,8 +550,7 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
                              "engine, through BF.*)")
       .def_property_readonly("bits", [](const PyFilter& f) { return f.params().total_bits(); })
       .def_property_readonly("hashes", [](const PyFilter& f) { return f.params().hashes; })
-      .def_property_readonly(
-          "layout", [](const PyFilter& f) { return std::string(to_string(f.params().layout)); })
+      .def_property_readonly("layout", &PyFilter::layout)
       .def("__repr__", [](const PyFilter& f) {
         return "<redbloom.Filter " + f.location() + (f.closed() ? " (closed)" : "") + ": " +
                (f.engine() == "bf" ? "the server's Bloom engine (BF.*), capacity " +

@@ -6,6 +6,9 @@
 namespace redbloom {
 
 std::string FilterShape::describe() const {
+  if (server_filter) {
+    return server_filter->kind + ", capacity " + std::to_string(server_filter->capacity);
+  }
   return stream ? redbloom::describe(*stream) : redbloom::describe(params);
 }
 

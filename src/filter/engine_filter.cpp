@@ -2,7 +2,7 @@
 #include "redbloom/engine_filter.hpp"
 
 #include "redbloom/error.hpp"
-#include "redis/server_filter_store.hpp"
+#include "redis/server_filter_backend.hpp"
 
 namespace redbloom {
 
@@ -21,9 +21,10 @@ Filter create_engine_filter(const Location& location, const EngineFilterOptions&
         "to shard over them");
   }
   // Checked before anything is dropped, so a bad option leaves an existing filter alone.
-  ServerFilterStore::check_options(options);
+  ServerFilterBackend::check_options(options);
   if (overwrite && Filter::exists(location)) Filter::drop(location);
-  return Filter(ServerFilterStore::reserve(location.servers.front(), location.name, options));
+  return Filter(std::unique_ptr<FilterBackend>(
+      ServerFilterBackend::reserve(location.servers.front(), location.name, options)));
 }
 
 }  // namespace redbloom

@@ -117,6 +117,12 @@ Filter::Filter(std::unique_ptr<FilterBackend> backend) : backend_(std::move(back
 
 Store& Filter::store() {
   if (Store* bitmap = backend_->bitmap()) return *bitmap;
+  if (shape_.server_filter) {
+    throw InvalidArgument("filter " + backend_->location() + " keeps its bits in the server's " +
+                          "own Bloom engine, not in redbloom's layout: reading or writing its " +
+                          "bits (export, import, copy, clear) cannot be done on it (adds, " +
+                          "lookups and info work)");
+  }
   throw InvalidArgument("filter " + backend_->location() + " is " + shape_.describe() +
                         ": it keeps one bitmap per link, not one store");
 }
@@ -181,8 +187,9 @@ FilterInfo Filter::info() const {
   info.shape = shape_;
   info.location = backend_->location();
   info.engines = backend_->engines();
-  info.server_filter = backend_->server_filter_info();
-  if (info.server_filter) {
+  if (shape_.server_filter) {
+    // Read now: the server's item count changes with every add.
+    info.server_filter = backend_->server_filter_info().value_or(*shape_.server_filter);
     info.storage_bytes = backend_->storage_bytes();
     info.estimated_items = static_cast<double>(info.server_filter->items.value_or(0));
     return info;
@@ -214,8 +221,9 @@ FilterInfo Filter::info() const {
 }
 
 double Filter::estimate_items(std::uint64_t sample_bytes) const {
-  if (const std::optional<ServerFilterInfo> server = backend_->server_filter_info()) {
-    return static_cast<double>(server->items.value_or(0));
+  if (shape_.server_filter) {
+    const ServerFilterInfo now = backend_->server_filter_info().value_or(*shape_.server_filter);
+    return static_cast<double>(now.items.value_or(0));
   }
   if (const std::optional<StreamInfo> stream = backend_->stream_info()) {
     double items = 0;

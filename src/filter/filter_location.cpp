@@ -30,7 +30,7 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
 
 void check_parameters(const Filter& filter, const OpenOptions& options) {
   if (!options.require_params) return;
-  if (const auto server = filter.backend().server_filter_info()) {
+  if (const auto& server = filter.shape().server_filter) {
     throw FilterExists("filter " + filter.backend().location() +
                        " has the parameters its server gave it (capacity " +
                        std::to_string(server->capacity) +
@@ -269,7 +269,7 @@ std::unique_ptr<ExactSet> exact_set_for_writing(const Location& location, const 
                           " is windowed: it forgets items, and an exact set beside it would "
                           "not; use --exact with a plain or growing filter");
   }
-  if (const auto server = filter.backend().server_filter_info()) {
+  if (const auto& server = filter.shape().server_filter) {
     if (!create) return nullptr;
     throw InvalidArgument("filter " + location.describe() + " is " + server->kind +
                           ": an exact set needs a redbloom filter beside it; create one (without "

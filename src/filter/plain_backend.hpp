@@ -32,9 +32,6 @@ class PlainBackend final : public FilterBackend {
   [[nodiscard]] std::uint64_t count_set_bits() const override { return store_->count_set_bits(); }
   [[nodiscard]] std::uint64_t created_unix_ns() const override { return store_->created_unix_ns(); }
   [[nodiscard]] std::uint64_t storage_bytes() const override { return store_->storage_bytes(); }
-  [[nodiscard]] std::optional<ServerFilterInfo> server_filter_info() const override {
-    return store_->server_filter_info();
-  }
   [[nodiscard]] std::vector<std::string> engines() const override { return store_->engines(); }
   void flush() override { store_->flush(); }
   [[nodiscard]] std::string location() const override { return store_->location(); }

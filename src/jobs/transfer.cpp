@@ -121,7 +121,7 @@ CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
   OpenOptions reading = OpenOptions::read_only();
   reading.clock = clock;
   const Filter source = Filter::open(from, reading);
-  if (const auto server = source.backend().server_filter_info()) {
+  if (const auto& server = source.shape().server_filter) {
     throw InvalidArgument("filter " + from.describe() + " is " + server->kind +
                           ", whose bits the server's Bloom engine keeps in its own layout: it "
                           "cannot be copied byte for byte; create a redbloom filter and add its "

@@ -6,7 +6,7 @@
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redis/redis_store.hpp"
-#include "redis/server_filter_store.hpp"
+#include "redis/server_filter_backend.hpp"
 #include "redis/sharded_store.hpp"
 #include "redis/stream_store.hpp"
 
@@ -22,8 +22,9 @@ using redis::text_of;
 // tried after another. RB.VERSION and TIME come along: what opening any kind would ask next.
 struct KeyAtName {
   std::string type;
-  std::optional<redis::Fields> fields;  // the metadata of a redbloom filter of either kind
-  ServerFilterStore::Sizes engine_sizes;
+  std::optional<redis::Fields> fields;     // the metadata of a redbloom filter of either kind
+  std::optional<ServerFilterInfo> engine;  // what BF.INFO says of a key of the server's engine
+  double engine_error_rate = 0;
   std::optional<std::int64_t> server_offset_ms;  // the server's clock minus this machine's
 };
 
@@ -58,8 +59,8 @@ KeyAtName read_key(redis::Router& router, const std::string& name) {
         } else if (key.type == "hash") {
           key.type = "none";  // deleted meanwhile
         }
-        if (ServerFilterStore::kind_of_type(key.type)) {
-          key.engine_sizes = ServerFilterStore::sizes_of(*replies[2]);
+        if (ServerFilterBackend::kind_of_type(key.type)) {
+          key.engine = ServerFilterBackend::info_of(key.type, *replies[2], &key.engine_error_rate);
         }
         router.remember_module_version(*replies[3]);
         // Refused (an ACL without TIME): asked again only by a kind that needs it.
@@ -100,20 +101,18 @@ std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint
   if (key.type == "none") {
     throw NotFound("no filter '" + name + "' on redis " + router->endpoint().describe());
   }
-  const auto engine = ServerFilterStore::kind_of_type(key.type);
-  if (!engine) {
+  if (!key.engine) {
     throw FormatError(redis::describe_key(*router, name) + " holds a " + key.type +
                       ", not a redbloom filter");
   }
   if (servers.size() != 1) {
     // A BF key is one key of one server: refused by name rather than as a foreign key.
-    throw InvalidArgument("redis " + router->endpoint().describe() + " filter " + name + " (" +
-                          *engine + ") is one key of one server, not a filter sharded over " +
-                          std::to_string(servers.size()) +
-                          " servers: open it with that server alone");
+    throw InvalidArgument(
+        "redis " + router->endpoint().describe() + " filter " + name + " (" + key.engine->kind +
+        ") is one key of one server, not a filter sharded over " + std::to_string(servers.size()) +
+        " servers: open it with that server alone");
   }
-  return plain_backend(
-      ServerFilterStore::open(std::move(router), name, key.type, key.engine_sizes));
+  return ServerFilterBackend::open(std::move(router), name, *key.engine, key.engine_error_rate);
 }
 
 std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoint>& servers,
@@ -137,7 +136,7 @@ std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoi
 bool drop_redis_filter(const std::vector<RedisEndpoint>& servers, const std::string& name) {
   if (RedisStreamStore::drop_if_stream(servers, name)) return true;
   if (servers.size() == 1) {
-    if (ServerFilterStore::drop_if_server_filter(servers.front(), name)) return false;
+    if (ServerFilterBackend::drop_if_server_filter(servers.front(), name)) return false;
     RedisStore::drop(servers.front(), name);
   } else {
     ShardedRedisStore::drop(servers, name);

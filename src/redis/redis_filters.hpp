@@ -1,6 +1,6 @@
 // A filter in Redis of any kind by its name: a plain filter on one server (redis_store.hpp) or
 // sharded over several (sharded_store.hpp), a windowed or growing filter (stream_store.hpp), or
-// a key of the server's own Bloom engine (server_filter_store.hpp), told apart by the metadata
+// a key of the server's own Bloom engine (server_filter_backend.hpp), told apart by the metadata
 // at NAME. The one place that knows all the kinds; Filter's open, create and drop come through
 // here.
 #pragma once

@@ -1,4 +1,4 @@
-#include "server_filter_store.hpp"
+#include "server_filter_backend.hpp"
 
 #include <algorithm>
 #include <array>
@@ -88,7 +88,7 @@ std::size_t committed_before(const std::vector<std::uint8_t>& answered, std::siz
 
 }  // namespace
 
-struct ServerFilterStore::State {
+struct ServerFilterBackend::State {
   State(std::unique_ptr<redis::Router> connected, std::string filter_name)
       : router(std::move(connected)), name(std::move(filter_name)), slot(redis::slot_of(name)) {}
 
@@ -96,8 +96,8 @@ struct ServerFilterStore::State {
   std::string name;
   std::uint16_t slot;
   const Engine* engine = nullptr;
-  FilterParams params;  // placeholders: the engine keeps its own (store.hpp)
-  // The first non-zero RB.FILTERID seen: the filter this store has open (0: none seen yet).
+  FilterShape shape;  // what BF.INFO said at open
+  // The first non-zero RB.FILTERID seen: the filter this backend has open (0: none seen yet).
   mutable std::atomic<std::uint64_t> filter_id{0};
 
   [[nodiscard]] std::size_t first_of(std::size_t unit) const { return unit * kCommandItems; }
@@ -120,7 +120,7 @@ struct ServerFilterStore::State {
            kind_text(*engine) + ")";
   }
   // The key still holds such a filter (`type`: TYPE's reply): lookups of a missing key answer 0,
-  // so a filter deleted or replaced under the store is reported, never answered as empty.
+  // so a filter deleted or replaced under the backend is reported, never answered as empty.
   void check_still_there(const redisReply& type, std::string_view operation) const {
     if (is_error(type)) router->fail("TYPE", text_of(type));
     if (text_of(type) != engine->type) {
@@ -130,7 +130,7 @@ struct ServerFilterStore::State {
                          "): deleted or replaced while in use"));
     }
   }
-  // The key holds the filter this store opened, not one made again there since (DEL and
+  // The key holds the filter this backend opened, not one made again there since (DEL and
   // BF.RESERVE, or an add after an eviction), which would read as empty. `id` is RB.FILTERID's
   // reply: redbloom.so's alone gives one; an error (another engine) or nil tells nothing, and
   // 0 is a filter the server loaded (a restart, a failover), which may be the same one.
@@ -146,18 +146,19 @@ struct ServerFilterStore::State {
   }
 };
 
-std::optional<std::string> ServerFilterStore::kind_of_type(std::string_view type) {
+std::optional<std::string> ServerFilterBackend::kind_of_type(std::string_view type) {
   const Engine* engine = engine_of(type);
   if (engine == nullptr) return std::nullopt;
   return kind_text(*engine);
 }
 
-std::unique_ptr<ServerFilterStore> ServerFilterStore::open_if_server_filter(
+std::unique_ptr<ServerFilterBackend> ServerFilterBackend::open_if_server_filter(
     const RedisEndpoint& endpoint, const std::string& name) {
   auto router = redis::make_router(endpoint);
   const std::uint16_t slot = redis::slot_of(name);
   std::string type;
-  Sizes sizes;
+  ServerFilterInfo info;
+  double error_rate = 0;
   router->pipeline(
       1, "TYPE",
       [&](std::size_t unit) {
@@ -171,46 +172,28 @@ std::unique_ptr<ServerFilterStore> ServerFilterStore::open_if_server_filter(
       [&](std::size_t, redis::Replies replies) {
         if (is_error(*replies[0])) router->fail("TYPE", text_of(*replies[0]));
         type = text_of(*replies[0]);
-        sizes = sizes_of(*replies[1]);
+        if (engine_of(type) != nullptr) info = info_of(type, *replies[1], &error_rate);
       },
       OnLostNode::retry);
   if (engine_of(type) == nullptr) return nullptr;
-  return open(std::move(router), name, type, sizes);
+  return open(std::move(router), name, info, error_rate);
 }
 
-ServerFilterStore::Sizes ServerFilterStore::sizes_of(const redisReply& info) {
-  Sizes sizes;
-  if (info.type != REDIS_REPLY_ARRAY) return sizes;  // refused (ACLs): the sizes stay unknown
-  for (std::size_t i = 0; i + 1 < info.elements; i += 2) {
-    const std::string_view label = text_of(*info.element[i]);
-    const redisReply& value = *info.element[i + 1];
-    if (value.type == REDIS_REPLY_NIL) continue;
-    if (label == "Capacity") sizes.capacity = number_of(value);
-    if (label == "Error rate") sizes.error_rate = real_of(value);
-  }
-  return sizes;
-}
-
-std::unique_ptr<ServerFilterStore> ServerFilterStore::open(std::unique_ptr<redis::Router> router,
-                                                           const std::string& name,
-                                                           std::string_view type,
-                                                           const Sizes& sizes) {
+std::unique_ptr<ServerFilterBackend> ServerFilterBackend::open(
+    std::unique_ptr<redis::Router> router, const std::string& name, const ServerFilterInfo& info,
+    double error_rate) {
   auto state = std::make_unique<State>(std::move(router), name);
-  state->engine = engine_of(type);
+  state->engine = engine_of(info.type);
   if (state->engine == nullptr) {
-    throw InvalidArgument("TYPE " + std::string(type) + " is no Bloom engine's filter");
+    throw InvalidArgument("TYPE " + info.type + " is no Bloom engine's filter");
   }
-  state->params.layout = Layout::blocked;
-  state->params.hashes = 1;
-  state->params.partitions = 1;
-  state->params.partition_bits = kBlockBits;
-  state->params.capacity = sizes.capacity;
-  state->params.error_rate = sizes.error_rate;
-  state->params.hash_scheme = kCurrentHashScheme;
-  return std::unique_ptr<ServerFilterStore>(new ServerFilterStore(std::move(state)));
+  state->shape.server_filter = info;
+  state->shape.params.capacity = info.capacity;
+  state->shape.params.error_rate = error_rate;
+  return std::unique_ptr<ServerFilterBackend>(new ServerFilterBackend(std::move(state)));
 }
 
-void ServerFilterStore::check_options(const EngineFilterOptions& options) {
+void ServerFilterBackend::check_options(const EngineFilterOptions& options) {
   if (options.capacity < 1) throw InvalidArgument("a BF filter needs a capacity of 1 or more");
   if (!(options.error_rate > 0 && options.error_rate < 1)) {
     throw InvalidArgument("a BF filter needs an error rate between 0 and 1 (exclusive)");
@@ -221,9 +204,8 @@ void ServerFilterStore::check_options(const EngineFilterOptions& options) {
   }
 }
 
-std::unique_ptr<ServerFilterStore> ServerFilterStore::reserve(const RedisEndpoint& endpoint,
-                                                              const std::string& name,
-                                                              const EngineFilterOptions& options) {
+std::unique_ptr<ServerFilterBackend> ServerFilterBackend::reserve(
+    const RedisEndpoint& endpoint, const std::string& name, const EngineFilterOptions& options) {
   check_options(options);
   const auto router = redis::make_router(endpoint);
   char rate[32];
@@ -257,34 +239,35 @@ std::unique_ptr<ServerFilterStore> ServerFilterStore::reserve(const RedisEndpoin
     throw InvalidArgument(router->message("BF.RESERVE", why) + " (capacity " + capacity +
                           ", error rate " + rate + ")");
   }
-  auto store = open_if_server_filter(endpoint, name);
-  if (!store) {
+  auto backend = open_if_server_filter(endpoint, name);
+  if (!backend) {
     throw StorageError("redis " + router->endpoint().describe() + ": BF.RESERVE " + name +
                        " answered OK but the key is not a Bloom filter of a known engine "
                        "(TYPE is none of redbloomF, MBbloom--, bloomfltr)");
   }
-  if (store->state_->params.error_rate == 0) store->state_->params.error_rate = options.error_rate;
-  return store;
+  FilterParams& params = backend->state_->shape.params;
+  if (params.error_rate == 0) params.error_rate = options.error_rate;
+  return backend;
 }
 
-bool ServerFilterStore::drop_if_server_filter(const RedisEndpoint& endpoint,
-                                              const std::string& name) {
-  const auto store = open_if_server_filter(endpoint, name);
-  if (!store) return false;
-  State& s = *store->state_;
+bool ServerFilterBackend::drop_if_server_filter(const RedisEndpoint& endpoint,
+                                                const std::string& name) {
+  const auto backend = open_if_server_filter(endpoint, name);
+  if (!backend) return false;
+  State& s = *backend->state_;
   (void)s.router->run(s.slot, {"UNLINK", name});
   return true;
 }
 
-ServerFilterStore::ServerFilterStore(std::unique_ptr<State> state) : state_(std::move(state)) {}
-ServerFilterStore::~ServerFilterStore() = default;
+ServerFilterBackend::ServerFilterBackend(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ServerFilterBackend::~ServerFilterBackend() = default;
 
-const FilterParams& ServerFilterStore::params() const noexcept {
-  return state_->params;
+FilterShape ServerFilterBackend::shape() const {
+  return state_->shape;
 }
 
-void ServerFilterStore::add(std::span<const std::string_view> items,
-                            std::span<std::uint8_t> newly_added) {
+void ServerFilterBackend::add(std::span<const std::string_view> items,
+                              std::span<std::uint8_t> newly_added) {
   State& s = *state_;
   static constexpr std::string_view kOperation = "BF.INSERT";
   const std::array<std::string_view, 4> head = {"BF.INSERT", s.name, "NOCREATE", "ITEMS"};
@@ -332,12 +315,12 @@ void ServerFilterStore::add(std::span<const std::string_view> items,
   }
 }
 
-void ServerFilterStore::load(std::span<const std::string_view> items) {
+void ServerFilterBackend::load(std::span<const std::string_view> items) {
   add(items, {});
 }
 
-void ServerFilterStore::contains(std::span<const std::string_view> items,
-                                 std::span<std::uint8_t> present) const {
+void ServerFilterBackend::contains(std::span<const std::string_view> items,
+                                   std::span<std::uint8_t> present) const {
   const State& s = *state_;
   static constexpr std::string_view kOperation = "BF.MEXISTS";
   const std::array<std::string_view, 2> head = {"BF.MEXISTS", s.name};
@@ -371,36 +354,31 @@ void ServerFilterStore::contains(std::span<const std::string_view> items,
       OnLostNode::retry);
 }
 
-void ServerFilterStore::refuse(std::string_view what) const {
-  throw InvalidArgument("filter " + state_->location() + " keeps its bits in the server's own " +
-                        "Bloom engine, not in redbloom's layout: " + std::string(what) +
-                        " cannot be done on it (adds, lookups and info work)");
+std::uint64_t ServerFilterBackend::count_set_bits() const {
+  throw InvalidArgument(
+      "filter " + state_->location() + " keeps its bits in the server's own " +
+      "Bloom engine, not in redbloom's layout: counting its set bits (an exact " +
+      "set beside it, a byte-for-byte copy) cannot be done on it (adds, lookups " +
+      "and info work)");
 }
 
-std::uint64_t ServerFilterStore::count_set_bits() const {
-  refuse("counting its set bits (an exact set beside it, a byte-for-byte copy)");
-}
-
-void ServerFilterStore::read_bytes(std::uint64_t, std::uint64_t, std::span<std::uint8_t>) const {
-  refuse("reading its bits (export, copy)");
-}
-
-void ServerFilterStore::write_bytes(std::uint64_t, std::uint64_t, std::span<const std::uint8_t>) {
-  refuse("writing its bits (import, copy)");
-}
-
-std::optional<ServerFilterInfo> ServerFilterStore::server_filter_info() const {
+std::optional<ServerFilterInfo> ServerFilterBackend::server_filter_info() const {
   const State& s = *state_;
   const Reply reply = s.router->call(s.slot, {"BF.INFO", s.name}, OnLostNode::retry);
   s.router->expect(*reply, REDIS_REPLY_ARRAY, "BF.INFO");
-  return info_of(*reply, nullptr);
+  return info_of(s.engine->type, *reply, nullptr);
 }
 
-ServerFilterInfo ServerFilterStore::info_of(const redisReply& reply, double* error_rate) const {
-  const State& s = *state_;
+ServerFilterInfo ServerFilterBackend::info_of(std::string_view type, const redisReply& reply,
+                                              double* error_rate) {
+  const Engine* engine = engine_of(type);
+  if (engine == nullptr) {
+    throw InvalidArgument("TYPE " + std::string(type) + " is no Bloom engine's filter");
+  }
   ServerFilterInfo info;
-  info.type = std::string(s.engine->type);
-  info.kind = kind_text(*s.engine);
+  info.type = std::string(engine->type);
+  info.kind = kind_text(*engine);
+  if (reply.type != REDIS_REPLY_ARRAY) return info;  // refused (ACLs): the sizes stay unknown
   for (std::size_t i = 0; i + 1 < reply.elements; i += 2) {
     const std::string_view label = text_of(*reply.element[i]);
     const redisReply& value = *reply.element[i + 1];
@@ -422,14 +400,14 @@ ServerFilterInfo ServerFilterStore::info_of(const redisReply& reply, double* err
   return info;
 }
 
-std::uint64_t ServerFilterStore::storage_bytes() const {
+std::uint64_t ServerFilterBackend::storage_bytes() const {
   const State& s = *state_;
   const Reply reply = s.router->call(s.slot, {"MEMORY", "USAGE", s.name}, OnLostNode::retry);
   if (reply->type == REDIS_REPLY_INTEGER) return static_cast<std::uint64_t>(reply->integer);
   return server_filter_info()->bytes;
 }
 
-std::vector<std::string> ServerFilterStore::engines() const {
+std::vector<std::string> ServerFilterBackend::engines() const {
   const State& s = *state_;
   std::string line = "redis " + s.router->endpoint().describe() + ": a filter in " +
                      std::string(s.engine->maker) + "'s format";
@@ -455,7 +433,7 @@ std::vector<std::string> ServerFilterStore::engines() const {
   return {line + ": BF.INSERT / BF.MEXISTS"};
 }
 
-std::string ServerFilterStore::location() const {
+std::string ServerFilterBackend::location() const {
   return state_->location();
 }
 
