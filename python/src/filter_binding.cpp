@@ -475,9 +475,7 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
   return std::make_unique<PyFilter>(std::move(*filter), location, FileAccess::read_write);
 }
 
-}  // namespace
-
-void bind_filter(py::module_& m) {
+void bind_journal(py::module_& m) {
   py::class_<PyDedupJournal>(m, "_DedupJournal",
                              "dedup_records' journal (redbloom/records.py drives it)")
       .def(py::init<const std::string&, std::uint64_t>(), py::arg("path"),
@@ -487,6 +485,12 @@ void bind_filter(py::module_& m) {
       .def("done", &PyDedupJournal::done, py::arg("filter"))
       .def("finish", &PyDedupJournal::finish, py::arg("filter"))
       .def("summary", &PyDedupJournal::summary);
+}
+
+}  // namespace
+
+void bind_filter(py::module_& m) {
+  bind_journal(m);
   py::class_<PyFilter>(m, "Filter", R"doc(A Bloom filter at any location: a file path,
 "redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
 or "memory:". Safe to share between threads; reopened by a forked child on first use.)doc")
