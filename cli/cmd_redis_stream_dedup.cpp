@@ -63,7 +63,8 @@ StreamPlace parse_stream_place(const std::string& text, const char* option) {
     throw InvalidArgument(std::string(option) + " '" + text +
                           "': a stream is named redis-stream://HOST[:PORT][/DB]#STREAM, or "
                           "redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM on a Cluster "
-                          "(rediss-stream:// and rediss-stream+cluster:// over TLS)");
+                          "(rediss-stream:// and rediss-stream+cluster:// over TLS); a Kafka "
+                          "topic is kafka://HOST:PORT/TOPIC");
   }
   const Location where = Location::parse(uri);
   if (where.servers.size() != 1 || where.name.empty()) {

@@ -391,10 +391,11 @@ def test_help_names_the_stage():
     r = run_cli("dedup", "--from", "redis-stream://127.0.0.1:1#a", "--capacty", "3")
     assert r.returncode == 2
     assert b"did you mean '--capacity'" in r.stderr
-    r = run_cli("dedup", "--from", "kafka://127.0.0.1:1#a", "--to", "redis-stream://127.0.0.1:1#b",
+    r = run_cli("dedup", "--from", "nats://127.0.0.1:1#a", "--to", "redis-stream://127.0.0.1:1#b",
                 "--group", "g", "--key-field", "id", "--redis", "redis://127.0.0.1:1#f")
     assert r.returncode == 2
     assert b"a stream is named redis-stream://" in r.stderr
+    assert b"kafka://HOST:PORT/TOPIC" in r.stderr
     # TLS and Cluster forms are streams too: the stage then tries the server (none listens).
     port = free_port()
     for form in ("rediss-stream://127.0.0.1:%d#a", "redis-stream+cluster://127.0.0.1:%d#a"):
