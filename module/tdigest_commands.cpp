@@ -1,6 +1,7 @@
 #include "tdigest_commands.hpp"
 
 #include <cfloat>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -19,6 +20,20 @@ using tdigest::Digest;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr long long kDefaultCompression = 100;
+
+// A number as the server reads it (RedisModule_StringToDouble), with the common case (plain
+// decimal digits, correctly rounded like the server's strtod) parsed here without the server's
+// checks; anything else (hex, a sign, spaces, out of range, NaN) is left to the server.
+std::optional<double> number(const RedisModuleString* argument) {
+  const std::string_view t = text(argument);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (ec == std::errc() && end == t.data() + t.size() && !t.empty() && t.front() != '+' &&
+      !std::isnan(value) && !std::isinf(value)) {
+    return value;
+  }
+  return real(argument);
+}
 
 int reply_ok(RedisModuleCtx* ctx) {
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
@@ -119,7 +134,7 @@ int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   std::vector<double> values;
   values.reserve(static_cast<std::size_t>(argc - 2));
   for (int i = 2; i < argc; ++i) {
-    const auto value = real(argv[i]);
+    const auto value = number(argv[i]);
     if (!value || std::isnan(*value)) {
       return reply_error(ctx, "ERR T-Digest: error parsing val parameter");
     }
@@ -273,8 +288,9 @@ int reply_doubles(RedisModuleCtx* ctx, const std::vector<double>& values) {
 std::optional<std::vector<double>> doubles_of(RedisModuleCtx* ctx, RedisModuleString** argv,
                                               int argc, const char* error, bool no_nan) {
   std::vector<double> values;
+  values.reserve(static_cast<std::size_t>(argc - 2));
   for (int i = 2; i < argc; ++i) {
-    const auto value = real(argv[i]);
+    const auto value = number(argv[i]);
     if (!value || (no_nan && std::isnan(*value))) {
       reply_error(ctx, error);
       return std::nullopt;
