@@ -24,6 +24,8 @@
 #include "partition_commands.hpp"
 #include "redisbloom_type.hpp"
 #include "stream_commands.hpp"
+#include "tdigest_commands.hpp"
+#include "tdigest_type.hpp"
 
 namespace redbloom::module {
 
@@ -141,6 +143,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
+  if (!module::register_tdigest_type(ctx)) return module_api::kErr;
+  if (!module::register_tdigest_commands(ctx)) return module_api::kErr;
   if (!module::register_info(ctx)) return module_api::kErr;
   return module_api::kOk;
 }

@@ -19,6 +19,7 @@ struct RedisModuleDigest;
 struct RedisModuleDefragCtx;
 struct RedisModuleServerInfoData;
 struct RedisModuleInfoCtx;
+struct RedisModuleCallReply;
 
 using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 using RedisModuleTypeLoadFunc = void* (*)(RedisModuleIO* rdb, int encver);
@@ -93,6 +94,8 @@ inline constexpr int kContextFlagEvict = 1 << 9;
 inline constexpr int kContextFlagMaxmemory = 1 << 8;
 inline constexpr int kContextFlagReplicated = 1 << 12;
 inline constexpr int kContextFlagLoading = 1 << 13;
+// RedisModule_CallReplyType: a bulk string.
+inline constexpr int kCallReplyString = 0;
 // Log levels.
 inline constexpr const char* kLogWarning = "warning";
 inline constexpr const char* kLogNotice = "notice";
@@ -133,6 +136,7 @@ inline constexpr const char* kWrongTypeError =
   X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                     \
   X(void, ReplySetArrayLength, (RedisModuleCtx * ctx, long len))                               \
   X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                \
+  X(int, ReplyWithDouble, (RedisModuleCtx * ctx, double d))                                    \
   X(int, ReplicateVerbatim, (RedisModuleCtx * ctx))                                            \
   X(int, Replicate, (RedisModuleCtx * ctx, const char* cmdname, const char* fmt, ...))         \
   X(RedisModuleString*, CreateStringFromLongLong, (RedisModuleCtx * ctx, long long ll))        \
@@ -152,6 +156,15 @@ inline constexpr const char* kWrongTypeError =
   X(void, SaveUnsigned, (RedisModuleIO * io, std::uint64_t value))                             \
   X(std::uint64_t, LoadUnsigned, (RedisModuleIO * io))                                         \
   X(void, SaveDouble, (RedisModuleIO * io, double value))                                      \
+  X(void, SaveSigned, (RedisModuleIO * io, std::int64_t value))                                \
+  X(std::int64_t, LoadSigned, (RedisModuleIO * io))                                            \
+  X(RedisModuleCtx*, GetThreadSafeContext, (void* blocked_client))                             \
+  X(void, FreeThreadSafeContext, (RedisModuleCtx * ctx))                                       \
+  X(RedisModuleCallReply*, Call,                                                               \
+    (RedisModuleCtx * ctx, const char* cmdname, const char* fmt, ...))                         \
+  X(int, CallReplyType, (RedisModuleCallReply * reply))                                        \
+  X(const char*, CallReplyStringPtr, (RedisModuleCallReply * reply, std::size_t * len))        \
+  X(void, FreeCallReply, (RedisModuleCallReply * reply))                                       \
   X(double, LoadDouble, (RedisModuleIO * io))                                                  \
   X(void, SaveStringBuffer, (RedisModuleIO * io, const char* str, std::size_t len))            \
   X(char*, LoadStringBuffer, (RedisModuleIO * io, std::size_t * lenptr))                       \

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from module_util import Error, Resp, Status, items, packed, start_server
+from module_util import Error, Resp, Status, items, packed, start_server, with_crc
 from test_fuzz import join_dump, mutate_bytes, mutate_fields, split_dump
 
 SEED = 20261126
@@ -319,4 +319,46 @@ def test_other_commands_fuzz(memcheck):
 
         rounds = timed_rounds(body)
         send(memcheck, raw, ["DEBUG", "RELOAD"])  # every filter the commands left is saved
+    assert rounds >= MIN_ROUNDS
+
+
+def random_tdigest(rng):
+    """A TDIGEST.* command with random arguments (keys of every kind, extreme numbers)."""
+    key = rng.choice(["t", "u", "list", "num", "filter", "missing"])
+    number = lambda: str(rng.choice(EXTREME + [0.5, -0.5, 1e308, -1e308, "inf", "-inf", "nan"]))
+    name = rng.choice(["CREATE", "ADD", "RESET", "MERGE", "MIN", "MAX", "QUANTILE", "CDF", "RANK",
+                       "REVRANK", "BYRANK", "BYREVRANK", "TRIMMED_MEAN", "INFO"])
+    args = [number() for _ in range(rng.randrange(0, 5))]
+    if name == "MERGE":
+        args = [rng.choice(["1", "2", "3", number()]), rng.choice(["t", "u", key])] + \
+            rng.choice([[], ["COMPRESSION", number()], ["OVERRIDE"], ["u"]])
+    elif name == "CREATE" and rng.random() < 0.7:
+        args = ["COMPRESSION", number()]
+    return ["TDIGEST." + name, key] + args
+
+
+def test_tdigest_fuzz(memcheck):
+    with Resp(memcheck.server.port) as raw:
+        prepare_keys(raw)
+        send(memcheck, raw, ["TDIGEST.CREATE", "t", "COMPRESSION", "3"])
+        send(memcheck, raw, ["TDIGEST.ADD", "t", *[str(i * 0.25) for i in range(60)]])
+        payload = send(memcheck, raw, ["DUMP", "t"])
+        body = payload[:-8]
+
+        def body_round(rng):
+            if rng.random() < 0.2:  # a damaged DUMP (with a right checksum) into RESTORE
+                at = rng.randrange(len(body) - 2)
+                damaged = with_crc(body[:at] + bytes([rng.randrange(256)]) + body[at + 1:])
+                if send(memcheck, raw, ["RESTORE", "u", 0, damaged, "REPLACE"]) == Status("OK"):
+                    for then in (["TDIGEST.ADD", "u", "1", "2", "3"], ["TDIGEST.QUANTILE", "u", "0.5"],
+                                 ["TDIGEST.INFO", "u"], ["DEBUG", "RELOAD"]):
+                        send(memcheck, raw, then, "RESTORE u %s then %s" % (damaged.hex(), then[0]))
+            send(memcheck, raw, random_tdigest(rng))
+            if rng.random() < 0.03:
+                prepare_keys(raw)
+                send(memcheck, raw, ["TDIGEST.CREATE", "t", "COMPRESSION", "3"])
+                send(memcheck, raw, ["TDIGEST.ADD", "t", "1", "2"])
+
+        rounds = timed_rounds(body_round)
+        send(memcheck, raw, ["DEBUG", "RELOAD"])
     assert rounds >= MIN_ROUNDS

@@ -1,0 +1,191 @@
+"""TDIGEST.* as RedisBloom 2.4 answers it: every reply of a recorded command sequence byte for
+byte (RESP2 and RESP3), RedisBloom's RDB file loaded and answered alike, the module's own saves,
+AOF rewrites and DUMP/RESTORE giving the same answers back, and damaged payloads refused without
+a crash. The fixtures and how they were made: fixtures/redisbloom/tdigest/README.md."""
+
+import json
+import random
+import shutil
+import socket
+import struct
+from pathlib import Path
+
+from module_util import Error, Resp, start_server, with_crc
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom" / "tdigest"
+RECORDED = json.loads((FIXTURES / "replies.json").read_text())
+DEBUG = ("--enable-debug-command", "yes")
+
+
+class RawReplies:
+    """A connection that returns each reply as the bytes the server sent."""
+
+    def __init__(self, port, resp3=False):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.file = self.sock.makefile("rb")
+        if resp3:
+            self.call("HELLO", "3")
+
+    def close(self):
+        self.file.close()
+        self.sock.close()
+
+    def call(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += [b"$%d\r\n" % len(a), a, b"\r\n"]
+        self.sock.sendall(b"".join(out))
+        return self._reply().decode("latin-1")
+
+    def _reply(self):
+        line = self.file.readline()
+        assert line.endswith(b"\r\n"), "connection closed mid-reply"
+        kind, rest = line[:1], line[1:-2]
+        if kind in b"+-:,_#(":
+            return line
+        if kind in b"$=!":
+            n = int(rest)
+            return line if n < 0 else line + self.file.read(n + 2)
+        if kind in b"*~>%|":
+            n = int(rest)
+            count = n * 2 if kind in b"%|" else n
+            return line + b"".join(self._reply() for _ in range(max(count, 0)))
+        raise AssertionError("unexpected reply %r" % line)
+
+
+def replay(server, recorded):
+    """Each recorded command on the server; the ones whose reply differs, with both replies."""
+    resp2, resp3 = RawReplies(server.port), RawReplies(server.port, resp3=True)
+    differences = []
+    try:
+        for command, expected in recorded:
+            conn = resp3 if command[0] == "RESP3" else resp2
+            args = command[1:] if command[0] == "RESP3" else command
+            got = conn.call(*args)
+            if got != expected:
+                differences.append((command[:4], expected[:200], got[:200]))
+    finally:
+        resp2.close()
+        resp3.close()
+    return differences
+
+
+def server_on_fixture(tmp_path, *options):
+    directory = tmp_path / "data"
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURES / "dump.rdb", directory / "dump.rdb")
+    return start_server(directory, options=DEBUG + options)
+
+
+def test_every_reply_is_redisbloom_s(tmp_path):
+    server = start_server(tmp_path / "s", options=DEBUG)
+    try:
+        assert replay(server, RECORDED["replies"]) == []
+    finally:
+        server.kill()
+
+
+def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
+    server = server_on_fixture(tmp_path)
+    try:
+        assert server.client().type("uniform") == b"TDIS-TYPE"
+        assert replay(server, RECORDED["after_reload"]) == []
+    finally:
+        server.kill()
+
+
+def test_own_save_aof_rewrite_and_restore_answer_the_same(tmp_path):
+    server = server_on_fixture(tmp_path, "--appendonly", "no")
+    try:
+        r = server.client()
+        keys = sorted(k.decode() for k in r.keys("*"))
+        dumps = {k: r.dump(k) for k in keys}
+        # Our own RDB, then an AOF rewritten by the module (RESTORE of each key's DUMP).
+        r.save()
+        server.restart()
+        assert replay(server, RECORDED["after_reload"]) == []
+        r = server.client()
+        r.config_set("aof-use-rdb-preamble", "no")
+        r.config_set("appendonly", "yes")
+        for _ in range(600):
+            if r.info("persistence")["aof_rewrite_in_progress"] == 0 and \
+                    r.info("persistence")["aof_rewrite_scheduled"] == 0:
+                break
+            r.execute_command("DEBUG", "SLEEP", "0.05")
+        base = list((tmp_path / "data").glob("appendonlydir/*.base.aof"))
+        assert len(base) == 1 and b"RESTORE" in base[0].read_bytes()
+        r.execute_command("DEBUG", "LOADAOF")  # empties the data set, then replays the AOF
+        assert replay(server, RECORDED["after_reload"]) == []
+        # DUMP/RESTORE under new names answers as the originals.
+        r = server.client()
+        for k in keys:
+            r.restore("copy:" + k, 0, dumps[k])
+            assert r.dump("copy:" + k) == dumps[k]
+    finally:
+        server.kill()
+
+
+def test_saved_values_are_byte_for_byte_redisbloom_s(tmp_path):
+    """RedisBloom's DUMP of each key (its RDB encoding) is what redbloom.so dumps back."""
+    server = server_on_fixture(tmp_path)
+    try:
+        r = server.client()
+        for k in r.keys("*"):
+            payload = r.dump(k)
+            r.restore(b"again:" + k, 0, payload)
+            assert r.dump(b"again:" + k) == payload
+    finally:
+        server.kill()
+
+
+def test_damaged_payloads_are_errors_never_crashes(tmp_path):
+    """Every byte of a DUMP payload changed in turn (CRC mended): RESTORE refuses it or gives a
+    digest that answers every command; the server stays up."""
+    server = start_server(tmp_path / "s", "MAX_FILTER_BYTES", "16m", options=DEBUG)
+    try:
+        r = server.client()
+        r.execute_command("TDIGEST.CREATE", "d", "COMPRESSION", "5")
+        r.execute_command("TDIGEST.ADD", "d", *[str(i * 1.5) for i in range(40)])
+        body = r.dump("d")[:-8]
+        rng = random.Random(7)
+        refused = accepted = 0
+        with Resp(server.port) as raw:
+            for i in range(len(body) - 2):
+                for value in (0x00, 0xFF, body[i] ^ (1 << rng.randrange(8))):
+                    damaged = with_crc(body[:i] + bytes([value]) + body[i + 1:])
+                    reply = raw("RESTORE", "x", "0", damaged, "REPLACE")
+                    if isinstance(reply, Error):
+                        refused += 1
+                        continue
+                    accepted += 1
+                    for command in (("TDIGEST.INFO", "x"), ("TDIGEST.QUANTILE", "x", "0", "0.5", "1"),
+                                    ("TDIGEST.CDF", "x", "3"), ("TDIGEST.ADD", "x", "1", "2"),
+                                    ("TDIGEST.RANK", "x", "4"), ("TDIGEST.TRIMMED_MEAN", "x", "0.1", "0.9")):
+                        raw(*command)
+        assert refused > 0 and accepted > 0
+        # A header that asks for more than the memory limit allows is refused before allocating.
+        huge = struct.pack("<d", 1e8)
+        at = body.find(struct.pack("<d", 5.0))
+        assert at > 0
+        assert isinstance(Resp(server.port)("RESTORE", "y", "0", with_crc(body[:at] + huge + body[at + 8:])), Error)
+        assert server.alive(), server.log_tail()
+    finally:
+        server.kill()
+
+
+def test_memory_limit_and_copy(tmp_path):
+    server = start_server(tmp_path / "s", "MAX_FILTER_BYTES", "1m", options=DEBUG)
+    try:
+        with Resp(server.port) as raw:
+            reply = raw("TDIGEST.CREATE", "big", "COMPRESSION", "100000")
+            assert isinstance(reply, Error) and reply.startswith("ERR T-Digest: allocation failed")
+            assert raw("EXISTS", "big") == 0
+            raw("TDIGEST.CREATE", "d")
+            raw("TDIGEST.ADD", "d", "1", "2", "3")
+            raw("COPY", "d", "e")
+            assert raw("TDIGEST.QUANTILE", "e", "0.5") == raw("TDIGEST.QUANTILE", "d", "0.5")
+            raw("TDIGEST.ADD", "e", "100")
+            assert raw("TDIGEST.MAX", "d") == b"3" and raw("TDIGEST.MAX", "e") == b"100"
+    finally:
+        server.kill()
