@@ -22,6 +22,8 @@ struct Settings {
   std::uint64_t max_filter_bytes = std::uint64_t{512} << 20;
   // A filter made or grown must fit in the room the server's maxmemory leaves (memory_room.hpp).
   bool maxmemory_check = true;
+  // RedisBloom's CF_MAX_EXPANSIONS: adds to a cuckoo filter of this many sub-filters fail.
+  long long cf_max_expansions = 32;
 };
 Settings& settings() noexcept;
 

@@ -11,7 +11,7 @@
 //   MAX_FILTER_BYTES n[k|m|g]  no filter grows past this (512m)
 //   MAXMEMORY_CHECK yes|no  refuse a filter or a growth larger than the room maxmemory
 //                         leaves (yes)
-//   CF_MAX_EXPANSIONS n   RedisBloom's cuckoo setting, accepted and ignored
+//   CF_MAX_EXPANSIONS n   adds to a cuckoo filter of n sub-filters fail, as in RedisBloom (32)
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -19,7 +19,9 @@
 #include "bf_commands.hpp"
 #include "bloom_type.hpp"
 #include "bloom_value.hpp"
+#include "cf_commands.hpp"
 #include "command_support.hpp"
+#include "cuckoo_type.hpp"
 #include "module_info.hpp"
 #include "partition_commands.hpp"
 #include "redisbloom_type.hpp"
@@ -89,8 +91,9 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       ok = format.has_value();
       if (ok) default_format() = *format;
     } else if (is_option(argv[i], "CF_MAX_EXPANSIONS")) {
-      // RedisBloom's cuckoo-filter setting: accepted so that its load lines work unchanged.
-      ok = integer(value).has_value();
+      const auto most = integer(value);
+      ok = most && *most >= 1;
+      if (ok) s.cf_max_expansions = *most;
     } else if (is_option(argv[i], "MAXMEMORY_CHECK")) {
       const std::string_view word = text(value);
       ok = word == "yes" || word == "no";
@@ -103,7 +106,7 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       RedisModule_Log(ctx, module_api::kLogWarning,
                       "redbloom: unknown module argument '%.*s' (known: ERROR_RATE, "
                       "INITIAL_SIZE, EXPANSION, LAYOUT, DEFAULT_FORMAT, MAX_FILTER_BYTES, "
-                      "MAXMEMORY_CHECK)",
+                      "MAXMEMORY_CHECK, CF_MAX_EXPANSIONS)",
                       static_cast<int>(name.size()), name.data());
       return false;
     }
@@ -138,7 +141,9 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (!module::read_settings(ctx, argv, argc)) return module_api::kErr;
   if (!module::register_type(ctx)) return module_api::kErr;
   if (!module::register_redisbloom_type(ctx)) return module_api::kErr;
+  if (!module::register_cuckoo_type(ctx)) return module_api::kErr;
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
+  if (!module::register_cf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
   if (!module::register_info(ctx)) return module_api::kErr;

@@ -51,7 +51,7 @@ TEST(CuckooFilter, SizesAsRedisBloomDoes) {
             nullptr);
   EXPECT_EQ(error, MakeError::too_large);
   EXPECT_EQ(Filter::make(1 << 20, 2, 20, 1, default_chain_allocator(), 1 << 10, error), nullptr);
-  EXPECT_EQ(error, MakeError::too_large);
+  EXPECT_EQ(error, MakeError::over_limit);
 }
 
 TEST(CuckooFilter, NoFalseNegativesAcrossSubFilters) {
@@ -168,7 +168,9 @@ TEST(CuckooFilter, GrowthStopsAtTheMemoryLimitAndCompactionFrees) {
   auto filter = made(8, 2, 2);
   EXPECT_EQ(filter->insert(item_hash("x"), 0), Insert::inserted);
   std::uint64_t i = 0;
-  while (filter->insert(item_hash(item("g:", i)), 64) == Insert::inserted) ++i;
+  Insert last = Insert::inserted;
+  while ((last = filter->insert(item_hash(item("g:", i)), 64)) == Insert::inserted) ++i;
+  EXPECT_EQ(last, Insert::over_limit);
   EXPECT_LE(filter->bytes(), 64u);
   EXPECT_EQ(filter->filters().size(), 3u);  // 8 + 16 + 32 bytes; a fourth would pass 64
   for (std::uint64_t j = 0; j < i; ++j) ASSERT_TRUE(filter->remove(item_hash(item("g:", j))));

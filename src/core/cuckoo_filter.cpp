@@ -118,27 +118,29 @@ std::unique_ptr<Filter> Filter::make(std::uint64_t capacity, std::uint16_t bucke
   auto filter = std::make_unique<Filter>(0, 0, buckets, bucket_size, max_iterations,
                                          static_cast<std::uint16_t>(next_power_of_two(expansion)),
                                          std::vector<SubFilter>{}, allocator);
-  if (!filter->grow(max_bytes)) {
-    error = MakeError::too_large;
+  if (const Insert grown = filter->grow(max_bytes); grown != Insert::inserted) {
+    error = grown == Insert::over_limit ? MakeError::over_limit : MakeError::too_large;
     return nullptr;
   }
   return filter;
 }
 
-bool Filter::grow(std::uint64_t max_bytes) {
-  if (filters_.size() >= kMaxFilters) return false;
+Insert Filter::grow(std::uint64_t max_bytes) {
+  if (filters_.size() >= kMaxFilters) return Insert::cannot_grow;
   const std::uint64_t growth = growth_of(expansion_, filters_.size());
-  if (growth > kMaxBuckets / buckets_) return false;
+  if (growth > kMaxBuckets / buckets_) return Insert::cannot_grow;
   const std::uint64_t buckets = buckets_ * growth;
   const std::uint64_t size = buckets * bucket_size_;
-  if (max_bytes != 0 && (size > max_bytes || bytes() > max_bytes - size)) return false;
+  if (max_bytes != 0 && (size > max_bytes || bytes() > max_bytes - size)) {
+    return Insert::over_limit;
+  }
   try {
     filters_.reserve(filters_.size() + 1);
     filters_.push_back({buckets, redisbloom::Bits(static_cast<std::size_t>(size), allocator_)});
   } catch (const std::bad_alloc&) {
-    return false;
+    return Insert::cannot_grow;
   }
-  return true;
+  return Insert::inserted;
 }
 
 bool Filter::contains(std::uint64_t hash) const noexcept {
@@ -227,7 +229,7 @@ Insert Filter::insert_fingerprint(const Lookup& at, std::uint64_t max_bytes) {
       return Insert::inserted;
     }
     if (expansion_ == 0) return Insert::no_space;
-    if (!grow(max_bytes)) return Insert::cannot_grow;
+    if (const Insert grown = grow(max_bytes); grown != Insert::inserted) return grown;
   }
 }
 

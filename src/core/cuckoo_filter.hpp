@@ -40,11 +40,19 @@ struct SubFilter {
   redisbloom::Bits data;  // buckets × bucket size fingerprints, 0 for an empty slot
 };
 
-enum class Insert : std::int8_t { exists = 0, inserted = 1, no_space = -1, cannot_grow = -2 };
+// cannot_grow: a new sub-filter is past what RedisBloom can hold, or cannot be allocated;
+// over_limit: it would take the filter past the caller's `max_bytes`.
+enum class Insert : std::int8_t {
+  exists = 0,
+  inserted = 1,
+  no_space = -1,
+  cannot_grow = -2,
+  over_limit = -3
+};
 
-// Why a filter could not be made: too small for two buckets, or its first sub-filter is past
-// what RedisBloom can hold, past `max_bytes`, or cannot be allocated.
-enum class MakeError : std::uint8_t { none, too_small, too_large };
+// Why a filter could not be made: too small for two buckets, its first sub-filter past what
+// RedisBloom can hold (or not allocated), or past `max_bytes`.
+enum class MakeError : std::uint8_t { none, too_small, too_large, over_limit };
 
 class Filter {
  public:
@@ -114,7 +122,8 @@ class Filter {
     std::uint8_t fp;
   };
   static Lookup lookup(std::uint64_t hash) noexcept;
-  bool grow(std::uint64_t max_bytes);
+  // Insert::inserted when a sub-filter was stacked, else cannot_grow or over_limit.
+  Insert grow(std::uint64_t max_bytes);
   Insert insert_fingerprint(const Lookup& at, std::uint64_t max_bytes);
   bool kick_in(SubFilter& filter, const Lookup& at) noexcept;
   bool compact_one(std::size_t index) noexcept;
