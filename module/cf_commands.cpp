@@ -152,11 +152,6 @@ struct InsertOptions {
   long long capacity = kDefaultCapacity;
 };
 
-bool ends_with_x(RedisModuleString* command) {
-  const std::string_view name = text(command);
-  return !name.empty() && std::tolower(static_cast<unsigned char>(name.back())) == 'x';
-}
-
 // The body CF.ADD, CF.ADDNX, CF.INSERT and CF.INSERTNX share: open, make, add in order.
 int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString** items, int count,
                  const InsertOptions& options) {
@@ -200,20 +195,22 @@ int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString
   return module_api::kOk;
 }
 
-// CF.ADD key item / CF.ADDNX key item
+// CF.ADD key item / CF.ADDNX key item (one body each: each has its own call counter)
+template <bool Nx>
 int add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 3) return RedisModule_WrongArity(ctx);
   InsertOptions options;
-  options.nx = ends_with_x(argv[0]);
+  options.nx = Nx;
   return insert_items(ctx, argv[1], argv + 2, 1, options);
 }
 
 // CF.INSERT key [CAPACITY n] [NOCREATE] ITEMS item... (and CF.INSERTNX); RedisBloom tells the
 // options by their first letter.
+template <bool Nx>
 int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 4) return RedisModule_WrongArity(ctx);
   InsertOptions options;
-  options.nx = ends_with_x(argv[0]);
+  options.nx = Nx;
   options.multi = true;
   int at = 2;
   int items = -1;
@@ -378,10 +375,10 @@ int debug(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 bool register_cf_commands(RedisModuleCtx* ctx) noexcept {
   static const Command commands[] = {
       counted<reserve>("cf.reserve", "write deny-oom"),
-      counted<add>("cf.add", "write deny-oom"),
-      counted<add>("cf.addnx", "write deny-oom"),
-      counted<insert>("cf.insert", "write deny-oom"),
-      counted<insert>("cf.insertnx", "write deny-oom"),
+      counted<add<false>>("cf.add", "write deny-oom"),
+      counted<add<true>>("cf.addnx", "write deny-oom"),
+      counted<insert<false>>("cf.insert", "write deny-oom"),
+      counted<insert<true>>("cf.insertnx", "write deny-oom"),
       counted<look_up<false, false>>("cf.exists", "readonly fast"),
       counted<look_up<true, false>>("cf.mexists", "readonly fast"),
       counted<look_up<false, true>>("cf.count", "readonly fast"),
