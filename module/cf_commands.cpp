@@ -3,10 +3,12 @@
 // RedisBloom 2.4.23's, quirks included (a lookup at a key of another type answers 0).
 #include "cf_commands.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "command_support.hpp"
 #include "command_table.hpp"
@@ -152,6 +154,20 @@ struct InsertOptions {
   long long capacity = kDefaultCapacity;
 };
 
+// A batch's hashes, in a buffer kept between commands (they run one at a time on the
+// server's main thread); a huge batch's is not kept.
+std::vector<std::uint64_t>& hashes_of(RedisModuleString** items, int count) {
+  static std::vector<std::uint64_t> hashes;
+  constexpr std::size_t kKept = std::size_t{64} << 10;
+  if (hashes.capacity() > kKept) hashes = {};
+  hashes.resize(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) hashes[i] = cuckoo::item_hash(text(items[i]));
+  return hashes;
+}
+
+// Items ahead whose buckets are fetched while one is added or looked up.
+constexpr int kAhead = 8;
+
 // The body CF.ADD, CF.ADDNX, CF.INSERT and CF.INSERTNX share: open, make, add in order.
 int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString** items, int count,
                  const InsertOptions& options) {
@@ -175,8 +191,11 @@ int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString
   }
   const std::uint64_t limit = byte_limit(ctx, filter.bytes());
   if (options.multi) RedisModule_ReplyWithArray(ctx, count);
+  std::vector<std::uint64_t>& hashes = hashes_of(items, count);
+  for (int i = 0; i < std::min(count, kAhead); ++i) filter.prefetch(hashes[i]);
   for (int i = 0; i < count; ++i) {
-    const std::uint64_t hash = cuckoo::item_hash(text(items[i]));
+    if (i + kAhead < count) filter.prefetch(hashes[i + kAhead]);
+    const std::uint64_t hash = hashes[i];
     const Insert result =
         options.nx ? filter.insert_unique(hash, limit) : filter.insert(hash, limit);
     changed |= result == Insert::inserted;
@@ -250,14 +269,21 @@ int look_up(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   CuckooKey key(ctx, argv[1], module_api::kRead);
   const Filter* filter = key.filter();
   if (Multi) RedisModule_ReplyWithArray(ctx, argc - 2);
-  for (int i = 2; i < argc; ++i) {
-    long long answer = 0;
-    if (filter != nullptr) {
-      const std::uint64_t hash = cuckoo::item_hash(text(argv[i]));
-      answer = Count ? static_cast<long long>(filter->count(hash)) : filter->contains(hash);
-    }
-    RedisModule_ReplyWithLongLong(ctx, answer);
+  if (filter == nullptr) {
+    for (int i = 2; i < argc; ++i) RedisModule_ReplyWithLongLong(ctx, 0);
+    return module_api::kOk;
   }
+  if (Count || !Multi) {
+    const std::uint64_t hash = cuckoo::item_hash(text(argv[2]));
+    return RedisModule_ReplyWithLongLong(
+        ctx, Count ? static_cast<long long>(filter->count(hash)) : filter->contains(hash));
+  }
+  const std::vector<std::uint64_t>& hashes = hashes_of(argv + 2, argc - 2);
+  static std::vector<std::uint8_t> present;
+  if (present.capacity() > (std::size_t{64} << 10)) present = {};
+  present.resize(hashes.size());
+  filter->contains_many(hashes, present.data());
+  for (const std::uint8_t answer : present) RedisModule_ReplyWithLongLong(ctx, answer);
   return module_api::kOk;
 }
 

@@ -159,6 +159,27 @@ bool Filter::contains(std::uint64_t hash) const noexcept {
   return false;
 }
 
+void Filter::prefetch(std::uint64_t hash) const noexcept {
+  constexpr std::size_t kMostFetched = 4;
+  const Lookup at = lookup(hash);
+  const std::size_t fetched = std::min(filters_.size(), kMostFetched);
+  for (std::size_t f = 0; f < fetched; ++f) {
+    const SubFilter& filter = filters_[f];
+    __builtin_prefetch(filter.data.data() + bucket_at(filter, bucket_size_, at.h1));
+    __builtin_prefetch(filter.data.data() + bucket_at(filter, bucket_size_, at.h2));
+  }
+}
+
+void Filter::contains_many(std::span<const std::uint64_t> hashes,
+                           std::uint8_t* present) const noexcept {
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = 0; i < std::min(kAhead, hashes.size()); ++i) prefetch(hashes[i]);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kAhead < hashes.size()) prefetch(hashes[i + kAhead]);
+    present[i] = contains(hashes[i]) ? 1 : 0;
+  }
+}
+
 std::uint64_t Filter::count(std::uint64_t hash) const noexcept {
   const Lookup at = lookup(hash);
   std::uint64_t found = 0;

@@ -68,6 +68,11 @@ class Filter {
   Insert insert(std::uint64_t hash, std::uint64_t max_bytes);
   Insert insert_unique(std::uint64_t hash, std::uint64_t max_bytes);
   [[nodiscard]] bool contains(std::uint64_t hash) const noexcept;
+  // Asks the cache for the item's two buckets in each sub-filter (the first few), so that a
+  // batch can fetch the next items' while it works on one.
+  void prefetch(std::uint64_t hash) const noexcept;
+  // contains for each hash into present[i] (1 or 0), the items ahead fetched meanwhile.
+  void contains_many(std::span<const std::uint64_t> hashes, std::uint8_t* present) const noexcept;
   // How many slots hold the item's fingerprint at its two buckets, over every sub-filter.
   [[nodiscard]] std::uint64_t count(std::uint64_t hash) const noexcept;
   // Clears one matching fingerprint, newest sub-filter first; compacts when deletes pass a
