@@ -168,17 +168,52 @@ std::vector<std::uint64_t>& hashes_of(RedisModuleString** items, int count) {
 // Items ahead whose buckets are fetched while one is added or looked up.
 constexpr int kAhead = 8;
 
+// What an adding command did, for its replication: whether it made the filter, which items it
+// stored, and whether a growth was refused for the memory limits (the room maxmemory leaves
+// differs on a replica, which applies every command it gets).
+struct AddsDone {
+  bool created = false;
+  long long capacity = 0;
+  std::vector<std::uint8_t> stored;
+  bool growth_refused = false;
+};
+
+// Tells the replicas and the keyspace what changed: the command as it came when it holds
+// everywhere, else only the items stored (in order: the refused ones changed nothing).
+void replicate_adds(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString** items,
+                    const AddsDone& done, const char* event) {
+  std::vector<RedisModuleString*> stored;
+  for (std::size_t i = 0; i < done.stored.size(); ++i) {
+    if (done.stored[i] != 0) stored.push_back(items[i]);
+  }
+  if (!done.created && stored.empty()) return;
+  RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, event, name);
+  if (!done.growth_refused) {
+    RedisModule_ReplicateVerbatim(ctx);
+  } else if (stored.empty()) {
+    RedisModule_Replicate(ctx, "CF.RESERVE", "sl", name, done.capacity);
+  } else if (done.created) {
+    RedisModule_Replicate(ctx, "CF.INSERT", "sclcv", name, "CAPACITY", done.capacity, "ITEMS",
+                          stored.data(), stored.size());
+  } else {
+    RedisModule_Replicate(ctx, "CF.INSERT", "sccv", name, "NOCREATE", "ITEMS", stored.data(),
+                          stored.size());
+  }
+}
+
 // The body CF.ADD, CF.ADDNX, CF.INSERT and CF.INSERTNX share: open, make, add in order.
 int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString** items, int count,
                  const InsertOptions& options) {
   CuckooKey key(ctx, name, module_api::kRead | module_api::kWrite);
-  bool changed = false;
+  const char* event = options.multi ? "cf.insert" : "cf.add";
+  AddsDone done;
+  done.capacity = options.capacity;
   if (key.empty() && options.create) {
     if (!create(ctx, key, options.capacity, cuckoo::kDefaultBucketSize,
                 cuckoo::kDefaultMaxIterations, cuckoo::kDefaultExpansion)) {
       return module_api::kOk;
     }
-    changed = true;
+    done.created = true;
   } else if (key.filter() == nullptr) {
     return reply_error(ctx, key.not_a_filter());
   }
@@ -186,31 +221,33 @@ int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString
   // RedisBloom's guard against endless growth: refused once the filter has this many
   // sub-filters, even when older ones have room.
   if (static_cast<long long>(filter.filters().size()) >= settings().cf_max_expansions) {
-    if (changed) announce(ctx, options.multi ? "cf.insert" : "cf.add", name);
+    replicate_adds(ctx, name, items, done, event);
     return reply_error(ctx, "Maximum expansions reached");
   }
   const std::uint64_t limit = byte_limit(ctx, filter.bytes());
   if (options.multi) RedisModule_ReplyWithArray(ctx, count);
   std::vector<std::uint64_t>& hashes = hashes_of(items, count);
+  done.stored.assign(static_cast<std::size_t>(count), 0);
   for (int i = 0; i < std::min(count, kAhead); ++i) filter.prefetch(hashes[i]);
   for (int i = 0; i < count; ++i) {
     if (i + kAhead < count) filter.prefetch(hashes[i + kAhead]);
     const std::uint64_t hash = hashes[i];
     const Insert result =
         options.nx ? filter.insert_unique(hash, limit) : filter.insert(hash, limit);
-    changed |= result == Insert::inserted;
+    done.stored[i] = result == Insert::inserted ? 1 : 0;
+    done.growth_refused |= result == Insert::over_limit || result == Insert::cannot_grow;
     if (result == Insert::inserted || result == Insert::exists) {
       RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(result));
     } else if (options.multi) {
       RedisModule_ReplyWithLongLong(ctx, -1);
     } else {
-      if (changed) announce(ctx, "cf.add", name);
+      replicate_adds(ctx, name, items, done, event);
       return reply_error(ctx, result == Insert::no_space     ? "Filter is full"
                               : result == Insert::over_limit ? kOverLimit
                                                              : "Memory allocation failure");
     }
   }
-  if (changed) announce(ctx, options.multi ? "cf.insert" : "cf.add", name);
+  replicate_adds(ctx, name, items, done, event);
   return module_api::kOk;
 }
 

@@ -306,3 +306,38 @@ def test_eight_clients_adding_and_deleting_lose_nothing(server, r):
     info = dict(zip(r.execute_command("CF.INFO", "shared")[::2],
                     r.execute_command("CF.INFO", "shared")[1::2]))
     assert info[b"Number of items inserted"] == len(kept)
+
+
+def test_a_growth_refused_for_maxmemory_reaches_the_replica_as_what_was_done(make_server):
+    """The master refuses a sub-filter that would pass the room its maxmemory leaves; its
+    replica (no such limit on what it applies) must not grow either: it gets the items
+    stored, not the command."""
+    # A small backlog: its filling would otherwise count against the room.
+    master_server = make_server(options=DEBUG + ("--repl-diskless-sync-delay", "0",
+                                                 "--maxmemory-policy", "noeviction",
+                                                 "--repl-backlog-size", "16kb"))
+    master = master_server.client()
+    replica = make_server(options=DEBUG + ("--replicaof", "127.0.0.1",
+                                            str(master_server.port))).client()
+    wait_until(lambda: replica.info("replication")["master_link_status"] == "up",
+               "the replica's link to come up")
+    master.execute_command("CF.RESERVE", "grows", 1024, "EXPANSION", 2)
+    master.config_set("maxmemory", master.info("memory")["used_memory"] + 100 * 1024)
+    answers = []
+    for batch in range(400):
+        answers += master.execute_command(
+            "CF.INSERT", "grows", "ITEMS", *("g:%d:%d" % (batch, i) for i in range(500)))
+        if -1 in answers:
+            break
+    assert -1 in answers, "no growth was refused"
+    master.config_set("maxmemory", master.info("memory")["used_memory"] + 40 * 1024)
+    with pytest.raises(redis.ResponseError, match="cannot grow"):
+        for i in range(100000):
+            master.execute_command("CF.ADD", "grows", "one more:%d" % i)
+    with pytest.raises(redis.ResponseError, match="Insufficient memory"):
+        master.execute_command("CF.INSERT", "fresh", "CAPACITY", 2 ** 22, "ITEMS", "a")
+    master.config_set("maxmemory", 0)
+    assert master.execute_command("WAIT", 1, 60000) == 1
+    wait_until(lambda: caught_up(master, replica), "the replica to catch up")
+    assert replica.dump("grows") == master.dump("grows")
+    assert not replica.exists("fresh")
