@@ -341,3 +341,41 @@ def test_a_growth_refused_for_maxmemory_reaches_the_replica_as_what_was_done(mak
     wait_until(lambda: caught_up(master, replica), "the replica to catch up")
     assert replica.dump("grows") == master.dump("grows")
     assert not replica.exists("fresh")
+
+
+def cuckoo_payload(payload, encver, fields, strings):
+    """A DUMP payload of the MBbloomCF type at another encoding version: the module id's low
+    10 bits are the version; then unsigned fields (opcode 2) and strings (opcode 5)."""
+    from test_fuzz import rdb_length
+    from module_util import with_crc
+
+    module_id = int.from_bytes(payload[2:10], "big")
+    body = payload[:1] + b"\x81" + ((module_id & ~0x3FF) | encver).to_bytes(8, "big")
+    body += b"".join(b"\x02" + rdb_length(f) for f in fields)
+    body += b"".join(b"\x05" + rdb_length(len(s)) + s for s in strings)
+    return with_crc(body + b"\x00" + payload[-10:-8])
+
+
+def test_older_encodings_load_with_redisbloom_s_defaults(r):
+    """Before encoding 4 RedisBloom saved sub-filters, buckets and items only (bucket size 2,
+    20 iterations, expansion 1, every sub-filter of the first one's buckets)."""
+    r.execute_command("CF.RESERVE", "new", 64)
+    r.execute_command("CF.INSERT", "new", "ITEMS", *range(150))
+    it, chunks = 1, []
+    while True:
+        it, data = r.execute_command("CF.SCANDUMP", "new", it)
+        if it == 0:
+            break
+        chunks.append(data)
+    info = dict(zip(r.execute_command("CF.INFO", "new")[::2],
+                    r.execute_command("CF.INFO", "new")[1::2]))
+    fields = [info[b"Number of filters"], info[b"Number of buckets"],
+              info[b"Number of items inserted"]]
+    for encver in (2, 3):
+        r.restore("old%d" % encver, 0, cuckoo_payload(r.dump("new"), encver, fields, chunks))
+        assert r.execute_command("CF.DEBUG", "old%d" % encver) == \
+            r.execute_command("CF.DEBUG", "new")
+        assert r.execute_command("CF.MEXISTS", "old%d" % encver, *range(300)) == \
+            r.execute_command("CF.MEXISTS", "new", *range(300))
+    with pytest.raises(redis.ResponseError):
+        r.restore("newer", 0, cuckoo_payload(r.dump("new"), 5, fields, chunks))
