@@ -182,6 +182,12 @@ class Env:
         Env.server.restart_keeping_data()
         self.conn = Env.server.client(self.decode)
 
+    def retry_with_rdb_reload(self):
+        """RLTest's generator: the body runs before and after a DEBUG RELOAD."""
+        yield 1
+        self.dumpAndReload()
+        yield 2
+
     # environment questions
     def isCluster(self):
         return False
@@ -213,6 +219,9 @@ class Env:
             Env.failures.append("%s:%d: %s" % (os.path.basename(frame.filename), frame.lineno,
                                                what))
         return ok
+
+    def assertOk(self, x, message=None):
+        return self._record(x in ("OK", b"OK", True), message or "%r is not OK" % (x,))
 
     def assertTrue(self, x, message=None):
         return self._record(bool(x), message or "%r is not true" % (x,))
