@@ -5,7 +5,10 @@
 // refused. That every answer is RedisBloom's own is tested on its data
 // (tests/module/test_cuckoo_data.py).
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -236,6 +239,45 @@ TEST(CuckooFilter, DamagedHeadersAreRefusedBeforeAllocating) {
       EXPECT_TRUE(filter->contains(item_hash("probe")));
     }
   }
+}
+
+// Active defragmentation: each sub-filter's block moved (copied, the old one poisoned) in
+// slices, resuming where the last stopped; every answer and byte unchanged.
+struct PoisoningMover {
+  int stop_after = -1;
+  static void* move(void*, void* block) {
+    const std::size_t size = ::malloc_usable_size(block);
+    void* moved = std::malloc(size);
+    std::memcpy(moved, block, size);
+    std::memset(block, 0xff, size);
+    std::free(block);
+    return moved;
+  }
+  static bool stop(void* context) {
+    auto& self = *static_cast<PoisoningMover*>(context);
+    return self.stop_after >= 0 && self.stop_after-- == 0;
+  }
+};
+
+TEST(CuckooFilter, DefragmentationMovesEverySubFilterInSlices) {
+  ChainAllocator allocator{[](std::size_t bytes) { return std::malloc(bytes); },
+                           [](void* block) { std::free(block); }};
+  MakeError error = MakeError::none;
+  auto filter = Filter::make(64, 2, 20, 2, allocator, 0, error);
+  for (std::uint64_t i = 0; i < 3000; ++i) filter->insert(item_hash(item("m:", i)), 0);
+  ASSERT_GT(filter->filters().size(), 3u);
+  const std::vector<std::uint8_t> before = all_bytes(*filter);
+  PoisoningMover mover;
+  mover.stop_after = 1;
+  std::uint64_t moved = 0;
+  std::size_t next =
+      filter->relocate(0, PoisoningMover::move, &mover, PoisoningMover::stop, &moved);
+  EXPECT_LT(next, filter->filters().size());
+  next = filter->relocate(next, PoisoningMover::move, &mover, nullptr, &moved);
+  EXPECT_EQ(next, filter->filters().size());
+  EXPECT_EQ(moved, filter->filters().size());
+  EXPECT_EQ(all_bytes(*filter), before);
+  for (std::uint64_t i = 0; i < 3000; ++i) ASSERT_TRUE(filter->contains(item_hash(item("m:", i))));
 }
 
 }  // namespace
