@@ -22,9 +22,6 @@ namespace {
 using cuckoo::Filter;
 using cuckoo::Insert;
 
-// What RedisBloom's CF.ADD and CF.INSERT make at a missing key.
-constexpr long long kDefaultCapacity = 1024;
-
 class CuckooKey {
  public:
   CuckooKey(RedisModuleCtx* ctx, RedisModuleString* name, int mode) : key_(ctx, name, mode) {
@@ -126,14 +123,15 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc < 3 || argc % 2 == 0) return RedisModule_WrongArity(ctx);
   const auto capacity = integer(argv[2]);
   if (!capacity) return reply_error(ctx, "Bad capacity");
-  const auto iterations = ranged_option(ctx, argv, argc, "MAXITERATIONS",
-                                        cuckoo::kDefaultMaxIterations, 1, cuckoo::kMaxIterations);
+  const Settings& s = settings();
+  const auto iterations = ranged_option(ctx, argv, argc, "MAXITERATIONS", s.cf_max_iterations, 1,
+                                        cuckoo::kMaxIterations);
   if (!iterations) return module_api::kOk;
-  const auto bucket_size = ranged_option(ctx, argv, argc, "BUCKETSIZE", cuckoo::kDefaultBucketSize,
-                                         1, cuckoo::kMaxBucketSize);
+  const auto bucket_size =
+      ranged_option(ctx, argv, argc, "BUCKETSIZE", s.cf_bucket_size, 1, cuckoo::kMaxBucketSize);
   if (!bucket_size) return module_api::kOk;
-  const auto expansion = ranged_option(ctx, argv, argc, "EXPANSION", cuckoo::kDefaultExpansion, 0,
-                                       cuckoo::kMaxExpansion);
+  const auto expansion =
+      ranged_option(ctx, argv, argc, "EXPANSION", s.cf_expansion, 0, cuckoo::kMaxExpansion);
   if (!expansion) return module_api::kOk;
   if (*bucket_size * 2 > *capacity) {
     return reply_error(ctx, "Capacity must be at least (BucketSize * 2)");
@@ -151,7 +149,7 @@ struct InsertOptions {
   bool nx = false;
   bool create = true;
   bool multi = false;
-  long long capacity = kDefaultCapacity;
+  long long capacity = settings().cf_initial_size;
 };
 
 // A batch's hashes, in a buffer kept between commands (they run one at a time on the
@@ -173,7 +171,7 @@ constexpr int kAhead = 8;
 // differs on a replica, which applies every command it gets).
 struct AddsDone {
   bool created = false;
-  long long capacity = 0;
+  long long capacity = 0, bucket_size = 0, iterations = 0, expansion = 0;
   std::vector<std::uint8_t> stored;
   bool growth_refused = false;
 };
@@ -190,12 +188,14 @@ void replicate_adds(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleStr
   RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, event, name);
   if (!done.growth_refused) {
     RedisModule_ReplicateVerbatim(ctx);
-  } else if (stored.empty()) {
-    RedisModule_Replicate(ctx, "CF.RESERVE", "sl", name, done.capacity);
-  } else if (done.created) {
-    RedisModule_Replicate(ctx, "CF.INSERT", "sclcv", name, "CAPACITY", done.capacity, "ITEMS",
-                          stored.data(), stored.size());
-  } else {
+    return;
+  }
+  if (done.created) {
+    RedisModule_Replicate(ctx, "CF.RESERVE", "slclclcl", name, done.capacity, "BUCKETSIZE",
+                          done.bucket_size, "MAXITERATIONS", done.iterations, "EXPANSION",
+                          done.expansion);
+  }
+  if (!stored.empty()) {
     RedisModule_Replicate(ctx, "CF.INSERT", "sccv", name, "NOCREATE", "ITEMS", stored.data(),
                           stored.size());
   }
@@ -209,8 +209,12 @@ int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString
   AddsDone done;
   done.capacity = options.capacity;
   if (key.empty() && options.create) {
-    if (!create(ctx, key, options.capacity, cuckoo::kDefaultBucketSize,
-                cuckoo::kDefaultMaxIterations, cuckoo::kDefaultExpansion)) {
+    const Settings& s = settings();
+    done.bucket_size = s.cf_bucket_size;
+    done.iterations = s.cf_max_iterations;
+    done.expansion = s.cf_expansion;
+    if (!create(ctx, key, options.capacity, s.cf_bucket_size, s.cf_max_iterations,
+                s.cf_expansion)) {
       return module_api::kOk;
     }
     done.created = true;
@@ -277,7 +281,7 @@ int insert(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
         if (++at == argc) return RedisModule_WrongArity(ctx);
         const auto capacity = integer(argv[at++]);
         if (!capacity) return reply_error(ctx, "Bad capacity");
-        if (2 * cuckoo::kDefaultBucketSize > *capacity) {
+        if (2 * settings().cf_bucket_size > *capacity) {
           return reply_error(ctx, "Capacity must be at least (BucketSize * 2)");
         }
         options.capacity = *capacity;

@@ -7,6 +7,7 @@ and deletes from 8 clients at once with nothing lost."""
 
 import importlib.util
 import random
+import subprocess
 import socket
 import threading
 from pathlib import Path
@@ -379,3 +380,41 @@ def test_older_encodings_load_with_redisbloom_s_defaults(r):
             r.execute_command("CF.MEXISTS", "new", *range(300))
     with pytest.raises(redis.ResponseError):
         r.restore("newer", 0, cuckoo_payload(r.dump("new"), 5, fields, chunks))
+
+
+def test_cf_load_arguments_set_the_defaults_of_new_filters(make_server):
+    r = make_server("cf-bucket-size", "4", "cf-initial-size", "4096", "cf-max-iterations", "30",
+                    "cf-expansion-factor", "2", "CF-MAX-EXPANSIONS", "3").client()
+
+    def info(key):
+        reply = r.execute_command("CF.INFO", key)
+        return dict(zip((x.decode() for x in reply[::2]), reply[1::2]))
+
+    r.execute_command("CF.ADD", "auto", "a")
+    r.execute_command("CF.RESERVE", "reserved", 64)
+    r.execute_command("CF.RESERVE", "told", 64, "BUCKETSIZE", 1, "EXPANSION", 0)
+    assert [info("auto")[f] for f in ("Number of buckets", "Bucket size", "Max iterations",
+                                      "Expansion rate")] == [1024, 4, 30, 2]
+    assert [info("reserved")[f] for f in ("Number of buckets", "Bucket size")] == [16, 4]
+    assert [info("told")[f] for f in ("Bucket size", "Expansion rate")] == [1, 0]
+    with pytest.raises(redis.ResponseError, match="Capacity must be at least"):
+        r.execute_command("CF.INSERT", "small", "CAPACITY", 7, "ITEMS", "a")
+    # As RedisBloom: checked before each command (one CF.INSERT may stack several).
+    with pytest.raises(redis.ResponseError, match="Maximum expansions reached"):
+        for i in range(2000):
+            r.execute_command("CF.ADD", "reserved", i)
+    assert info("reserved")["Number of filters"] == 3
+
+
+@pytest.mark.parametrize("args", [("cf-bucket-size", 0), ("cf-initial-size", 3),
+                                  ("cf-max-iterations", 70000), ("cf-expansion-factor", -1),
+                                  ("cf-bucket-size", 100, "cf-initial-size", 100)])
+def test_bad_cf_load_arguments_fail_the_load(tmp_path, args):
+    from module_util import free_port, module_path
+
+    out = subprocess.run(["redis-server", "--port", str(free_port()), "--bind", "127.0.0.1",
+                          "--dir", str(tmp_path),
+                          "--loadmodule", module_path(), *map(str, args)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0
+    assert "cf-" in out.stdout
