@@ -172,23 +172,33 @@ constexpr int kAhead = 8;
 struct AddsDone {
   bool created = false;
   long long capacity = 0, bucket_size = 0, iterations = 0, expansion = 0;
-  std::vector<std::uint8_t> stored;
+  // Per item, 1 when stored; kept between commands (one runs at a time), so that an add
+  // allocates nothing for it.
+  std::vector<std::uint8_t>& stored = stored_buffer();
+  std::size_t stored_count = 0;
   bool growth_refused = false;
+
+  static std::vector<std::uint8_t>& stored_buffer() {
+    static std::vector<std::uint8_t> buffer;
+    if (buffer.capacity() > (std::size_t{64} << 10)) buffer = {};
+    buffer.clear();
+    return buffer;
+  }
 };
 
 // Tells the replicas and the keyspace what changed: the command as it came when it holds
 // everywhere, else only the items stored (in order: the refused ones changed nothing).
 void replicate_adds(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString** items,
                     const AddsDone& done, const char* event) {
-  std::vector<RedisModuleString*> stored;
-  for (std::size_t i = 0; i < done.stored.size(); ++i) {
-    if (done.stored[i] != 0) stored.push_back(items[i]);
-  }
-  if (!done.created && stored.empty()) return;
+  if (!done.created && done.stored_count == 0) return;
   RedisModule_NotifyKeyspaceEvent(ctx, module_api::kNotifyGeneric, event, name);
   if (!done.growth_refused) {
     RedisModule_ReplicateVerbatim(ctx);
     return;
+  }
+  std::vector<RedisModuleString*> stored;
+  for (std::size_t i = 0; i < done.stored.size(); ++i) {
+    if (done.stored[i] != 0) stored.push_back(items[i]);
   }
   if (done.created) {
     RedisModule_Replicate(ctx, "CF.RESERVE", "slclclcl", name, done.capacity, "BUCKETSIZE",
@@ -239,6 +249,7 @@ int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString
     const Insert result =
         options.nx ? filter.insert_unique(hash, limit) : filter.insert(hash, limit);
     done.stored[i] = result == Insert::inserted ? 1 : 0;
+    done.stored_count += done.stored[i];
     done.growth_refused |= result == Insert::over_limit || result == Insert::cannot_grow;
     if (result == Insert::inserted || result == Insert::exists) {
       RedisModule_ReplyWithLongLong(ctx, static_cast<long long>(result));
