@@ -81,24 +81,28 @@ def test_replies_and_errors(raw):
     assert info[1::2] == [40 + 16 + 16, 8, 1, 2, 0, 2, 1, 20]  # CF.COMPACT zeroed the deletes
 
 
+def read_reply(f):
+    """One RESP3 reply's raw bytes, read whole."""
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind in (b"$", b"=", b"!") and rest != b"-1":
+        return line + f.read(int(rest) + 2)
+    if kind in (b"*", b"~", b">") and rest != b"-1":
+        return line + b"".join(read_reply(f) for _ in range(int(rest)))
+    if kind == b"%":
+        return line + b"".join(read_reply(f) for _ in range(2 * int(rest)))
+    return line
+
+
 def resp3(port, *commands):
     """The raw bytes of each reply after HELLO 3."""
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s, \
+            s.makefile("rb") as f:
         out = []
         for command in (("HELLO", "3"),) + commands:
             s.sendall(b"*%d\r\n" % len(command) + b"".join(
                 b"$%d\r\n%s\r\n" % (len(a), a) for a in (str(x).encode() for x in command)))
-            s.settimeout(0.5)
-            data = b""
-            try:
-                while True:
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-            except socket.timeout:
-                pass
-            out.append(data)
+            out.append(read_reply(f))
         return out[1:]
 
 
