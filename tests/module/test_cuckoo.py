@@ -3,7 +3,8 @@ each command, RESP3, what Redis does with values (DEBUG RELOAD, SAVE and restart
 with and without the RDB preamble, DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK), a replica that
 holds its master's bytes (kicks are deterministic; LOADCHUNK chunks are replicated too), INFO's
 counters, damaged RESTORE payloads and LOADCHUNK headers answered without a crash, and adds
-and deletes from 8 clients at once with nothing lost."""
+and deletes from 8 clients at once, on one server and on a 3-master cluster, with nothing
+lost."""
 
 import importlib.util
 import random
@@ -424,3 +425,41 @@ def test_bad_cf_load_arguments_fail_the_load(tmp_path, args):
                          capture_output=True, text=True, timeout=30)
     assert out.returncode != 0
     assert "cf-" in out.stdout
+
+
+from test_replication import cluster  # noqa: E402,F401 - the 3-master cluster fixture
+
+
+def test_eight_clients_on_a_cluster_lose_nothing(cluster):  # noqa: F811
+    from redis.cluster import RedisCluster
+
+    keys = ["cf:%d" % k for k in range(4)]  # slots 1963, 6026, 10217, 14280: every master
+    errors = []
+
+    def client(n):
+        try:
+            c = RedisCluster(host="127.0.0.1", port=cluster[n % 3].port)
+            key = keys[n % 4]
+            mine = ["c%d:%d" % (n, i) for i in range(900)]
+            for i in range(0, len(mine), 30):
+                c.execute_command("CF.INSERT", key, "ITEMS", *mine[i:i + 30])
+            for item in mine[::3]:
+                if c.execute_command("CF.DEL", key, item) != 1:
+                    errors.append("delete of %s found nothing" % item)
+            kept = [x for i, x in enumerate(mine) if i % 3]
+            if 0 in c.execute_command("CF.MEXISTS", key, *kept):
+                errors.append("client %d lost an item" % n)
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(node.client().dbsize() > 0 for node in cluster)  # every master holds a filter
+    c = RedisCluster(host="127.0.0.1", port=cluster[0].port)
+    total = sum(c.execute_command("CF.INFO", k)[7] for k in keys)
+    assert total == 8 * 600
