@@ -22,6 +22,14 @@ struct Settings {
   std::uint64_t max_filter_bytes = std::uint64_t{512} << 20;
   // A filter made or grown must fit in the room the server's maxmemory leaves (memory_room.hpp).
   bool maxmemory_check = true;
+  // RedisBloom's CF_MAX_EXPANSIONS: adds to a cuckoo filter of this many sub-filters fail.
+  long long cf_max_expansions = 32;
+  // RedisBloom 8's cf-* settings: what CF.RESERVE takes when not told, and what CF.ADD and
+  // CF.INSERT make at a missing key.
+  long long cf_bucket_size = 2;
+  long long cf_initial_size = 1024;
+  long long cf_max_iterations = 20;
+  long long cf_expansion = 1;
 };
 Settings& settings() noexcept;
 

@@ -11,15 +11,24 @@
 //   MAX_FILTER_BYTES n[k|m|g]  no filter grows past this (512m)
 //   MAXMEMORY_CHECK yes|no  refuse a filter or a growth larger than the room maxmemory
 //                         leaves (yes)
-//   CF_MAX_EXPANSIONS n   RedisBloom's cuckoo setting, accepted and ignored
+//   CF_MAX_EXPANSIONS n   adds to a cuckoo filter of n sub-filters fail, as in RedisBloom (32;
+//                         also spelled cf-max-expansions)
+//   cf-bucket-size n, cf-initial-size n, cf-max-iterations n, cf-expansion-factor n
+//                         RedisBloom 8's defaults of new cuckoo filters (2, 1024, 20, 1)
+#include <strings.h>
+
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include "bf_commands.hpp"
 #include "bloom_type.hpp"
 #include "bloom_value.hpp"
+#include "cf_commands.hpp"
 #include "command_support.hpp"
+#include "cuckoo_type.hpp"
 #include "module_info.hpp"
 #include "partition_commands.hpp"
 #include "redisbloom_type.hpp"
@@ -58,6 +67,28 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
   return value * unit;
 }
 
+// RedisBloom 8's cf-* settings of new cuckoo filters, with their ranges.
+struct CuckooSetting {
+  const char* name;
+  long long Settings::*field;
+  long long low, high;
+};
+std::optional<CuckooSetting> cuckoo_setting(std::string_view name) {
+  static const CuckooSetting all[] = {
+      {"cf-bucket-size", &Settings::cf_bucket_size, 1, 255},
+      {"cf-initial-size", &Settings::cf_initial_size, 4, 1LL << 30},
+      {"cf-max-iterations", &Settings::cf_max_iterations, 1, 65535},
+      {"cf-expansion-factor", &Settings::cf_expansion, 0, 32768},
+  };
+  for (const CuckooSetting& setting : all) {
+    if (name.size() == std::strlen(setting.name) &&
+        strncasecmp(name.data(), setting.name, name.size()) == 0) {
+      return setting;
+    }
+  }
+  return std::nullopt;
+}
+
 // Reads the load arguments into settings(); a bad one is logged and fails the load.
 bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Settings& s = settings();
@@ -90,9 +121,14 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       const auto format = parse_format(text(value));
       ok = format.has_value();
       if (ok) default_format() = *format;
-    } else if (is_option(argv[i], "CF_MAX_EXPANSIONS")) {
-      // RedisBloom's cuckoo-filter setting: accepted so that its load lines work unchanged.
-      ok = integer(value).has_value();
+    } else if (is_option(argv[i], "CF_MAX_EXPANSIONS") || is_option(argv[i], "cf-max-expansions")) {
+      const auto most = integer(value);
+      ok = most && *most >= 1 && *most <= 65536;
+      if (ok) s.cf_max_expansions = *most;
+    } else if (const auto cf = cuckoo_setting(name)) {
+      const auto number = integer(value);
+      ok = number && *number >= cf->low && *number <= cf->high;
+      if (ok) s.*(cf->field) = *number;
     } else if (is_option(argv[i], "MAXMEMORY_CHECK")) {
       const std::string_view word = text(value);
       ok = word == "yes" || word == "no";
@@ -105,7 +141,8 @@ bool read_settings(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       RedisModule_Log(ctx, module_api::kLogWarning,
                       "redbloom: unknown module argument '%.*s' (known: ERROR_RATE, "
                       "INITIAL_SIZE, EXPANSION, LAYOUT, DEFAULT_FORMAT, MAX_FILTER_BYTES, "
-                      "MAXMEMORY_CHECK)",
+                      "MAXMEMORY_CHECK, CF_MAX_EXPANSIONS, cf-bucket-size, cf-initial-size, "
+                      "cf-max-iterations, cf-expansion-factor)",
                       static_cast<int>(name.size()), name.data());
       return false;
     }
@@ -138,9 +175,16 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   RedisModule_SetModuleOptions(
       ctx, module_api::kOptionHandleIoErrors | module_api::kOptionHandleReplAsyncLoad);
   if (!module::read_settings(ctx, argv, argc)) return module_api::kErr;
+  if (module::settings().cf_initial_size < 2 * module::settings().cf_bucket_size) {
+    RedisModule_Log(ctx, module_api::kLogWarning,
+                    "redbloom: cf-initial-size must be at least twice cf-bucket-size");
+    return module_api::kErr;
+  }
   if (!module::register_type(ctx)) return module_api::kErr;
   if (!module::register_redisbloom_type(ctx)) return module_api::kErr;
+  if (!module::register_cuckoo_type(ctx)) return module_api::kErr;
   if (!module::register_bf_commands(ctx)) return module_api::kErr;
+  if (!module::register_cf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
   if (!module::register_tdigest_type(ctx)) return module_api::kErr;

@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "core/cuckoo_filter.hpp"
 #include "core/redisbloom_chain.hpp"
 
 namespace redbloom::module {
@@ -14,7 +15,7 @@ struct CommandCount {
   std::uint64_t calls = 0;
 };
 // More than the module registers; a name past them gets a counter INFO does not show.
-std::array<CommandCount, 32> g_commands;
+std::array<CommandCount, 64> g_commands;
 std::uint64_t g_spare_counter = 0;
 
 void* redisbloom_allocate(std::size_t bytes) {
@@ -26,13 +27,23 @@ void redisbloom_release(void* block) {
   count_block(redisbloom_stats(), block, false);
   RedisModule_Free(block);
 }
+void* cuckoo_allocate(std::size_t bytes) {
+  void* block = RedisModule_Alloc(bytes);
+  count_block(cuckoo_stats(), block, true);
+  return block;
+}
+void cuckoo_release(void* block) {
+  count_block(cuckoo_stats(), block, false);
+  RedisModule_Free(block);
+}
 
 void info(RedisModuleInfoCtx* ctx, int /*for_crash_report*/) {
   RedisModule_InfoAddSection(ctx, "");
   const struct {
     const char* name;
     const TypeStats& stats;
-  } types[] = {{"own", redbloom_stats()}, {"redisbloom", redisbloom_stats()}};
+  } types[] = {
+      {"own", redbloom_stats()}, {"redisbloom", redisbloom_stats()}, {"cuckoo", cuckoo_stats()}};
   for (const auto& type : types) {
     const std::string prefix = type.name;
     RedisModule_InfoAddFieldULongLong(ctx, (prefix + "_filters").c_str(),
@@ -90,8 +101,17 @@ TypeStats& redisbloom_stats() noexcept {
   return stats;
 }
 
+TypeStats& cuckoo_stats() noexcept {
+  static TypeStats stats;
+  return stats;
+}
+
 ChainAllocator redisbloom_allocator() noexcept {
   return {redisbloom_allocate, redisbloom_release};
+}
+
+ChainAllocator cuckoo_allocator() noexcept {
+  return {cuckoo_allocate, cuckoo_release};
 }
 
 void count_block(TypeStats& stats, void* block, bool allocated) noexcept {
@@ -128,6 +148,16 @@ int defrag_redbloom_value(RedisModuleDefragCtx* ctx, RedisModuleString*, void** 
   auto& chain = *static_cast<FilterChain*>(*value);
   return defrag_in_slices(ctx, chain.links().size(), redbloom_stats(),
                           [&](auto... args) { return chain.relocate(args...); });
+}
+
+int defrag_cuckoo_value(RedisModuleDefragCtx* ctx, RedisModuleString*, void** value) {
+  auto& filter = *static_cast<cuckoo::Filter*>(*value);
+  return defrag_in_slices(ctx, filter.filters().size(), cuckoo_stats(),
+                          [&](auto... args) { return filter.relocate(args...); });
+}
+
+std::size_t cuckoo_free_effort(RedisModuleString*, const void* value) {
+  return static_cast<const cuckoo::Filter*>(value)->filters().size();
 }
 
 std::size_t redisbloom_free_effort(RedisModuleString*, const void* value) {

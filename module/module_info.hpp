@@ -19,9 +19,12 @@ struct TypeStats {
 };
 TypeStats& redbloom_stats() noexcept;    // redbloom's own type
 TypeStats& redisbloom_stats() noexcept;  // RedisBloom's type
+TypeStats& cuckoo_stats() noexcept;      // RedisBloom's cuckoo filter type
 
 // Server memory for the bits of RedisBloom-format filters, counted in redisbloom_stats().
 [[nodiscard]] ChainAllocator redisbloom_allocator() noexcept;
+// The same for cuckoo filters, counted in cuckoo_stats().
+[[nodiscard]] ChainAllocator cuckoo_allocator() noexcept;
 // Adds a block's size (as the server's allocator sized it) to, or takes it from, `stats`.
 void count_block(TypeStats& stats, void* block, bool allocated) noexcept;
 
@@ -36,9 +39,11 @@ bool register_info(RedisModuleCtx* ctx) noexcept;
 // Returns 1 while blocks remain, 0 when done.
 int defrag_redisbloom_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
 int defrag_redbloom_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
+int defrag_cuckoo_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
 // How many pieces a value has: the server defragments a value of more pieces than its
 // active-defrag-max-scan-fields in later slices.
 std::size_t redisbloom_free_effort(RedisModuleString* key, const void* value);
 std::size_t redbloom_free_effort(RedisModuleString* key, const void* value);
+std::size_t cuckoo_free_effort(RedisModuleString* key, const void* value);
 
 }  // namespace redbloom::module
