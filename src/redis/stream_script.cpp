@@ -115,9 +115,10 @@ end
 if need > 0 then return {'links', 0, '', need, G, now} end
 
 -- found[i] = true for the items whose bits are all set in link l of `key`. The bits are read in
--- rounds (the first, the second, the rest), each for the items whose bits so far were all set:
--- in a link about half full, most items absent from it are ruled out by one or two bits.
-local rounds = {1, 2}
+-- rounds (one bit a round up to the sixth, then the rest), each for the items whose bits so far
+-- were all set: in a link about half full, an item absent from it is ruled out by two bits on
+-- average, against 2.75 with rounds of 1, 1 and the rest.
+local rounds = {1, 2, 3, 4, 5, 6}
 local function probe(key, l, found)
   local h = hashes[l]
   local cand, nc = {}, 0
@@ -128,7 +129,7 @@ local function probe(key, l, found)
     end
   end
   local from = 0
-  for r = 1, 3 do
+  for r = 1, #rounds + 1 do
     local upto = math.min(rounds[r] or h, h)
     if from < upto and nc > 0 then
       local width = upto - from
