@@ -15,46 +15,6 @@
 namespace redbloom::cli {
 namespace {
 
-// The engine's BF.RESERVE takes a capacity, a rate and how it grows; an option it has no
-// counterpart for is refused rather than ignored.
-EngineFilterOptions engine_options(const SizingOptions& sizing, bool nonscaling) {
-  const std::pair<const CLI::Option*, const char*> unsupported[] = {
-      {sizing.layout_option, "the engine picks its own layout and hashes"},
-      {sizing.bits_option, "the engine sizes its bits from -n and -p"},
-      {sizing.hashes_option, "the engine picks its hashes from -p"},
-      {sizing.partition_option, "the engine keeps one key"},
-      {sizing.window_option,
-       "windows are redbloom's own (a BF key never forgets items): leave out --engine bf"},
-      {sizing.slices_option, "windows are redbloom's own"},
-      {sizing.rate_option, "windows are redbloom's own"},
-      {sizing.max_bytes_option, "the engine sets its own limits"},
-  };
-  for (const auto& [option, why] : unsupported) {
-    if (option != nullptr && option->count() > 0) {
-      throw InvalidArgument(option->get_name() +
-                            " cannot apply to a filter of the server's Bloom "
-                            "engine (--engine bf): " +
-                            why);
-    }
-  }
-  if (nonscaling && sizing.growth_option->count() > 0) {
-    throw InvalidArgument(
-        "--nonscaling and --growth contradict each other: a non-scaling BF "
-        "filter never grows");
-  }
-  const double capacity = sizing.capacity_option->count() > 0 ? sizing.capacity : kDefaultCapacity;
-  if (!(capacity >= 1) || capacity > 1e15) {
-    throw InvalidArgument("-n/--capacity for a BF filter must be between 1 and 1e15");
-  }
-  EngineFilterOptions options;
-  options.capacity = static_cast<std::uint64_t>(capacity);
-  options.error_rate =
-      sizing.error_rate.empty() ? kDefaultErrorRate : parse_error_rate(sizing.error_rate);
-  options.expansion = sizing.growth_option->count() > 0 ? sizing.growth : 0;
-  options.nonscaling = nonscaling;
-  return options;
-}
-
 struct CreateCommand {
   FilterLocation location;
   SizingOptions sizing;
@@ -67,13 +27,12 @@ struct CreateCommand {
 };
 
 // BF.RESERVE on the server, then what was made, as `create` says it for its own filters.
-void create_engine(const CreateCommand& cmd) {
+void create_engine(const CreateCommand& cmd, const EngineFilterOptions& options) {
   if (cmd.exact) {
     throw InvalidArgument(
         "--exact cannot apply to a filter of the server's Bloom engine (--engine "
         "bf): an exact set is kept beside redbloom's own filters");
   }
-  const EngineFilterOptions options = engine_options(cmd.sizing, cmd.nonscaling);
   const Filter filter = create_engine_filter(cmd.location.resolve(), options, cmd.force);
   const auto& server = filter.shape().server_filter;
   const std::string expansion =
@@ -119,15 +78,13 @@ void register_create(CLI::App& app, int& exit_code) {
   sub->add_flag("--json", cmd->json,
                 "What was created as one JSON object on stdout (warnings as JSON on stderr)");
   sub->callback([cmd, &exit_code] {
-    if (cmd->engine == "bf") {
-      create_engine(*cmd);
+    FilterRequest asked = cmd->sizing.request();
+    asked.engine = cmd->engine;
+    asked.nonscaling = cmd->nonscaling;
+    if (const SizedRequest sized = size_request(asked); sized.engine) {
+      create_engine(*cmd, *sized.engine);
       exit_code = kExitOk;
       return;
-    }
-    if (cmd->nonscaling) {
-      throw InvalidArgument(
-          "--nonscaling is for a filter of the server's Bloom engine (with "
-          "--engine bf); a redbloom filter grows only with --growth");
     }
     // create_filter also drops an exact set left from a former filter of that name.
     const std::optional<StreamOptions> stream = requested_stream(cmd->sizing);

@@ -20,6 +20,7 @@
 #include "records.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/stream.hpp"
 #include "stop_signals.hpp"
 #include "summary.hpp"
@@ -45,21 +46,15 @@ struct KafkaDedupCommand {
   bool verbose = false;
 };
 
-struct KafkaPlace {
-  std::string brokers;
-  std::string topic;
-};
-
-// kafka://HOST:PORT[,HOST:PORT...]/TOPIC
-KafkaPlace parse_kafka_place(const std::string& text, const char* option) {
-  constexpr std::string_view kScheme = "kafka://";
-  const std::size_t slash = text.find('/', kScheme.size());
-  if (!text.starts_with(kScheme) || slash == std::string::npos || slash == kScheme.size() ||
-      slash + 1 == text.size() || text.find('/', slash + 1) != std::string::npos) {
+// A Kafka topic named on the command line; a Redis stream is the Redis Streams stage's.
+StagePlace kafka_place(const std::string& text, const char* option) {
+  StagePlace place = StagePlace::parse(text, option);
+  if (place.kind != StagePlace::Kind::kafka_topic) {
     throw InvalidArgument(std::string(option) + " '" + text +
-                          "': a Kafka topic is named kafka://HOST:PORT[,HOST:PORT...]/TOPIC");
+                          "': the stage reads a Kafka topic and writes a Kafka topic: give both "
+                          "as kafka://HOST:PORT[,HOST:PORT...]/TOPIC");
   }
-  return {text.substr(kScheme.size(), slash - kScheme.size()), text.substr(slash + 1)};
+  return place;
 }
 
 void print_progress(const KafkaStage& stage, double seconds, std::uint64_t read_before,
@@ -79,12 +74,12 @@ void print_progress(const KafkaStage& stage, double seconds, std::uint64_t read_
 }
 
 std::string stage_topic(const KafkaDedupCommand& cmd) {
-  return parse_kafka_place(cmd.from, "--from").topic;
+  return kafka_place(cmd.from, "--from").topic;
 }
 
 KafkaStageOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filter) {
-  const KafkaPlace from = parse_kafka_place(cmd.from, "--from");
-  const KafkaPlace to = parse_kafka_place(cmd.to, "--to");
+  const StagePlace from = kafka_place(cmd.from, "--from");
+  const StagePlace to = kafka_place(cmd.to, "--to");
   if (from.brokers == to.brokers && from.topic == to.topic) {
     throw InvalidArgument("--from and --to name one topic: the output must be another topic");
   }

@@ -42,36 +42,15 @@ struct RedisStreamDedupCommand {
   bool verbose = false;
 };
 
-// A stream's place: redis-stream://HOST[:PORT][/DB]#STREAM or
-// redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM, the URIs of filters with "-stream".
-struct StreamPlace {
-  RedisEndpoint endpoint;
-  std::string stream;
-};
-
-StreamPlace parse_stream_place(const std::string& text, const char* option) {
-  // The Redis URI's scheme with "-stream" after "redis" or "rediss" (TLS).
-  std::string uri;
-  for (const std::string scheme : {"redis", "rediss"}) {
-    for (const std::string rest : {"://", "+cluster://"}) {
-      if (text.starts_with(scheme + "-stream" + rest)) {
-        uri = scheme + rest + text.substr(scheme.size() + 7 + rest.size());
-      }
-    }
-  }
-  if (uri.empty()) {
+// A Redis stream named on the command line; a Kafka topic is the Kafka stage's.
+StagePlace redis_stream_place(const std::string& text, const char* option) {
+  StagePlace place = StagePlace::parse(text, option);
+  if (place.kind != StagePlace::Kind::redis_stream) {
     throw InvalidArgument(std::string(option) + " '" + text +
-                          "': a stream is named redis-stream://HOST[:PORT][/DB]#STREAM, or "
-                          "redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM on a Cluster "
-                          "(rediss-stream:// and rediss-stream+cluster:// over TLS); a Kafka "
-                          "topic is kafka://HOST:PORT/TOPIC");
+                          "': the stage reads a Redis stream and a Kafka topic, not one into the "
+                          "other: give both as redis-stream:// or both as kafka://");
   }
-  const Location where = Location::parse(uri);
-  if (where.servers.size() != 1 || where.name.empty()) {
-    throw InvalidArgument(std::string(option) + " '" + text +
-                          "': one server or one Cluster, and the stream's name after '#'");
-  }
-  return {where.servers.front(), where.name};
+  return place;
 }
 
 std::string default_consumer() {
@@ -81,11 +60,11 @@ std::string default_consumer() {
 }
 
 // The stage's options from the command line, checked against each other.
-RedisStreamDedupOptions stage_options(const RedisStreamDedupCommand& cmd, const StreamPlace& from,
-                                      const StreamPlace& to) {
-  if (!same_keyspace(from.endpoint, to.endpoint)) {
-    throw InvalidArgument("--from (" + from.endpoint.describe() + ") and --to (" +
-                          to.endpoint.describe() +
+RedisStreamDedupOptions stage_options(const RedisStreamDedupCommand& cmd, const StagePlace& from,
+                                      const StagePlace& to) {
+  if (!same_keyspace(from.server, to.server)) {
+    throw InvalidArgument("--from (" + from.server.describe() + ") and --to (" +
+                          to.server.describe() +
                           ") must be on one server or one Cluster: one script on the server "
                           "handles each batch");
   }
@@ -142,12 +121,12 @@ void accumulate(RedisStreamDedupBatch& total, const RedisStreamDedupBatch& b) {
 
 int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   const StopSignals stop_signals;
-  const StreamPlace from = parse_stream_place(cmd.from, "--from");
-  const StreamPlace to = parse_stream_place(cmd.to, "--to");
+  const StagePlace from = redis_stream_place(cmd.from, "--from");
+  const StagePlace to = redis_stream_place(cmd.to, "--to");
   const RedisStreamDedupOptions options = stage_options(cmd, from, to);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
-  RedisStreamDedup dedup(filter, from.endpoint, options);
+  RedisStreamDedup dedup(filter, from.server, options);
   if (cmd.create_group && dedup.create_group(/*make_stream=*/true)) {
     report_note("created consumer group '" + cmd.group + "' on stream '" + from.stream +
                 "', reading it from its first entry");

@@ -136,7 +136,7 @@ void register_transfers(CLI::App& app, int& exit_code) {
     sub->callback([cmd, &exit_code] {
       const Location from = redis_filter(cmd->from, "copy");
       FilterLocation to = cmd->to;
-      if (to.name.empty() && to.redis_uri.find('#') == std::string::npos) to.name = from.name;
+      if (to.name.empty() && Location::name_in(to.redis_uri).empty()) to.name = from.name;
       const Location dest =
           to.redis_uri.empty() ? Location::redis(from.servers, to.name) : to.resolve();
       // The same keys under two addresses (localhost and 127.0.0.1, an alias): --force would

@@ -25,11 +25,6 @@ bool given(const CLI::Option* option) {
 
 namespace {
 
-// Location::parse takes anything with a scheme for a URI (file:NAME and ./NAME stay files).
-bool has_scheme(const std::string& text) {
-  return !text.starts_with("file:") && text.find("://") != std::string::npos;
-}
-
 // The servers listed in a --redis-file, comma-joined; '#' starts a comment.
 std::string servers_in_file(const std::string& path, const std::string& flag) {
   std::ifstream in(path);
@@ -56,45 +51,15 @@ Location FilterLocation::resolve() const {
     throw InvalidArgument("no filter given: use " + path_flag + " PATH, " + path_flag +
                           " redis://HOST:PORT#NAME, or " + name_flag + " NAME for Redis");
   }
-  if (!path.empty()) {
-    if (has_scheme(path) && name.empty() && path.find('#') == std::string::npos) {
-      throw InvalidArgument(path_flag + " " + path +
-                            " names no filter: write its name after '#' (" + path +
-                            "#NAME) or give " + name_flag + " NAME");
-    }
-    if (!has_scheme(path) && !name.empty()) {
-      throw InvalidArgument(
-          path_flag + " " + path + " is a file, and a file has no name: " + name_flag +
-          " is for a filter in Redis (" + path_flag + " redis://HOST:PORT#NAME, or " + name_flag +
-          " NAME with " + redis_flag + " URI)");
-    }
-    return Location::parse(path, name);
+  if (!path.empty()) return Location::parse(path, name, {path_flag, name_flag, redis_flag});
+  if (!redis_file.empty()) {
+    const std::string flag = redis_flag + "-file";
+    return Location::parse(servers_in_file(redis_file, flag), name, {flag, name_flag, redis_flag});
   }
-  // Redis: the servers from --redis (its '#NAME' naming the filter) or --redis-file, else
-  // $REDIS_URL or the local default (Location::parse).
-  std::string list = redis_uri;
-  std::string named = name;
-  if (const std::size_t hash = list.rfind('#'); hash != std::string::npos) {
-    const std::string fragment = list.substr(hash + 1);
-    list.erase(hash);
-    if (!named.empty() && named != fragment) {
-      throw InvalidArgument("two names for one filter: '" + fragment + "' in " + redis_flag + " " +
-                            redis_uri + " and '" + named + "' in " + name_flag);
-    }
-    named = fragment;
-  }
-  if (!redis_file.empty()) list = servers_in_file(redis_file, redis_flag + "-file");
-  if (named.empty()) {
-    throw InvalidArgument(redis_flag + " " + (redis_uri.empty() ? redis_file : redis_uri) +
-                          " names no filter: write its name after '#' (" +
-                          (redis_uri.empty() ? "redis://HOST:PORT" : redis_uri) +
-                          "#NAME) or give " + name_flag + " NAME");
-  }
-  if (list.empty()) {
-    note_implicit_server();  // a failed connection then says which server it tried, and why
-    return Location::parse("", named);
-  }
-  return Location::redis(parse_redis_servers(list), named);
+  // No servers given: $REDIS_URL or the local default (Location::parse); a failed connection
+  // then says which server it tried, and why.
+  if (redis_uri.empty()) note_implicit_server();
+  return Location::parse(redis_uri, name, {redis_flag, name_flag, redis_flag});
 }
 
 void add_location_options(CLI::App& command, FilterLocation& location,

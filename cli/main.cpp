@@ -15,6 +15,7 @@
 #include "exit_codes.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/file_faults.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/redis_endpoint.hpp"
 
 namespace {
@@ -158,7 +159,9 @@ std::string parsed_command_of(const std::string& command, int argc, char** argv,
     const std::string_view value = arg.starts_with("--from=")        ? arg.substr(7)
                                    : arg == "--from" && i + 1 < argc ? std::string_view(argv[i + 1])
                                                                      : std::string_view();
-    if (value.starts_with("kafka://")) parsed = kKafkaDedupCommand;
+    if (redbloom::StagePlace::kind_of(value) == redbloom::StagePlace::Kind::kafka_topic) {
+      parsed = kKafkaDedupCommand;
+    }
   }
   for (int i = 1; i < argc && parsed != command; ++i) {
     if (std::string_view(argv[i]) == "dedup") {

@@ -154,9 +154,11 @@ check_contains "names the command" "the Redis user may not run EVAL (NOPERM" "$e
 managed_cli acl setuser noload on ">pw" "~app:*" resetchannels +@all -@dangerous -script\|load \
   > /dev/null
 run create --redis "$APP" --name app:w2 --window 1m --rate 10/s -q
+# A windowed filter calls its script by the SHA1 computed on the client (EVALSHA, then EVAL once
+# where the server does not have it yet): a user without SCRIPT LOAD uses it all the same.
 run dedup --redis "$(managed_uri noload pw)" --name app:w2 a.txt
-check "no SCRIPT LOAD allowed" 3 "$rc"
-check_contains "names SCRIPT LOAD" "the Redis user may not run SCRIPT LOAD (NOPERM" "$err"
+check "no SCRIPT LOAD needed" 0 "$rc"
+check_contains "it read every line" "read 20000" "$err"
 run drop --redis "$APP" --name app:w2
 check "drop by the app user" 0 "$rc"
 run exists --redis "$(managed_uri app wrong)" --name app:urls a.txt

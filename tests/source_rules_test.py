@@ -7,6 +7,8 @@
 - src/local and src/redis do not reach up into src/filter (the filter layer sits on them).
 - No dynamic_cast to a store or a backend: code that needs more than an interface offers asks
   for it through a narrow accessor, so that a new kind cannot be forgotten by a cast.
+- The grammar of locations (a filter's '#NAME', redis-stream://, kafka://) lives in the
+  library's location parser (location.hpp): the command line asks it, and parses none itself.
 - Store is one bitmap and every implementation does all it promises: none of their bitmap
   methods (params, count_set_bits, read_bytes, write_bytes) throws InvalidArgument, the error
   of a method that refuses its kind of filter.
@@ -125,7 +127,11 @@ def main():
     check(grep(root, PRODUCTION, r"dynamic_cast<[^>]*(Store|Backend)\b"),
           "dynamic_cast to a store or a backend")
     check(refusing_store_methods(root), "Store bitmap method that refuses (throws InvalidArgument)")
-    print(f"{5 - failures} passed, {failures} failed")
+    # A --redis-file's comments ('#' to the end of a line) are the file's syntax, not a location's.
+    check([h for h in grep(root, ["cli"], r"""find\('#'\)|"-stream|"kafka://"[);]|starts_with\("(redis|rediss|kafka)""")
+           if "line.find('#')" not in h],
+          "location grammar parsed in the command line (Location / StagePlace do it)")
+    print(f"{6 - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

@@ -142,5 +142,79 @@ TEST(FilterRequestParsers, SizesRatesAndItemRates) {
   EXPECT_THROW((void)parse_item_rate("12000"), InvalidArgument);
 }
 
+TEST(FilterRequest, TheServerEngineTakesItsOwnOptionsOnly) {
+  FilterRequest r = keywords();
+  r.engine = "bf";
+  EXPECT_FALSE(size_request(r).engine) << "nothing given: open an existing key only";
+  r.capacity = 5000;
+  r.error_rate = std::string("0.1%");
+  r.growth = 4;
+  const SizedRequest sized = size_request(r);
+  ASSERT_TRUE(sized.engine);
+  EXPECT_FALSE(sized.params || sized.stream);
+  EXPECT_EQ(sized.engine->capacity, 5000u);
+  EXPECT_DOUBLE_EQ(sized.engine->error_rate, 0.001);
+  EXPECT_EQ(sized.engine->expansion, 4u);
+  r.growth.reset();
+  r.nonscaling = true;
+  EXPECT_TRUE(size_request(r).engine->nonscaling);
+  r.growth = 2;
+  EXPECT_EQ(refusal(r),
+            "nonscaling= and growth= contradict each other: a non-scaling BF filter never grows");
+  r.growth.reset();
+  r.nonscaling = false;
+  r.layout = "blocked";
+  EXPECT_EQ(refusal(r),
+            "layout= cannot apply to a filter of the server's Bloom engine (engine='bf'): the "
+            "engine picks its own layout and hashes");
+  r.layout.reset();
+  r.window = std::string("10m");
+  EXPECT_TRUE(refusal(r).find("windows are redbloom's own") != std::string::npos);
+  r.window.reset();
+  r.capacity = 0;
+  EXPECT_TRUE(refusal(r).find("between 1 and 1e15") != std::string::npos);
+  r.capacity = 10;
+  r.growth = 40000;
+  EXPECT_TRUE(refusal(r).find("give 1 to 32768") != std::string::npos);
+}
+
+TEST(FilterRequest, EngineNamesAndNonscalingAreChecked) {
+  FilterRequest r;
+  r.default_size = true;
+  r.engine = "bf";
+  ASSERT_TRUE(size_request(r).engine);
+  EXPECT_EQ(size_request(r).engine->capacity, static_cast<std::uint64_t>(kDefaultCapacity));
+  r.engine = "cuckoo";
+  EXPECT_EQ(refusal(r),
+            "--engine is redbloom (redbloom's own filter) or bf (the Redis server's Bloom "
+            "engine), not 'cuckoo'");
+  r.engine.reset();
+  r.nonscaling = true;
+  EXPECT_TRUE(refusal(r).rfind("--nonscaling is for --engine bf", 0) == 0) << refusal(r);
+  FilterRequest k = keywords();
+  k.nonscaling = true;
+  k.capacity = 10;
+  EXPECT_TRUE(refusal(k).rfind("nonscaling= is for engine='bf'", 0) == 0) << refusal(k);
+}
+
+TEST(FilterRequest, EngineLimitsAreTheLibrarysToo) {
+  EngineFilterOptions o;
+  o.capacity = 100;
+  o.error_rate = 0.01;
+  EXPECT_NO_THROW(check_engine_options(o));
+  o.expansion = 2;
+  o.nonscaling = true;
+  EXPECT_THROW(check_engine_options(o), InvalidArgument);
+  o.nonscaling = false;
+  o.expansion = kMaxEngineExpansion + 1;
+  EXPECT_THROW(check_engine_options(o), InvalidArgument);
+  o.expansion = 0;
+  o.error_rate = 1;
+  EXPECT_THROW(check_engine_options(o), InvalidArgument);
+  o.error_rate = 0.01;
+  o.capacity = 0;
+  EXPECT_THROW(check_engine_options(o), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -68,6 +68,59 @@ TEST(Location, RedisNamesAfterAHashOrApart) {
       testing::error_of([] { (void)Location::parse("redis://h:1"); }), "no filter name"));
 }
 
+TEST(Location, CommandLineWordsNameTheOptions) {
+  const LocationWords words{"--redis", "--name", "--redis"};
+  EXPECT_EQ(testing::error_of([&] { (void)Location::parse("redis://h:1#a", "b", words); }),
+            "two names for one filter: 'a' in --redis redis://h:1#a and 'b' in --name");
+  EXPECT_EQ(testing::error_of([&] { (void)Location::parse("redis://h:1", "", words); }),
+            "--redis redis://h:1 names no filter: write its name after '#' (redis://h:1#NAME) or "
+            "give --name NAME");
+  const LocationWords file_words{"--filter", "--name", "--redis"};
+  EXPECT_TRUE(testing::contains_text(
+      testing::error_of([&] { (void)Location::parse("f.rbf", "x", file_words); }),
+      "--filter f.rbf is a file, and a file has no name: --name is for a filter in Redis"));
+  EXPECT_EQ(Location::parse("redis://h:1#a", "", words).name, "a");
+  EXPECT_EQ(Location::name_in("redis://h:1#a"), "a");
+  EXPECT_EQ(Location::name_in("redis://h:1"), "");
+  EXPECT_EQ(Location::name_in("dir/a#b.rbf"), "");  // a file's name may hold '#'
+}
+
+TEST(StagePlace, RedisStreamsAndKafkaTopics) {
+  const StagePlace stream = StagePlace::parse("redis-stream://10.0.0.1:6380/2#clicks", "--from");
+  EXPECT_EQ(stream.kind, StagePlace::Kind::redis_stream);
+  EXPECT_EQ(stream.server.host, "10.0.0.1");
+  EXPECT_EQ(stream.server.port, 6380);
+  EXPECT_EQ(stream.server.db, 2);
+  EXPECT_EQ(stream.stream, "clicks");
+  EXPECT_TRUE(StagePlace::parse("rediss-stream://h:1#s", "--to").server.tls);
+  EXPECT_EQ(StagePlace::parse("redis-stream+cluster://a:1,b:2#s", "--to").stream, "s");
+  const StagePlace topic = StagePlace::parse("kafka://b1:9092,b2:9092/events", "--from");
+  EXPECT_EQ(topic.kind, StagePlace::Kind::kafka_topic);
+  EXPECT_EQ(topic.brokers, "b1:9092,b2:9092");
+  EXPECT_EQ(topic.topic, "events");
+  EXPECT_EQ(StagePlace::kind_of("kafka://b/t"), StagePlace::Kind::kafka_topic);
+  EXPECT_EQ(StagePlace::kind_of("rediss-stream+cluster://h:1#s"), StagePlace::Kind::redis_stream);
+  EXPECT_FALSE(StagePlace::kind_of("redis://h:1#s").has_value());
+}
+
+TEST(StagePlace, BadFormsSayBothForms) {
+  for (const char* bad : {"nats://h:1#a", "redis://h:1#a", "h:1"}) {
+    const std::string e = testing::error_of([&] { (void)StagePlace::parse(bad, "--from"); });
+    EXPECT_TRUE(testing::contains_text(e, "--from '")) << e;
+    EXPECT_TRUE(testing::contains_text(e, "a stream is named redis-stream://")) << e;
+    EXPECT_TRUE(testing::contains_text(e, "kafka://HOST:PORT/TOPIC")) << e;
+  }
+  for (const char* bad : {"kafka://h:1", "kafka:///t", "kafka://h:1/", "kafka://h:1/a/b"}) {
+    EXPECT_TRUE(
+        testing::contains_text(testing::error_of([&] { (void)StagePlace::parse(bad, "--to"); }),
+                               "a Kafka topic is named kafka://HOST:PORT[,HOST:PORT...]/TOPIC"))
+        << bad;
+  }
+  EXPECT_TRUE(testing::contains_text(
+      testing::error_of([] { (void)StagePlace::parse("redis-stream://h:1", "--from"); }),
+      "the stream's name after '#'"));
+}
+
 TEST(Location, ShardsAndClusters) {
   const Location sharded = Location::parse("redis://a:1,redis://b:2#clicks");
   ASSERT_EQ(sharded.servers.size(), 2u);

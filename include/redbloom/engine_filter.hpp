@@ -7,17 +7,10 @@
 #include <cstdint>
 
 #include "redbloom/filter.hpp"
+#include "redbloom/filter_request.hpp"
 #include "redbloom/location.hpp"
 
 namespace redbloom {
-
-struct EngineFilterOptions {
-  std::uint64_t capacity = 0;  // items the first sub-filter holds at error_rate
-  double error_rate = 0;       // its false-positive rate, 0 < error_rate < 1
-  // Each new sub-filter holds `expansion` times the last one's items; 0: the engine's default.
-  std::uint32_t expansion = 0;
-  bool nonscaling = false;  // never grows: adds past capacity fail with CapacityExceeded
-};
 
 // BF.RESERVE NAME error_rate capacity [EXPANSION n | NONSCALING] on the location's server.
 // FilterExists when NAME is taken; with `overwrite`, a filter of any kind at NAME (and its exact

@@ -22,6 +22,23 @@
 
 namespace redbloom {
 
+// A filter of the Redis server's own Bloom engine (BF.RESERVE: RedisBloom, Redis 8,
+// valkey-bloom, redbloom.so): its capacity, rate and growth, as BF.RESERVE takes them.
+struct EngineFilterOptions {
+  std::uint64_t capacity = 0;  // items the first sub-filter holds at error_rate
+  double error_rate = 0;       // its false-positive rate, 0 < error_rate < 1
+  // Each new sub-filter holds `expansion` times the last one's items; 0: the engine's default.
+  std::uint32_t expansion = 0;
+  bool nonscaling = false;  // never grows: adds past capacity fail with CapacityExceeded
+};
+
+// The limits every front end applies to an engine filter (BF.RESERVE's own).
+inline constexpr double kMaxEngineCapacity = 1e15;
+inline constexpr std::uint32_t kMaxEngineExpansion = 32768;
+
+// InvalidArgument, naming the field, for options no engine filter can have.
+void check_engine_options(const EngineFilterOptions& options);
+
 // A value as the user gave it: a number, or text with its unit ("512MiB", "0.1%", "10m").
 using RequestValue = std::variant<double, std::string>;
 
@@ -47,6 +64,10 @@ struct FilterRequest {
   std::optional<double> growth;
   std::optional<std::string> item_rate;   // "12000/s": items per window = rate x window
   std::optional<RequestValue> max_bytes;  // bytes or "2GiB"
+  // Who keeps the filter: "redbloom" (unset: redbloom's own layouts) or "bf" (the server's
+  // Bloom engine, sized by capacity, error_rate and growth alone).
+  std::optional<std::string> engine;
+  bool nonscaling = false;  // an engine filter that never grows
   // Build a filter whose rate at capacity is above error_rate (its hash count capped at
   // kMaxHashes) rather than refuse it.
   bool force_rate = false;
@@ -61,6 +82,7 @@ struct FilterRequest {
 struct SizedRequest {
   std::optional<FilterParams> params;
   std::optional<StreamOptions> stream;
+  std::optional<EngineFilterOptions> engine;  // engine "bf" with a size: BF.RESERVE's options
   bool given = false;  // some option was given: an existing filter must match it
 };
 
@@ -69,7 +91,9 @@ struct SizedRequest {
 //  - bits and hashes go together and exclude error_rate, window and growth;
 //  - window or growth makes a windowed or growing filter; slices and item_rate need a window,
 //    item_rate excludes capacity, max_bytes needs window or growth;
-//  - a rate the filter cannot reach (hash count capped) is refused unless force_rate.
+//  - a rate the filter cannot reach (hash count capped) is refused unless force_rate;
+//  - engine "bf" takes capacity, error_rate, growth (its EXPANSION) and nonscaling only, in
+//    check_engine_options' limits; nonscaling needs it.
 [[nodiscard]] SizedRequest size_request(const FilterRequest& request);
 
 // "64MiB", "512M", "1GiB", "4096" -> bytes (B, K/KiB, M/MiB, G/GiB; powers of 1024).

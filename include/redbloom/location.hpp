@@ -11,6 +11,7 @@
 // redis_endpoint.hpp. With a name and no URI, $REDIS_URL is used, else redis://127.0.0.1:6379.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,14 @@
 #include "redbloom/redis_endpoint.hpp"
 
 namespace redbloom {
+
+// How messages name where a location's text came from: the command line's options
+// ("--filter", "--redis", "--name"); left empty, the library's own words ("the URI", "apart").
+struct LocationWords {
+  std::string text_option;   // the option that gave the text
+  std::string name_option;   // the option that names a Redis filter apart
+  std::string redis_option;  // the option that takes Redis URIs
+};
 
 struct Location {
   enum class Kind { file, redis, memory };
@@ -30,6 +39,10 @@ struct Location {
   // Throws InvalidArgument naming what is wrong (and, for a URI taken from $REDIS_URL, that it
   // came from there).
   [[nodiscard]] static Location parse(std::string_view text, std::string_view name = {});
+  [[nodiscard]] static Location parse(std::string_view text, std::string_view name,
+                                      const LocationWords& words);
+  // The filter name a location string carries after '#' ("" when none).
+  [[nodiscard]] static std::string name_in(std::string_view text);
   [[nodiscard]] static Location file(std::string path);
   [[nodiscard]] static Location redis(std::vector<RedisEndpoint> servers, std::string name);
   [[nodiscard]] static Location memory();
@@ -37,6 +50,25 @@ struct Location {
   [[nodiscard]] bool in_redis() const noexcept { return kind == Kind::redis; }
   // "urls.rbf", "urls on redis 127.0.0.1:6379", "memory".
   [[nodiscard]] std::string describe() const;
+};
+
+// Where a stage reads its records from, or writes the first of each to:
+//   redis-stream://HOST[:PORT][/DB]#STREAM                a Redis stream (the URIs of filters,
+//   redis-stream+cluster://HOST:PORT[,HOST:PORT...]#STREAM  "-stream" after "redis"; rediss-
+//                                                          for TLS)
+//   kafka://HOST:PORT[,HOST:PORT...]/TOPIC                 a Kafka topic
+struct StagePlace {
+  enum class Kind { redis_stream, kafka_topic };
+  Kind kind = Kind::redis_stream;
+  RedisEndpoint server;  // redis_stream: one server or one Cluster
+  std::string stream;    // redis_stream: the stream's key
+  std::string brokers;   // kafka_topic: "HOST:PORT[,HOST:PORT...]"
+  std::string topic;     // kafka_topic
+
+  // InvalidArgument naming `option` ("--from") and both forms.
+  [[nodiscard]] static StagePlace parse(std::string_view text, std::string_view option);
+  // The kind `text` names by its scheme alone; nullopt for neither.
+  [[nodiscard]] static std::optional<Kind> kind_of(std::string_view text) noexcept;
 };
 
 // The servers of a comma-separated list of Redis URIs (one redis+cluster:// URI is one

@@ -50,6 +50,8 @@ SizedRequest requested_size(const SizingKeywords& k) {
   r.slices = number_of(k.slices, "slices");
   r.growth = number_of(k.growth, "growth");
   r.max_bytes = value_of(k.max_bytes, "max_bytes");
+  if (!k.engine.is_none()) r.engine = py::cast<std::string>(k.engine);
+  r.nonscaling = k.nonscaling;
   return size_request(r);
 }
 

@@ -28,6 +28,8 @@ struct SizingKeywords {
   py::object slices = py::none();
   py::object growth = py::none();
   py::object max_bytes = py::none();
+  py::object engine = py::none();  // "redbloom" or "bf"
+  bool nonscaling = false;
 };
 
 // What the keywords ask for (size_request, filter_request.hpp): a plain filter's parameters, a

@@ -288,49 +288,6 @@ class PyDedupJournal {
   bool recovered_ = false;
 };
 
-// engine="bf": BF.RESERVE's options from capacity=, error_rate=, growth= (its EXPANSION) and
-// nonscaling=; what the engine has no counterpart for is refused.
-EngineFilterOptions engine_options(
-    const py::object& capacity, const py::object& error_rate, const py::object& growth,
-    bool nonscaling, std::initializer_list<std::pair<const char*, const py::object*>> unsupported) {
-  for (const auto& [what, value] : unsupported) {
-    if (!value->is_none()) {
-      throw InvalidArgument(std::string(what) +
-                            "= cannot apply to a filter of the server's Bloom engine "
-                            "(engine='bf'): it takes capacity=, error_rate=, growth= and "
-                            "nonscaling=");
-    }
-  }
-  if (nonscaling && !growth.is_none()) {
-    throw InvalidArgument("nonscaling=True and growth= contradict each other");
-  }
-  EngineFilterOptions options;
-  const double n = capacity.is_none() ? 0 : py::cast<double>(capacity);
-  if (!(n >= 1) || n > 1e15) {
-    throw InvalidArgument("capacity= for a BF filter must be between 1 and 1e15");
-  }
-  options.capacity = static_cast<std::uint64_t>(n);
-  options.error_rate = error_rate.is_none() ? 0.01 : py::cast<double>(error_rate);
-  if (!growth.is_none()) {
-    const long long g = py::cast<long long>(growth);
-    if (g < 1 || g > 32768) throw InvalidArgument("growth= for a BF filter: 1 to 32768");
-    options.expansion = static_cast<std::uint32_t>(g);
-  }
-  options.nonscaling = nonscaling;
-  return options;
-}
-
-void check_engine_name(const py::object& engine) {
-  if (engine.is_none()) return;
-  const auto name = py::cast<std::string>(engine);
-  if (name != "bf" && name != "redbloom") {
-    throw InvalidArgument(
-        "engine= is 'redbloom' (redbloom's own filter) or 'bf' (the Redis "
-        "server's Bloom engine), not '" +
-        name + "'");
-  }
-}
-
 bool wants_bf(const py::object& engine) {
   return !engine.is_none() && py::cast<std::string>(engine) == "bf";
 }
@@ -385,23 +342,12 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
                                       const py::object& growth, const py::object& max_bytes,
                                       const py::object& engine, bool nonscaling) {
   const Location location = Location::parse(where, name);
-  check_engine_name(engine);
+  const SizedRequest sized = requested_size({capacity, error_rate, layout, bits, hashes, window,
+                                             slices, growth, max_bytes, engine, nonscaling});
   if (wants_bf(engine)) {
-    std::optional<EngineFilterOptions> reserve;
-    if (!capacity.is_none() && create && !read_only) {
-      reserve = engine_options(capacity, error_rate, growth, nonscaling,
-                               {{"layout", &layout},
-                                {"bits", &bits},
-                                {"hashes", &hashes},
-                                {"window", &window},
-                                {"slices", &slices},
-                                {"max_bytes", &max_bytes}});
-    }
-    return open_engine_filter(location, capacity, reserve ? &*reserve : nullptr, read_only);
+    const bool reserve = sized.engine && create && !read_only;
+    return open_engine_filter(location, capacity, reserve ? &*sized.engine : nullptr, read_only);
   }
-  if (nonscaling) throw InvalidArgument("nonscaling= is for engine='bf'");
-  const SizedRequest sized = requested_size(
-      {capacity, error_rate, layout, bits, hashes, window, slices, growth, max_bytes});
   const std::optional<StreamOptions>& stream = sized.stream;
   const std::optional<FilterParams>& params = sized.params;
   OpenOptions options;
@@ -440,25 +386,17 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
                                         const py::object& growth, const py::object& max_bytes,
                                         const py::object& engine, bool nonscaling) {
   const Location location = Location::parse(where, name);
-  check_engine_name(engine);
+  const SizedRequest sized = requested_size({capacity, error_rate, layout, bits, hashes, window,
+                                             slices, growth, max_bytes, engine, nonscaling});
   if (wants_bf(engine)) {
-    const EngineFilterOptions reserve = engine_options(capacity, error_rate, growth, nonscaling,
-                                                       {{"layout", &layout},
-                                                        {"bits", &bits},
-                                                        {"hashes", &hashes},
-                                                        {"window", &window},
-                                                        {"slices", &slices},
-                                                        {"max_bytes", &max_bytes}});
+    if (!sized.engine) throw InvalidArgument("create needs a size: capacity= (and error_rate=)");
     std::optional<Filter> filter;
     {
       py::gil_scoped_release no_gil;
-      filter.emplace(create_engine_filter(location, reserve, overwrite));
+      filter.emplace(create_engine_filter(location, *sized.engine, overwrite));
     }
     return std::make_unique<PyFilter>(std::move(*filter), location, FileAccess::read_write);
   }
-  if (nonscaling) throw InvalidArgument("nonscaling= is for engine='bf'");
-  const SizedRequest sized = requested_size(
-      {capacity, error_rate, layout, bits, hashes, window, slices, growth, max_bytes});
   const std::optional<StreamOptions>& stream = sized.stream;
   const std::optional<FilterParams>& params = sized.params;
   if (!params && !stream) {

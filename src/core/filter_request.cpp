@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 #include "core/stream_shape.hpp"
 #include "redbloom/error.hpp"
@@ -39,6 +40,8 @@ enum class Option : std::uint8_t {
   item_rate,
   max_bytes,
   force_rate,
+  engine,
+  nonscaling,
 };
 
 // The options as the two front ends spell them.
@@ -47,10 +50,11 @@ struct Spelled {
   const char* keyword;
 };
 constexpr Spelled kSpellings[] = {
-    {"-n", "capacity"},     {"-p", "error_rate"},         {"--layout", "layout"},
-    {"--bits", "bits"},     {"--hashes", "hashes"},       {"--partition-size", "partition_size"},
-    {"--window", "window"}, {"--slices", "slices"},       {"--growth", "growth"},
-    {"--rate", "rate"},     {"--max-bytes", "max_bytes"}, {"--force-rate", "force_rate"},
+    {"-n", "capacity"},     {"-p", "error_rate"},           {"--layout", "layout"},
+    {"--bits", "bits"},     {"--hashes", "hashes"},         {"--partition-size", "partition_size"},
+    {"--window", "window"}, {"--slices", "slices"},         {"--growth", "growth"},
+    {"--rate", "rate"},     {"--max-bytes", "max_bytes"},   {"--force-rate", "force_rate"},
+    {"--engine", "engine"}, {"--nonscaling", "nonscaling"},
 };
 
 class Words {
@@ -272,13 +276,110 @@ StreamOptions stream_of(const FilterRequest& r, const Words& words) {
   return stream;
 }
 
+bool wants_engine(const FilterRequest& r, const Words& words) {
+  if (!r.engine || *r.engine == "redbloom") {
+    if (r.nonscaling) {
+      throw InvalidArgument(words.name(Option::nonscaling) + " is for " +
+                            words.with(Option::engine, "bf", true) +
+                            " (a filter of the server's Bloom engine); a redbloom filter grows "
+                            "only with " +
+                            words.name(Option::growth));
+    }
+    return false;
+  }
+  if (*r.engine == "bf") return true;
+  throw InvalidArgument(words.name(Option::engine) + " is " +
+                        (words.keywords() ? "'redbloom'" : "redbloom") +
+                        " (redbloom's own filter) or " + (words.keywords() ? "'bf'" : "bf") +
+                        " (the Redis server's Bloom engine), not '" + *r.engine + "'");
+}
+
+// BF.RESERVE's options; what the engine has no counterpart for is refused rather than ignored.
+std::optional<EngineFilterOptions> engine_of(const FilterRequest& r, const Words& words,
+                                             bool given) {
+  const std::string engine = words.with(Option::engine, "bf", true);
+  const std::string windows =
+      "windows are redbloom's own (a BF key never forgets items): leave "
+      "out " +
+      engine;
+  const std::tuple<bool, Option, std::string> refused[] = {
+      {r.layout.has_value(), Option::layout, "the engine picks its own layout and hashes"},
+      {r.bits.has_value(), Option::bits,
+       "the engine sizes its bits from " + words.name(Option::capacity) + " and " +
+           words.name(Option::error_rate)},
+      {r.hashes.has_value(), Option::hashes,
+       "the engine picks its hashes from " + words.name(Option::error_rate)},
+      {r.partition_size.has_value(), Option::partition_size, "the engine keeps one key"},
+      {r.window.has_value(), Option::window, windows},
+      {r.slices.has_value(), Option::slices, "windows are redbloom's own"},
+      {r.item_rate.has_value(), Option::item_rate, "windows are redbloom's own"},
+      {r.max_bytes.has_value(), Option::max_bytes, "the engine sets its own limits"},
+  };
+  for (const auto& [present, option, why] : refused) {
+    if (present) {
+      throw InvalidArgument(words.name(option) +
+                            " cannot apply to a filter of the server's Bloom engine (" + engine +
+                            "): " + why);
+    }
+  }
+  if (r.nonscaling && r.growth) {
+    throw InvalidArgument(words.name(Option::nonscaling) + " and " + words.name(Option::growth) +
+                          " contradict each other: a non-scaling BF filter never grows");
+  }
+  if (!r.capacity && !r.default_size) {
+    if (given) {
+      throw InvalidArgument(words.name(Option::capacity) +
+                            " (the items of its first sub-filter) is needed to make a BF filter");
+    }
+    return std::nullopt;
+  }
+  const double capacity = r.capacity.value_or(kDefaultCapacity);
+  if (!(capacity >= 1) || capacity > kMaxEngineCapacity) {
+    throw InvalidArgument(words.name(Option::capacity) +
+                          " for a BF filter must be between 1 and 1e15 (got " + shown(capacity) +
+                          ")");
+  }
+  if (r.growth && !is_whole(*r.growth, 1, kMaxEngineExpansion)) {
+    throw InvalidArgument(words.with(Option::growth, *r.growth) +
+                          " is out of range for a BF filter: give 1 to 32768 (its EXPANSION: each "
+                          "new sub-filter holds that many times the last one's items)");
+  }
+  EngineFilterOptions options;
+  options.capacity = static_cast<std::uint64_t>(capacity);
+  options.error_rate = error_rate_of(r);
+  options.expansion = r.growth ? static_cast<std::uint32_t>(*r.growth) : 0;
+  options.nonscaling = r.nonscaling;
+  check_engine_options(options);
+  return options;
+}
+
 }  // namespace
+
+void check_engine_options(const EngineFilterOptions& options) {
+  if (options.capacity < 1 || static_cast<double>(options.capacity) > kMaxEngineCapacity) {
+    throw InvalidArgument("a BF filter's capacity must be between 1 and 1e15");
+  }
+  if (!(options.error_rate > 0 && options.error_rate < 1)) {
+    throw InvalidArgument("a BF filter's error rate must be between 0 and 1 (exclusive)");
+  }
+  if (options.expansion > kMaxEngineExpansion) {
+    throw InvalidArgument("a BF filter's expansion must be 32768 or less");
+  }
+  if (options.nonscaling && options.expansion != 0) {
+    throw InvalidArgument(
+        "a non-scaling BF filter never grows, so it takes no expansion: give one or the other");
+  }
+}
 
 SizedRequest size_request(const FilterRequest& r) {
   const Words words(r.spelling);
   SizedRequest sized;
   sized.given = r.capacity || r.error_rate || r.layout || r.bits || r.hashes || r.partition_size ||
-                r.window || r.slices || r.growth || r.item_rate || r.max_bytes;
+                r.window || r.slices || r.growth || r.item_rate || r.max_bytes || r.nonscaling;
+  if (wants_engine(r, words)) {
+    sized.engine = engine_of(r, words, sized.given);
+    return sized;
+  }
   if (!r.window && (r.slices || r.item_rate)) {
     throw InvalidArgument(words.name(r.slices ? Option::slices : Option::item_rate) +
                           " belongs to a windowed filter: add " + words.name(Option::window));

@@ -21,7 +21,7 @@ Filter create_engine_filter(const Location& location, const EngineFilterOptions&
         "to shard over them");
   }
   // Checked before anything is dropped, so a bad option leaves an existing filter alone.
-  ServerFilterBackend::check_options(options);
+  check_engine_options(options);
   if (overwrite && Filter::exists(location)) Filter::drop(location);
   return Filter(std::unique_ptr<FilterBackend>(
       ServerFilterBackend::reserve(location.servers.front(), location.name, options)));

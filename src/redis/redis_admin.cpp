@@ -126,7 +126,8 @@ std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std:
 
 std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, std::string name,
                                              const redis::Fields* read, const ShardSpec& expected,
-                                             std::chrono::milliseconds wait_for_creator) {
+                                             std::chrono::milliseconds wait_for_creator,
+                                             std::optional<std::uint64_t> first_partition_bytes) {
   auto state = std::make_unique<State>(std::move(connected), std::move(name));
   Router& router = *state->router;
   std::optional<redis::Fields> fields;
@@ -161,7 +162,11 @@ std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, 
   state->set_partitions(metadata.params, {metadata.shard, metadata.shards, metadata.shard_set},
                         metadata.tag_salts);
   state->created_unix_ns = metadata.created_unix_ns;
-  check_partitions(*state, /*after_create=*/false);
+  // One partition, read with the metadata and whole: nothing more to check.
+  const bool checked = first_partition_bytes && state->owned.size() == 1 &&
+                       state->keys[state->owned[0]] == redis::partition_key(state->name, 0) &&
+                       *first_partition_bytes == state->key_bytes();
+  if (!checked) check_partitions(*state, /*after_create=*/false);
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
 }
 

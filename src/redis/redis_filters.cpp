@@ -26,11 +26,16 @@ struct KeyAtName {
   std::optional<ServerFilterInfo> engine;  // what BF.INFO says of a key of the server's engine
   double engine_error_rate = 0;
   std::optional<std::int64_t> server_offset_ms;  // the server's clock minus this machine's
+  // STRLEN of the first partition key of a plain filter of that name (one server only: on a
+  // Cluster that key may live in another slot).
+  std::optional<std::uint64_t> first_partition_bytes;
 };
 
 KeyAtName read_key(redis::Router& router, const std::string& name) {
   KeyAtName key;
   const std::uint16_t slot = redis::slot_of(name);
+  const bool one_server = !router.is_cluster();
+  const std::string first_partition = redis::partition_key(name, 0);
   router.pipeline(
       1, "TYPE",
       [&](std::size_t unit) {
@@ -42,7 +47,8 @@ KeyAtName read_key(redis::Router& router, const std::string& name) {
         buffer.command({"BF.INFO", name});
         buffer.command({"RB.VERSION"});
         buffer.command({"TIME"});
-        return std::size_t{5};
+        if (one_server) buffer.command({"STRLEN", first_partition});
+        return std::size_t{one_server ? 6u : 5u};
       },
       [&](std::size_t, redis::Replies replies) {
         if (is_error(*replies[0])) router.fail("TYPE", text_of(*replies[0]));
@@ -66,6 +72,9 @@ KeyAtName read_key(redis::Router& router, const std::string& name) {
         // Refused (an ACL without TIME): asked again only by a kind that needs it.
         if (replies[4]->type == REDIS_REPLY_ARRAY) {
           key.server_offset_ms = redis::clock_offset_ms(router, *replies[4]);
+        }
+        if (one_server && replies[5]->type == REDIS_REPLY_INTEGER && replies[5]->integer > 0) {
+          key.first_partition_bytes = static_cast<std::uint64_t>(replies[5]->integer);
         }
       },
       redis::OnLostNode::retry);
@@ -92,8 +101,8 @@ std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint
                                     std::move(clock), wait_for_creator);
     }
     if (servers.size() == 1) {
-      return plain_backend(
-          RedisStore::open(std::move(router), name, &*key.fields, {}, wait_for_creator));
+      return plain_backend(RedisStore::open(std::move(router), name, &*key.fields, {},
+                                            wait_for_creator, key.first_partition_bytes));
     }
     return plain_backend(
         ShardedRedisStore::open(std::move(router), &*key.fields, servers, name, wait_for_creator));
@@ -134,9 +143,24 @@ std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoi
 }
 
 bool drop_redis_filter(const std::vector<RedisEndpoint>& servers, const std::string& name) {
-  if (RedisStreamStore::drop_if_stream(servers, name)) return true;
+  if (servers.empty()) throw InvalidArgument("no Redis server given");
+  redis::validate_filter_name(name);
+  // The kind is decided as for an open, by one pipeline; each kind then drops its own keys.
+  const KeyAtName key = read_key(*redis::make_router(servers.front()), name);
+  const bool windowed =
+      key.fields && key.fields->has("format") && key.fields->text("format") == redis::kStreamFormat;
+  if (windowed) return RedisStreamStore::drop_if_stream(servers, name);
+  if (key.engine && servers.size() == 1) {
+    (void)ServerFilterBackend::drop_if_server_filter(servers.front(), name);
+    return false;  // a key of the server's own Bloom engine has no exact set beside it
+  }
+  // A plain filter; or nothing on the first server, where a windowed filter whose creation
+  // stopped part way may still hold keys on the others; or a key that is no filter, which
+  // the plain drop refuses, saying what it holds.
+  if (!key.fields && servers.size() > 1 && RedisStreamStore::drop_if_stream(servers, name)) {
+    return true;
+  }
   if (servers.size() == 1) {
-    if (ServerFilterBackend::drop_if_server_filter(servers.front(), name)) return false;
     RedisStore::drop(servers.front(), name);
   } else {
     ShardedRedisStore::drop(servers, name);

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,10 +86,13 @@ class RedisStore final : public Store {
       const RedisEndpoint& endpoint, std::string name, const ShardSpec& expected = {},
       std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
   // The same on a connection already made, with the metadata already read there (`fields`;
-  // nullptr: read it now), as the one kind decision (redis_filters.hpp) hands them over.
-  static std::unique_ptr<RedisStore> open(std::unique_ptr<redis::Router> router, std::string name,
-                                          const redis::Fields* fields, const ShardSpec& expected,
-                                          std::chrono::milliseconds wait_for_creator);
+  // nullptr: read it now), as the one kind decision (redis_filters.hpp) hands them over, and
+  // with it the length of the first partition key when that pipeline read it too (a filter of
+  // one partition then needs no round trip more to check it).
+  static std::unique_ptr<RedisStore> open(
+      std::unique_ptr<redis::Router> router, std::string name, const redis::Fields* fields,
+      const ShardSpec& expected, std::chrono::milliseconds wait_for_creator,
+      std::optional<std::uint64_t> first_partition_bytes = std::nullopt);
   // Unlinks the filter's keys after checking that NAME is a redbloom filter (or an unfinished
   // one). Throws NotFound if there is nothing to drop.
   static void drop(const RedisEndpoint& endpoint, const std::string& name);

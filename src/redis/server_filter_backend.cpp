@@ -193,20 +193,9 @@ std::unique_ptr<ServerFilterBackend> ServerFilterBackend::open(
   return std::unique_ptr<ServerFilterBackend>(new ServerFilterBackend(std::move(state)));
 }
 
-void ServerFilterBackend::check_options(const EngineFilterOptions& options) {
-  if (options.capacity < 1) throw InvalidArgument("a BF filter needs a capacity of 1 or more");
-  if (!(options.error_rate > 0 && options.error_rate < 1)) {
-    throw InvalidArgument("a BF filter needs an error rate between 0 and 1 (exclusive)");
-  }
-  if (options.nonscaling && options.expansion != 0) {
-    throw InvalidArgument(
-        "a non-scaling BF filter never grows, so it takes no expansion: give one or the other");
-  }
-}
-
 std::unique_ptr<ServerFilterBackend> ServerFilterBackend::reserve(
     const RedisEndpoint& endpoint, const std::string& name, const EngineFilterOptions& options) {
-  check_options(options);
+  check_engine_options(options);
   const auto router = redis::make_router(endpoint);
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.17g", options.error_rate);

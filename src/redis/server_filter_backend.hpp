@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "redbloom/engine_filter.hpp"
 #include "redbloom/filter_backend.hpp"
+#include "redbloom/filter_request.hpp"
 #include "redbloom/redis_endpoint.hpp"
 
 struct redisReply;
@@ -45,9 +45,6 @@ class ServerFilterBackend final : public FilterBackend {
   [[nodiscard]] static std::unique_ptr<ServerFilterBackend> open(
       std::unique_ptr<redis::Router> router, const std::string& name, const ServerFilterInfo& info,
       double error_rate);
-  // InvalidArgument for options no engine takes (a capacity below 1, a rate outside (0, 1), an
-  // expansion with nonscaling).
-  static void check_options(const EngineFilterOptions& options);
   // BF.RESERVE (engine_filter.hpp), then the backend of the new key. FilterExists if NAME is taken.
   [[nodiscard]] static std::unique_ptr<ServerFilterBackend> reserve(
       const RedisEndpoint& endpoint, const std::string& name, const EngineFilterOptions& options);

@@ -68,6 +68,10 @@ inline constexpr std::uint64_t kHeaderFields = 1 + 2 * std::uint64_t{kMaxStreamL
 inline constexpr std::uint64_t kHeaderBytes = 8 * kHeaderFields;
 
 [[nodiscard]] std::string_view script_text() noexcept;
+// Its SHA1 in hex, the name EVALSHA calls it by: computed here, so opening a filter needs no
+// SCRIPT LOAD round trip (a server that does not have it yet answers NOSCRIPT, and the call is
+// sent again as EVAL, which also caches it there).
+[[nodiscard]] const std::string& script_sha1();
 
 enum class Mode : char { add = 'a', lookup = 'l', info = 'i' };
 

@@ -362,13 +362,8 @@ void RedisStreamStore::State::load_commands() {
   module = true;
   for (const auto& router : routers) {
     if (redis::module_version(*router) < module_protocol::kGuardedStream) module = false;
-    redis::for_each_master(*router, [&](std::uint16_t slot) {
-      const redis::Reply reply =
-          router->run(slot, {"SCRIPT", "LOAD", stream::script_text()}, OnLostNode::retry);
-      router->expect(*reply, REDIS_REPLY_STRING, "SCRIPT LOAD");
-      sha = redis::text_of(*reply);
-    });
   }
+  sha = stream::script_sha1();
 }
 
 std::string RedisStreamStore::State::slice_key(std::uint64_t partition, std::int64_t slice) const {
