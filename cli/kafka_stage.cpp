@@ -423,9 +423,17 @@ struct KafkaStage::State {
     }
   }
 
+  // Waits for the brokers to acknowledge the round, reading the next round's records
+  // meanwhile; those are decided only once this round is committed.
   void deliver(std::size_t produced) {
-    const rd_kafka_resp_err_t err =
-        rd_kafka_flush(producer.get(), static_cast<int>(options.timeout.count()));
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    while (rd_kafka_outq_len(producer.get()) > 0 && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_poll(producer.get(), 1);
+      if (held_count < options.batch) gather(std::chrono::milliseconds(0));
+    }
+    const rd_kafka_resp_err_t err = rd_kafka_outq_len(producer.get()) > 0
+                                        ? RD_KAFKA_RESP_ERR__TIMED_OUT
+                                        : RD_KAFKA_RESP_ERR_NO_ERROR;
     throw_if_fatal(producer.get(), "--to");
     if (delivery_errors != 0 || err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const std::string why = delivery_errors != 0 ? delivery_error : rd_kafka_err2str(err);
@@ -536,11 +544,15 @@ std::size_t KafkaStage::round(std::chrono::milliseconds wait) {
   s.throw_if_fatal(s.consumer.get(), "--from");
   s.gather(wait);
   if (s.held_count == 0) return 0;
+  // The round's records; `held` gathers the next round's while this one is delivered.
+  std::map<int, std::vector<Message>> batches = std::move(s.held);
+  s.held.clear();
+  s.held_count = 0;
   std::vector<const rd_kafka_message_t*> out;
   std::vector<std::pair<int, std::int64_t>> offsets;
   std::vector<std::pair<int, std::int64_t>> starts;
   const std::uint64_t read_before = s.counts.read;
-  for (auto& [partition, batch] : s.held) {
+  for (auto& [partition, batch] : batches) {
     const std::int64_t next = s.decide(partition, batch, out);
     if (next >= 0) {
       offsets.emplace_back(partition, next);
@@ -557,8 +569,6 @@ std::size_t KafkaStage::round(std::chrono::milliseconds wait) {
     s.deliver(out.size());
     s.commit(offsets);
   }
-  s.held.clear();
-  s.held_count = 0;
   ++s.counts.rounds;
   if (!s.stop_error.empty()) throw InvalidArgument(s.stop_error);
   return static_cast<std::size_t>(s.counts.read - read_before);

@@ -5,7 +5,8 @@
 // record are tested against the filter (without setting bits); the new decision record (which
 // offsets are first seen, replayed ones included) is stored durably; the first-seen items'
 // bits are set; their records are produced. When every record of the round is acknowledged
-// by the brokers, the offsets are committed. A crash anywhere leaves either nothing decided
+// by the brokers (the next round's records are read meanwhile, not decided), the offsets are
+// committed. A crash anywhere leaves either nothing decided
 // (the records are tested again: their bits were not set) or a decision record, from which a
 // restarted stage, or the group member that takes the partition over, produces the batch
 // again without testing it. So no first-seen record is lost; a crash repeats at most the

@@ -373,7 +373,8 @@ def test_windowed_filter(make_cluster, tmp_path, redis_server):
     server = redis_server()
     code, err = run_until_drained(
         cluster, stage_args(cluster, "g", ["--redis", "%s#seen" % server.url, "-n", "10000",
-                                           "--window", "1h"], "--key", "kafka-key"),
+                                           "-p", "1e-9", "--window", "1h"], "--key",
+                            "kafka-key"),
         len(events))
     assert code == 0, err
     check_output(cluster, events, 0, "windowed")
@@ -394,7 +395,8 @@ def test_windowed_filter(make_cluster, tmp_path, redis_server):
     cluster2.produce("in", events)
     code, err = run_until_drained(
         cluster2, stage_args(cluster2, "g", ["-f", str(tmp_path / "w.rbf"), "-n", "10000",
-                                             "--window", "1h"], "--key", "kafka-key"),
+                                             "-p", "1e-9", "--window", "1h"], "--key",
+                             "kafka-key"),
         len(events))
     assert code == 0, err
     check_output(cluster2, events, 0, "windowed file")
@@ -404,6 +406,25 @@ def test_windowed_filter(make_cluster, tmp_path, redis_server):
     assert dropped.returncode == 0, dropped.stderr
     assert json.loads(dropped.stdout)["decision_records"] == 2
     assert not (tmp_path / "w.rbf.decisions").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_growing_filter(make_cluster, tmp_path, redis_server, kind):
+    """A filter that grows links when full (--growth): sized for 500 items, it takes 3,500."""
+    cluster = make_cluster("in:2", "out:2")
+    events = make_events(23, count=5000)
+    cluster.produce("in", events)
+    where = ["-f", str(tmp_path / "g.rbf")] if kind == "file" else \
+        ["--redis", "%s#seen" % redis_server().url]
+    code, err = run_until_drained(
+        cluster, stage_args(cluster, "g", [*where, "-n", "500", "-p", "1e-9", "--growth", "2"],
+                            "--key", "kafka-key", *FAST_GROUP), len(events))
+    assert code == 0, err
+    check_output(cluster, events, 0, "growing " + kind)
+    info = subprocess.run([redbloom_cli(), "info", *where, "--json"], capture_output=True,
+                          text=True, timeout=60)
+    assert info.returncode == 0, info.stderr
+    assert len(json.loads(info.stdout)["stream"]["links"]) > 1, info.stdout
 
 
 def test_transactional_id(make_cluster, tmp_path):
