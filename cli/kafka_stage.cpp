@@ -630,6 +630,11 @@ std::vector<PartitionLag> KafkaStage::lag() const {
         next < 0 && place != state_->partitions.end()) {
       next = place->second.next;
     }
+    // Records read ahead for the next round are not decided yet: the lag counts them.
+    if (const auto held = state_->held.find(p.partition);
+        held != state_->held.end() && !held->second.empty()) {
+      next = held->second.front()->offset;
+    }
     std::int64_t low = 0;
     std::int64_t high = 0;
     PartitionLag lag{p.partition, -1};

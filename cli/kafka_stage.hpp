@@ -83,7 +83,7 @@ class KafkaStage {
   void close();
 
   [[nodiscard]] const KafkaStageCounts& counts() const noexcept;
-  // Per assigned partition: the high watermark minus the next offset to read.
+  // Per assigned partition: the high watermark minus the next offset to decide.
   [[nodiscard]] std::vector<PartitionLag> lag() const;
 
   struct State;
