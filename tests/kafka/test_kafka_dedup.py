@@ -205,7 +205,9 @@ def test_output_partition_without_leader_commits_nothing_past_what_was_produced(
     code, err = run_until_drained(cluster, stage_args(cluster, "g", seen, "--key", "kafka-key",
                                                       *FAST_GROUP), len(records))
     assert code == 0, err
-    assert summary_count(err, "replayed from decision records") == len(records)
+    # (The first run decided its first round, all or part of the records as the fetches
+    # brought them, before its delivery failed.)
+    assert 1 <= summary_count(err, "replayed from decision records") <= len(records)
     assert sorted(k for k, _, _, _ in cluster.consume("out")) == sorted(k for k, _ in records)
 
 
