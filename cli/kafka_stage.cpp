@@ -502,9 +502,22 @@ struct KafkaStage::State {
     ++counts.aborted;
     report_warning("--to: the round's transaction was aborted (" + what +
                    "); its records are read again");
+    // Reading on past the aborted round would commit offsets beyond records never committed:
+    // when the rewind fails, the stage ends instead, and its restart replays the round.
     const PartitionList rewind = offset_list(starts);
+    std::string failed;
     if (rd_kafka_error_t* s = rd_kafka_seek_partitions(consumer.get(), rewind.get(), timeout)) {
+      failed = rd_kafka_error_string(s);
       rd_kafka_error_destroy(s);
+    }
+    for (int i = 0; i < rewind->cnt && failed.empty(); ++i) {
+      if (rewind->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        failed = rd_kafka_err2str(rewind->elems[i].err);
+      }
+    }
+    if (!failed.empty()) {
+      throw StorageError("--from: cannot read the aborted round again: " + failed +
+                         "; nothing of it is committed (a restart replays it)");
     }
     delivery_errors = 0;
   }
