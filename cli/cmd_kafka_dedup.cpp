@@ -39,6 +39,7 @@ struct KafkaDedupCommand {
   std::vector<std::string> properties;
   std::size_t batch = 10000;
   std::string timeout = "30s";
+  std::string transactional_id;
   std::string progress;
   std::string metrics;
   bool quiet = false;
@@ -94,6 +95,7 @@ KafkaStageOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filt
   options.on_bad = cmd.records.on_bad;
   options.verbose = cmd.verbose;
   options.timeout = std::chrono::milliseconds(parse_duration_ns(cmd.timeout) / 1000000);
+  options.transactional_id = cmd.transactional_id;
   if (cmd.records.active()) {
     if (options.kafka_key) {
       throw InvalidArgument(
@@ -192,6 +194,7 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
       .count_if_any("replayed from decision records", "replayed", c.replayed)
       .count_if_any("without key skipped", "bad_records_skipped", c.skipped)
       .count_if_any("without key passed", "bad_records_passed", c.passed)
+      .count_if_any("transactions aborted", "transactions_aborted", c.aborted)
       .number("", "seconds", seconds, "%.2f", "s");
   if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
     summary.text("stopped by", "stopped_by", signal_name(signal));
@@ -237,6 +240,10 @@ void register_kafka_dedup(CLI::App& app, int& exit_code) {
                   "How long to wait to reach the brokers and for them to acknowledge a round "
                   "(default 30s)")
       ->capture_default_str();
+  sub->add_option("--transactional-id", cmd->transactional_id,
+                  "Produce each round's records and commit its offsets in one Kafka "
+                  "transaction with this id (one id per stage, the same after a restart): "
+                  "read_committed consumers see each item once");
   sub->add_option("--progress", cmd->progress,
                   "Every INTERVAL (e.g. 10s), a line on stderr: records read and per second, "
                   "first seen, duplicates, lag per partition");

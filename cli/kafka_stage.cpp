@@ -192,6 +192,9 @@ struct KafkaStage::State {
     conf = config(options.output_brokers);
     // Retries never duplicate or reorder a record within a partition.
     set(conf, "enable.idempotence", "true");
+    if (!options.transactional_id.empty()) {
+      set(conf, "transactional.id", options.transactional_id);
+    }
     rd_kafka_conf_set_dr_msg_cb(conf, &State::on_delivery);
     producer.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error));
     if (!producer) {
@@ -203,6 +206,17 @@ struct KafkaStage::State {
                 options.timeout);
     check_topic(producer.get(), options.output_brokers, options.output_topic, "--to",
                 options.timeout);
+    if (!options.transactional_id.empty()) {
+      // Fences an earlier producer of this id (a killed stage) and aborts its open transaction.
+      if (rd_kafka_error_t* e = rd_kafka_init_transactions(
+              producer.get(), static_cast<int>(options.timeout.count()))) {
+        const std::string what = rd_kafka_error_string(e);
+        rd_kafka_error_destroy(e);
+        throw StorageError("--transactional-id " + options.transactional_id +
+                           ": cannot start transactions on " + options.output_brokers + ": " +
+                           what);
+      }
+    }
     const PartitionList topics(rd_kafka_topic_partition_list_new(1));
     rd_kafka_topic_partition_list_add(topics.get(), options.input_topic.c_str(),
                                       RD_KAFKA_PARTITION_UA);
@@ -409,9 +423,17 @@ struct KafkaStage::State {
     }
   }
 
+  // Waits for the brokers to acknowledge the round, reading the next round's records
+  // meanwhile; those are decided only once this round is committed.
   void deliver(std::size_t produced) {
-    const rd_kafka_resp_err_t err =
-        rd_kafka_flush(producer.get(), static_cast<int>(options.timeout.count()));
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    while (rd_kafka_outq_len(producer.get()) > 0 && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_poll(producer.get(), 1);
+      if (held_count < options.batch) gather(std::chrono::milliseconds(0));
+    }
+    const rd_kafka_resp_err_t err = rd_kafka_outq_len(producer.get()) > 0
+                                        ? RD_KAFKA_RESP_ERR__TIMED_OUT
+                                        : RD_KAFKA_RESP_ERR_NO_ERROR;
     throw_if_fatal(producer.get(), "--to");
     if (delivery_errors != 0 || err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const std::string why = delivery_errors != 0 ? delivery_error : rd_kafka_err2str(err);
@@ -423,13 +445,86 @@ struct KafkaStage::State {
     }
   }
 
-  void commit(const std::vector<std::pair<int, std::int64_t>>& offsets) {
-    if (offsets.empty()) return;
-    const PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  [[nodiscard]] PartitionList offset_list(
+      const std::vector<std::pair<int, std::int64_t>>& offsets) const {
+    PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
     for (const auto& [partition, offset] : offsets) {
       rd_kafka_topic_partition_list_add(list.get(), options.input_topic.c_str(), partition)
           ->offset = offset;
     }
+    return list;
+  }
+
+  void begin_transaction() {
+    if (rd_kafka_error_t* e = rd_kafka_begin_transaction(producer.get())) {
+      const std::string what = rd_kafka_error_string(e);
+      rd_kafka_error_destroy(e);
+      throw StorageError("--to: cannot begin a transaction: " + what);
+    }
+  }
+
+  // Sends the round's offsets to its transaction and commits it: the records and the offsets
+  // become visible together. A transaction the brokers make us abort (a rebalance fenced the
+  // offsets, a record not delivered) is aborted and its partitions are read again from the
+  // round's first offsets, which their decision records cover. Fatal errors (another
+  // producer took the transactional id) end the stage with nothing of the round committed.
+  void commit_transaction(const std::vector<std::pair<int, std::int64_t>>& offsets,
+                          const std::vector<std::pair<int, std::int64_t>>& starts) {
+    const int timeout = static_cast<int>(options.timeout.count());
+    rd_kafka_error_t* e = nullptr;
+    if (!offsets.empty()) {
+      const PartitionList list = offset_list(offsets);
+      rd_kafka_consumer_group_metadata_t* group = rd_kafka_consumer_group_metadata(consumer.get());
+      e = rd_kafka_send_offsets_to_transaction(producer.get(), list.get(), group, timeout);
+      rd_kafka_consumer_group_metadata_destroy(group);
+    }
+    for (int attempt = 0; e == nullptr; ++attempt) {
+      e = rd_kafka_commit_transaction(producer.get(), timeout);
+      if (e == nullptr) return;
+      if (rd_kafka_error_is_retriable(e) != 0 && attempt < 3) {
+        rd_kafka_error_destroy(e);
+        e = nullptr;
+      }
+    }
+    const std::string what = rd_kafka_error_string(e);
+    const bool abortable = rd_kafka_error_txn_requires_abort(e) != 0;
+    rd_kafka_error_destroy(e);
+    if (!abortable) {
+      throw StorageError("--to: cannot commit the round's transaction: " + what +
+                         "; nothing of the round is committed (a restart replays it)");
+    }
+    if (rd_kafka_error_t* a = rd_kafka_abort_transaction(producer.get(), timeout)) {
+      const std::string why = rd_kafka_error_string(a);
+      rd_kafka_error_destroy(a);
+      throw StorageError("--to: cannot abort the round's transaction (" + what + "): " + why +
+                         "; nothing of the round is committed (a restart replays it)");
+    }
+    ++counts.aborted;
+    report_warning("--to: the round's transaction was aborted (" + what +
+                   "); its records are read again");
+    // Reading on past the aborted round would commit offsets beyond records never committed:
+    // when the rewind fails, the stage ends instead, and its restart replays the round.
+    const PartitionList rewind = offset_list(starts);
+    std::string failed;
+    if (rd_kafka_error_t* s = rd_kafka_seek_partitions(consumer.get(), rewind.get(), timeout)) {
+      failed = rd_kafka_error_string(s);
+      rd_kafka_error_destroy(s);
+    }
+    for (int i = 0; i < rewind->cnt && failed.empty(); ++i) {
+      if (rewind->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        failed = rd_kafka_err2str(rewind->elems[i].err);
+      }
+    }
+    if (!failed.empty()) {
+      throw StorageError("--from: cannot read the aborted round again: " + failed +
+                         "; nothing of it is committed (a restart replays it)");
+    }
+    delivery_errors = 0;
+  }
+
+  void commit(const std::vector<std::pair<int, std::int64_t>>& offsets) {
+    if (offsets.empty()) return;
+    const PartitionList list = offset_list(offsets);
     const rd_kafka_resp_err_t err = rd_kafka_commit(consumer.get(), list.get(), 0);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     if (lost_partitions(err)) {
@@ -462,19 +557,31 @@ std::size_t KafkaStage::round(std::chrono::milliseconds wait) {
   s.throw_if_fatal(s.consumer.get(), "--from");
   s.gather(wait);
   if (s.held_count == 0) return 0;
-  std::vector<const rd_kafka_message_t*> out;
-  std::vector<std::pair<int, std::int64_t>> offsets;
-  const std::uint64_t read_before = s.counts.read;
-  for (auto& [partition, batch] : s.held) {
-    const std::int64_t next = s.decide(partition, batch, out);
-    if (next >= 0) offsets.emplace_back(partition, next);
-    if (!s.stop_error.empty()) break;
-  }
-  for (const rd_kafka_message_t* m : out) s.produce(m);
-  s.deliver(out.size());
-  s.commit(offsets);
+  // The round's records; `held` gathers the next round's while this one is delivered.
+  std::map<int, std::vector<Message>> batches = std::move(s.held);
   s.held.clear();
   s.held_count = 0;
+  std::vector<const rd_kafka_message_t*> out;
+  std::vector<std::pair<int, std::int64_t>> offsets;
+  std::vector<std::pair<int, std::int64_t>> starts;
+  const std::uint64_t read_before = s.counts.read;
+  for (auto& [partition, batch] : batches) {
+    const std::int64_t next = s.decide(partition, batch, out);
+    if (next >= 0) {
+      offsets.emplace_back(partition, next);
+      starts.emplace_back(partition, batch.front()->offset);
+    }
+    if (!s.stop_error.empty()) break;
+  }
+  const bool transactional = !s.options.transactional_id.empty();
+  if (transactional) s.begin_transaction();
+  for (const rd_kafka_message_t* m : out) s.produce(m);
+  if (transactional) {
+    s.commit_transaction(offsets, starts);
+  } else {
+    s.deliver(out.size());
+    s.commit(offsets);
+  }
   ++s.counts.rounds;
   if (!s.stop_error.empty()) throw InvalidArgument(s.stop_error);
   return static_cast<std::size_t>(s.counts.read - read_before);
@@ -535,6 +642,11 @@ std::vector<PartitionLag> KafkaStage::lag() const {
     if (const auto place = state_->partitions.find(p.partition);
         next < 0 && place != state_->partitions.end()) {
       next = place->second.next;
+    }
+    // Records read ahead for the next round are not decided yet: the lag counts them.
+    if (const auto held = state_->held.find(p.partition);
+        held != state_->held.end() && !held->second.empty()) {
+      next = held->second.front()->offset;
     }
     std::int64_t low = 0;
     std::int64_t high = 0;

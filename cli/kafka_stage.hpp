@@ -5,11 +5,14 @@
 // record are tested against the filter (without setting bits); the new decision record (which
 // offsets are first seen, replayed ones included) is stored durably; the first-seen items'
 // bits are set; their records are produced. When every record of the round is acknowledged
-// by the brokers, the offsets are committed. A crash anywhere leaves either nothing decided
+// by the brokers (the next round's records are read meanwhile, not decided), the offsets are
+// committed. A crash anywhere leaves either nothing decided
 // (the records are tested again: their bits were not set) or a decision record, from which a
 // restarted stage, or the group member that takes the partition over, produces the batch
 // again without testing it. So no first-seen record is lost; a crash repeats at most the
-// records produced and not yet committed.
+// records produced and not yet committed. With a transactional id, each round's records and
+// its offsets go in one Kafka transaction instead (produce, send the offsets, commit), so a
+// read_committed consumer sees each round's records once.
 #pragma once
 
 #include <chrono>
@@ -40,6 +43,7 @@ struct KafkaStageOptions {
   OnBadRecord on_bad = OnBadRecord::error;
   std::chrono::milliseconds decision_ttl{0};  // 0: decision records do not expire
   std::chrono::milliseconds timeout{30000};   // to reach the brokers, to deliver a round
+  std::string transactional_id;               // empty: idempotent producer, offsets committed
   bool verbose = false;                       // librdkafka's log lines on stderr
 };
 
@@ -51,7 +55,8 @@ struct KafkaStageCounts {
   std::uint64_t skipped = 0;   // no key, --on-bad-record skip
   std::uint64_t passed = 0;    // no key, --on-bad-record pass: produced unfiltered
   std::uint64_t rounds = 0;
-  std::uint64_t errors = 0;  // broker errors librdkafka reported (and retried)
+  std::uint64_t errors = 0;   // broker errors librdkafka reported (and retried)
+  std::uint64_t aborted = 0;  // transactions aborted, their rounds read again
 };
 
 struct PartitionLag {
@@ -78,7 +83,7 @@ class KafkaStage {
   void close();
 
   [[nodiscard]] const KafkaStageCounts& counts() const noexcept;
-  // Per assigned partition: the high watermark minus the next offset to read.
+  // Per assigned partition: the high watermark minus the next offset to decide.
   [[nodiscard]] std::vector<PartitionLag> lag() const;
 
   struct State;

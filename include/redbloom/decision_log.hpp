@@ -5,8 +5,9 @@
 // Beside a filter file FILE they are files in the directory FILE.decisions/, each replaced
 // atomically (written, fsynced, renamed, the directory fsynced) before put() returns. Beside a
 // Redis filter NAME they are keys NAME:decisions:KEY on the filter's server (its first server
-// when sharded), written with SET before put() returns, so they persist as the server
-// persists. A filter in a Redis Cluster or in memory has no place for them (InvalidArgument).
+// when sharded; in a Redis Cluster the node serving the key's slot, the write then waiting
+// for a replica when the master has one), written with SET before put() returns, so they
+// persist as the server persists. A filter in memory has no place for them (InvalidArgument).
 #pragma once
 
 #include <chrono>
@@ -31,6 +32,8 @@ class DecisionLog {
                    std::chrono::milliseconds ttl) = 0;
   // The record under `key`, if any.
   [[nodiscard]] virtual std::optional<std::string> get(const std::string& key) = 0;
+  // Removes every record (the filter is being dropped); returns how many there were.
+  virtual std::size_t remove_all() = 0;
   // Where the records are, for messages: "urls.rbf.decisions/" or "urls:decisions:* on redis
   // 127.0.0.1:6379".
   [[nodiscard]] virtual std::string describe() const = 0;

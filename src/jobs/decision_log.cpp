@@ -9,10 +9,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "local/posix_file.hpp"
 #include "redbloom/error.hpp"
-#include "redis/connection.hpp"
+#include "redis/object.hpp"
+#include "redis/router.hpp"
 
 namespace redbloom {
 namespace {
@@ -75,6 +77,31 @@ class FileDecisionLog final : public DecisionLog {
     return record;
   }
 
+  std::size_t remove_all() override {
+    DIR* dir = ::opendir(dir_.c_str());
+    if (dir == nullptr) {
+      if (errno == ENOENT || errno == ENOTDIR) return 0;
+      fail_errno("cannot open directory", dir_);
+    }
+    std::size_t removed = 0;
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      const std::string path = dir_ + "/" + std::string(name);
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        const int saved = errno;
+        ::closedir(dir);
+        errno = saved;
+        fail_errno("cannot remove", path);
+      }
+      if (name.find(".tmp") == std::string_view::npos) ++removed;
+    }
+    ::closedir(dir);
+    if (::rmdir(dir_.c_str()) != 0 && errno != ENOENT) fail_errno("cannot remove", dir_);
+    made_ = false;
+    return removed;
+  }
+
   std::string describe() const override { return dir_ + "/"; }
 
  private:
@@ -113,34 +140,89 @@ class FileDecisionLog final : public DecisionLog {
   bool made_ = false;
 };
 
+// `text` with the glob characters of SCAN MATCH escaped.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Over a router, so that one server and a Redis Cluster (each key on its slot's node) are alike.
 class RedisDecisionLog final : public DecisionLog {
  public:
   RedisDecisionLog(const RedisEndpoint& server, std::string name)
-      : connection_(server), prefix_(std::move(name) + ":decisions:") {}
+      : router_(redis::make_router(server)), prefix_(std::move(name) + ":decisions:") {}
 
   void put(const std::string& key, std::string_view record,
            std::chrono::milliseconds ttl) override {
     const std::string full = prefix_ + key;
-    if (ttl.count() > 0) {
-      connection_.run({"SET", full, record, "PX", std::to_string(ttl.count())});
-    } else {
-      connection_.run({"SET", full, record});
-    }
+    const std::string px = std::to_string(ttl.count());
+    // A write unit: on a Cluster master with replicas it is followed by WAIT, so the record
+    // survives a failover as the filter's bits do.
+    redis::for_each_part(
+        *router_, 1, [&](std::uint64_t) { return full; }, "SET decision record",
+        redis::Work::idempotent_write,
+        [&](std::uint64_t, const std::string& k, redis::CommandBuffer& buffer) {
+          if (ttl.count() > 0) {
+            buffer.command({"SET", k, record, "PX", px});
+          } else {
+            buffer.command({"SET", k, record});
+          }
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          router_->expect(reply, REDIS_REPLY_STATUS, "SET decision record");
+        });
   }
 
   std::optional<std::string> get(const std::string& key) override {
-    const redis::Reply reply = connection_.run({"GET", prefix_ + key});
+    const std::string full = prefix_ + key;
+    const redis::Reply reply =
+        router_->run(redis::slot_of(full), {"GET", full}, redis::OnLostNode::retry);
     if (reply->type == REDIS_REPLY_NIL) return std::nullopt;
-    connection_.expect(*reply, REDIS_REPLY_STRING, "GET decision record");
+    router_->expect(*reply, REDIS_REPLY_STRING, "GET decision record");
     return std::string(redis::text_of(*reply));
   }
 
+  std::size_t remove_all() override {
+    const std::string pattern = glob_escape(prefix_) + "*";
+    std::vector<std::string> found;
+    redis::for_each_master(*router_, [&](std::uint16_t slot) {
+      std::string cursor = "0";
+      do {
+        const redis::Reply reply = router_->run(
+            slot, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, redis::OnLostNode::retry);
+        router_->expect(*reply, REDIS_REPLY_ARRAY, "SCAN");
+        if (reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
+          router_->fail("SCAN", "not a SCAN reply");
+        }
+        cursor = redis::text_of(*reply->element[0]);
+        const redisReply& keys = *reply->element[1];
+        for (std::size_t i = 0; i < keys.elements; ++i) {
+          found.emplace_back(redis::text_of(*keys.element[i]));
+        }
+      } while (cursor != "0");
+    });
+    redis::for_each_part(
+        *router_, found.size(), [&](std::uint64_t i) { return found[i]; }, "UNLINK",
+        redis::Work::idempotent_write,
+        [](std::uint64_t, const std::string& k, redis::CommandBuffer& buffer) {
+          buffer.command({"UNLINK", k});
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          router_->expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+        });
+    return found.size();
+  }
+
   std::string describe() const override {
-    return prefix_ + "* on redis " + connection_.endpoint().describe();
+    return prefix_ + "* on redis " + router_->endpoint().describe();
   }
 
  private:
-  redis::Connection connection_;
+  std::unique_ptr<redis::Router> router_;
   std::string prefix_;
 };
 
@@ -151,11 +233,7 @@ std::unique_ptr<DecisionLog> DecisionLog::beside(const Location& filter) {
     case Location::Kind::file:
       return std::make_unique<FileDecisionLog>(filter.path);
     case Location::Kind::redis:
-      if (filter.servers.empty() || filter.servers.front().is_cluster()) {
-        throw InvalidArgument(
-            "decision records need the filter in a file or on Redis servers, not in a Redis "
-            "Cluster");
-      }
+      if (filter.servers.empty()) break;
       return std::make_unique<RedisDecisionLog>(filter.servers.front(), filter.name);
     case Location::Kind::memory:
       break;

@@ -35,7 +35,8 @@ class MockCluster:
             pytest.fail("the mock cluster did not start: %s" % self.process.stderr.read())
 
     def command(self, line):
-        """A command of the helper (leader TOPIC PARTITION BROKER, down B, up B): its answer."""
+        """A command of the helper (leader TOPIC PARTITION BROKER, down B, up B, fail APIKEY
+        ERROR): its answer."""
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
         return self.process.stdout.readline().strip()

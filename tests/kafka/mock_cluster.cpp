@@ -3,11 +3,14 @@
 // end of input or SIGTERM:
 //   leader TOPIC PARTITION BROKER   make BROKER (an id from 1; -1: none) the partition's leader
 //   down BROKER / up BROKER         take a broker off the network, or put it back
+//   fail APIKEY ERROR               the next request of that API key (e.g. 28, TxnOffsetCommit)
+//                                   is answered with that error code (e.g. 30)
 // Usage: kafka_mock_cluster BROKERS [TOPIC:PARTITIONS ...]
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -70,6 +73,12 @@ int main(int argc, char** argv) {
       words >> broker;
       err = command == "down" ? rd_kafka_mock_broker_set_down(cluster, broker)
                               : rd_kafka_mock_broker_set_up(cluster, broker);
+    } else if (command == "fail") {
+      int api = 0;
+      int code = 0;
+      words >> api >> code;
+      rd_kafka_mock_push_request_errors(cluster, static_cast<std::int16_t>(api), 1,
+                                        static_cast<rd_kafka_resp_err_t>(code));
     } else if (command.empty()) {
       continue;
     } else {

@@ -92,6 +92,31 @@ TEST(DecisionLog, InTheFiltersRedisServer) {
   EXPECT_EQ(server.integer({"PTTL", "seen:decisions:kafka/g/clicks/1"}), -1);
 }
 
+TEST(DecisionLog, RemoveAllBesideAFile) {
+  const testing::TempDir dir;
+  const auto log = DecisionLog::beside(Location::file(dir.file("seen.rbf")));
+  EXPECT_EQ(log->remove_all(), 0u);  // none made yet
+  put_and_get(*log);
+  EXPECT_EQ(log->remove_all(), 2u);
+  EXPECT_NE(::access((dir.file("seen.rbf") + ".decisions").c_str(), F_OK), 0);
+  EXPECT_FALSE(log->get("kafka/g/clicks/0").has_value());
+  // The same handle makes its directory again for the next record.
+  log->put("kafka/g/clicks/0", "again", std::chrono::milliseconds(0));
+  EXPECT_EQ(log->get("kafka/g/clicks/0"), "again");
+}
+
+TEST(DecisionLog, RemoveAllOnRedisTakesOnlyTheFiltersRecords) {
+  const test::RedisServer server;
+  const auto log = DecisionLog::beside(Location::redis({server.endpoint()}, "seen*"));
+  put_and_get(*log);
+  // Another filter's records, and one whose name the glob would match unescaped.
+  DecisionLog::beside(Location::redis({server.endpoint()}, "seenx"))
+      ->put("kafka/g/clicks/0", "kept", std::chrono::milliseconds(0));
+  EXPECT_EQ(log->remove_all(), 2u);
+  EXPECT_FALSE(log->get("kafka/g/clicks/1").has_value());
+  EXPECT_EQ(server.command({"GET", "seenx:decisions:kafka/g/clicks/0"}).text, "kept");
+}
+
 TEST(DecisionLog, RefusesPlacesWithoutOne) {
   EXPECT_THROW((void)DecisionLog::beside(Location::memory()), InvalidArgument);
 }
