@@ -1,5 +1,5 @@
 -- Two ways for a server script to look items up in one link of a blocked filter, timed on the
--- same items: ARGV = items, way ('rounds' or 'line'), hashes, seed. KEYS[1] is the link's bitmap.
+-- same items: ARGV = items, way ('rounds' or 'line'), hashes, the random generator's start. KEYS[1] is the link's bitmap.
 -- rounds: as the stream store's script: BITFIELD_RO GET u1 for the first bit of every item, then
 -- the next bit of those still possible, one bit a round up to the sixth, then the rest, up to
 -- ~2000 probes a call.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "module_info.hpp"
+#include "redisbloom_data_type.hpp"
 
 namespace redbloom::module {
 
@@ -162,7 +163,6 @@ RedisModuleType* cuckoo_type() noexcept {
 
 bool register_cuckoo_type(RedisModuleCtx* ctx) noexcept {
   RedisModuleTypeMethods methods{};
-  methods.version = module_api::kTypeMethodVersion;
   methods.rdb_load = load;
   methods.rdb_save = save;
   methods.aof_rewrite = rewrite;
@@ -172,13 +172,7 @@ bool register_cuckoo_type(RedisModuleCtx* ctx) noexcept {
   methods.copy = copy;
   methods.free_effort = cuckoo_free_effort;
   methods.defrag = defrag_cuckoo_value;
-  g_type = RedisModule_CreateDataType(ctx, kCuckooTypeName, kCuckooEncodingVersion, &methods);
-  if (g_type == nullptr) {
-    RedisModule_Log(ctx, module_api::kLogWarning,
-                    "redbloom: cannot register the %s type: another module (RedisBloom?) has "
-                    "it; redbloom.so replaces RedisBloom, load only one of them",
-                    kCuckooTypeName);
-  }
+  g_type = register_redisbloom_data_type(ctx, kCuckooTypeName, kCuckooEncodingVersion, methods);
   return g_type != nullptr;
 }
 

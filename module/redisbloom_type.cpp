@@ -9,6 +9,7 @@
 #include "bloom_type.hpp"
 #include "creation_ids.hpp"
 #include "module_info.hpp"
+#include "redisbloom_data_type.hpp"
 
 namespace redbloom::module {
 
@@ -201,7 +202,6 @@ RedisModuleType* redisbloom_type() noexcept {
 
 bool register_redisbloom_type(RedisModuleCtx* ctx) noexcept {
   RedisModuleTypeMethods methods{};
-  methods.version = module_api::kTypeMethodVersion;
   methods.rdb_load = load;
   methods.rdb_save = save;
   methods.aof_rewrite = rewrite;
@@ -212,13 +212,7 @@ bool register_redisbloom_type(RedisModuleCtx* ctx) noexcept {
   methods.free_effort = redisbloom_free_effort;
   methods.defrag = defrag_redisbloom_value;
   g_type =
-      RedisModule_CreateDataType(ctx, kRedisBloomTypeName, kRedisBloomEncodingVersion, &methods);
-  if (g_type == nullptr) {
-    RedisModule_Log(ctx, module_api::kLogWarning,
-                    "redbloom: cannot register the %s type: another module (RedisBloom?) has "
-                    "it; redbloom.so replaces RedisBloom, load only one of them",
-                    kRedisBloomTypeName);
-  }
+      register_redisbloom_data_type(ctx, kRedisBloomTypeName, kRedisBloomEncodingVersion, methods);
   return g_type != nullptr;
 }
 

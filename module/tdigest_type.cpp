@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bloom_type.hpp"
+#include "redisbloom_data_type.hpp"
 
 namespace redbloom::module {
 
@@ -153,20 +154,13 @@ RedisModuleType* tdigest_type() noexcept {
 
 bool register_tdigest_type(RedisModuleCtx* ctx) noexcept {
   RedisModuleTypeMethods methods{};
-  methods.version = module_api::kTypeMethodVersion;
   methods.rdb_load = load;
   methods.rdb_save = save;
   methods.aof_rewrite = rewrite;
   methods.mem_usage = mem_usage;
   methods.free = free_value;
   methods.copy = copy;
-  g_type = RedisModule_CreateDataType(ctx, kTDigestTypeName, kTDigestEncodingVersion, &methods);
-  if (g_type == nullptr) {
-    RedisModule_Log(ctx, module_api::kLogWarning,
-                    "redbloom: cannot register the %s type: another module (RedisBloom?) has "
-                    "it; redbloom.so replaces RedisBloom, load only one of them",
-                    kTDigestTypeName);
-  }
+  g_type = register_redisbloom_data_type(ctx, kTDigestTypeName, kTDigestEncodingVersion, methods);
   return g_type != nullptr;
 }
 
