@@ -113,10 +113,10 @@ TEST(OpenCost, ShardedFilterIsOneConnectionPerServer) {
   const Cost cost = cost_of_open({&first, &second}, location);
   EXPECT_EQ(cost.connections, 2u);
   EXPECT_EQ(cost.client_connections, 2u);
-  // The kind decision and the metadata of the second server, and the first's partition check
-  // (its one partition lives there).
+  // The kind decision on the first server and the metadata of the second, each with the
+  // lengths of the partition keys that server holds: one round trip per server.
   EXPECT_EQ(small_params().partitions, 1u);
-  EXPECT_EQ(cost.round_trips, 3u);
+  EXPECT_EQ(cost.round_trips, 2u);
 }
 
 TEST(OpenCost, WhatIsNoFilterIsNamedAfterOneRoundTrip) {

@@ -137,7 +137,9 @@ std::optional<Fields> read_metadata(Router& router, const std::string& key, std:
 }
 
 std::optional<Fields> read_metadata_and_module(Router& router, const std::string& key,
-                                               std::string_view noun) {
+                                               std::string_view noun,
+                                               std::span<const std::string> strlen_keys,
+                                               KeyLengths* lengths) {
   std::optional<Fields> fields;
   router.pipeline(
       1, "HGETALL",
@@ -147,11 +149,18 @@ std::optional<Fields> read_metadata_and_module(Router& router, const std::string
       [&](std::size_t, CommandBuffer& buffer) {
         buffer.command({"HGETALL", key});
         buffer.command({"RB.VERSION"});
-        return std::size_t{2};
+        for (const std::string& k : strlen_keys) buffer.command({"STRLEN", k});
+        return 2 + strlen_keys.size();
       },
       [&](std::size_t, Replies replies) {
         router.remember_module_version(*replies[1]);
         fields = fields_of(router, key, noun, *replies[0]);
+        for (std::size_t i = 0; i < strlen_keys.size() && lengths != nullptr; ++i) {
+          const redisReply& r = *replies[2 + i];
+          if (r.type == REDIS_REPLY_INTEGER && r.integer > 0) {
+            (*lengths)[strlen_keys[i]] = static_cast<std::uint64_t>(r.integer);
+          }
+        }
       },
       OnLostNode::retry);
   return fields;

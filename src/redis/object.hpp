@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -75,8 +76,12 @@ void for_each_part(
 
 // The same with RB.VERSION in the pipeline, remembered by the router (module_version), for
 // an open that asks both.
-[[nodiscard]] std::optional<Fields> read_metadata_and_module(Router& router, const std::string& key,
-                                                             std::string_view noun);
+// The lengths of string keys, read along with something else: key -> STRLEN (keys that are no
+// string, or missing, are left out).
+using KeyLengths = std::map<std::string, std::uint64_t>;  // as redis_store.hpp declares it
+[[nodiscard]] std::optional<Fields> read_metadata_and_module(
+    Router& router, const std::string& key, std::string_view noun,
+    std::span<const std::string> strlen_keys = {}, KeyLengths* lengths = nullptr);
 
 // " (its creation started 12 s ago)" from a claim's time, or "" if the claim has none.
 [[nodiscard]] std::string creation_age(const Fields& fields);

@@ -116,18 +116,21 @@ std::string RedisStore::keyspace_id(const RedisEndpoint& endpoint) {
 
 std::unique_ptr<RedisStore> RedisStore::open(const RedisEndpoint& endpoint, std::string name,
                                              const ShardSpec& expected,
-                                             std::chrono::milliseconds wait_for_creator) {
+                                             std::chrono::milliseconds wait_for_creator,
+                                             const std::vector<std::string>& likely_keys) {
   redis::validate_filter_name(name);
   auto router = redis::make_router(endpoint);
-  const auto fields = redis::read_metadata_and_module(*router, name, "filter");
+  redis::KeyLengths lengths;
+  const auto fields =
+      redis::read_metadata_and_module(*router, name, "filter", likely_keys, &lengths);
   if (!fields) throw NotFound("no " + where(*router, name));
-  return open(std::move(router), std::move(name), &*fields, expected, wait_for_creator);
+  return open(std::move(router), std::move(name), &*fields, expected, wait_for_creator, lengths);
 }
 
 std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, std::string name,
                                              const redis::Fields* read, const ShardSpec& expected,
                                              std::chrono::milliseconds wait_for_creator,
-                                             std::optional<std::uint64_t> first_partition_bytes) {
+                                             const redis::KeyLengths& known_lengths) {
   auto state = std::make_unique<State>(std::move(connected), std::move(name));
   Router& router = *state->router;
   std::optional<redis::Fields> fields;
@@ -162,10 +165,11 @@ std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, 
   state->set_partitions(metadata.params, {metadata.shard, metadata.shards, metadata.shard_set},
                         metadata.tag_salts);
   state->created_unix_ns = metadata.created_unix_ns;
-  // One partition, read with the metadata and whole: nothing more to check.
-  const bool checked = first_partition_bytes && state->owned.size() == 1 &&
-                       state->keys[state->owned[0]] == redis::partition_key(state->name, 0) &&
-                       *first_partition_bytes == state->key_bytes();
+  // Every held partition read with the metadata, and whole: nothing more to check.
+  const bool checked = std::all_of(state->owned.begin(), state->owned.end(), [&](std::uint64_t p) {
+    const auto length = known_lengths.find(state->keys[p]);
+    return length != known_lengths.end() && length->second == state->key_bytes();
+  });
   if (!checked) check_partitions(*state, /*after_create=*/false);
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
 }

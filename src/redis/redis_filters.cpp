@@ -28,7 +28,7 @@ struct KeyAtName {
   std::optional<std::int64_t> server_offset_ms;  // the server's clock minus this machine's
   // STRLEN of the first partition key of a plain filter of that name (one server only: on a
   // Cluster that key may live in another slot).
-  std::optional<std::uint64_t> first_partition_bytes;
+  redis::KeyLengths partition_lengths;
 };
 
 KeyAtName read_key(redis::Router& router, const std::string& name) {
@@ -74,7 +74,7 @@ KeyAtName read_key(redis::Router& router, const std::string& name) {
           key.server_offset_ms = redis::clock_offset_ms(router, *replies[4]);
         }
         if (one_server && replies[5]->type == REDIS_REPLY_INTEGER && replies[5]->integer > 0) {
-          key.first_partition_bytes = static_cast<std::uint64_t>(replies[5]->integer);
+          key.partition_lengths[first_partition] = static_cast<std::uint64_t>(replies[5]->integer);
         }
       },
       redis::OnLostNode::retry);
@@ -102,10 +102,10 @@ std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint
     }
     if (servers.size() == 1) {
       return plain_backend(RedisStore::open(std::move(router), name, &*key.fields, {},
-                                            wait_for_creator, key.first_partition_bytes));
+                                            wait_for_creator, key.partition_lengths));
     }
-    return plain_backend(
-        ShardedRedisStore::open(std::move(router), &*key.fields, servers, name, wait_for_creator));
+    return plain_backend(ShardedRedisStore::open(std::move(router), &*key.fields, servers, name,
+                                                 wait_for_creator, key.partition_lengths));
   }
   if (key.type == "none") {
     throw NotFound("no filter '" + name + "' on redis " + router->endpoint().describe());

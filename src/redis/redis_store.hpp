@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,8 @@ namespace redbloom {
 namespace redis {
 class Router;
 class Fields;
+// Partition key -> its length, as a pipeline read them (object.hpp).
+using KeyLengths = std::map<std::string, std::uint64_t>;
 }  // namespace redis
 
 // Which part of a filter sharded over several servers a RedisStore holds (sharded_store.hpp):
@@ -82,17 +85,20 @@ class RedisStore final : public Store {
   // given, of that set): anything else is a FormatError that says so.
   // A filter still being created by another process is waited for, up to `wait_for_creator`
   // (IncompleteFilter after that).
+  // `likely_keys`: partition keys it probably holds, whose lengths are read with the metadata
+  // (a sharded filter's other servers), so that checking them costs no round trip more.
   static std::unique_ptr<RedisStore> open(
       const RedisEndpoint& endpoint, std::string name, const ShardSpec& expected = {},
-      std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
+      std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30),
+      const std::vector<std::string>& likely_keys = {});
   // The same on a connection already made, with the metadata already read there (`fields`;
   // nullptr: read it now), as the one kind decision (redis_filters.hpp) hands them over, and
-  // with it the length of the first partition key when that pipeline read it too (a filter of
-  // one partition then needs no round trip more to check it).
-  static std::unique_ptr<RedisStore> open(
-      std::unique_ptr<redis::Router> router, std::string name, const redis::Fields* fields,
-      const ShardSpec& expected, std::chrono::milliseconds wait_for_creator,
-      std::optional<std::uint64_t> first_partition_bytes = std::nullopt);
+  // with them the lengths of partition keys read in that pipeline too: when they are every
+  // partition this store holds, whole, checking them needs no round trip more.
+  static std::unique_ptr<RedisStore> open(std::unique_ptr<redis::Router> router, std::string name,
+                                          const redis::Fields* fields, const ShardSpec& expected,
+                                          std::chrono::milliseconds wait_for_creator,
+                                          const redis::KeyLengths& known_lengths = {});
   // Unlinks the filter's keys after checking that NAME is a redbloom filter (or an unfinished
   // one). Throws NotFound if there is nothing to drop.
   static void drop(const RedisEndpoint& endpoint, const std::string& name);

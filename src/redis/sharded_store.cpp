@@ -84,6 +84,25 @@ std::unique_ptr<ShardedRedisStore> ShardedRedisStore::create(
   return std::unique_ptr<ShardedRedisStore>(new ShardedRedisStore(std::move(shards)));
 }
 
+namespace {
+
+// The partition keys shard `shard` of `count` holds if it has the first shard's parameters (as
+// it must), on a server of its own (no hash-tag salt): read with its metadata, they cost no
+// round trip of their own. A filter of many partitions leaves them to the usual check.
+std::vector<std::string> likely_keys(const FilterParams& params, const std::string& name,
+                                     std::uint32_t shard, std::uint32_t count) {
+  constexpr std::uint64_t kMostKeys = 64;
+  std::vector<std::string> keys;
+  if (params.partitions > kMostKeys * count) return keys;
+  for (std::uint64_t p = 0; p < params.partitions; ++p) {
+    if (sharding::shard_of_partition(p, count) == shard)
+      keys.push_back(redis::partition_key(name, p));
+  }
+  return keys;
+}
+
+}  // namespace
+
 std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
     const std::vector<RedisEndpoint>& servers, const std::string& name,
     std::chrono::milliseconds wait_for_creator) {
@@ -95,14 +114,15 @@ std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
 std::unique_ptr<ShardedRedisStore> ShardedRedisStore::open(
     std::unique_ptr<redis::Router> first, const redis::Fields* first_fields,
     const std::vector<RedisEndpoint>& servers, const std::string& name,
-    std::chrono::milliseconds wait_for_creator) {
+    std::chrono::milliseconds wait_for_creator, const redis::KeyLengths& first_lengths) {
   const auto count = static_cast<std::uint32_t>(servers.size());
   std::vector<std::unique_ptr<RedisStore>> shards;
-  shards.push_back(
-      RedisStore::open(std::move(first), name, first_fields, {0, count, ""}, wait_for_creator));
+  shards.push_back(RedisStore::open(std::move(first), name, first_fields, {0, count, ""},
+                                    wait_for_creator, first_lengths));
   const std::string set_id = shards[0]->shard().set_id;
   for (std::uint32_t i = 1; i < count; ++i) {
-    shards.push_back(RedisStore::open(servers[i], name, {i, count, set_id}, wait_for_creator));
+    shards.push_back(RedisStore::open(servers[i], name, {i, count, set_id}, wait_for_creator,
+                                      likely_keys(shards[0]->params(), name, i, count)));
     if (!(shards.back()->params() == shards[0]->params())) {
       throw FormatError("filter '" + name + "' on redis " + servers[i].describe() +
                         " has other parameters than on " + servers[0].describe());

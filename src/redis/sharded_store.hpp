@@ -36,11 +36,13 @@ class ShardedRedisStore final : public Store {
       std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
   // The same with the first server's connection already made and its metadata already read
   // there (redis_store.hpp's open of the same form).
+  // `first_lengths`: lengths of partition keys read there too (redis_store.hpp).
   static std::unique_ptr<ShardedRedisStore> open(std::unique_ptr<redis::Router> first,
                                                  const redis::Fields* first_fields,
                                                  const std::vector<RedisEndpoint>& servers,
                                                  const std::string& name,
-                                                 std::chrono::milliseconds wait_for_creator);
+                                                 std::chrono::milliseconds wait_for_creator,
+                                                 const redis::KeyLengths& first_lengths = {});
   // Drops the filter's keys from every server that has them (NotFound if none has).
   static void drop(const std::vector<RedisEndpoint>& servers, const std::string& name);
   // True if any server has a key NAME.
