@@ -111,18 +111,7 @@ void* load(RedisModuleIO* rdb, int encver) {
 
 // As RedisBloom rewrites: CF.LOADCHUNK with the header, then with each chunk.
 void rewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
-  const auto& filter = *static_cast<const Filter*>(value);
-  const std::string header = filter.encode_header();
-  RedisModule_EmitAOF(aof, "CF.LOADCHUNK", "slb", key, 1LL, header.data(), header.size());
-  long long iterator = 1;
-  for (;;) {
-    long long next = 0;
-    const auto chunk = filter.chunk(iterator, &next);
-    if (chunk.empty()) break;
-    RedisModule_EmitAOF(aof, "CF.LOADCHUNK", "slb", key, next,
-                        reinterpret_cast<const char*>(chunk.data()), chunk.size());
-    iterator = next;
-  }
+  rewrite_as_chunks(aof, "CF.LOADCHUNK", key, *static_cast<const Filter*>(value));
 }
 
 std::size_t mem_usage(const void* value) {
@@ -130,14 +119,8 @@ std::size_t mem_usage(const void* value) {
 }
 
 void digest(RedisModuleDigest* md, void* value) {
-  const auto& filter = *static_cast<const Filter*>(value);
-  const std::string header = filter.encode_header();
-  RedisModule_DigestAddStringBuffer(md, header.data(), header.size());
-  for (const SubFilter& sub : filter.filters()) {
-    RedisModule_DigestAddStringBuffer(md, reinterpret_cast<const char*>(sub.data.data()),
-                                      sub.data.size());
-  }
-  RedisModule_DigestEndSequence(md);
+  const auto& v = *static_cast<const Filter*>(value);
+  digest_header_and_pieces(md, v, v.filters());
 }
 
 void free_value(void* value) {

@@ -149,18 +149,7 @@ void* load(RedisModuleIO* rdb, int encver) {
 
 // As RedisBloom rewrites: BF.LOADCHUNK with the header, then with each chunk of bits.
 void rewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
-  const auto& chain = *static_cast<const Chain*>(value);
-  const std::string header = chain.encode_header();
-  RedisModule_EmitAOF(aof, "BF.LOADCHUNK", "slb", key, 1LL, header.data(), header.size());
-  long long iterator = 1;
-  for (;;) {
-    long long next = 0;
-    const auto chunk = chain.chunk(iterator, &next);
-    if (chunk.empty()) break;
-    RedisModule_EmitAOF(aof, "BF.LOADCHUNK", "slb", key, next,
-                        reinterpret_cast<const char*>(chunk.data()), chunk.size());
-    iterator = next;
-  }
+  rewrite_as_chunks(aof, "BF.LOADCHUNK", key, *static_cast<const Chain*>(value));
 }
 
 std::size_t mem_usage(const void* value) {
@@ -168,14 +157,8 @@ std::size_t mem_usage(const void* value) {
 }
 
 void digest(RedisModuleDigest* md, void* value) {
-  const auto& chain = *static_cast<const Chain*>(value);
-  const std::string header = chain.encode_header();
-  RedisModule_DigestAddStringBuffer(md, header.data(), header.size());
-  for (const Link& link : chain.links()) {
-    RedisModule_DigestAddStringBuffer(md, reinterpret_cast<const char*>(link.data.data()),
-                                      link.data.size());
-  }
-  RedisModule_DigestEndSequence(md);
+  const auto& v = *static_cast<const Chain*>(value);
+  digest_header_and_pieces(md, v, v.links());
 }
 
 void free_value(void* value) {
