@@ -250,7 +250,8 @@ void register_kafka_dedup(CLI::App& app, int& exit_code) {
   sub->add_option("--metrics", cmd->metrics,
                   "Serve Prometheus metrics on HOST:PORT (records in and out, duplicates, lag "
                   "per partition, the filter's estimated fill and false-positive rate, errors)");
-  sub->add_flag("-q,--quiet", cmd->quiet, "No notes or summary on stderr");
+  sub->add_flag("-q,--quiet", cmd->quiet,
+                "No notes or summary on stderr (but for a note when a missing filter is created)");
   sub->add_flag("--json", cmd->json, "Summary and notes as JSON objects on stderr");
   sub->add_flag("-v,--verbose", cmd->verbose, "librdkafka's log lines and errors on stderr");
   sub->callback([cmd, &exit_code] { exit_code = run_kafka_dedup(*cmd); });

@@ -218,7 +218,8 @@ void register_redis_stream_dedup(CLI::App& app, int& exit_code) {
                   "no trimming)");
   sub->add_option("--batch", cmd->batch, "Entries per batch (one script each; default 1000)")
       ->check(CLI::Range(1, 100000));
-  sub->add_flag("-q,--quiet", cmd->quiet, "No notes or summary on stderr");
+  sub->add_flag("-q,--quiet", cmd->quiet,
+                "No notes or summary on stderr (but for a note when a missing filter is created)");
   sub->add_flag("--json", cmd->json, "Summary and notes as JSON objects on stderr");
   sub->add_flag("-v,--verbose", cmd->verbose, "The summary names what does the work");
   sub->callback([cmd, &exit_code] { exit_code = run_redis_stream_dedup(*cmd); });

@@ -54,7 +54,9 @@ void add_line_options(CLI::App& command, LineOptions& options) {
   command.add_flag("-0,--null", options.input.nul_delimited,
                    "Items end with NUL bytes instead of newlines");
   command.add_flag("--skip-empty", options.input.skip_empty, "Ignore empty lines");
-  command.add_flag("-q,--quiet", options.quiet, "No progress, notes or summary on stderr");
+  command.add_flag(
+      "-q,--quiet", options.quiet,
+      "No progress, notes or summary on stderr (but for a note when a missing filter is created)");
   command.add_flag("--json", options.json,
                    "Summary, warnings and notes as JSON objects on stderr, one per line");
   // exists keeps -v for grep's --invert.
