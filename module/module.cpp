@@ -35,6 +35,8 @@
 #include "stream_commands.hpp"
 #include "tdigest_commands.hpp"
 #include "tdigest_type.hpp"
+#include "topk_commands.hpp"
+#include "topk_type.hpp"
 
 namespace redbloom::module {
 
@@ -189,6 +191,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
   if (!module::register_tdigest_type(ctx)) return module_api::kErr;
   if (!module::register_tdigest_commands(ctx)) return module_api::kErr;
+  if (!module::register_topk_type(ctx)) return module_api::kErr;
+  if (!module::register_topk_commands(ctx)) return module_api::kErr;
   if (!module::register_info(ctx)) return module_api::kErr;
   return module_api::kOk;
 }

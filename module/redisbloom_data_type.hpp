@@ -1,5 +1,5 @@
-// Registering one of RedisBloom's data types (MBbloom--, MBbloomCF, TDIS-TYPE) under its own
-// name, so that RedisBloom's RDB files and DUMPs load here.
+// Registering one of RedisBloom's data types (MBbloom--, MBbloomCF, TDIS-TYPE, TopK-TYPE) under its
+// own name, so that RedisBloom's RDB files and DUMPs load here.
 #pragma once
 
 #include <string>
@@ -13,6 +13,10 @@ namespace redbloom::module {
 [[nodiscard]] RedisModuleType* register_redisbloom_data_type(
     RedisModuleCtx* ctx, const char* name, int encoding_version,
     RedisModuleTypeMethods& methods) noexcept;
+
+// As RedisBloom rewrites a value without a chunked dump (TDIS-TYPE, TopK-TYPE) into the AOF:
+// RESTORE with the key's DUMP, which holds the value exactly. `what` names the type in the log.
+void rewrite_by_restore(RedisModuleIO* aof, RedisModuleString* key, const char* what) noexcept;
 
 // As RedisBloom rewrites a value it dumps in chunks (MBbloom--, MBbloomCF) into the AOF:
 // `command key 1 header`, then `command key next chunk` for each chunk, so that replaying the

@@ -105,18 +105,7 @@ void* load(RedisModuleIO* rdb, int encver) {
 // As RedisBloom rewrites: RESTORE with the key's DUMP, which holds the centroids exactly (no
 // sequence of TDIGEST.ADD can give a merged centroid its weight).
 void rewrite(RedisModuleIO* aof, RedisModuleString* key, void*) {
-  RedisModuleCtx* ctx = RedisModule_GetThreadSafeContext(nullptr);
-  RedisModuleCallReply* reply = RedisModule_Call(ctx, "DUMP", "s", key);
-  if (reply != nullptr && RedisModule_CallReplyType(reply) == module_api::kCallReplyString) {
-    std::size_t length = 0;
-    const char* payload = RedisModule_CallReplyStringPtr(reply, &length);
-    RedisModule_EmitAOF(aof, "RESTORE", "slb", key, 0LL, payload, length);
-  } else {
-    RedisModule_LogIOError(aof, module_api::kLogWarning,
-                           "redbloom: a t-digest key could not be rewritten into the AOF");
-  }
-  if (reply != nullptr) RedisModule_FreeCallReply(reply);
-  RedisModule_FreeThreadSafeContext(ctx);
+  rewrite_by_restore(aof, key, "t-digest");
 }
 
 // RedisBloom's figure (a pointer and the two centroid arrays), so MEMORY USAGE answers alike.

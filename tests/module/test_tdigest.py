@@ -4,99 +4,16 @@ AOF rewrites and DUMP/RESTORE giving the same answers back, and damaged payloads
 a crash. The fixtures and how they were made: fixtures/redisbloom/tdigest/README.md."""
 
 import json
-import math
 import random
-import re
 import shutil
-import socket
 import struct
 from pathlib import Path
 
-from module_util import Error, Resp, start_server, with_crc
+from module_util import Error, Resp, replay, start_server, with_crc
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom" / "tdigest"
 RECORDED = json.loads((FIXTURES / "replies.json").read_text())
 DEBUG = ("--enable-debug-command", "yes")
-
-
-class RawReplies:
-    """A connection that returns each reply as the bytes the server sent."""
-
-    def __init__(self, port, resp3=False):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.file = self.sock.makefile("rb")
-        if resp3:
-            self.call("HELLO", "3")
-
-    def close(self):
-        self.file.close()
-        self.sock.close()
-
-    def call(self, *args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out += [b"$%d\r\n" % len(a), a, b"\r\n"]
-        self.sock.sendall(b"".join(out))
-        return self._reply().decode("latin-1")
-
-    def _reply(self):
-        line = self.file.readline()
-        assert line.endswith(b"\r\n"), "connection closed mid-reply"
-        kind, rest = line[:1], line[1:-2]
-        if kind in b"+-:,_#(":
-            return line
-        if kind in b"$=!":
-            n = int(rest)
-            return line if n < 0 else line + self.file.read(n + 2)
-        if kind in b"*~>%|":
-            n = int(rest)
-            count = n * 2 if kind in b"%|" else n
-            return line + b"".join(self._reply() for _ in range(max(count, 0)))
-        raise AssertionError("unexpected reply %r" % line)
-
-
-_NUMBER = re.compile(rb"(\$\d+\r\n|,)([-+0-9.eEinfa]+)\r\n")
-
-
-def same_values(expected, got):
-    """Whether two replies hold the same values: byte for byte, or with each number the same
-    double (Redis 7.2 and later write doubles in their shortest form, 7.0 with 17 digits)."""
-    if expected == got:
-        return True
-
-    def values(reply):
-        numbers = []
-
-        def keep(m):
-            try:
-                v = float(m.group(2))
-            except ValueError:
-                return m.group(0)
-            numbers.append(v)
-            return b"#\r\n"
-        return _NUMBER.sub(keep, reply.encode("latin-1")), numbers
-
-    (shape_e, e), (shape_g, g) = values(expected), values(got)
-    return shape_e == shape_g and len(e) == len(g) and all(
-        a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(e, g))
-
-
-def replay(server, recorded):
-    """Each recorded command on the server; the ones whose reply differs, with both replies."""
-    resp2, resp3 = RawReplies(server.port), RawReplies(server.port, resp3=True)
-    differences = []
-    try:
-        for command, expected in recorded:
-            conn = resp3 if command[0] == "RESP3" else resp2
-            args = command[1:] if command[0] == "RESP3" else command
-            got = conn.call(*args)
-            if not same_values(expected, got):
-                differences.append((command[:4], expected[:200], got[:200]))
-    finally:
-        resp2.close()
-        resp3.close()
-    return differences
 
 
 def server_on_fixture(tmp_path, *options):

@@ -77,7 +77,7 @@ class Resp:
         line = self._line()
         kind, rest = line[:1], line[1:]
         if kind == b"+":
-            return Status(rest.decode())
+            return Status(rest.decode(errors="surrogateescape"))
         if kind == b"-":
             return Error(rest.decode(errors="replace"))
         if kind == b":":
