@@ -74,6 +74,7 @@ TopK::TopK(std::uint32_t k, std::uint32_t width, std::uint32_t depth, double dec
       decay_(decay),
       bucket_bytes_(std::size_t{width} * depth * kBucketBytes, allocator),
       heap_(k),
+      heap_fingerprints_(k),
       decay_table_(kDecayTable),
       // Any fixed start will do: a primary and its replica make the value from the same command.
       generator_(kGolden ^ (std::uint64_t{k} << 32 | width) ^ (std::uint64_t{depth} << 16)) {
@@ -95,9 +96,11 @@ std::uint64_t TopK::memory_bytes() const noexcept {
 
 // The last entry first, as RedisBloom searches.
 int TopK::heap_index(std::string_view item, std::uint32_t fingerprint) const noexcept {
+  const std::uint32_t* fingerprints = heap_fingerprints_.data();
   for (int i = static_cast<int>(k_) - 1; i >= 0; --i) {
-    const Entry& e = heap_[static_cast<std::size_t>(i)];
-    if (e.fingerprint == fingerprint && e.item == item) return i;
+    if (fingerprints[i] == fingerprint && heap_[static_cast<std::size_t>(i)].item == item) {
+      return i;
+    }
   }
   return -1;
 }
@@ -130,11 +133,13 @@ void TopK::sift_down(std::size_t start) noexcept {
   Entry top = std::move(heap_[start]);
   do {
     heap_[start] = std::move(heap_[child]);
+    heap_fingerprints_[start] = heap_fingerprints_[child];
     start = child;
     if ((len - 2) / 2 < child) break;
     child = 2 * child + 1;
     if (child + 1 < len && heap_[child].count > heap_[child + 1].count) ++child;
   } while (heap_[child].count < top.count);
+  heap_fingerprints_[start] = top.fingerprint;
   heap_[start] = std::move(top);
 }
 
@@ -182,6 +187,7 @@ std::optional<std::string> TopK::add(std::string_view item, std::uint32_t increm
   least.fingerprint = fingerprint;
   least.count = max_count;
   least.held = true;
+  heap_fingerprints_[0] = fingerprint;
   sift_down(0);
   return expelled;
 }
@@ -268,6 +274,7 @@ TopK TopK::restore(const Saved& s, ChainAllocator allocator) {
     const char* in = s.heap.data() + i * kHeapEntryBytes;
     Entry& e = topk.heap_[i];
     e.fingerprint = get32(in);
+    topk.heap_fingerprints_[i] = e.fingerprint;
     e.count = get32(in + 16);
     e.item.assign(s.items[i], 0, s.items[i].size() - 1);
     e.held = s.items[i].size() > 1;

@@ -109,6 +109,8 @@ class TopK {
   double decay_;
   redisbloom::Bits bucket_bytes_;
   std::vector<Entry> heap_;
+  // heap_[i].fingerprint, packed: the heap is searched on every query and add.
+  std::vector<std::uint32_t> heap_fingerprints_;
   std::vector<double> decay_table_;
   std::uint64_t generator_;
   // The item-pointer words of entries 1.. of the last loaded payload, written back unchanged so
