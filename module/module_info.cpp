@@ -5,6 +5,7 @@
 
 #include "core/cuckoo_filter.hpp"
 #include "core/redisbloom_chain.hpp"
+#include "core/top_k.hpp"
 
 namespace redbloom::module {
 
@@ -37,13 +38,25 @@ void cuckoo_release(void* block) {
   RedisModule_Free(block);
 }
 
+void* topk_allocate(std::size_t bytes) {
+  void* block = RedisModule_Alloc(bytes);
+  count_block(topk_stats(), block, true);
+  return block;
+}
+void topk_release(void* block) {
+  count_block(topk_stats(), block, false);
+  RedisModule_Free(block);
+}
+
 void info(RedisModuleInfoCtx* ctx, int /*for_crash_report*/) {
   RedisModule_InfoAddSection(ctx, "");
   const struct {
     const char* name;
     const TypeStats& stats;
-  } types[] = {
-      {"own", redbloom_stats()}, {"redisbloom", redisbloom_stats()}, {"cuckoo", cuckoo_stats()}};
+  } types[] = {{"own", redbloom_stats()},
+               {"redisbloom", redisbloom_stats()},
+               {"cuckoo", cuckoo_stats()},
+               {"topk", topk_stats()}};
   for (const auto& type : types) {
     const std::string prefix = type.name;
     RedisModule_InfoAddFieldULongLong(ctx, (prefix + "_filters").c_str(),
@@ -106,6 +119,15 @@ TypeStats& cuckoo_stats() noexcept {
   return stats;
 }
 
+TypeStats& topk_stats() noexcept {
+  static TypeStats stats;
+  return stats;
+}
+
+ChainAllocator topk_allocator() noexcept {
+  return {topk_allocate, topk_release};
+}
+
 ChainAllocator redisbloom_allocator() noexcept {
   return {redisbloom_allocate, redisbloom_release};
 }
@@ -154,6 +176,12 @@ int defrag_cuckoo_value(RedisModuleDefragCtx* ctx, RedisModuleString*, void** va
   auto& filter = *static_cast<cuckoo::Filter*>(*value);
   return defrag_in_slices(ctx, filter.filters().size(), cuckoo_stats(),
                           [&](auto... args) { return filter.relocate(args...); });
+}
+
+int defrag_topk_value(RedisModuleDefragCtx* ctx, RedisModuleString*, void** value) {
+  return defrag_in_slices(ctx, 1, topk_stats(), [&](auto... args) {
+    return static_cast<topk::TopK*>(*value)->relocate(args...);
+  });
 }
 
 std::size_t cuckoo_free_effort(RedisModuleString*, const void* value) {

@@ -20,11 +20,14 @@ struct TypeStats {
 TypeStats& redbloom_stats() noexcept;    // redbloom's own type
 TypeStats& redisbloom_stats() noexcept;  // RedisBloom's type
 TypeStats& cuckoo_stats() noexcept;      // RedisBloom's cuckoo filter type
+TypeStats& topk_stats() noexcept;        // RedisBloom's Top-K type (its buckets)
 
 // Server memory for the bits of RedisBloom-format filters, counted in redisbloom_stats().
 [[nodiscard]] ChainAllocator redisbloom_allocator() noexcept;
 // The same for cuckoo filters, counted in cuckoo_stats().
 [[nodiscard]] ChainAllocator cuckoo_allocator() noexcept;
+// The same for Top-K buckets, counted in topk_stats().
+[[nodiscard]] ChainAllocator topk_allocator() noexcept;
 // Adds a block's size (as the server's allocator sized it) to, or takes it from, `stats`.
 void count_block(TypeStats& stats, void* block, bool allocated) noexcept;
 
@@ -40,6 +43,7 @@ bool register_info(RedisModuleCtx* ctx) noexcept;
 int defrag_redisbloom_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
 int defrag_redbloom_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
 int defrag_cuckoo_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
+int defrag_topk_value(RedisModuleDefragCtx* ctx, RedisModuleString* key, void** value);
 // How many pieces a value has: the server defragments a value of more pieces than its
 // active-defrag-max-scan-fields in later slices.
 std::size_t redisbloom_free_effort(RedisModuleString* key, const void* value);

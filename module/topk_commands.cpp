@@ -8,6 +8,7 @@
 
 #include "command_support.hpp"
 #include "command_table.hpp"
+#include "module_info.hpp"
 #include "topk_type.hpp"
 
 namespace redbloom::module {
@@ -91,6 +92,7 @@ int reserve(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     return reply_error(ctx, "ERR TopK: error setting value");
   }
   value.release();
+  ++topk_stats().filters;
   RedisModule_ReplicateVerbatim(ctx);
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bloom_type.hpp"
+#include "module_info.hpp"
 #include "redisbloom_data_type.hpp"
 
 namespace redbloom::module {
@@ -15,14 +16,6 @@ using topk::Saved;
 using topk::TopK;
 
 RedisModuleType* g_type = nullptr;
-
-void* allocate(std::size_t bytes) {
-  return RedisModule_Alloc(bytes);
-}
-
-void release(void* pointer) {
-  RedisModule_Free(pointer);
-}
 
 // Field for field what RedisBloom 2.4 writes: the figures, the buckets and the heap as raw
 // arrays, then each heap entry's item with its terminating NUL.
@@ -87,7 +80,9 @@ void* load(RedisModuleIO* rdb, int encver) {
     return fail(rdb, problem.c_str());
   }
   try {
-    return new TopK(TopK::restore(s, topk_allocator()));
+    auto* value = new TopK(TopK::restore(s, topk_allocator()));
+    ++topk_stats().filters;
+    return value;
   } catch (const std::exception& e) {
     return fail(rdb, e.what());
   }
@@ -107,11 +102,14 @@ std::size_t mem_usage(const void* value) {
 
 void free_value(void* value) {
   delete static_cast<TopK*>(value);
+  --topk_stats().filters;
 }
 
 void* copy(RedisModuleString*, RedisModuleString*, const void* value) {
   try {
-    return new TopK(*static_cast<const TopK*>(value));
+    auto* copied = new TopK(*static_cast<const TopK*>(value));
+    ++topk_stats().filters;
+    return copied;
   } catch (...) {
     return nullptr;  // COPY then fails; the source is untouched
   }
@@ -128,10 +126,6 @@ bool topk_fits(std::uint64_t k, std::uint64_t width, std::uint64_t depth) noexce
   return bytes && *bytes <= settings().max_filter_bytes;
 }
 
-ChainAllocator topk_allocator() noexcept {
-  return {allocate, release};
-}
-
 RedisModuleType* topk_type() noexcept {
   return g_type;
 }
@@ -144,6 +138,7 @@ bool register_topk_type(RedisModuleCtx* ctx) noexcept {
   methods.mem_usage = mem_usage;
   methods.free = free_value;
   methods.copy = copy;
+  methods.defrag = defrag_topk_value;
   g_type = register_redisbloom_data_type(ctx, kTopKTypeName, kTopKEncodingVersion, methods);
   return g_type != nullptr;
 }

@@ -16,7 +16,6 @@ inline constexpr int kTopKEncodingVersion = 0;
 
 bool register_topk_type(RedisModuleCtx* ctx) noexcept;
 [[nodiscard]] RedisModuleType* topk_type() noexcept;
-[[nodiscard]] ChainAllocator topk_allocator() noexcept;
 // Whether a Top-K of these figures fits the module's memory limit per value
 // (MAX_FILTER_BYTES): the server ends itself when an allocation fails, so a size that a command
 // or a damaged payload asks for is checked first.

@@ -226,6 +226,12 @@ std::vector<Entry> TopK::list() const {
   return out;
 }
 
+std::size_t TopK::relocate(std::size_t first, void* (*move)(void*, void*), void* context,
+                           bool (*)(void*), std::uint64_t* moved) noexcept {
+  if (first == 0) *moved += bucket_bytes_.relocate(move, context) ? 1 : 0;
+  return 1;
+}
+
 Saved TopK::saved() const {
   Saved s;
   s.k = k_;

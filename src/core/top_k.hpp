@@ -83,6 +83,11 @@ class TopK {
   [[nodiscard]] double decay() const noexcept { return decay_; }
   [[nodiscard]] std::uint64_t memory_bytes() const noexcept;
 
+  // Offers the buckets' block to `move` (active defragmentation; one piece, so `first` is 0 and
+  // `stop` is not asked); returns 1, the pieces done.
+  std::size_t relocate(std::size_t first, void* (*move)(void* context, void* block), void* context,
+                       bool (*stop)(void*), std::uint64_t* moved) noexcept;
+
   // The RDB fields, with the generator's state where RedisBloom keeps a pointer RedisBloom
   // never reads back.
   [[nodiscard]] Saved saved() const;

@@ -215,5 +215,10 @@ def test_memory_limit_and_copy(tmp_path):
             assert raw("TOPK.LIST", "u", "WITHCOUNT") == raw("TOPK.LIST", "t", "WITHCOUNT")
             raw("TOPK.INCRBY", "u", "c", 50)
             assert raw("TOPK.QUERY", "t", "c") == [0] and raw("TOPK.QUERY", "u", "c") == [1]
+        info = server.client().info("redbloom")
+        assert info["redbloom_topk_filters"] == 2 and info["redbloom_topk_bytes"] >= 2 * 8 * 7 * 8
+        assert info["redbloom_cmd_topk_reserve"] == 2 and info["redbloom_cmd_topk_incrby"] == 1
+        server.client().delete("t")
+        assert server.client().info("redbloom")["redbloom_topk_filters"] == 1
     finally:
         server.kill()
