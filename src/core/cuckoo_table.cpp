@@ -1,0 +1,209 @@
+#include "core/cuckoo_table.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/layout.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom::cuckoo_table {
+
+namespace {
+
+constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ULL;
+// A bucket of 4 lanes of f bits, shifted by up to 7 bits, fits one 8-byte load for f <= 14.
+constexpr std::uint32_t kWordBits = 14;
+static_assert(kSlotsPerBucket == 4, "the kick's victim is drawn from the top 2 bits");
+
+std::uint64_t load64(const std::uint8_t* at) noexcept {
+  std::uint64_t value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
+void store64(std::uint8_t* at, std::uint64_t value) noexcept {
+  std::memcpy(at, &value, sizeof value);
+}
+
+}  // namespace
+
+std::size_t Shape::bytes() const noexcept {
+  return static_cast<std::size_t>((slots() * fingerprint_bits + 7) / 8) + kTailBytes;
+}
+
+double Shape::error_rate(std::uint64_t items) const noexcept {
+  if (slots() == 0) return 1;
+  const double load = static_cast<double>(items) / static_cast<double>(slots());
+  return 1 - std::pow(1 - std::ldexp(1.0, -static_cast<int>(fingerprint_bits)),
+                      2.0 * kSlotsPerBucket * load);
+}
+
+Shape shape_for(std::uint64_t capacity, double error_rate) {
+  if (!(error_rate > 0 && error_rate < 1)) {
+    throw InvalidArgument("the error rate of a cuckoo filter must be between 0 and 1");
+  }
+  if (capacity == 0) throw InvalidArgument("a cuckoo filter needs a capacity of at least 1");
+  Shape shape;
+  shape.buckets = static_cast<std::uint64_t>(
+      std::ceil(static_cast<double>(capacity) / (kSlotsPerBucket * kTargetLoad)));
+  // ε = 1 − (1 − 2^−f)^(8α) ≈ 8α / 2^f at the target load α.
+  const double needed = std::log2(2.0 * kSlotsPerBucket * kTargetLoad / error_rate);
+  const auto bits = static_cast<std::uint32_t>(std::max(1.0, std::ceil(needed - 1e-9)));
+  if (bits > kMaxFingerprintBits) {
+    throw InvalidArgument("a cuckoo filter's fingerprints (at most " +
+                          std::to_string(kMaxFingerprintBits) +
+                          " bits) cannot reach that error rate; use a Bloom filter, or a rate "
+                          "of 2e-9 or more");
+  }
+  shape.fingerprint_bits = std::max(bits, kMinFingerprintBits);
+  return shape;
+}
+
+Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
+    : shape_(shape),
+      bytes_(bytes.data()),
+      mask_(shape.fingerprint_bits == 64 ? ~0ULL : (1ULL << shape.fingerprint_bits) - 1) {
+  if (shape.buckets == 0 || shape.fingerprint_bits < kMinFingerprintBits ||
+      shape.fingerprint_bits > kMaxFingerprintBits || bytes.size() < shape.bytes()) {
+    throw InvalidArgument("cuckoo table: its bytes do not match its shape");
+  }
+  if (shape.fingerprint_bits <= kWordBits) {
+    for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j)
+      low_ |= 1ULL << (j * shape.fingerprint_bits);
+    high_ = low_ << (shape.fingerprint_bits - 1);
+    bucket_mask_ = (1ULL << (kSlotsPerBucket * shape.fingerprint_bits)) - 1;
+  }
+}
+
+// Whether a slot of the bucket holds the fingerprint: for short fingerprints all four lanes at
+// once (a lane of bucket XOR fingerprint is zero; the borrow test is exact for "any lane").
+bool Table::holds(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
+  if (low_ == 0) return find(bucket, fingerprint) >= 0;
+  const std::uint64_t bit = bucket * kSlotsPerBucket * shape_.fingerprint_bits;
+  const std::uint64_t lanes = (load64(bytes_ + bit / 8) >> (bit % 8)) & bucket_mask_;
+  const std::uint64_t x = lanes ^ (fingerprint * low_);
+  return ((x - low_) & ~x & high_) != 0;
+}
+
+std::uint32_t Table::slot(std::uint64_t index) const noexcept {
+  const std::uint64_t bit = index * shape_.fingerprint_bits;
+  return static_cast<std::uint32_t>((load64(bytes_ + bit / 8) >> (bit % 8)) & mask_);
+}
+
+void Table::set_slot(std::uint64_t index, std::uint32_t value) noexcept {
+  const std::uint64_t bit = index * shape_.fingerprint_bits;
+  std::uint8_t* at = bytes_ + bit / 8;
+  const unsigned shift = bit % 8;
+  const std::uint64_t word = load64(at);
+  store64(at, (word & ~(mask_ << shift)) | (std::uint64_t{value} << shift));
+}
+
+// The bucket from the high bits of lo (partitions, if any, use its low 32 bits); the
+// fingerprint from the top of hi, never 0 (0 marks an empty slot).
+Table::Place Table::place_of(const ItemHash& h) const noexcept {
+  std::uint32_t fingerprint = static_cast<std::uint32_t>(h.hi >> (64 - shape_.fingerprint_bits));
+  if (fingerprint == 0) fingerprint = 1;
+  const std::uint64_t first = layout::fastrange64(h.lo, shape_.buckets);
+  return {first, alternate(first, fingerprint), fingerprint};
+}
+
+std::uint64_t Table::alternate(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
+  const std::uint64_t h = layout::fastrange64(fingerprint * kMix, shape_.buckets);
+  return h >= bucket ? h - bucket : h + shape_.buckets - bucket;
+}
+
+int Table::find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
+  for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
+    if (slot(bucket * kSlotsPerBucket + j) == fingerprint) return static_cast<int>(j);
+  }
+  return -1;
+}
+
+bool Table::put_in_empty(std::uint64_t bucket, std::uint32_t fingerprint) noexcept {
+  const int empty = find(bucket, 0);
+  if (empty < 0) return false;
+  set_slot(bucket * kSlotsPerBucket + static_cast<std::uint64_t>(empty), fingerprint);
+  return true;
+}
+
+bool Table::contains(const ItemHash& h) const noexcept {
+  const Place p = place_of(h);
+  return holds(p.first, p.fingerprint) || holds(p.second, p.fingerprint);
+}
+
+void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept {
+  constexpr std::size_t kAhead = 8;
+  const auto fetch = [&](std::size_t i) {
+    const Place p = place_of(hashes[i]);
+    __builtin_prefetch(bytes_ + p.first * kSlotsPerBucket * shape_.fingerprint_bits / 8);
+    __builtin_prefetch(bytes_ + p.second * kSlotsPerBucket * shape_.fingerprint_bits / 8);
+  };
+  for (std::size_t i = 0; i < std::min(kAhead, hashes.size()); ++i) fetch(i);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kAhead < hashes.size()) fetch(i + kAhead);
+    present[i] = contains(hashes[i]) ? 1 : 0;
+  }
+}
+
+Insert Table::insert(const ItemHash& h) noexcept {
+  const Place p = place_of(h);
+  if (holds(p.first, p.fingerprint) || holds(p.second, p.fingerprint)) return Insert::present;
+  if (put_in_empty(p.first, p.fingerprint) || put_in_empty(p.second, p.fingerprint)) {
+    return Insert::added;
+  }
+  // Kicks: move a victim to its other bucket until one has room. The victim's slot follows
+  // from the fingerprint in hand, so the walk is a function of the table's state.
+  struct Kick {
+    std::uint64_t slot;
+    std::uint32_t was;
+  };
+  std::array<Kick, kMaxKicks> path;
+  std::uint64_t bucket = (p.fingerprint & 1) != 0 ? p.second : p.first;
+  std::uint32_t carried = p.fingerprint;
+  for (std::uint32_t kick = 0; kick < kMaxKicks; ++kick) {
+    std::uint64_t mixed = ((std::uint64_t{carried} << 32) | kick) * kMix;
+    mixed ^= mixed >> 29;
+    const std::uint64_t index = bucket * kSlotsPerBucket + ((mixed * kMix) >> 62);
+    const std::uint32_t victim = slot(index);
+    path[kick] = {index, victim};
+    set_slot(index, carried);
+    carried = victim;
+    bucket = alternate(bucket, carried);
+    if (put_in_empty(bucket, carried)) return Insert::added;
+  }
+  // No room: put every moved fingerprint back, newest first.
+  for (std::uint32_t kick = kMaxKicks; kick-- > 0;) set_slot(path[kick].slot, path[kick].was);
+  return Insert::full;
+}
+
+bool Table::remove(const ItemHash& h) noexcept {
+  const Place p = place_of(h);
+  for (const std::uint64_t bucket : {p.first, p.second}) {
+    const int at = find(bucket, p.fingerprint);
+    if (at >= 0) {
+      set_slot(bucket * kSlotsPerBucket + static_cast<std::uint64_t>(at), 0);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::uint32_t Table::count(const ItemHash& h) const noexcept {
+  const Place p = place_of(h);
+  std::uint32_t n = 0;
+  for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
+    n += slot(p.first * kSlotsPerBucket + j) == p.fingerprint ? 1 : 0;
+    if (p.second != p.first) n += slot(p.second * kSlotsPerBucket + j) == p.fingerprint ? 1 : 0;
+  }
+  return n;
+}
+
+std::uint64_t Table::stored() const noexcept {
+  std::uint64_t n = 0;
+  for (std::uint64_t i = 0; i < shape_.slots(); ++i) n += slot(i) != 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace redbloom::cuckoo_table

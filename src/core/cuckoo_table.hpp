@@ -1,0 +1,94 @@
+// The library's cuckoo filter table (Fan et al., 2014), for filters that must forget one item:
+// buckets of 4 slots, each slot an f-bit fingerprint packed back to back in one byte array (a
+// mapped file or a Redis string can hold it as it is). Unlike RedisBloom's layout
+// (cuckoo_filter.hpp, fixed 8-bit fingerprints, 2 slots), f follows from the error rate:
+// a lookup compares the item's fingerprint with 8 slots, so ε ≈ 8·α / 2^f at load α.
+//
+// The alternate bucket is (h(fp) − i) mod m, an involution for any bucket count m, so the
+// table is sized to the capacity instead of a power of two. Kicks are deterministic (the
+// victim follows from the table's state), so two copies given the same adds stay identical,
+// and an insert that finds no room undoes its kicks: a full table refuses with nothing
+// changed. Pure: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "redbloom/hash.hpp"
+
+namespace redbloom::cuckoo_table {
+
+inline constexpr std::uint32_t kSlotsPerBucket = 4;
+inline constexpr std::uint32_t kMinFingerprintBits = 4;
+inline constexpr std::uint32_t kMaxFingerprintBits = 32;
+// The load a table is sized for: 4-slot buckets fill to about 95% before kicks fail.
+inline constexpr double kTargetLoad = 0.95;
+inline constexpr std::uint32_t kMaxKicks = 500;
+// Bytes past the slots, so that reading any slot is one unaligned 8-byte load.
+inline constexpr std::size_t kTailBytes = 8;
+
+struct Shape {
+  std::uint64_t buckets = 0;
+  std::uint32_t fingerprint_bits = 0;
+  // The slots' bytes and the tail.
+  [[nodiscard]] std::size_t bytes() const noexcept;
+  [[nodiscard]] std::uint64_t slots() const noexcept { return buckets * kSlotsPerBucket; }
+  // The false-positive rate of a lookup with `items` stored: 1 − (1 − 2^−f)^(8·load).
+  [[nodiscard]] double error_rate(std::uint64_t items) const noexcept;
+};
+
+// The table for `capacity` items at false-positive rate `error_rate` when full; throws
+// InvalidArgument for a rate the fingerprints cannot reach (below 2e-9) or out of (0, 1).
+[[nodiscard]] Shape shape_for(std::uint64_t capacity, double error_rate);
+
+enum class Insert : std::uint8_t { added, present, full };
+
+// A table over caller-owned bytes (shape.bytes() of them, zeroed for an empty table).
+class Table {
+ public:
+  Table(const Shape& shape, std::span<std::uint8_t> bytes);
+
+  // Test-and-set: `present` when a slot of the item's two buckets holds its fingerprint (then
+  // nothing changes), else stored (with kicks when both buckets are full), or `full` with
+  // nothing changed.
+  Insert insert(const ItemHash& h) noexcept;
+  [[nodiscard]] bool contains(const ItemHash& h) const noexcept;
+  // contains for each item into present[i] (1 or 0), the buckets of the items ahead fetched
+  // meanwhile.
+  void contains_many(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept;
+  // Clears one slot holding the item's fingerprint; false when none does. Removing an item
+  // never added can clear another item's fingerprint (a later false negative for it): callers
+  // that must not allow that check an exact set first.
+  bool remove(const ItemHash& h) noexcept;
+  // How many slots of the item's buckets hold its fingerprint.
+  [[nodiscard]] std::uint32_t count(const ItemHash& h) const noexcept;
+  // Fingerprints stored (a full scan).
+  [[nodiscard]] std::uint64_t stored() const noexcept;
+
+  [[nodiscard]] const Shape& shape() const noexcept { return shape_; }
+
+ private:
+  struct Place {
+    std::uint64_t first, second;
+    std::uint32_t fingerprint;
+  };
+  [[nodiscard]] Place place_of(const ItemHash& h) const noexcept;
+  [[nodiscard]] std::uint64_t alternate(std::uint64_t bucket,
+                                        std::uint32_t fingerprint) const noexcept;
+  [[nodiscard]] std::uint32_t slot(std::uint64_t index) const noexcept;
+  void set_slot(std::uint64_t index, std::uint32_t value) noexcept;
+  [[nodiscard]] int find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept;
+  [[nodiscard]] bool holds(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept;
+  bool put_in_empty(std::uint64_t bucket, std::uint32_t fingerprint) noexcept;
+
+  Shape shape_;
+  std::uint8_t* bytes_;
+  std::uint64_t mask_;
+  // A bucket's slots as lanes of one 64-bit word, for fingerprints of up to kWordBits bits:
+  // one lane bit at the bottom (low_) and at the top (high_) of each lane.
+  std::uint64_t low_ = 0, high_ = 0, bucket_mask_ = 0;
+};
+
+}  // namespace redbloom::cuckoo_table

@@ -1,0 +1,135 @@
+// The library's cuckoo table: fingerprint bits from the rate, zero false negatives, the
+// measured false-positive rate against 1 − (1 − 2^−f)^(8α), removes and re-adds against a model
+// set, kicks under a full table undone when they find no room, copies fed alike identical.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/cuckoo_table.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom::cuckoo_table {
+namespace {
+
+ItemHash item(std::uint64_t i) {
+  return hash_item("item:" + std::to_string(i));
+}
+
+struct Owned {
+  Shape shape;
+  std::vector<std::uint8_t> bytes;
+  Table table;
+  explicit Owned(const Shape& s) : shape(s), bytes(s.bytes()), table(s, bytes) {}
+};
+
+TEST(CuckooTable, FingerprintBitsFollowTheRate) {
+  EXPECT_EQ(shape_for(1000, 0.01).fingerprint_bits, 10u);
+  EXPECT_EQ(shape_for(1000, 0.001).fingerprint_bits, 13u);
+  EXPECT_EQ(shape_for(1000, 0.0001).fingerprint_bits, 17u);
+  EXPECT_EQ(shape_for(1000, 0.01).buckets, 264u);  // 1000 / (4 × 0.95), rounded up
+  for (const double p : {0.01, 0.001, 0.0001, 1e-6}) {
+    const Shape s = shape_for(100000, p);
+    EXPECT_LE(s.error_rate(100000), p) << p;
+  }
+  EXPECT_THROW((void)shape_for(1000, 1e-10), InvalidArgument);
+  EXPECT_THROW((void)shape_for(1000, 0), InvalidArgument);
+  EXPECT_THROW((void)shape_for(0, 0.01), InvalidArgument);
+}
+
+TEST(CuckooTable, NoFalseNegativesAndTheRateOfTheFormula) {
+  for (const double p : {0.01, 0.001}) {
+    constexpr std::uint64_t n = 200000;
+    Owned t(shape_for(n, p));
+    std::uint64_t present = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const Insert r = t.table.insert(item(i));
+      ASSERT_NE(r, Insert::full) << i;
+      present += r == Insert::present ? 1 : 0;
+    }
+    std::vector<ItemHash> added;
+    for (std::uint64_t i = 0; i < n; ++i) added.push_back(item(i));
+    std::vector<std::uint8_t> found(n);
+    t.table.contains_many(added, found.data());
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(found[i], 1) << i;
+    const std::uint64_t stored = t.table.stored();
+    EXPECT_EQ(stored + present, n);
+    std::uint64_t false_positives = 0;
+    constexpr std::uint64_t probes = 2000000;
+    for (std::uint64_t i = 0; i < probes; ++i) false_positives += t.table.contains(item(n + i));
+    const double measured = static_cast<double>(false_positives) / probes;
+    const double theory = t.shape.error_rate(stored);
+    EXPECT_NEAR(measured, theory, theory * 0.15) << p;
+    EXPECT_LE(measured, p * 1.05) << p;
+  }
+}
+
+TEST(CuckooTable, RemovesAndReaddsAgainstAModel) {
+  Owned t(shape_for(2000, 0.001));
+  std::set<std::uint64_t> model;
+  std::mt19937_64 rng(5);
+  for (int step = 0; step < 200000; ++step) {
+    const std::uint64_t i = rng() % 3000;
+    if (rng() % 2 == 0) {
+      const Insert r = t.table.insert(item(i));
+      ASSERT_NE(r, Insert::full);
+      if (model.count(i) != 0) {
+        ASSERT_EQ(r, Insert::present);
+      }
+      if (r == Insert::added) model.insert(i);
+    } else if (model.count(i) != 0) {  // removes only what was added, as with an exact set
+      ASSERT_TRUE(t.table.remove(item(i)));
+      model.erase(i);
+    }
+    if (step % 1000 == 0) {
+      for (const std::uint64_t m : model) ASSERT_TRUE(t.table.contains(item(m))) << m;
+      ASSERT_EQ(t.table.stored(), model.size());
+    }
+  }
+}
+
+TEST(CuckooTable, AFullTableRefusesWithNothingChanged) {
+  Owned t(shape_for(1000, 0.01));
+  std::uint64_t added = 0, i = 0;
+  for (;; ++i) {
+    const std::vector<std::uint8_t> before = t.bytes;
+    const Insert r = t.table.insert(item(i));
+    if (r == Insert::full) {
+      EXPECT_EQ(t.bytes, before);
+      break;
+    }
+    added += r == Insert::added ? 1 : 0;
+  }
+  EXPECT_GE(static_cast<double>(added), 0.9 * static_cast<double>(t.shape.slots()));
+  for (std::uint64_t j = 0; j < i; ++j) EXPECT_TRUE(t.table.contains(item(j))) << j;
+}
+
+TEST(CuckooTable, CopiesFedAlikeStayIdentical) {
+  Owned a(shape_for(5000, 0.001));
+  Owned b(shape_for(5000, 0.001));
+  for (std::uint64_t i = 0; i < 4900; ++i) {
+    EXPECT_EQ(a.table.insert(item(i)), b.table.insert(item(i)));
+    if (i % 7 == 0) {
+      EXPECT_EQ(a.table.remove(item(i / 2)), b.table.remove(item(i / 2)));
+    }
+  }
+  EXPECT_EQ(a.bytes, b.bytes);
+}
+
+TEST(CuckooTable, CountAndRemove) {
+  Owned t(shape_for(100, 0.0001));
+  EXPECT_EQ(t.table.count(item(1)), 0u);
+  EXPECT_EQ(t.table.insert(item(1)), Insert::added);
+  EXPECT_EQ(t.table.insert(item(1)), Insert::present);
+  EXPECT_EQ(t.table.count(item(1)), 1u);
+  EXPECT_TRUE(t.table.remove(item(1)));
+  EXPECT_FALSE(t.table.contains(item(1)));
+  EXPECT_FALSE(t.table.remove(item(1)));
+  std::vector<std::uint8_t> too_small(10);
+  EXPECT_THROW(Table(t.shape, too_small), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace redbloom::cuckoo_table
