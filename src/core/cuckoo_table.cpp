@@ -79,7 +79,8 @@ Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
 
 // Whether a slot of the bucket holds the fingerprint: for short fingerprints all four lanes at
 // once (a lane of bucket XOR fingerprint is zero; the borrow test is exact for "any lane").
-bool Table::holds(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
+__attribute__((always_inline)) inline bool Table::holds(std::uint64_t bucket,
+                                                        std::uint32_t fingerprint) const noexcept {
   if (low_ == 0) return find(bucket, fingerprint) >= 0;
   const std::uint64_t bit = bucket * kSlotsPerBucket * shape_.fingerprint_bits;
   const std::uint64_t lanes = (load64(bytes_ + bit / 8) >> (bit % 8)) & bucket_mask_;
@@ -111,7 +112,9 @@ Table::Place Table::place_of(const ItemHash& h) const noexcept {
 
 std::uint64_t Table::alternate(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
   const std::uint64_t h = layout::fastrange64(fingerprint * kMix, shape_.buckets);
-  return h >= bucket ? h - bucket : h + shape_.buckets - bucket;
+  // (h − bucket) mod m without a branch the data decides.
+  const std::uint64_t wrap = h < bucket ? shape_.buckets : 0;
+  return h + wrap - bucket;
 }
 
 int Table::find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
@@ -134,16 +137,22 @@ bool Table::contains(const ItemHash& h) const noexcept {
 }
 
 void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept {
-  constexpr std::size_t kAhead = 8;
-  const auto fetch = [&](std::size_t i) {
-    const Place p = place_of(hashes[i]);
-    __builtin_prefetch(bytes_ + p.first * kSlotsPerBucket * shape_.fingerprint_bits / 8);
-    __builtin_prefetch(bytes_ + p.second * kSlotsPerBucket * shape_.fingerprint_bits / 8);
+  // The buckets of the item kAhead places on are asked of the cache while one is tested.
+  // Working its place out again then costs less than keeping it (measured).
+  constexpr std::size_t kAhead = 16;
+  const std::size_t bits_per_bucket = kSlotsPerBucket * shape_.fingerprint_bits;
+  const auto fetch = [&](const ItemHash& h) {
+    const Place p = place_of(h);
+    __builtin_prefetch(bytes_ + p.first * bits_per_bucket / 8);
+    __builtin_prefetch(bytes_ + p.second * bits_per_bucket / 8);
   };
-  for (std::size_t i = 0; i < std::min(kAhead, hashes.size()); ++i) fetch(i);
-  for (std::size_t i = 0; i < hashes.size(); ++i) {
-    if (i + kAhead < hashes.size()) fetch(i + kAhead);
-    present[i] = contains(hashes[i]) ? 1 : 0;
+  const std::size_t n = hashes.size();
+  for (std::size_t i = 0; i < std::min(kAhead, n); ++i) fetch(hashes[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) fetch(hashes[i + kAhead]);
+    const Place p = place_of(hashes[i]);
+    present[i] =
+        static_cast<std::uint8_t>(holds(p.first, p.fingerprint) | holds(p.second, p.fingerprint));
   }
 }
 
