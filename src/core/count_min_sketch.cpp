@@ -1,0 +1,150 @@
+#include "core/count_min_sketch.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "core/redisbloom_chain.hpp"
+#include "redbloom/error.hpp"
+
+namespace redbloom::cms {
+
+namespace {
+
+// A double as an unsigned 64-bit count; nullopt when it does not fit (RedisBloom's conversion
+// is undefined there, and what it gives on x86-64 its range check then refuses).
+std::optional<std::uint64_t> whole(double value) {
+  if (!(value >= 0) || value >= 9223372036854775808.0) return std::nullopt;
+  return static_cast<std::uint64_t>(value);
+}
+
+std::size_t cell_count(std::uint64_t width, std::uint64_t depth) {
+  return static_cast<std::size_t>(width * depth);
+}
+
+}  // namespace
+
+std::optional<Dimensions> dimensions_for(double error, double probability) noexcept {
+  if (!(error > 0 && error < 1 && probability > 0 && probability < 1)) return std::nullopt;
+  const auto width = whole(std::ceil(2 / error));
+  // In single precision as RedisBloom computes it: a probability near 1 rounds to 1.0f and
+  // gives no rows, one under the smallest float gives infinitely many; both are refused.
+  const float rows = ::log10f(static_cast<float>(probability)) / ::log10f(0.5f);
+  const auto depth = whole(std::ceil(static_cast<double>(rows)));
+  if (!width || !depth || *width < 1 || *depth < 1 ||
+      *width > static_cast<std::uint64_t>(LLONG_MAX) / *depth) {
+    return std::nullopt;
+  }
+  return Dimensions{*width, *depth};
+}
+
+std::optional<std::size_t> counter_bytes(std::uint64_t width, std::uint64_t depth) noexcept {
+  if (width == 0 || depth == 0 || width > SIZE_MAX / depth ||
+      width * depth > SIZE_MAX / sizeof(std::uint32_t)) {
+    return std::nullopt;
+  }
+  return static_cast<std::size_t>(width * depth) * sizeof(std::uint32_t);
+}
+
+Sketch::Sketch(std::uint64_t width, std::uint64_t depth, ChainAllocator allocator)
+    : allocator_(allocator), width_(width), depth_(depth) {
+  const auto bytes = counter_bytes(width, depth);
+  if (!bytes) throw InvalidArgument("count-min sketch: width and depth must be positive and fit");
+  counters_ = static_cast<std::uint32_t*>(allocator_.allocate(*bytes));
+  if (counters_ == nullptr) throw std::bad_alloc();
+  std::memset(counters_, 0, *bytes);
+}
+
+Sketch::Sketch(std::uint64_t width, std::uint64_t depth, std::uint64_t count, void* counters,
+               ChainAllocator allocator) noexcept
+    : allocator_(allocator),
+      width_(width),
+      depth_(depth),
+      count_(count),
+      counters_(static_cast<std::uint32_t*>(counters)) {}
+
+Sketch::Sketch(const Sketch& other)
+    : allocator_(other.allocator_), width_(other.width_), depth_(other.depth_) {
+  const std::size_t bytes = cell_count(width_, depth_) * sizeof(std::uint32_t);
+  counters_ = static_cast<std::uint32_t*>(allocator_.allocate(bytes));
+  if (counters_ == nullptr) throw std::bad_alloc();
+  std::memcpy(counters_, other.counters_, bytes);
+  count_ = other.count_;
+}
+
+Sketch::~Sketch() {
+  if (counters_ != nullptr) allocator_.release(counters_);
+}
+
+std::uint32_t Sketch::increment(std::string_view item, std::uint64_t by) noexcept {
+  std::uint32_t smallest = kSaturated;
+  std::uint32_t* row = counters_;
+  for (std::uint64_t i = 0; i < depth_; ++i, row += width_) {
+    const std::uint32_t hash = redisbloom::murmur2_32(item, static_cast<std::uint32_t>(i));
+    std::uint32_t& counter = row[hash % width_];
+    // RedisBloom adds in 32 bits and saturates when the sum wrapped (or `by` alone passes 2^32).
+    const std::uint64_t sum = static_cast<std::uint64_t>(counter) + by;
+    counter = sum >= kSaturated ? kSaturated : static_cast<std::uint32_t>(sum);
+    smallest = std::min(smallest, counter);
+  }
+  count_ += by;
+  return smallest;
+}
+
+std::uint32_t Sketch::query(std::string_view item) const noexcept {
+  std::uint32_t smallest = kSaturated;
+  const std::uint32_t* row = counters_;
+  for (std::uint64_t i = 0; i < depth_; ++i, row += width_) {
+    const std::uint32_t hash = redisbloom::murmur2_32(item, static_cast<std::uint32_t>(i));
+    smallest = std::min(smallest, row[hash % width_]);
+  }
+  return smallest;
+}
+
+bool Sketch::merge(std::span<const Sketch* const> sources,
+                   std::span<const long long> weights) noexcept {
+  const std::size_t cells = cell_count(width_, depth_);
+  // Every cell and the total checked first, so that a refused merge changes nothing.
+  for (std::size_t cell = 0; cell < cells; ++cell) {
+    std::int64_t sum = 0;
+    for (std::size_t k = 0; k < sources.size(); ++k) {
+      std::int64_t product = 0;
+      if (__builtin_mul_overflow(sources[k]->counters_[cell], weights[k], &product) ||
+          __builtin_add_overflow(sum, product, &sum)) {
+        return false;
+      }
+    }
+    if (sum < 0 || sum > static_cast<std::int64_t>(kSaturated)) return false;
+  }
+  std::int64_t total = 0;
+  for (std::size_t k = 0; k < sources.size(); ++k) {
+    std::int64_t product = 0;
+    if (__builtin_mul_overflow(sources[k]->count_, weights[k], &product) ||
+        __builtin_add_overflow(total, product, &total)) {
+      return false;
+    }
+  }
+  if (total < 0) return false;
+  // Cell by cell: each sum reads the sources' same cell before this one's is written, so this
+  // sketch may be a source.
+  for (std::size_t cell = 0; cell < cells; ++cell) {
+    std::int64_t sum = 0;
+    for (std::size_t k = 0; k < sources.size(); ++k) {
+      sum += static_cast<std::int64_t>(sources[k]->counters_[cell]) * weights[k];
+    }
+    counters_[cell] = static_cast<std::uint32_t>(sum);
+  }
+  count_ = static_cast<std::uint64_t>(total);
+  return true;
+}
+
+bool Sketch::relocate(void* (*move)(void* context, void* block), void* context) noexcept {
+  void* moved = move(context, counters_);
+  if (moved == nullptr) return false;
+  counters_ = static_cast<std::uint32_t*>(moved);
+  return true;
+}
+
+}  // namespace redbloom::cms
