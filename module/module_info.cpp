@@ -15,7 +15,7 @@ struct CommandCount {
   std::uint64_t calls = 0;
 };
 // More than the module registers; a name past them gets a counter INFO does not show.
-std::array<CommandCount, 64> g_commands;
+std::array<CommandCount, 96> g_commands;
 std::uint64_t g_spare_counter = 0;
 
 void* redisbloom_allocate(std::size_t bytes) {
