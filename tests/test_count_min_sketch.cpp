@@ -4,7 +4,10 @@
 // saturation, and merges checked before they change anything.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -156,6 +159,31 @@ TEST(CountMinSketch, CopiesAndBadDimensions) {
   EXPECT_THROW(sketch(1ULL << 62, 4), InvalidArgument);
   EXPECT_FALSE(counter_bytes(1ULL << 32, 1ULL << 32));
   EXPECT_EQ(counter_bytes(3, 5), 60u);
+}
+
+// Active defragmentation: the counters move to the block the mover gives, or stay.
+TEST(CountMinSketch, RelocatedCountersKeepTheirCounts) {
+  Sketch s = sketch(64, 4);
+  for (int i = 0; i < 100; ++i) s.increment(std::to_string(i), i);
+  const std::vector<std::uint32_t> before(s.counters().begin(), s.counters().end());
+  const void* old_block = s.counters().data();
+  struct Mover {
+    static void* move(void* context, void* block) {
+      const std::size_t bytes = *static_cast<std::size_t*>(context);
+      void* fresh = std::malloc(bytes);
+      std::memcpy(fresh, block, bytes);
+      std::memset(block, 0xAB, bytes);  // what a stale read would then see
+      std::free(block);
+      return fresh;
+    }
+    static void* refuse(void*, void*) { return nullptr; }
+  };
+  std::size_t bytes = before.size() * sizeof(std::uint32_t);
+  EXPECT_FALSE(s.relocate(Mover::refuse, &bytes));
+  EXPECT_EQ(s.counters().data(), old_block);
+  ASSERT_TRUE(s.relocate(Mover::move, &bytes));
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), s.counters().begin()));
+  for (int i = 0; i < 100; ++i) EXPECT_GE(s.query(std::to_string(i)), static_cast<unsigned>(i));
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ def test_damaged_payloads_are_errors_never_crashes(tmp_path):
         server.kill()
 
 
-def test_memory_limit_copy_info_counters_and_defrag_of_a_value(tmp_path):
+def test_memory_limit_copy_and_info_counters(tmp_path):
     server = start_server(tmp_path / "s", "MAX_FILTER_BYTES", "1m", options=DEBUG)
     try:
         with Resp(server.port) as raw:
