@@ -1,5 +1,6 @@
 #include "cms_commands.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <memory>
 #include <optional>
@@ -14,6 +15,9 @@ namespace redbloom::module {
 namespace {
 
 using cms::Sketch;
+
+// Items handed to the sketch at a time (their names and answers on the stack).
+constexpr int kChunk = 64;
 
 // The sketch at an open key; nullptr, with RedisBloom's error replied, when there is none.
 Sketch* existing(RedisModuleCtx* ctx, const OpenKey& key) {
@@ -105,13 +109,19 @@ int incrby(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     increments[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(*by);
   }
   RedisModule_ReplyWithArray(ctx, pairs);
-  for (int i = 0; i < pairs; ++i) {
-    const std::uint32_t count =
-        sketch->increment(text(argv[2 + 2 * i]), increments[static_cast<std::size_t>(i)]);
-    if (count != cms::kSaturated) {
-      RedisModule_ReplyWithLongLong(ctx, count);
-    } else {
-      RedisModule_ReplyWithError(ctx, "CMS: INCRBY overflow");
+  std::string_view items[kChunk];
+  std::uint32_t counts[kChunk];
+  for (int first = 0; first < pairs; first += kChunk) {
+    const int n = std::min(kChunk, pairs - first);
+    for (int j = 0; j < n; ++j) items[j] = text(argv[2 + 2 * (first + j)]);
+    const auto size = static_cast<std::size_t>(n);
+    sketch->increment_all({items, size}, {increments.data() + first, size}, {counts, size});
+    for (int j = 0; j < n; ++j) {
+      if (counts[j] != cms::kSaturated) {
+        RedisModule_ReplyWithLongLong(ctx, counts[j]);
+      } else {
+        RedisModule_ReplyWithError(ctx, "CMS: INCRBY overflow");
+      }
     }
   }
   RedisModule_ReplicateVerbatim(ctx);
@@ -125,7 +135,15 @@ int query(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const Sketch* sketch = existing(ctx, key);
   if (sketch == nullptr) return module_api::kOk;
   RedisModule_ReplyWithArray(ctx, argc - 2);
-  for (int i = 2; i < argc; ++i) RedisModule_ReplyWithLongLong(ctx, sketch->query(text(argv[i])));
+  std::string_view items[kChunk];
+  std::uint32_t counts[kChunk];
+  for (int first = 2; first < argc; first += kChunk) {
+    const int n = std::min(kChunk, argc - first);
+    for (int j = 0; j < n; ++j) items[j] = text(argv[first + j]);
+    const auto size = static_cast<std::size_t>(n);
+    sketch->query_all({items, size}, {counts, size});
+    for (int j = 0; j < n; ++j) RedisModule_ReplyWithLongLong(ctx, counts[j]);
+  }
   return module_api::kOk;
 }
 

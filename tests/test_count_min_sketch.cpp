@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/count_min_sketch.hpp"
+#include "core/redisbloom_chain.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom::cms {
@@ -159,6 +160,61 @@ TEST(CountMinSketch, CopiesAndBadDimensions) {
   EXPECT_THROW(sketch(1ULL << 62, 4), InvalidArgument);
   EXPECT_FALSE(counter_bytes(1ULL << 32, 1ULL << 32));
   EXPECT_EQ(counter_bytes(3, 5), 60u);
+}
+
+TEST(CountMinSketch, BatchesAnswerAsOneAtATime) {
+  std::mt19937_64 rng(5);
+  for (const std::uint64_t depth : {1u, 7u, 16u, 17u}) {
+    Sketch one = sketch(31, depth);
+    Sketch batched = sketch(31, depth);
+    std::vector<std::string> names;
+    std::vector<std::uint64_t> by;
+    for (int i = 0; i < 203; ++i) {
+      names.push_back("n" + std::to_string(rng() % 40));       // repeats inside a batch
+      by.push_back(i % 50 == 7 ? 4294967000u : rng() % 1000);  // some saturate
+    }
+    const std::vector<std::string_view> items(names.begin(), names.end());
+    std::vector<std::uint32_t> expected;
+    for (std::size_t i = 0; i < items.size(); ++i)
+      expected.push_back(one.increment(items[i], by[i]));
+    std::vector<std::uint32_t> got(items.size());
+    batched.increment_all(items, by, got);
+    EXPECT_EQ(got, expected) << depth;
+    EXPECT_EQ(batched.count(), one.count());
+    EXPECT_TRUE(
+        std::equal(one.counters().begin(), one.counters().end(), batched.counters().begin()));
+    std::vector<std::uint32_t> queried(items.size());
+    batched.query_all(items, queried);
+    for (std::size_t i = 0; i < items.size(); ++i) EXPECT_EQ(queried[i], one.query(items[i]));
+  }
+}
+
+// The column is hash mod width by a multiplication: the same as the division for every width.
+TEST(CountMinSketch, ColumnsAreHashModWidth) {
+  std::mt19937_64 rng(9);
+  const std::uint64_t widths[] = {1, 2, 3, 7, 1000, 65537, (1ULL << 31) + 11, UINT32_MAX - 1};
+  for (const std::uint64_t width : widths) {
+    // A one-row sketch of this width would be too large to allocate for the widest: the same
+    // arithmetic is checked on a sketch whose row holds each probed column.
+    for (int i = 0; i < 2000; ++i) {
+      const std::uint32_t hash = static_cast<std::uint32_t>(rng());
+      const std::uint64_t inverse = width <= UINT32_MAX ? UINT64_MAX / width + 1 : 0;
+      const std::uint64_t low = inverse * hash;
+      const auto column =
+          static_cast<std::uint64_t>((static_cast<unsigned __int128>(low) * width) >> 64);
+      ASSERT_EQ(column, hash % width) << width << " " << hash;
+    }
+  }
+  // And through the sketch: a width of 1000003 places every item where hash mod width says.
+  Sketch s = sketch(1000003, 2);
+  for (int i = 0; i < 1000; ++i) {
+    const std::string item = std::to_string(rng());
+    s.increment(item, 1);
+    for (std::uint32_t row = 0; row < 2; ++row) {
+      const std::size_t at = row * 1000003 + redisbloom::murmur2_32(item, row) % 1000003;
+      EXPECT_GE(s.counters()[at], 1u);
+    }
+  }
 }
 
 // Active defragmentation: the counters move to the block the mover gives, or stay.

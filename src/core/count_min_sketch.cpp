@@ -24,6 +24,15 @@ std::size_t cell_count(std::uint64_t width, std::uint64_t depth) {
   return static_cast<std::size_t>(width * depth);
 }
 
+std::uint64_t fastmod_inverse(std::uint64_t width) {
+  return width != 0 && width <= UINT32_MAX ? UINT64_MAX / width + 1 : 0;
+}
+
+// Items whose positions are computed ahead; sketches deeper than kMaxBatchedDepth take one item
+// at a time.
+constexpr std::size_t kBatch = 8;
+constexpr std::uint64_t kMaxBatchedDepth = 16;
+
 }  // namespace
 
 std::optional<Dimensions> dimensions_for(double error, double probability) noexcept {
@@ -49,7 +58,7 @@ std::optional<std::size_t> counter_bytes(std::uint64_t width, std::uint64_t dept
 }
 
 Sketch::Sketch(std::uint64_t width, std::uint64_t depth, ChainAllocator allocator)
-    : allocator_(allocator), width_(width), depth_(depth) {
+    : allocator_(allocator), width_(width), depth_(depth), inverse_(fastmod_inverse(width)) {
   const auto bytes = counter_bytes(width, depth);
   if (!bytes) throw InvalidArgument("count-min sketch: width and depth must be positive and fit");
   counters_ = static_cast<std::uint32_t*>(allocator_.allocate(*bytes));
@@ -62,11 +71,15 @@ Sketch::Sketch(std::uint64_t width, std::uint64_t depth, std::uint64_t count, vo
     : allocator_(allocator),
       width_(width),
       depth_(depth),
+      inverse_(fastmod_inverse(width)),
       count_(count),
       counters_(static_cast<std::uint32_t*>(counters)) {}
 
 Sketch::Sketch(const Sketch& other)
-    : allocator_(other.allocator_), width_(other.width_), depth_(other.depth_) {
+    : allocator_(other.allocator_),
+      width_(other.width_),
+      depth_(other.depth_),
+      inverse_(other.inverse_) {
   const std::size_t bytes = cell_count(width_, depth_) * sizeof(std::uint32_t);
   counters_ = static_cast<std::uint32_t*>(allocator_.allocate(bytes));
   if (counters_ == nullptr) throw std::bad_alloc();
@@ -78,12 +91,18 @@ Sketch::~Sketch() {
   if (counters_ != nullptr) allocator_.release(counters_);
 }
 
+std::size_t Sketch::column(std::string_view item, std::uint64_t row) const noexcept {
+  const std::uint32_t hash = redisbloom::murmur2_32(item, static_cast<std::uint32_t>(row));
+  if (width_ > UINT32_MAX) return hash;
+  const std::uint64_t low = inverse_ * hash;
+  return static_cast<std::size_t>((static_cast<unsigned __int128>(low) * width_) >> 64);
+}
+
 std::uint32_t Sketch::increment(std::string_view item, std::uint64_t by) noexcept {
   std::uint32_t smallest = kSaturated;
   std::uint32_t* row = counters_;
   for (std::uint64_t i = 0; i < depth_; ++i, row += width_) {
-    const std::uint32_t hash = redisbloom::murmur2_32(item, static_cast<std::uint32_t>(i));
-    std::uint32_t& counter = row[hash % width_];
+    std::uint32_t& counter = row[column(item, i)];
     // RedisBloom adds in 32 bits and saturates when the sum wrapped (or `by` alone passes 2^32).
     const std::uint64_t sum = static_cast<std::uint64_t>(counter) + by;
     counter = sum >= kSaturated ? kSaturated : static_cast<std::uint32_t>(sum);
@@ -97,10 +116,60 @@ std::uint32_t Sketch::query(std::string_view item) const noexcept {
   std::uint32_t smallest = kSaturated;
   const std::uint32_t* row = counters_;
   for (std::uint64_t i = 0; i < depth_; ++i, row += width_) {
-    const std::uint32_t hash = redisbloom::murmur2_32(item, static_cast<std::uint32_t>(i));
-    smallest = std::min(smallest, row[hash % width_]);
+    smallest = std::min(smallest, row[column(item, i)]);
   }
   return smallest;
+}
+
+template <class Apply>
+void Sketch::in_batches(std::span<const std::string_view> items, Apply apply) const noexcept {
+  std::size_t positions[kBatch * kMaxBatchedDepth];
+  const std::size_t depth = static_cast<std::size_t>(depth_);
+  for (std::size_t first = 0; first < items.size(); first += kBatch) {
+    const std::size_t n = std::min(kBatch, items.size() - first);
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t r = 0; r < depth; ++r) {
+        const std::size_t at = r * width_ + column(items[first + j], r);
+        positions[j * depth + r] = at;
+        __builtin_prefetch(counters_ + at);
+      }
+    }
+    for (std::size_t j = 0; j < n; ++j) apply(first + j, positions + j * depth);
+  }
+}
+
+void Sketch::increment_all(std::span<const std::string_view> items,
+                           std::span<const std::uint64_t> by,
+                           std::span<std::uint32_t> out) noexcept {
+  if (depth_ > kMaxBatchedDepth) {
+    for (std::size_t i = 0; i < items.size(); ++i) out[i] = increment(items[i], by[i]);
+    return;
+  }
+  in_batches(items, [&](std::size_t i, const std::size_t* positions) {
+    std::uint32_t smallest = kSaturated;
+    for (std::uint64_t r = 0; r < depth_; ++r) {
+      std::uint32_t& counter = counters_[positions[r]];
+      const std::uint64_t sum = static_cast<std::uint64_t>(counter) + by[i];
+      counter = sum >= kSaturated ? kSaturated : static_cast<std::uint32_t>(sum);
+      smallest = std::min(smallest, counter);
+    }
+    count_ += by[i];
+    out[i] = smallest;
+  });
+}
+
+void Sketch::query_all(std::span<const std::string_view> items,
+                       std::span<std::uint32_t> out) const noexcept {
+  if (depth_ > kMaxBatchedDepth) {
+    for (std::size_t i = 0; i < items.size(); ++i) out[i] = query(items[i]);
+    return;
+  }
+  in_batches(items, [&](std::size_t i, const std::size_t* positions) {
+    std::uint32_t smallest = kSaturated;
+    for (std::uint64_t r = 0; r < depth_; ++r)
+      smallest = std::min(smallest, counters_[positions[r]]);
+    out[i] = smallest;
+  });
 }
 
 bool Sketch::merge(std::span<const Sketch* const> sources,

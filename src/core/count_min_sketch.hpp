@@ -54,6 +54,12 @@ class Sketch {
   // (kSaturated when every row's has saturated). The total count wraps as RedisBloom's does.
   std::uint32_t increment(std::string_view item, std::uint64_t by) noexcept;
   [[nodiscard]] std::uint32_t query(std::string_view item) const noexcept;
+  // increment() and query() of each item in turn (out[i] their answers): the same results,
+  // with the counters of the next items fetched from memory while the current ones are read.
+  void increment_all(std::span<const std::string_view> items, std::span<const std::uint64_t> by,
+                     std::span<std::uint32_t> out) noexcept;
+  void query_all(std::span<const std::string_view> items,
+                 std::span<std::uint32_t> out) const noexcept;
 
   // Sets this sketch to the weighted sum of `sources` (this one may be among them), all of
   // this sketch's dimensions. False, with nothing changed, when a counter would leave
@@ -74,9 +80,19 @@ class Sketch {
   bool relocate(void* (*move)(void* context, void* block), void* context) noexcept;
 
  private:
+  // Where the item's counter of row `row` is: its hash with seed `row`, mod the width.
+  [[nodiscard]] std::size_t column(std::string_view item, std::uint64_t row) const noexcept;
+  // Calls apply(i, positions) for each item in turn, positions its counters' indexes row after
+  // row, computed (and their cache lines requested) a few items ahead.
+  template <class Apply>
+  void in_batches(std::span<const std::string_view> items, Apply apply) const noexcept;
+
   ChainAllocator allocator_;
   std::uint64_t width_;
   std::uint64_t depth_;
+  // Lemire's fastmod constant for a width under 2^32: a 32-bit hash mod the width by two
+  // multiplications instead of a division (a wider sketch's hash mod width is the hash).
+  std::uint64_t inverse_ = 0;
   std::uint64_t count_ = 0;
   std::uint32_t* counters_ = nullptr;
 };
