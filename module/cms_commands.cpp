@@ -1,6 +1,7 @@
 #include "cms_commands.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <memory>
 #include <optional>
@@ -18,6 +19,19 @@ using cms::Sketch;
 
 // Items handed to the sketch at a time (their names and answers on the stack).
 constexpr int kChunk = 64;
+
+// An increment as the server reads it (RedisModule_StringToLongLong), with the common case
+// (plain decimal digits without a leading zero, as the server accepts them) parsed here; anything
+// else (a sign, a zero, out of range) is left to the server.
+std::optional<long long> increment_of(const RedisModuleString* argument) {
+  const std::string_view t = text(argument);
+  long long value = 0;
+  if (!t.empty() && t.front() >= '1' && t.front() <= '9') {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+    if (ec == std::errc() && end == t.data() + t.size()) return value;
+  }
+  return integer(argument);
+}
 
 // The sketch at an open key; nullptr, with RedisBloom's error replied, when there is none.
 Sketch* existing(RedisModuleCtx* ctx, const OpenKey& key) {
@@ -103,7 +117,7 @@ int incrby(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   const int pairs = (argc - 2) / 2;
   std::vector<std::uint64_t> increments(static_cast<std::size_t>(pairs));
   for (int i = 0; i < pairs; ++i) {
-    const auto by = integer(argv[3 + 2 * i]);
+    const auto by = increment_of(argv[3 + 2 * i]);
     if (!by) return reply_error(ctx, "CMS: Cannot parse number");
     if (*by < 0) return reply_error(ctx, "CMS: Number cannot be negative");
     increments[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(*by);

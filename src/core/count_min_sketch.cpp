@@ -6,7 +6,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/redisbloom_chain.hpp"
+#include "core/murmur2_inline.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom::cms {
@@ -92,7 +92,7 @@ Sketch::~Sketch() {
 }
 
 std::size_t Sketch::column(std::string_view item, std::uint64_t row) const noexcept {
-  const std::uint32_t hash = redisbloom::murmur2_32(item, static_cast<std::uint32_t>(row));
+  const std::uint32_t hash = detail::murmur2_32_inline(item, static_cast<std::uint32_t>(row));
   if (width_ > UINT32_MAX) return hash;
   const std::uint64_t low = inverse_ * hash;
   return static_cast<std::size_t>((static_cast<unsigned __int128>(low) * width_) >> 64);

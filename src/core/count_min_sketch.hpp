@@ -81,7 +81,7 @@ class Sketch {
 
  private:
   // Where the item's counter of row `row` is: its hash with seed `row`, mod the width.
-  [[nodiscard]] std::size_t column(std::string_view item, std::uint64_t row) const noexcept;
+  [[nodiscard]] inline std::size_t column(std::string_view item, std::uint64_t row) const noexcept;
   // Calls apply(i, positions) for each item in turn, positions its counters' indexes row after
   // row, computed (and their cache lines requested) a few items ahead.
   template <class Apply>
