@@ -27,6 +27,8 @@
 #include "bloom_type.hpp"
 #include "bloom_value.hpp"
 #include "cf_commands.hpp"
+#include "cms_commands.hpp"
+#include "cms_type.hpp"
 #include "command_support.hpp"
 #include "cuckoo_type.hpp"
 #include "module_info.hpp"
@@ -193,6 +195,8 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (!module::register_tdigest_commands(ctx)) return module_api::kErr;
   if (!module::register_topk_type(ctx)) return module_api::kErr;
   if (!module::register_topk_commands(ctx)) return module_api::kErr;
+  if (!module::register_cms_type(ctx)) return module_api::kErr;
+  if (!module::register_cms_commands(ctx)) return module_api::kErr;
   if (!module::register_info(ctx)) return module_api::kErr;
   return module_api::kOk;
 }
