@@ -9,7 +9,10 @@
 # Redis, RedisBloom; 1 and 4 commands in flight; memory per filter) and prints its
 # markdown tables, medians of --reps runs, randomly interleaved; then redis-benchmark's BF.ADD
 # latency against each module's server. The servers are killed by pid on exit, whatever happens.
-#   scripts/bench-module.sh [--n=1e6,1e7] [--reps=3] [--redisbloom=PATH.so] [--only=SUBSTRING]
+# --before=PATH.so adds a server with another build of redbloom.so, DEFAULT_FORMAT redisbloom,
+# for a before/after comparison in the same run.
+#   scripts/bench-module.sh [--n=1e6,1e7] [--reps=3] [--redisbloom=PATH.so] [--before=PATH.so]
+#                           [--only=SUBSTRING]
 # Other --key=value arguments go to bench_module as they are (bench/bench_module.cpp).
 # The server binary is $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH; the build dir
 # is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench.
@@ -19,14 +22,16 @@ cd "$(dirname "$0")/.."
 sizes=1e6,1e7
 reps=3
 redisbloom=""
+before=""
 passed=()
 for arg in "$@"; do
   case $arg in
     --n=*) sizes=${arg#--n=} ;;
     --reps=*) reps=${arg#--reps=} ;;
     --redisbloom=*) redisbloom=${arg#--redisbloom=} ;;
+    --before=*) before=${arg#--before=} ;;
     --help | -h)
-      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *) passed+=("$arg") ;;
@@ -37,6 +42,11 @@ if [[ -n "$redisbloom" && ! -r "$redisbloom" ]]; then
   exit 2
 fi
 if [[ -n "$redisbloom" ]]; then redisbloom=$(realpath "$redisbloom"); fi
+if [[ -n "$before" && ! -r "$before" ]]; then
+  echo "bench-module: --before=$before: no such readable file" >&2
+  exit 2
+fi
+if [[ -n "$before" ]]; then before=$(realpath "$before"); fi
 
 # shellcheck source=scripts/lib/private-redis.sh
 source scripts/lib/private-redis.sh
@@ -77,12 +87,16 @@ if [[ -n "$redisbloom" ]]; then
   with_module redisbloom "$redisbloom" >"$dir/uri"
   servers+=(--redisbloom="$(tail -n1 "$dir/uri")")
 fi
+if [[ -n "$before" ]]; then
+  with_module before "$before" DEFAULT_FORMAT redisbloom >"$dir/uri"
+  servers+=(--rbformat-before="$(tail -n1 "$dir/uri")")
+fi
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB," \
   "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "servers: $("$server_bin" --version | head -n1), no persistence, pids ${pids[*]}" \
   "(stock, redbloom.so, redbloom.so LAYOUT classic, redbloom.so DEFAULT_FORMAT redisbloom," \
-  "no-op floor${redisbloom:+, $redisbloom})"
+  "no-op floor${redisbloom:+, $redisbloom}${before:+, $before DEFAULT_FORMAT redisbloom})"
 echo "module: $module"
 echo "client and servers share these $(nproc) cores; one case runs at a time"
 

@@ -294,6 +294,47 @@ TEST(RedisBloomChain, RemaindersByMultiplicationAreExact) {
   }
 }
 
+// MurmurHash64A as published (Austin Appleby), word by word and byte by byte: what the
+// module's shortcuts (one load for the tail, both passes fused) must equal at every length.
+std::uint64_t reference_murmur64a(const std::string& data, std::uint64_t seed) {
+  constexpr std::uint64_t m = 0xc6a4a7935bd1e995ULL;
+  std::uint64_t h = seed ^ (data.size() * m);
+  const std::size_t words = data.size() / 8;
+  for (std::size_t i = 0; i < words; ++i) {
+    std::uint64_t k = 0;
+    for (int b = 7; b >= 0; --b) k = (k << 8) | static_cast<unsigned char>(data[8 * i + b]);
+    k *= m;
+    k ^= k >> 47;
+    k *= m;
+    h ^= k;
+    h *= m;
+  }
+  const std::size_t left = data.size() % 8;
+  if (left != 0) {
+    for (std::size_t b = left; b-- > 0;) {
+      h ^= std::uint64_t{static_cast<unsigned char>(data[8 * words + b])} << (8 * b);
+    }
+    h *= m;
+  }
+  h ^= h >> 47;
+  h *= m;
+  h ^= h >> 47;
+  return h;
+}
+
+TEST(RedisBloomChain, HashesAreMurmurHash64AAtEveryLength) {
+  std::string data;
+  for (std::size_t length = 0; length <= 160; ++length) {
+    const std::uint64_t a = reference_murmur64a(data, 0xc6a4a7935bd1e995ULL);
+    ASSERT_EQ(murmur64a(data, 0xc6a4a7935bd1e995ULL), a) << length;
+    ASSERT_EQ(murmur64a(data, 12345), reference_murmur64a(data, 12345)) << length;
+    const HashPair pair = item_hash(data, kForce64);
+    ASSERT_EQ(pair.a, a) << length;
+    ASSERT_EQ(pair.b, reference_murmur64a(data, a)) << length;
+    data.push_back(static_cast<char>(0x80 + 37 * length));  // bytes past 0x7f too
+  }
+}
+
 TEST(RedisBloomChain, TheTwoHashVersionsPlaceItemsDifferently) {
   int same = 0;
   for (int i = 0; i < 100; ++i) {

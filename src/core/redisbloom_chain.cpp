@@ -91,6 +91,13 @@ std::uint64_t murmur64a(std::string_view data, std::uint64_t seed) noexcept {
     h ^= k;
     h *= m;
   }
+  if (left != 0 && data.size() >= 8) {
+    // The last `left` bytes as one little-endian word: the tail's 8 bytes, read in one load
+    // ending at the item's end, shifted down.
+    h ^= read_word<std::uint64_t>(p + left - 8) >> (64 - 8 * left);
+    h *= m;
+    left = 0;
+  }
   const auto byte = [&](std::size_t i) {
     return static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   };
@@ -127,8 +134,62 @@ std::uint64_t murmur64a(std::string_view data, std::uint64_t seed) noexcept {
   return h;
 }
 
+namespace {
+
+// Both MurmurHash64A passes of an item of up to kFusedBlocks words, sharing their work: a
+// word's mixing does not depend on the seed, so each word is mixed once for both.
+constexpr std::size_t kFusedBlocks = 8;
+
+HashPair murmur64a_twice(std::string_view data, std::uint64_t seed) noexcept {
+  constexpr std::uint64_t m = 0xc6a4a7935bd1e995ULL;
+  const auto length =
+      static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<int>(data.size())));
+  const std::size_t blocks = data.size() / 8;
+  const std::size_t left = data.size() % 8;
+  std::uint64_t k[kFusedBlocks];
+  std::uint64_t h = seed ^ (length * m);
+  for (std::size_t i = 0; i < blocks; ++i) {
+    std::uint64_t w = read_word<std::uint64_t>(data.data() + 8 * i);
+    w *= m;
+    w ^= w >> 47;
+    w *= m;
+    k[i] = w;
+    h ^= w;
+    h *= m;
+  }
+  std::uint64_t tail = 0;
+  if (left != 0) {
+    // The last `left` bytes as one little-endian word (data holds at least 8 bytes here).
+    tail = read_word<std::uint64_t>(data.data() + data.size() - 8) >> (64 - 8 * left);
+    h ^= tail;
+    h *= m;
+  }
+  const auto finish = [](std::uint64_t x) {
+    x ^= x >> 47;
+    x *= m;
+    x ^= x >> 47;
+    return x;
+  };
+  const std::uint64_t a = finish(h);
+  h = a ^ (length * m);
+  for (std::size_t i = 0; i < blocks; ++i) {
+    h ^= k[i];
+    h *= m;
+  }
+  if (left != 0) {
+    h ^= tail;
+    h *= m;
+  }
+  return {a, finish(h)};
+}
+
+}  // namespace
+
 HashPair item_hash(std::string_view item, std::uint32_t options) noexcept {
   if ((options & kForce64) != 0) {
+    if (item.size() >= 8 && item.size() < 8 * (kFusedBlocks + 1)) {
+      return murmur64a_twice(item, 0xc6a4a7935bd1e995ULL);
+    }
     const std::uint64_t a = murmur64a(item, 0xc6a4a7935bd1e995ULL);
     return {a, murmur64a(item, a)};
   }
@@ -177,18 +238,6 @@ Modulus::Modulus(const Link& link) noexcept
       inverse(bits > 1 ? ~static_cast<unsigned __int128>(0) / bits + 1 : 0),
       wrap(bits > 0 ? (std::uint64_t{0} - bits) % bits : 0),
       power_of_two(link.n2 > 0) {}
-
-// x mod bits by multiplications (Lemire, Kaser and Kurz, "Faster remainder by direct
-// computation", 2019: exact for every 64-bit x with a 128-bit inverse).
-std::uint64_t Modulus::of(std::uint64_t x) const noexcept {
-  if (power_of_two) return x & (bits - 1);
-  const unsigned __int128 low = inverse * x;
-  const auto low_lo = static_cast<std::uint64_t>(low);
-  const auto low_hi = static_cast<std::uint64_t>(low >> 64);
-  const unsigned __int128 high = static_cast<unsigned __int128>(low_hi) * bits +
-                                 ((static_cast<unsigned __int128>(low_lo) * bits) >> 64);
-  return static_cast<std::uint64_t>(high >> 64);
-}
 
 void Link::positions(HashPair hash, const Modulus& modulus, std::uint64_t* out) const noexcept {
   if (modulus.power_of_two) {
@@ -422,8 +471,19 @@ bool Chain::contains(std::string_view item) const noexcept {
 
 Chain::AddResult Chain::add(const Prepared& p, std::uint64_t max_bytes) {
   if (links_.empty()) return AddResult::refused;
-  if (contains(p)) return AddResult::present;
   const bool fresh = p.kept && p.link == links_.size() - 1;
+  if (fresh && links_.back().items < links_.back().capacity) {
+    // The newest sub-filter has room: setting its bits tells whether it had the item, in one
+    // pass without a branch per probe (set bits stay set). The older ones are asked first.
+    for (auto link = links_.rbegin() + 1; link != links_.rend(); ++link) {
+      if (link->contains(p.hash)) return AddResult::present;
+    }
+    if (!links_.back().set_at(p.at)) return AddResult::present;
+    ++links_.back().items;
+    ++items_;
+    return AddResult::added;
+  }
+  if (contains(p)) return AddResult::present;
   if (links_.back().items >= links_.back().capacity) {
     if (!scaling()) return AddResult::full;
     Link next;
@@ -461,6 +521,9 @@ namespace {
 // Items prepared ahead of the one handled: enough to overlap their cache misses, few enough
 // that their prefetches stay in flight together.
 constexpr std::size_t kAhead = 4;
+// A sub-filter larger than this is taken to be out of the caches (an L2 holds 1-2 MiB; the
+// L3 is shared with everything else the server and its neighbours run).
+constexpr std::size_t kCachedBytes = std::size_t{4} << 20;
 }  // namespace
 
 void Chain::contains_many(std::span<const std::string_view> items,
@@ -469,10 +532,26 @@ void Chain::contains_many(std::span<const std::string_view> items,
     std::fill(present, present + items.size(), std::uint8_t{0});
     return;
   }
-  // Each probe is tested as it is placed (an absent item mostly stops within two), and only
-  // the lines of the first two probes of the items ahead are fetched early.
   const Modulus modulus(links_.back());
   const Link& newest = links_.back();
+  const std::size_t n = items.size();
+  if (newest.data.size() > kCachedBytes) {
+    // Most probes miss the caches: every probe's line of the items ahead is fetched, so that
+    // a present item's later probes do not wait on memory one after another.
+    Prepared ring[kAhead];
+    constexpr std::uint32_t kAll = Prepared::kKept;
+    for (std::size_t j = 0; j < std::min(kAhead, n); ++j) {
+      prepare(items[j], &modulus, kAll, ring[j]);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      Prepared& p = ring[j % kAhead];
+      present[j] = contains(p) ? 1 : 0;
+      if (j + kAhead < n) prepare(items[j + kAhead], &modulus, kAll, p);
+    }
+    return;
+  }
+  // In the caches, each probe is tested as it is placed (an absent item mostly stops within
+  // two), and only the lines of the first two probes of the items ahead are fetched early.
   HashPair ring[kAhead];
   const auto ahead = [&](std::string_view item, HashPair& hash) {
     hash = item_hash(item, options_);
@@ -483,7 +562,6 @@ void Chain::contains_many(std::span<const std::string_view> items,
       __builtin_prefetch(newest.data.data() + (second >> 3));
     }
   };
-  const std::size_t n = items.size();
   for (std::size_t j = 0; j < std::min(kAhead, n); ++j) ahead(items[j], ring[j]);
   for (std::size_t j = 0; j < n; ++j) {
     const HashPair hash = ring[j % kAhead];

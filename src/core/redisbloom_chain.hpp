@@ -129,6 +129,19 @@ struct Link {
   bool set_at(const std::uint64_t* positions) noexcept;
 };
 
+// Defined here so that the batch loops inline it.
+// x mod bits by multiplications (Lemire, Kaser and Kurz, "Faster remainder by direct
+// computation", 2019: exact for every 64-bit x with a 128-bit inverse).
+inline std::uint64_t Modulus::of(std::uint64_t x) const noexcept {
+  if (power_of_two) return x & (bits - 1);
+  const unsigned __int128 low = inverse * x;
+  const auto low_lo = static_cast<std::uint64_t>(low);
+  const auto low_hi = static_cast<std::uint64_t>(low >> 64);
+  const unsigned __int128 high = static_cast<unsigned __int128>(low_hi) * bits +
+                                 ((static_cast<unsigned __int128>(low_lo) * bits) >> 64);
+  return static_cast<std::uint64_t>(high >> 64);
+}
+
 // A link as RedisBloom's bloom_init makes it for `capacity` items at `error`; false when
 // RedisBloom refuses those figures, or (`over_limit` set) when its bits would be over
 // `max_bytes` (0: no limit). The bits are allocated (zeroed) from `allocator`.
