@@ -96,6 +96,45 @@ def tdigest_answer(r, uri, key):
     return out
 
 
+def topk_fill(r, uri, key):
+    # A narrow Top-K fed a skewed stream: items share buckets, so decays are drawn, and a
+    # reloaded or replicated value must go on drawing as the primary's does.
+    r.execute_command("TOPK.RESERVE", key, 5, 8, 3, 0.9)
+    stream = [b"item:%d" % ((i * i) % 37 if i % 3 else i % 5) for i in range(3000)]
+    for start in range(0, len(stream), 500):
+        r.execute_command("TOPK.ADD", key, *stream[start:start + 500])
+    r.execute_command("TOPK.INCRBY", key, "heavy", 400, "item:1", 7)
+
+
+def topk_answer(r, uri, key):
+    probe = [b"item:%d" % i for i in range(40)] + [b"heavy", b"absent"]
+    # An add last: it must expel and decay alike everywhere.
+    return [r.type(key), r.execute_command("TOPK.LIST", key, "WITHCOUNT"),
+            r.execute_command("TOPK.COUNT", key, *probe),
+            r.execute_command("TOPK.QUERY", key, *probe), r.execute_command("TOPK.INFO", key)]
+
+
+def cms_fill(r, uri, key):
+    r.execute_command("CMS.INITBYDIM", key, 200, 4)
+    r.execute_command("CMS.INITBYDIM", key + ":b", 200, 4)
+    r.execute_command("CMS.INITBYPROB", key + ":prob", 0.01, 0.001)
+    for k in (key, key + ":b", key + ":prob"):
+        pairs = []
+        for i, item in enumerate(items("in", 300)):
+            pairs += [item, i % 17 + 1]
+        r.execute_command("CMS.INCRBY", k, *pairs)
+    r.execute_command("CMS.INITBYDIM", key + ":merged", 200, 4)
+    r.execute_command("CMS.MERGE", key + ":merged", 2, key, key + ":b", "WEIGHTS", 2, 3)
+
+
+def cms_answer(r, uri, key):
+    out = []
+    for k in (key, key + ":b", key + ":prob", key + ":merged"):
+        out += [r.type(k), r.execute_command("CMS.INFO", k),
+                r.execute_command("CMS.QUERY", k, *PROBE[:600])]
+    return out
+
+
 def plain_fill(r, uri, key):
     run_cli(uri, "create", "--name", key, "-n", "20000", "--partition-size", "4KiB")
     # Half through the CLI (RB.PARTADD), half as BF.MADD on the server.
@@ -126,6 +165,8 @@ KINDS = [
     ("bf-redisbloom", bloom_fill("redisbloom"), bloom_answer),
     ("cuckoo", cuckoo_fill, cuckoo_answer),
     ("tdigest", tdigest_fill, tdigest_answer),
+    ("topk", topk_fill, topk_answer),
+    ("cms", cms_fill, cms_answer),
     ("plain", plain_fill, plain_answer),
     ("windowed", windowed_fill, windowed_answer),
 ]
