@@ -1,10 +1,11 @@
 """Helpers for the module's tests: servers with redbloom.so loaded, packed batches, DUMP's
-CRC64, the filter header's fields, SCANDUMP/LOADCHUNK loops."""
+CRC64, the filter header's fields, SCANDUMP/LOADCHUNK loops, and replies recorded from
+RedisBloom replayed byte for byte."""
 
 import math
 import os
 import re
-import socket
+import shutil
 import struct
 import sys
 from pathlib import Path
@@ -14,6 +15,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from redis_server import RedisServer, free_port, wait_until  # noqa: E402,F401
 from resp import Error, Resp, Status  # noqa: E402,F401
+
+# The connection the fixture scripts record RedisBloom's replies with.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "redisbloom"))
+from recorder import Raw  # noqa: E402
 
 TYPE_NAME = "redbloomF"
 WRONGTYPE = Error("WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -157,41 +162,64 @@ def snapshot(r, keys, dataset=True):
 
 
 # Replies recorded from RedisBloom (fixtures/redisbloom/*/replies.json), replayed byte for byte.
-class RawReplies:
-    """A connection that returns each reply as the bytes the server sent."""
+class RawReplies(Raw):
+    """A connection that returns each reply as the text (latin-1) of the bytes the server sent."""
 
     def __init__(self, port, resp3=False):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.file = self.sock.makefile("rb")
-        if resp3:
-            self.call("HELLO", "3")
-
-    def close(self):
-        self.file.close()
-        self.sock.close()
+        super().__init__(port, resp3, timeout=60)
 
     def call(self, *args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out += [b"$%d\r\n" % len(a), a, b"\r\n"]
-        self.sock.sendall(b"".join(out))
-        return self._reply().decode("latin-1")
+        return super().call(*args).decode("latin-1")
 
-    def _reply(self):
-        line = self.file.readline()
-        assert line.endswith(b"\r\n"), "connection closed mid-reply"
-        kind, rest = line[:1], line[1:-2]
-        if kind in b"+-:,_#(":
-            return line
-        if kind in b"$=!":
-            n = int(rest)
-            return line if n < 0 else line + self.file.read(n + 2)
-        if kind in b"*~>%|":
-            n = int(rest)
-            count = n * 2 if kind in b"%|" else n
-            return line + b"".join(self._reply() for _ in range(max(count, 0)))
-        raise AssertionError("unexpected reply %r" % line)
+
+def server_on_fixture(fixtures, tmp_path, *options):
+    """A server (DEBUG allowed) started on the dump.rdb of a fixtures directory."""
+    directory = tmp_path / "data"
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(fixtures / "dump.rdb", directory / "dump.rdb")
+    return start_server(directory, options=("--enable-debug-command", "yes") + options)
+
+
+def dumps_restore_byte_for_byte(r, key_type):
+    """Whether the DUMP of every key of `key_type` RESTOREs under a new name to the same DUMP."""
+    for k in r.keys("*"):
+        if r.type(k) != key_type:
+            continue
+        payload = r.dump(k)
+        r.restore(b"again:" + k, 0, payload)
+        if r.dump(b"again:" + k) != payload:
+            return False
+    return True
+
+
+def own_save_aof_and_restore_answer(server, data_directory, reads):
+    """The module's own RDB (a restart), then its own AOF rewrite (RESTORE of each key's DUMP,
+    no RDB preamble, replayed by DEBUG LOADAOF), each answering `reads` (recorded commands and
+    replies) as recorded; then every key's DUMP RESTOREs to itself. The differences found."""
+    r = server.client()
+    dumps = {k: r.dump(k) for k in r.keys("*")}
+    r.save()
+    server.restart()
+    differences = replay(server, reads)
+    r = server.client()
+    r.config_set("aof-use-rdb-preamble", "no")
+    r.config_set("appendonly", "yes")
+    for _ in range(600):
+        persistence = r.info("persistence")
+        if persistence["aof_rewrite_in_progress"] == 0 and \
+                persistence["aof_rewrite_scheduled"] == 0:
+            break
+        r.execute_command("DEBUG", "SLEEP", "0.05")
+    base = list(data_directory.glob("appendonlydir/*.base.aof"))
+    assert len(base) == 1 and b"RESTORE" in base[0].read_bytes()
+    r.execute_command("DEBUG", "LOADAOF")  # empties the data set, then replays the AOF
+    differences += replay(server, reads)
+    r = server.client()
+    for k, payload in dumps.items():
+        r.restore(b"copy:" + k, 0, payload)
+        if r.dump(b"copy:" + k) != payload:
+            differences.append(("DUMP of a RESTOREd copy", k))
+    return differences
 
 
 _NUMBER = re.compile(rb"(\$\d+\r\n|,)([-+0-9.eEinfa]+)\r\n")

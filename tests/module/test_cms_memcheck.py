@@ -3,24 +3,18 @@ loaded, incremented, queried and merged with extreme arguments; damaged DUMP pay
 correct checksums) fed and the accepted ones used; the whole saved and loaded again. Memcheck
 must see no invalid access."""
 
-import shutil
 from pathlib import Path
 
 import redis
 
 from test_cms import RECORDED, fuzz_payloads
-from test_memcheck import EXTREME, Memcheck
+from test_memcheck import EXTREME, run_on_fixture_under_memcheck
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom" / "cms"
 
 
 def test_sketches_under_memcheck(tmp_path):
-    directory = tmp_path / "memcheck"
-    directory.mkdir()
-    shutil.copy(FIXTURES / "dump.rdb", directory / "dump.rdb")
-    checked = Memcheck(directory)
-    try:
-        r = checked.server.client()
+    def use(r, port):
         commands = []
         for key in RECORDED["dumps"]:
             commands += [("CMS.INCRBY", key, "a", value) for value in EXTREME]
@@ -36,12 +30,6 @@ def test_sketches_under_memcheck(tmp_path):
                 r.execute_command(*command)
             except redis.ResponseError:
                 pass
-        fuzz_payloads(r, checked.server.port, 300, 11)
-        r.execute_command("DEBUG", "RELOAD")
-        assert checked.new_errors() is None, checked.new_errors()
-    finally:
-        alive = checked.server.alive()
-        errors = checked.stop()
-    assert alive, "redis-server died under memcheck:\n" + checked.server.log_tail()
-    assert errors == 0, "memcheck counted %s errors:\n%s" % (
-        errors, checked.log_path.read_text(errors="replace")[-6000:])
+        fuzz_payloads(r, port, 300, 11)
+
+    run_on_fixture_under_memcheck(tmp_path, FIXTURES / "dump.rdb", use)

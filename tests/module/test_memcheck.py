@@ -7,6 +7,7 @@ the command that caused it, and the same seed replays it."""
 
 import random
 import re
+import shutil
 import struct
 import time
 
@@ -61,15 +62,36 @@ class Memcheck:
         return int(summary[-1]) if summary else None
 
 
-@pytest.fixture
-def memcheck(tmp_path):
-    checked = Memcheck(tmp_path / "memcheck")
-    yield checked
+def stop_and_check(checked):
+    """Stops a server under memcheck; fails if it died or memcheck counted any error."""
     alive = checked.server.alive()
     errors = checked.stop()
     assert alive, "redis-server died under memcheck:\n" + checked.server.log_tail()
     assert errors == 0, "memcheck counted %s errors:\n%s" % (
         errors, checked.log_path.read_text(errors="replace")[-6000:])
+
+
+def run_on_fixture_under_memcheck(tmp_path, rdb, use):
+    """A server under memcheck started on a fixture's RDB file; use(client, port) works on it,
+    then the whole is saved and loaded again. Fails on any invalid access memcheck saw, or if
+    the server died."""
+    directory = tmp_path / "memcheck"
+    directory.mkdir()
+    shutil.copy(rdb, directory / "dump.rdb")
+    checked = Memcheck(directory)
+    try:
+        use(checked.server.client(), checked.server.port)
+        checked.server.client().execute_command("DEBUG", "RELOAD")
+        assert checked.new_errors() is None, checked.new_errors()
+    finally:
+        stop_and_check(checked)
+
+
+@pytest.fixture
+def memcheck(tmp_path):
+    checked = Memcheck(tmp_path / "memcheck")
+    yield checked
+    stop_and_check(checked)
 
 
 def send(memcheck, raw, command, description=None):

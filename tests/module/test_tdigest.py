@@ -5,22 +5,15 @@ a crash. The fixtures and how they were made: fixtures/redisbloom/tdigest/README
 
 import json
 import random
-import shutil
 import struct
 from pathlib import Path
 
-from module_util import Error, Resp, replay, start_server, with_crc
+from module_util import (Error, Resp, dumps_restore_byte_for_byte, own_save_aof_and_restore_answer,
+                         replay, server_on_fixture, start_server, with_crc)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom" / "tdigest"
 RECORDED = json.loads((FIXTURES / "replies.json").read_text())
 DEBUG = ("--enable-debug-command", "yes")
-
-
-def server_on_fixture(tmp_path, *options):
-    directory = tmp_path / "data"
-    directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(FIXTURES / "dump.rdb", directory / "dump.rdb")
-    return start_server(directory, options=DEBUG + options)
 
 
 def test_every_reply_is_redisbloom_s(tmp_path):
@@ -32,54 +25,21 @@ def test_every_reply_is_redisbloom_s(tmp_path):
 
 
 def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
-    server = server_on_fixture(tmp_path)
+    server = server_on_fixture(FIXTURES, tmp_path)
     try:
         assert server.client().type("uniform") == b"TDIS-TYPE"
         assert replay(server, RECORDED["after_reload"]) == []
+        # RedisBloom's DUMP of each key (its RDB encoding) is what redbloom.so dumps back.
+        assert dumps_restore_byte_for_byte(server.client(), b"TDIS-TYPE")
     finally:
         server.kill()
 
 
 def test_own_save_aof_rewrite_and_restore_answer_the_same(tmp_path):
-    server = server_on_fixture(tmp_path, "--appendonly", "no")
+    server = server_on_fixture(FIXTURES, tmp_path, "--appendonly", "no")
     try:
-        r = server.client()
-        keys = sorted(k.decode() for k in r.keys("*"))
-        dumps = {k: r.dump(k) for k in keys}
-        # Our own RDB, then an AOF rewritten by the module (RESTORE of each key's DUMP).
-        r.save()
-        server.restart()
-        assert replay(server, RECORDED["after_reload"]) == []
-        r = server.client()
-        r.config_set("aof-use-rdb-preamble", "no")
-        r.config_set("appendonly", "yes")
-        for _ in range(600):
-            if r.info("persistence")["aof_rewrite_in_progress"] == 0 and \
-                    r.info("persistence")["aof_rewrite_scheduled"] == 0:
-                break
-            r.execute_command("DEBUG", "SLEEP", "0.05")
-        base = list((tmp_path / "data").glob("appendonlydir/*.base.aof"))
-        assert len(base) == 1 and b"RESTORE" in base[0].read_bytes()
-        r.execute_command("DEBUG", "LOADAOF")  # empties the data set, then replays the AOF
-        assert replay(server, RECORDED["after_reload"]) == []
-        # DUMP/RESTORE under new names answers as the originals.
-        r = server.client()
-        for k in keys:
-            r.restore("copy:" + k, 0, dumps[k])
-            assert r.dump("copy:" + k) == dumps[k]
-    finally:
-        server.kill()
-
-
-def test_saved_values_are_byte_for_byte_redisbloom_s(tmp_path):
-    """RedisBloom's DUMP of each key (its RDB encoding) is what redbloom.so dumps back."""
-    server = server_on_fixture(tmp_path)
-    try:
-        r = server.client()
-        for k in r.keys("*"):
-            payload = r.dump(k)
-            r.restore(b"again:" + k, 0, payload)
-            assert r.dump(b"again:" + k) == payload
+        assert own_save_aof_and_restore_answer(server, tmp_path / "data",
+                                               RECORDED["after_reload"]) == []
     finally:
         server.kill()
 

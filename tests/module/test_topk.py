@@ -6,21 +6,14 @@ answer as the primary. The fixtures and how they were made: fixtures/redisbloom/
 
 import json
 import random
-import shutil
 from pathlib import Path
 
-from module_util import Error, Resp, replay, start_server, wait_until, with_crc
+from module_util import (Error, Resp, dumps_restore_byte_for_byte, own_save_aof_and_restore_answer,
+                         replay, server_on_fixture, start_server, wait_until, with_crc)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom" / "topk"
 RECORDED = json.loads((FIXTURES / "replies.json").read_text())
 DEBUG = ("--enable-debug-command", "yes")
-
-
-def server_on_fixture(tmp_path, *options):
-    directory = tmp_path / "data"
-    directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(FIXTURES / "dump.rdb", directory / "dump.rdb")
-    return start_server(directory, options=DEBUG + options)
 
 
 def heavy_stream(seed, n=20000, distinct=400):
@@ -44,52 +37,21 @@ def test_every_reply_is_redisbloom_s(tmp_path):
 
 
 def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
-    server = server_on_fixture(tmp_path)
+    server = server_on_fixture(FIXTURES, tmp_path)
     try:
         assert server.client().type("flat") == b"TopK-TYPE"
         assert replay(server, RECORDED["after_reload"]) == []
-    finally:
-        server.kill()
-
-
-def test_saved_values_are_byte_for_byte_redisbloom_s(tmp_path):
-    """RedisBloom's DUMP of each key (its RDB encoding) is what redbloom.so dumps back."""
-    server = server_on_fixture(tmp_path)
-    try:
-        r = server.client()
-        for k in r.keys("*"):
-            payload = r.dump(k)
-            r.restore(b"again:" + k, 0, payload)
-            assert r.dump(b"again:" + k) == payload
+        # RedisBloom's DUMP of each key (its RDB encoding) is what redbloom.so dumps back.
+        assert dumps_restore_byte_for_byte(server.client(), b"TopK-TYPE")
     finally:
         server.kill()
 
 
 def test_own_save_aof_rewrite_and_restore_answer_the_same(tmp_path):
-    server = server_on_fixture(tmp_path, "--appendonly", "no")
+    server = server_on_fixture(FIXTURES, tmp_path, "--appendonly", "no")
     try:
-        r = server.client()
-        dumps = {k: r.dump(k) for k in r.keys("*")}
-        r.save()
-        server.restart()
-        assert replay(server, RECORDED["after_reload"]) == []
-        r = server.client()
-        r.config_set("aof-use-rdb-preamble", "no")
-        r.config_set("appendonly", "yes")
-        for _ in range(600):
-            persistence = r.info("persistence")
-            if persistence["aof_rewrite_in_progress"] == 0 and \
-                    persistence["aof_rewrite_scheduled"] == 0:
-                break
-            r.execute_command("DEBUG", "SLEEP", "0.05")
-        base = list((tmp_path / "data").glob("appendonlydir/*.base.aof"))
-        assert len(base) == 1 and b"RESTORE" in base[0].read_bytes()
-        r.execute_command("DEBUG", "LOADAOF")  # empties the data set, then replays the AOF
-        assert replay(server, RECORDED["after_reload"]) == []
-        r = server.client()
-        for k, payload in dumps.items():
-            r.restore(b"copy:" + k, 0, payload)
-            assert r.dump(b"copy:" + k) == payload
+        assert own_save_aof_and_restore_answer(server, tmp_path / "data",
+                                               RECORDED["after_reload"]) == []
     finally:
         server.kill()
 
