@@ -118,6 +118,29 @@ TEST(CuckooTable, CopiesFedAlikeStayIdentical) {
   EXPECT_EQ(a.bytes, b.bytes);
 }
 
+TEST(CuckooTable, EveryFingerprintWidthFindsWhatItHolds) {
+  // Widths up to 14 compare a bucket in one 64-bit word, up to 30 in 128 bits, above slot by
+  // slot: each must find what it holds and forget what it removed.
+  for (std::uint32_t f = kMinFingerprintBits; f <= kMaxFingerprintBits; ++f) {
+    Shape shape;
+    shape.buckets = 300;
+    shape.fingerprint_bits = f;
+    Owned t(shape);
+    std::set<std::uint64_t> held;
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+      if (t.table.insert(item(i)) == Insert::added) held.insert(i);
+    }
+    for (const std::uint64_t i : held) ASSERT_TRUE(t.table.contains(item(i))) << f << " " << i;
+    for (std::uint64_t i = 0; i < 1000; i += 2) {
+      if (held.erase(i) != 0) {
+        ASSERT_TRUE(t.table.remove(item(i))) << f;
+      }
+    }
+    for (const std::uint64_t i : held) ASSERT_TRUE(t.table.contains(item(i))) << f << " " << i;
+    ASSERT_EQ(t.table.stored(), held.size()) << f;
+  }
+}
+
 TEST(CuckooTable, CountAndRemove) {
   Owned t(shape_for(100, 0.0001));
   EXPECT_EQ(t.table.count(item(1)), 0u);

@@ -13,8 +13,10 @@ namespace redbloom::cuckoo_table {
 namespace {
 
 constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ULL;
-// A bucket of 4 lanes of f bits, shifted by up to 7 bits, fits one 8-byte load for f <= 14.
-constexpr std::uint32_t kWordBits = 14;
+// A bucket of 4 lanes of f bits, shifted by up to 7 bits, fits one 8-byte load for f <= 14 and
+// one 16-byte load for f <= 30.
+constexpr std::uint32_t kNarrowBits = 14;
+constexpr std::uint32_t kWideBits = 30;
 static_assert(kSlotsPerBucket == 4, "the kick's victim is drawn from the top 2 bits");
 
 std::uint64_t load64(const std::uint8_t* at) noexcept {
@@ -69,11 +71,14 @@ Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
       shape.fingerprint_bits > kMaxFingerprintBits || bytes.size() < shape.bytes()) {
     throw InvalidArgument("cuckoo table: its bytes do not match its shape");
   }
-  if (shape.fingerprint_bits <= kWordBits) {
-    for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j)
-      low_ |= 1ULL << (j * shape.fingerprint_bits);
+  if (shape.fingerprint_bits <= kWideBits) {
+    for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
+      low_ |= static_cast<unsigned __int128>(1) << (j * shape.fingerprint_bits);
+    }
     high_ = low_ << (shape.fingerprint_bits - 1);
-    bucket_mask_ = (1ULL << (kSlotsPerBucket * shape.fingerprint_bits)) - 1;
+    bucket_mask_ =
+        (static_cast<unsigned __int128>(1) << (kSlotsPerBucket * shape.fingerprint_bits)) - 1;
+    narrow_ = shape.fingerprint_bits <= kNarrowBits;
   }
 }
 
@@ -81,10 +86,18 @@ Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
 // once (a lane of bucket XOR fingerprint is zero; the borrow test is exact for "any lane").
 __attribute__((always_inline)) inline bool Table::holds(std::uint64_t bucket,
                                                         std::uint32_t fingerprint) const noexcept {
-  if (low_ == 0) return find(bucket, fingerprint) >= 0;
   const std::uint64_t bit = bucket * kSlotsPerBucket * shape_.fingerprint_bits;
-  const std::uint64_t lanes = (load64(bytes_ + bit / 8) >> (bit % 8)) & bucket_mask_;
-  const std::uint64_t x = lanes ^ (fingerprint * low_);
+  if (narrow_) {
+    const auto low = static_cast<std::uint64_t>(low_);
+    const std::uint64_t lanes =
+        (load64(bytes_ + bit / 8) >> (bit % 8)) & static_cast<std::uint64_t>(bucket_mask_);
+    const std::uint64_t x = lanes ^ (fingerprint * low);
+    return ((x - low) & ~x & static_cast<std::uint64_t>(high_)) != 0;
+  }
+  if (low_ == 0) return find(bucket, fingerprint) >= 0;
+  unsigned __int128 word;
+  std::memcpy(&word, bytes_ + bit / 8, sizeof word);
+  const unsigned __int128 x = ((word >> (bit % 8)) & bucket_mask_) ^ (fingerprint * low_);
   return ((x - low_) & ~x & high_) != 0;
 }
 

@@ -26,8 +26,8 @@ inline constexpr std::uint32_t kMaxFingerprintBits = 32;
 // The load a table is sized for: 4-slot buckets fill to about 95% before kicks fail.
 inline constexpr double kTargetLoad = 0.95;
 inline constexpr std::uint32_t kMaxKicks = 500;
-// Bytes past the slots, so that reading any slot is one unaligned 8-byte load.
-inline constexpr std::size_t kTailBytes = 8;
+// Bytes past the slots, so that any bucket is read by one unaligned 16-byte load.
+inline constexpr std::size_t kTailBytes = 16;
 
 struct Shape {
   std::uint64_t buckets = 0;
@@ -86,9 +86,10 @@ class Table {
   Shape shape_;
   std::uint8_t* bytes_;
   std::uint64_t mask_;
-  // A bucket's slots as lanes of one 64-bit word, for fingerprints of up to kWordBits bits:
-  // one lane bit at the bottom (low_) and at the top (high_) of each lane.
-  std::uint64_t low_ = 0, high_ = 0, bucket_mask_ = 0;
+  // A bucket's slots as lanes of one word (64 bits for fingerprints of up to 14 bits, 128 up
+  // to 30): one bit at the bottom (low_) and at the top (high_) of each lane. Zero: slot by slot.
+  unsigned __int128 low_ = 0, high_ = 0, bucket_mask_ = 0;
+  bool narrow_ = false;
 };
 
 }  // namespace redbloom::cuckoo_table
