@@ -2,7 +2,7 @@
 // (against the bound log2(1/ε) no filter can beat, and the blocked and classic Bloom layouts'
 // sizes) and batched lookups of absent items (hash included) in memory, in cache (1e5 items)
 // and out of it (2e7 items). Medians of --reps runs; prints a Markdown table.
-//   build/bench/bench_cuckoo [--reps=5] [--big=20000000]
+//   build/bench/bench_cuckoo [--reps=R] [--big=N]   (5 repetitions, N = 2e7 by default)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     else if (std::strncmp(argv[i], "--big=", 6) == 0)
       big = std::strtoull(argv[i] + 6, nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: bench_cuckoo [--reps=5] [--big=20000000]\n");
+      std::fprintf(stderr, "usage: bench_cuckoo [--reps=R] [--big=N]\n");
       return 2;
     }
   }
