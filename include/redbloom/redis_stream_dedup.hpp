@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,13 @@ struct RedisStreamDedupBatch {
   std::string stopped_at;
 };
 
+// The group's backlog on the input stream, as XINFO GROUPS reports it.
+struct RedisStreamBacklog {
+  std::uint64_t pending = 0;         // delivered to a consumer of the group, not acknowledged
+  std::optional<std::uint64_t> lag;  // entries not yet delivered to the group; none when the
+                                     // server cannot tell (entries deleted, Redis before 7)
+};
+
 class RedisStreamDedup {
  public:
   // `filter` must be a plain filter on one server or a Cluster whose keyspace also holds the
@@ -97,6 +105,8 @@ class RedisStreamDedup {
   // write refused (the message names the entries not copied), or when the connection fails
   // (the batch happened whole or not at all; a restarted stage finds out which).
   RedisStreamDedupBatch commit();
+  // The group's pending entries and lag (one XINFO GROUPS); nullopt once the group is gone.
+  [[nodiscard]] std::optional<RedisStreamBacklog> backlog();
   // "module redbloom (RB.PARTADD)" or "Lua script (BITFIELD)", for the summary.
   [[nodiscard]] std::string engine() const;
   // The slot everything is in (0 on one server), for messages.

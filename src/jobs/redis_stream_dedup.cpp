@@ -701,6 +701,32 @@ RedisStreamDedupBatch RedisStreamDedup::commit() {
   return result;
 }
 
+std::optional<RedisStreamBacklog> RedisStreamDedup::backlog() {
+  State& s = *state_;
+  Reply reply = s.call({"XINFO", "GROUPS", s.options.input});
+  if (redis::is_error(*reply)) return std::nullopt;  // the stream is gone
+  s.router->expect(*reply, REDIS_REPLY_ARRAY, "XINFO GROUPS");
+  for (std::size_t g = 0; g < reply->elements; ++g) {
+    const redisReply& group = *reply->element[g];
+    if (group.type != REDIS_REPLY_ARRAY) continue;
+    RedisStreamBacklog backlog;
+    bool ours = false;
+    for (std::size_t f = 0; f + 1 < group.elements; f += 2) {
+      const std::string_view field = text_of(*group.element[f]);
+      const redisReply& value = *group.element[f + 1];
+      if (field == "name") ours = text_of(value) == s.options.group;
+      if (field == "pending" && value.type == REDIS_REPLY_INTEGER) {
+        backlog.pending = static_cast<std::uint64_t>(value.integer);
+      }
+      if (field == "lag" && value.type == REDIS_REPLY_INTEGER) {
+        backlog.lag = static_cast<std::uint64_t>(value.integer);
+      }
+    }
+    if (ours) return backlog;
+  }
+  return std::nullopt;
+}
+
 std::string RedisStreamDedup::engine() const {
   return state_->module ? "module redbloom (RB.PARTADD in the batch's script)"
                         : "stock Redis (BITFIELD in the batch's script, hashing in the client)";
