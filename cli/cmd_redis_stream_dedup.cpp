@@ -82,6 +82,7 @@ RedisStreamDedupOptions stage_options(const RedisStreamDedupCommand& cmd, const 
                        : cmd.on_bad == "pass" ? OnMissingKey::pass
                                               : OnMissingKey::error;
   // 0: take over any entry another consumer holds (when no other stage runs).
+  options.read_ahead = true;
   options.min_idle = std::chrono::milliseconds(
       cmd.min_idle == "0" ? 0 : parse_duration_ns(cmd.min_idle) / 1000000);
   if (options.input == options.output) {
@@ -164,6 +165,13 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
         status = kExitUsage;
         break;
       }
+    }
+    // The entries read ahead while the last batch committed: done too, not left pending.
+    const RedisStreamDedupBatch b = dedup.finish();
+    accumulate(total, b);
+    if (!b.stopped_at.empty()) {
+      failure = missing_key_message(cmd, from.stream, b.stopped_at);
+      status = kExitUsage;
     }
   } catch (const Error& e) {
     failure = e.what();
