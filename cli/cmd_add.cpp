@@ -83,6 +83,16 @@ void add_state_fields(Summary& summary, const AddCommand& cmd, const Filter& fil
   add_input_fields(summary, reader);
 }
 
+// dedup --metrics: the page of the counts as they are when it is published.
+StageMetrics::Page dedup_page(const std::uint64_t& items, const std::uint64_t& added, Emit emit,
+                              const ItemReader& reader) {
+  return [&items, &added, emit, &reader](const FilterEstimate& estimate) {
+    const DedupCounts counts{items, added, emit == Emit::duplicates ? items - added : added,
+                             reader.stats().bytes};
+    return dedup_metrics_page(counts, estimate);
+  };
+}
+
 // The options that cannot go together, refused before anything is read or made.
 void check_add_options(const AddCommand& cmd, Emit emit, InputOptions& input) {
   check_threads(cmd.stream, cmd.location);
@@ -116,15 +126,10 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   std::vector<std::uint8_t> newly(batch_items);
   std::uint64_t items = 0;
   std::uint64_t added = 0;
-  metrics.show(filter, [&](const FilterEstimate& estimate) {
-    const DedupCounts counts{items, added, emit == Emit::duplicates ? items - added : added,
-                             reader.stats().bytes};
-    return dedup_metrics_page(counts, estimate);
-  });
-  const std::uint8_t wanted = emit == Emit::first_occurrences ? 1 : 0;
+  metrics.show(filter, dedup_page(items, added, emit, reader));
   auto print = [&](std::size_t count) {
     if (emit == Emit::nothing) return;
-    keys.emit(batch, newly, wanted, count, out);
+    keys.emit(batch, newly, emit == Emit::first_occurrences ? 1 : 0, count, out);
     out.write();
   };
   try {

@@ -32,16 +32,33 @@ def scrape(url):
     return values
 
 
+RUNNING = []
+
+
+@pytest.fixture(autouse=True)
+def stop_leftovers():
+    """A test that fails leaves no stage running (by its pid)."""
+    yield
+    while RUNNING:
+        process = RUNNING.pop()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 class Stage:
     """A running command whose stderr is collected line by line."""
 
     def __init__(self, args, stdin=None):
         self.process = subprocess.Popen([redbloom_cli(), *args], stdin=stdin,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        RUNNING.append(self.process)
         self.lines = []
         self.out = []
-        self._err = threading.Thread(target=self._collect, args=(self.process.stderr, self.lines))
-        self._out = threading.Thread(target=self._collect, args=(self.process.stdout, self.out))
+        self._err = threading.Thread(target=self._collect, args=(self.process.stderr, self.lines),
+                                     daemon=True)
+        self._out = threading.Thread(target=self._collect, args=(self.process.stdout, self.out),
+                                     daemon=True)
         self._err.start()
         self._out.start()
 
@@ -54,7 +71,8 @@ class Stage:
         def found():
             for line in self.lines:
                 m = re.search(r"metrics on (http://\S+)", line)
-                if m:
+                # The address is noted once it listens; the page comes once the filter is open.
+                if m and "redbloom_records_in_total" in scrape(m.group(1)):
                     return m.group(1)
             assert self.process.poll() is None, "\n".join(self.lines)
             return None
