@@ -355,7 +355,7 @@ struct RedisStreamDedup::State {
         "XREADGROUP", "GROUP",   options.group, options.consumer, "COUNT", count_text,
         "BLOCK",      wait_text, "STREAMS",     options.input,    ">"};
     Reply reply = on.call(slot, args);
-    if (redis::is_error(*reply)) missing_group("XREADGROUP", *reply);
+    if (redis::is_error(*reply)) missing_group(on, "XREADGROUP", *reply);
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
         reply->element[0]->elements == 2) {
       take_entries(on, *reply->element[0]->element[1], false, "XREADGROUP", into);
@@ -370,13 +370,18 @@ struct RedisStreamDedup::State {
                std::max<std::chrono::milliseconds>(options.min_idle, std::chrono::seconds(1));
   }
   void missing_group(std::string_view operation, const redisReply& reply) const {
+    missing_group(*router, operation, reply);
+  }
+  // `on`: the connection that read (the read ahead has its own).
+  void missing_group(const redis::Router& on, std::string_view operation,
+                     const redisReply& reply) const {
     if (text_of(reply).starts_with("NOGROUP")) {
       throw InvalidArgument("no consumer group '" + options.group + "' on " + input_text() +
                             " (or no such stream): create it with --create-group, or with "
                             "XGROUP CREATE " +
                             options.input + " " + options.group + " 0 MKSTREAM");
     }
-    router->fail(operation, text_of(reply));
+    on.fail(operation, text_of(reply));
   }
 };
 
