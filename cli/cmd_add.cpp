@@ -16,6 +16,7 @@
 #include "records.hpp"
 #include "redbloom/error.hpp"
 #include "stage_journal.hpp"
+#include "stage_metrics_pages.hpp"
 #include "stop_signals.hpp"
 #include "summary.hpp"
 
@@ -34,6 +35,7 @@ struct AddCommand {
   OnFull on_full = OnFull::warn;
   bool print_duplicates = false;
   bool exact = false;
+  std::string metrics;  // dedup --metrics HOST:PORT
 };
 
 // "committed the first N input items (their output is printed)": where a failed command stops
@@ -81,6 +83,16 @@ void add_state_fields(Summary& summary, const AddCommand& cmd, const Filter& fil
   add_input_fields(summary, reader);
 }
 
+// dedup --metrics: the page of the counts as they are when it is published.
+StageMetrics::Page dedup_page(const std::uint64_t& items, const std::uint64_t& added, Emit emit,
+                              const ItemReader& reader) {
+  return [&items, &added, emit, &reader](const FilterEstimate& estimate) {
+    const DedupCounts counts{items, added, emit == Emit::duplicates ? items - added : added,
+                             reader.stats().bytes};
+    return dedup_metrics_page(counts, estimate);
+  };
+}
+
 // The options that cannot go together, refused before anything is read or made.
 void check_add_options(const AddCommand& cmd, Emit emit, InputOptions& input) {
   check_threads(cmd.stream, cmd.location);
@@ -99,6 +111,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   RecordKeys keys(cmd.records, verb);
   // The inputs first: a command that cannot read them must not leave a new filter behind.
   ItemReader reader(cmd.stream.inputs, input);
+  StageMetrics metrics(cmd.metrics, cmd.stream.quiet);
   std::optional<StageJournal> journal;
   if (!cmd.journal.path.empty()) journal.emplace(cmd.journal, /*output_fd=*/1);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
@@ -113,10 +126,10 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   std::vector<std::uint8_t> newly(batch_items);
   std::uint64_t items = 0;
   std::uint64_t added = 0;
-  const std::uint8_t wanted = emit == Emit::first_occurrences ? 1 : 0;
+  metrics.show(filter, dedup_page(items, added, emit, reader));
   auto print = [&](std::size_t count) {
     if (emit == Emit::nothing) return;
-    keys.emit(batch, newly, wanted, count, out);
+    keys.emit(batch, newly, emit == Emit::first_occurrences ? 1 : 0, count, out);
     out.write();
   };
   try {
@@ -145,6 +158,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       print(keyed.size());
       if (journal) journal->after_output();
       progress.update(items);
+      metrics.update(added);
       capacity.added(batch_added, items);
       if (keys.stopped()) {
         if (exact) exact->flush();
@@ -192,6 +206,10 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
                     "Most records per batch (default 4096 on a local filter, more on Redis); "
                     "with --journal, the most records a crash can make print twice")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+    sub->add_option("--metrics", cmd->metrics,
+                    "Serve Prometheus metrics on HOST:PORT while it runs (items in and out, "
+                    "duplicates, bytes read, the filter's estimated fill and false-positive "
+                    "rate); PORT 0 picks a free one, noted on stderr");
   }
   sub->callback([cmd, &exit_code, dedup, name] {
     const Emit emit = !dedup                  ? Emit::nothing

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
@@ -18,6 +19,7 @@
 #include "redbloom/location.hpp"
 #include "redbloom/redis_stream_dedup.hpp"
 #include "redbloom/stream.hpp"
+#include "stage_metrics_pages.hpp"
 #include "stop_signals.hpp"
 #include "summary.hpp"
 
@@ -34,6 +36,7 @@ struct RedisStreamDedupCommand {
   std::string key_field;
   std::string on_bad = "error";
   std::string min_idle = "30s";
+  std::string metrics;
   std::uint64_t maxlen = 0;
   std::size_t batch = 1000;
   bool create_group = false;
@@ -79,6 +82,7 @@ RedisStreamDedupOptions stage_options(const RedisStreamDedupCommand& cmd, const 
                        : cmd.on_bad == "pass" ? OnMissingKey::pass
                                               : OnMissingKey::error;
   // 0: take over any entry another consumer holds (when no other stage runs).
+  options.read_ahead = true;
   options.min_idle = std::chrono::milliseconds(
       cmd.min_idle == "0" ? 0 : parse_duration_ns(cmd.min_idle) / 1000000);
   if (options.input == options.output) {
@@ -124,6 +128,7 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   const StagePlace from = redis_stream_place(cmd.from, "--from");
   const StagePlace to = redis_stream_place(cmd.to, "--to");
   const RedisStreamDedupOptions options = stage_options(cmd, from, to);
+  StageMetrics metrics(cmd.metrics, cmd.quiet);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
   RedisStreamDedup dedup(filter, from.server, options);
@@ -133,20 +138,40 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   }
 
   RedisStreamDedupBatch total;
+  // The group's backlog costs a round trip: asked at most once a second.
+  std::optional<RedisStreamBacklog> backlog;
+  auto asked = std::chrono::steady_clock::time_point{};
+  metrics.show(filter, [&](const FilterEstimate& estimate) {
+    return redis_stream_metrics_page(total, backlog, from.stream, cmd.group, estimate);
+  });
   const auto started = std::chrono::steady_clock::now();
   std::string failure;
   int status = kExitOk;
   try {
     // Stops are seen between batches: a batch read is always committed first.
     while (stop_signal() == 0) {
+      if (metrics.enabled() &&
+          std::chrono::steady_clock::now() - asked >= std::chrono::seconds(1)) {
+        backlog = dedup.backlog();
+        asked = std::chrono::steady_clock::now();
+        metrics.update(total.unique);
+      }
       if (dedup.read(cmd.batch, std::chrono::milliseconds(500)) == 0) continue;
       const RedisStreamDedupBatch b = dedup.commit();
       accumulate(total, b);
+      metrics.update(total.unique);
       if (!b.stopped_at.empty()) {
         failure = missing_key_message(cmd, from.stream, b.stopped_at);
         status = kExitUsage;
         break;
       }
+    }
+    // The entries read ahead while the last batch committed: done too, not left pending.
+    const RedisStreamDedupBatch b = dedup.finish();
+    accumulate(total, b);
+    if (!b.stopped_at.empty()) {
+      failure = missing_key_message(cmd, from.stream, b.stopped_at);
+      status = kExitUsage;
     }
   } catch (const Error& e) {
     failure = e.what();
@@ -216,6 +241,10 @@ void register_redis_stream_dedup(CLI::App& app, int& exit_code) {
   sub->add_option("--maxlen", cmd->maxlen,
                   "Trim the output stream to about this many entries (XADD MAXLEN ~; default: "
                   "no trimming)");
+  sub->add_option("--metrics", cmd->metrics,
+                  "Serve Prometheus metrics on HOST:PORT (entries in and out, duplicates, the "
+                  "group's pending entries and lag, the filter's estimated fill and "
+                  "false-positive rate); PORT 0 picks a free one, noted on stderr");
   sub->add_option("--batch", cmd->batch, "Entries per batch (one script each; default 1000)")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("-q,--quiet", cmd->quiet,

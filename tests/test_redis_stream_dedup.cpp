@@ -61,6 +61,47 @@ TEST(RedisStreamDedup, ABatchTakenOverIsDoneOnce) {
   EXPECT_EQ(pending(server), 0);
 }
 
+// Read ahead: the next new entries are read while a batch commits; finish() does them, and a
+// stage that ends without it leaves them pending for another consumer to take over.
+TEST(RedisStreamDedup, EntriesReadAheadAreFinishedOrLeftPending) {
+  test::RedisServer server;
+  const Filter filter =
+      Filter::create_redis(server.endpoint(), "f", size_filter(1000, 1e-6, Layout::classic));
+  for (const char* id : {"a", "b", "a", "c"}) (void)server.command({"XADD", "in", "*", "id", id});
+  RedisStreamDedupOptions options = options_for("c1", OnMissingKey::error);
+  options.read_ahead = true;
+  {
+    RedisStreamDedup stage(filter, server.endpoint(), options);
+    ASSERT_TRUE(stage.create_group(false));
+    ASSERT_EQ(stage.read(2, std::chrono::milliseconds(10)), 2u);
+    EXPECT_EQ(stage.commit().unique, 2u);
+    const RedisStreamDedupBatch ahead = stage.finish();
+    EXPECT_EQ(ahead.entries, 2u);
+    EXPECT_EQ(ahead.unique, 1u);
+    EXPECT_EQ(ahead.duplicates, 1u);
+    EXPECT_EQ(stage.finish().entries, 0u);  // nothing more was read
+  }
+  EXPECT_EQ(pending(server), 0);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 3);
+
+  for (const char* id : {"d", "e", "d", "f"}) (void)server.command({"XADD", "in", "*", "id", id});
+  options.consumer = "c2";
+  {
+    RedisStreamDedup stage(filter, server.endpoint(), options);
+    ASSERT_EQ(stage.read(2, std::chrono::milliseconds(10)), 2u);
+    EXPECT_EQ(stage.commit().unique, 2u);
+  }  // gone without finish(), as a killed stage: what it read ahead stays pending
+  EXPECT_EQ(pending(server), 2);
+  RedisStreamDedup next(filter, server.endpoint(), options_for("c3", OnMissingKey::error));
+  ASSERT_EQ(next.read(10, std::chrono::milliseconds(10)), 2u);
+  const RedisStreamDedupBatch taken = next.commit();
+  EXPECT_EQ(taken.recovered, 2u);
+  EXPECT_EQ(taken.unique, 1u);
+  EXPECT_EQ(taken.duplicates, 1u);
+  EXPECT_EQ(pending(server), 0);
+  EXPECT_EQ(server.integer({"XLEN", "out"}), 6);  // a, b, c, then d, e, f
+}
+
 TEST(RedisStreamDedup, ARefusedBatchLeavesNothingBehind) {
   test::RedisServer server;
   const Filter filter =

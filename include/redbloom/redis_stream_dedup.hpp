@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,9 @@ struct RedisStreamDedupOptions {
   OnMissingKey on_missing = OnMissingKey::error;
   std::uint64_t maxlen = 0;                   // XADD MAXLEN ~ maxlen on the output; 0: no trimming
   std::chrono::milliseconds min_idle{30000};  // before another consumer's entry is taken over
+  // While a batch's script runs, read the next new entries on a second connection (they are
+  // then pending for this consumer, as any entry read; finish() handles them at a stop).
+  bool read_ahead = false;
 };
 
 // What one batch did (counts of entries).
@@ -70,6 +74,13 @@ struct RedisStreamDedupBatch {
   // OnMissingKey::error: the batch was cut before this entry, which has no key; it stays
   // pending. Empty otherwise.
   std::string stopped_at;
+};
+
+// The group's backlog on the input stream, as XINFO GROUPS reports it.
+struct RedisStreamBacklog {
+  std::uint64_t pending = 0;         // delivered to a consumer of the group, not acknowledged
+  std::optional<std::uint64_t> lag;  // entries not yet delivered to the group; none when the
+                                     // server cannot tell (entries deleted, Redis before 7)
 };
 
 class RedisStreamDedup {
@@ -97,6 +108,11 @@ class RedisStreamDedup {
   // write refused (the message names the entries not copied), or when the connection fails
   // (the batch happened whole or not at all; a restarted stage finds out which).
   RedisStreamDedupBatch commit();
+  // With read_ahead: commits the entries read ahead during the last commit(), if any, reading
+  // no more; call it at a stop so that nothing read is left pending.
+  RedisStreamDedupBatch finish();
+  // The group's pending entries and lag (one XINFO GROUPS); nullopt once the group is gone.
+  [[nodiscard]] std::optional<RedisStreamBacklog> backlog();
   // "module redbloom (RB.PARTADD)" or "Lua script (BITFIELD)", for the summary.
   [[nodiscard]] std::string engine() const;
   // The slot everything is in (0 on one server), for messages.

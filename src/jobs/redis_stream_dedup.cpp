@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <deque>
+#include <future>
 #include <string_view>
 
 #include "core/layout.hpp"
@@ -271,6 +272,13 @@ struct RedisStreamDedup::State {
   std::string claim_cursor = "0-0";
   std::chrono::steady_clock::time_point last_claim{};
   std::vector<Entry> batch;
+  // Read ahead (options.read_ahead): while a batch's script runs, the next new entries are read
+  // on a connection of their own into `incoming`.
+  std::unique_ptr<redis::Router> reader;
+  std::future<std::size_t> ahead;
+  std::vector<Entry> incoming;
+  std::size_t count = 1;
+  std::chrono::milliseconds block{0};
 
   Reply call(std::span<const std::string_view> args) { return router->call(slot, args); }
   Reply call(std::initializer_list<std::string_view> args) {
@@ -281,12 +289,16 @@ struct RedisStreamDedup::State {
   }
   // XREADGROUP's and XAUTOCLAIM's entries: [id, [field, value, ...] or nil].
   void take_entries(const redisReply& list, bool recovered, std::string_view operation) {
-    router->expect(list, REDIS_REPLY_ARRAY, operation);
+    take_entries(*router, list, recovered, operation, batch);
+  }
+  static void take_entries(const redis::Router& router, const redisReply& list, bool recovered,
+                           std::string_view operation, std::vector<Entry>& into) {
+    router.expect(list, REDIS_REPLY_ARRAY, operation);
     for (std::size_t i = 0; i < list.elements; ++i) {
       const redisReply& item = *list.element[i];
-      router->expect(item, REDIS_REPLY_ARRAY, operation);
+      router.expect(item, REDIS_REPLY_ARRAY, operation);
       if (item.elements != 2 || item.element[0]->type != REDIS_REPLY_STRING) {
-        router->fail(operation, "an entry that is not [id, fields]");
+        router.fail(operation, "an entry that is not [id, fields]");
       }
       Entry entry;
       entry.id = std::string(text_of(*item.element[0]));
@@ -295,12 +307,12 @@ struct RedisStreamDedup::State {
       if (fields.type == REDIS_REPLY_NIL) {
         entry.deleted = true;
       } else {
-        router->expect(fields, REDIS_REPLY_ARRAY, operation);
+        router.expect(fields, REDIS_REPLY_ARRAY, operation);
         for (std::size_t f = 0; f < fields.elements; ++f) {
           entry.fields.emplace_back(text_of(*fields.element[f]));
         }
       }
-      batch.push_back(std::move(entry));
+      into.push_back(std::move(entry));
     }
   }
   // The script's "partial <copied> <uncopied> <first> <last> <acked 1|0> <error>": a call
@@ -334,14 +346,42 @@ struct RedisStreamDedup::State {
                               "copied may be copied again)";
     return text;
   }
-  void missing_group(std::string_view operation, const redisReply& reply) {
+  // New entries (XREADGROUP '>') on `on` into `into`, waiting up to `wait`: how many came.
+  std::size_t read_fresh(redis::Router& on, std::vector<Entry>& into, std::size_t n,
+                         std::chrono::milliseconds wait) const {
+    const std::string count_text = std::to_string(std::max<std::size_t>(n, 1));
+    const std::string wait_text = std::to_string(wait.count());
+    const std::string_view args[] = {
+        "XREADGROUP", "GROUP",   options.group, options.consumer, "COUNT", count_text,
+        "BLOCK",      wait_text, "STREAMS",     options.input,    ">"};
+    Reply reply = on.call(slot, args);
+    if (redis::is_error(*reply)) missing_group(on, "XREADGROUP", *reply);
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+        reply->element[0]->elements == 2) {
+      take_entries(on, *reply->element[0]->element[1], false, "XREADGROUP", into);
+    }
+    return into.size();
+  }
+  // Whether the next read is of new entries, so that it can go ahead while a batch commits: a
+  // round of taking over others' entries could take this batch's own (min_idle 0).
+  [[nodiscard]] bool next_read_is_fresh() const {
+    return phase == Phase::fresh &&
+           std::chrono::steady_clock::now() - last_claim <
+               std::max<std::chrono::milliseconds>(options.min_idle, std::chrono::seconds(1));
+  }
+  void missing_group(std::string_view operation, const redisReply& reply) const {
+    missing_group(*router, operation, reply);
+  }
+  // `on`: the connection that read (the read ahead has its own).
+  void missing_group(const redis::Router& on, std::string_view operation,
+                     const redisReply& reply) const {
     if (text_of(reply).starts_with("NOGROUP")) {
       throw InvalidArgument("no consumer group '" + options.group + "' on " + input_text() +
                             " (or no such stream): create it with --create-group, or with "
                             "XGROUP CREATE " +
                             options.input + " " + options.group + " 0 MKSTREAM");
     }
-    router->fail(operation, text_of(reply));
+    on.fail(operation, text_of(reply));
   }
 };
 
@@ -422,11 +462,28 @@ RedisStreamDedup::RedisStreamDedup(const Filter& filter, const RedisEndpoint& en
   s.module = redis::module_version(*s.router) >= module_protocol::kPartitionCommands;
   s.commands = s.module ? redis::module_partition_commands(s.params)
                         : redis::stock_partition_commands(s.params);
+  if (s.options.read_ahead) s.reader = redis::make_router(keys.endpoint);
   Reply sha = s.router->run(s.slot, {"SCRIPT", "LOAD", kScript});
   s.sha = std::string(text_of(*sha));
 }
 
-RedisStreamDedup::~RedisStreamDedup() = default;
+RedisStreamDedup::~RedisStreamDedup() {
+  // The read ahead uses the state: it ends first (its entries stay pending for the next run).
+  if (state_->ahead.valid()) state_->ahead.wait();
+}
+
+RedisStreamDedupBatch RedisStreamDedup::finish() {
+  State& s = *state_;
+  if (!s.ahead.valid()) return {};
+  s.batch.clear();
+  const std::size_t n = s.ahead.get();
+  s.batch = std::move(s.incoming);
+  s.incoming.clear();
+  std::unique_ptr<redis::Router> reader = std::move(s.reader);  // nothing more is read
+  RedisStreamDedupBatch result = n == 0 ? RedisStreamDedupBatch{} : commit();
+  s.reader = std::move(reader);
+  return result;
+}
 
 bool RedisStreamDedup::create_group(bool make_stream) {
   State& s = *state_;
@@ -446,6 +503,15 @@ bool RedisStreamDedup::create_group(bool make_stream) {
 std::size_t RedisStreamDedup::read(std::size_t count, std::chrono::milliseconds block) {
   State& s = *state_;
   s.batch.clear();
+  s.count = count;
+  s.block = block;
+  if (s.ahead.valid()) {
+    // Read while the last batch committed (an error reading it is thrown here).
+    const std::size_t n = s.ahead.get();
+    s.batch = std::move(s.incoming);
+    s.incoming.clear();
+    return n;
+  }
   const std::string n = std::to_string(std::max<std::size_t>(count, 1));
   if (s.phase == State::Phase::own_pending) {
     // This consumer's own pending entries (a restart under the same --consumer name).
@@ -485,15 +551,7 @@ std::size_t RedisStreamDedup::read(std::size_t count, std::chrono::milliseconds 
     if (!s.batch.empty()) return s.batch.size();
     if (s.phase == State::Phase::claiming) return 0;  // more to scan: come back at once
   }
-  const std::string wait = std::to_string(block.count());
-  Reply reply = s.call({"XREADGROUP", "GROUP", s.options.group, s.options.consumer, "COUNT", n,
-                        "BLOCK", wait, "STREAMS", s.options.input, ">"});
-  if (redis::is_error(*reply)) s.missing_group("XREADGROUP", *reply);
-  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
-      reply->element[0]->elements == 2) {
-    s.take_entries(*reply->element[0]->element[1], false, "XREADGROUP");
-  }
-  return s.batch.size();
+  return s.read_fresh(*s.router, s.batch, count, block);
 }
 
 namespace {
@@ -694,11 +752,42 @@ RedisStreamDedupBatch RedisStreamDedup::commit() {
   if (c.end == 0) return result;
   std::deque<std::string> numbers;
   std::vector<std::string_view> args = script_arguments(s, c, numbers);
+  if (s.reader && c.stopped_at.empty() && s.next_read_is_fresh()) {
+    s.incoming.clear();
+    s.ahead = std::async(std::launch::async,
+                         [&s] { return s.read_fresh(*s.reader, s.incoming, s.count, s.block); });
+  }
   const Reply reply = run_script(s, args, c.end);
   if (redis::is_error(*reply)) refused(s, c, text_of(*reply));
   decode_counts(s, *reply, result);
   s.batch.clear();
   return result;
+}
+
+std::optional<RedisStreamBacklog> RedisStreamDedup::backlog() {
+  State& s = *state_;
+  Reply reply = s.call({"XINFO", "GROUPS", s.options.input});
+  if (redis::is_error(*reply)) return std::nullopt;  // the stream is gone
+  s.router->expect(*reply, REDIS_REPLY_ARRAY, "XINFO GROUPS");
+  for (std::size_t g = 0; g < reply->elements; ++g) {
+    const redisReply& group = *reply->element[g];
+    if (group.type != REDIS_REPLY_ARRAY) continue;
+    RedisStreamBacklog backlog;
+    bool ours = false;
+    for (std::size_t f = 0; f + 1 < group.elements; f += 2) {
+      const std::string_view field = text_of(*group.element[f]);
+      const redisReply& value = *group.element[f + 1];
+      if (field == "name") ours = text_of(value) == s.options.group;
+      if (field == "pending" && value.type == REDIS_REPLY_INTEGER) {
+        backlog.pending = static_cast<std::uint64_t>(value.integer);
+      }
+      if (field == "lag" && value.type == REDIS_REPLY_INTEGER) {
+        backlog.lag = static_cast<std::uint64_t>(value.integer);
+      }
+    }
+    if (ours) return backlog;
+  }
+  return std::nullopt;
 }
 
 std::string RedisStreamDedup::engine() const {
