@@ -76,7 +76,9 @@ void* load(RedisModuleIO* rdb, int encver) {
     return nullptr;
   }
   // The block came from RedisModule_Alloc: the sketch keeps it.
-  return new (std::nothrow) Sketch(width, depth, count, counters, cms_allocator());
+  auto* sketch = new (std::nothrow) Sketch(width, depth, count, counters, cms_allocator());
+  if (sketch == nullptr) RedisModule_Free(counters);
+  return sketch;
 }
 
 // As RedisBloom rewrites: RESTORE with the key's DUMP (no sequence of commands gives a merged
