@@ -192,28 +192,34 @@ def dumps_restore_byte_for_byte(r, key_type):
     return True
 
 
-def own_save_aof_and_restore_answer(server, data_directory, reads):
+def own_save_aof_and_restore_answer(server, data_directory, reads, digest=False):
     """The module's own RDB (a restart), then its own AOF rewrite (RESTORE of each key's DUMP,
     no RDB preamble, replayed by DEBUG LOADAOF), each answering `reads` (recorded commands and
-    replies) as recorded; then every key's DUMP RESTOREs to itself. The differences found."""
+    replies) as recorded (and, with `digest`, holding the same DEBUG DIGEST); then every key's
+    DUMP RESTOREs to itself. The differences found."""
     r = server.client()
     dumps = {k: r.dump(k) for k in r.keys("*")}
+    before = r.execute_command("DEBUG", "DIGEST") if digest else None
+    differences = []
+
+    def same_digest(when):
+        if digest and server.client().execute_command("DEBUG", "DIGEST") != before:
+            differences.append(("DEBUG DIGEST", when))
+
     r.save()
     server.restart()
-    differences = replay(server, reads)
+    differences += replay(server, reads)
+    same_digest("after the restart")
     r = server.client()
     r.config_set("aof-use-rdb-preamble", "no")
     r.config_set("appendonly", "yes")
-    for _ in range(600):
-        persistence = r.info("persistence")
-        if persistence["aof_rewrite_in_progress"] == 0 and \
-                persistence["aof_rewrite_scheduled"] == 0:
-            break
-        r.execute_command("DEBUG", "SLEEP", "0.05")
+    wait_until(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0 and
+               r.info("persistence")["aof_rewrite_scheduled"] == 0, "the AOF rewrite")
     base = list(data_directory.glob("appendonlydir/*.base.aof"))
     assert len(base) == 1 and b"RESTORE" in base[0].read_bytes()
     r.execute_command("DEBUG", "LOADAOF")  # empties the data set, then replays the AOF
     differences += replay(server, reads)
+    same_digest("after the AOF")
     r = server.client()
     for k, payload in dumps.items():
         r.restore(b"copy:" + k, 0, payload)

@@ -6,22 +6,15 @@ fixtures and how they were made: fixtures/redisbloom/cms/README.md."""
 
 import json
 import random
-import shutil
 import struct
 from pathlib import Path
 
-from module_util import Error, RawReplies, Resp, replay, start_server, wait_until, with_crc
+from module_util import (Error, RawReplies, Resp, own_save_aof_and_restore_answer, replay,
+                         server_on_fixture, start_server, wait_until, with_crc)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom" / "cms"
 RECORDED = json.loads((FIXTURES / "replies.json").read_text())
 DEBUG = ("--enable-debug-command", "yes")
-
-
-def server_on_fixture(tmp_path, *options):
-    directory = tmp_path / "data"
-    directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(FIXTURES / "dump.rdb", directory / "dump.rdb")
-    return start_server(directory, options=DEBUG + options)
 
 
 def play_sequence(server):
@@ -50,7 +43,7 @@ def test_every_reply_is_redisbloom_s(tmp_path):
 
 
 def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
-    server = server_on_fixture(tmp_path)
+    server = server_on_fixture(FIXTURES, tmp_path)
     try:
         assert server.client().type("dim") == b"CMSk-TYPE"
         assert replay(server, RECORDED["after_reload"]) == []
@@ -67,7 +60,7 @@ def test_sketches_are_saved_in_redisbloom_s_encoding(tmp_path):
         assert encodings(server.client()) == RECORDED["dumps"]
     finally:
         server.kill()
-    server = server_on_fixture(tmp_path)
+    server = server_on_fixture(FIXTURES, tmp_path)
     try:
         assert encodings(server.client()) == RECORDED["dumps"]
     finally:
@@ -75,29 +68,10 @@ def test_sketches_are_saved_in_redisbloom_s_encoding(tmp_path):
 
 
 def test_own_save_aof_rewrite_and_restore_answer_the_same(tmp_path):
-    server = server_on_fixture(tmp_path, "--appendonly", "no")
+    server = server_on_fixture(FIXTURES, tmp_path, "--appendonly", "no")
     try:
-        r = server.client()
-        keys = sorted(k.decode() for k in r.keys("*"))
-        dumps = {k: r.dump(k) for k in keys}
-        digest = r.execute_command("DEBUG", "DIGEST")
-        r.save()
-        server.restart()
-        assert replay(server, RECORDED["after_reload"]) == []
-        r = server.client()
-        assert r.execute_command("DEBUG", "DIGEST") == digest
-        r.config_set("aof-use-rdb-preamble", "no")
-        r.config_set("appendonly", "yes")
-        wait_until(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0 and
-                   r.info("persistence")["aof_rewrite_scheduled"] == 0, "the AOF rewrite")
-        base = list((tmp_path / "data").glob("appendonlydir/*.base.aof"))
-        assert len(base) == 1 and b"RESTORE" in base[0].read_bytes()
-        r.execute_command("DEBUG", "LOADAOF")  # empties the data set, then replays the AOF
-        assert replay(server, RECORDED["after_reload"]) == []
-        assert r.execute_command("DEBUG", "DIGEST") == digest
-        for k in keys:
-            r.restore("copy:" + k, 0, dumps[k])
-            assert r.dump("copy:" + k) == dumps[k]
+        assert own_save_aof_and_restore_answer(server, tmp_path / "data",
+                                               RECORDED["after_reload"], digest=True) == []
     finally:
         server.kill()
 
