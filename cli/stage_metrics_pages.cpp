@@ -8,8 +8,7 @@ std::string redis_stream_metrics_page(const RedisStreamDedupBatch& total,
                                       const FilterEstimate& filter) {
   std::string page;
   append_metric(page, "redbloom_records_in_total", "counter",
-                "Entries read from the input stream and done.",
-                static_cast<double>(total.entries));
+                "Entries read from the input stream and done.", static_cast<double>(total.entries));
   append_metric(page, "redbloom_records_out_total", "counter",
                 "Entries copied to the output stream (key new, and passed without a key).",
                 static_cast<double>(total.unique + total.passed));

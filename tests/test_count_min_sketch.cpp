@@ -106,7 +106,7 @@ TEST(CountMinSketch, NeverUndercountsAndKeepsItsErrorBound) {
 
 TEST(CountMinSketch, CountersSaturateAsRedisBloomS) {
   Sketch s = sketch(7, 3);
-  // CMS.INCRBY s x 4294967290 on RedisBloom answers 4294967290; then 10 more: overflow.
+  // RedisBloom answers an increment to just under 2^32 as it is; ten more overflow.
   EXPECT_EQ(s.increment("x", 4294967290u), 4294967290u);
   EXPECT_EQ(s.increment("x", 10), kSaturated);
   EXPECT_EQ(s.query("x"), kSaturated);
@@ -205,7 +205,8 @@ TEST(CountMinSketch, ColumnsAreHashModWidth) {
       ASSERT_EQ(column, hash % width) << width << " " << hash;
     }
   }
-  // And through the sketch: a width of 1000003 places every item where hash mod width says.
+  // And through the sketch: a prime width (past 2^20) places every item where hash mod width
+  // says.
   Sketch s = sketch(1000003, 2);
   for (int i = 0; i < 1000; ++i) {
     const std::string item = std::to_string(rng());
