@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <unordered_set>
+#include <utility>
 
 #include "diagnostics.hpp"
 #include "kafka_decision_record.hpp"
@@ -163,10 +165,13 @@ struct KafkaStage::State {
     if (state.delivery_errors++ == 0) state.delivery_error = rd_kafka_err2str(message->err);
   }
 
-  rd_kafka_conf_t* config(const std::string& brokers) {
+  // `defaults` are set before the user's -X properties, which may change them.
+  rd_kafka_conf_t* config(const std::string& brokers,
+                          std::initializer_list<std::pair<const char*, const char*>> defaults) {
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     set(conf, "bootstrap.servers", brokers);
     set(conf, "log_level", "3");
+    for (const auto& [name, value] : defaults) set(conf, name, value);
     for (const auto& [name, value] : options.properties) set(conf, name, value);
     rd_kafka_conf_set_opaque(conf, this);
     rd_kafka_conf_set_log_cb(conf, &State::on_log);
@@ -176,7 +181,10 @@ struct KafkaStage::State {
 
   void connect() {
     char error[512];
-    rd_kafka_conf_t* conf = config(options.input_brokers);
+    // librdkafka's default (100000) lets the fetch queue run dry while the stage holds a
+    // round and reads the next one ahead, so the consumer sat idle between fetches; the
+    // queue stays bounded by queued.max.messages.kbytes (64 MiB by default).
+    rd_kafka_conf_t* conf = config(options.input_brokers, {{"queued.min.messages", "1000000"}});
     set(conf, "group.id", options.group);
     set(conf, "enable.auto.commit", "false");
     set(conf, "enable.auto.offset.store", "false");
@@ -189,7 +197,7 @@ struct KafkaStage::State {
     }
     rd_kafka_poll_set_consumer(consumer.get());
 
-    conf = config(options.output_brokers);
+    conf = config(options.output_brokers, {});
     // Retries never duplicate or reorder a record within a partition.
     set(conf, "enable.idempotence", "true");
     if (!options.transactional_id.empty()) {

@@ -9,6 +9,8 @@ Prints, per case, the median over --reps runs of records/s: the stage's from its
 lines (records read between the first line that counts any and the line where every partition
 is caught up, over the time between them), plain dedup's from its --json summary.
   scripts/bench-kafka.py --build=DIR [--n=500000] [--reps=3] [--partitions=3] [--batch=10000]
+                        [--stage-arg=ARG ...]
+--stage-arg passes ARG to the stage, e.g. --stage-arg=-X --stage-arg=queued.min.messages=100000.
 DIR holds redbloom, tests/kafka_mock_cluster and module/redbloom.so (a configured build)."""
 
 import argparse
@@ -110,6 +112,7 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--batch", type=int, default=10000)
+    parser.add_argument("--stage-arg", action="append", default=[])
     args = parser.parse_args()
     build = Path(args.build).resolve()
     if shutil.which("kcat") is None or shutil.which("redis-server") is None:
@@ -130,7 +133,8 @@ def main():
                         server, url = start_redis(tmp, build / "module" / "redbloom.so")
                         stage_filter = ["--redis", url + "#stage", *sizing]
                         plain_filter = ["--redis", url + "#plain", *sizing]
-                    s = stage_rate(build, items, stage_filter, args.partitions, args.batch, tmp)
+                    s = stage_rate(build, items, [*stage_filter, *args.stage_arg],
+                                   args.partitions, args.batch, tmp)
                     p = plain_rate(build, items, plain_filter)
                 finally:
                     if server is not None:

@@ -211,6 +211,26 @@ def test_output_partition_without_leader_commits_nothing_past_what_was_produced(
     assert sorted(k for k, _, _, _ in cluster.consume("out")) == sorted(k for k, _ in records)
 
 
+def test_a_replayed_decision_record_sets_its_items_bits(make_cluster, tmp_path):
+    # A crash after the decision record was stored and before its bits were set: the restart
+    # replays the record and sets the bits, so the items' later repeats are duplicates.
+    cluster = make_cluster("in:1", "out:1")
+    records = [("k%d" % i, "v%d" % i) for i in range(100)]
+    cluster.produce("in", records + [(k, "again-" + v) for k, v in records])
+    decisions = tmp_path / "seen.rbf.decisions"
+    decisions.mkdir()
+    (decisions / "kafka%2Fg%2Fin%2F0").write_bytes(
+        b"redbloom-kafka-decisions 1 0 99\n" + b"\xff" * 12 + b"\x0f")
+    # One round per 100 records: the repeats are tested in a round after the replayed one.
+    code, err = run_until_drained(
+        cluster, stage_args(cluster, "g", ["-f", str(tmp_path / "seen.rbf"), "-n", "1000"],
+                            "--key", "kafka-key", "--batch", "100", *FAST_GROUP),
+        2 * len(records))
+    assert code == 0, err
+    assert summary_count(err, "replayed from decision records") == len(records), err
+    assert sorted(v for _, v, _, _ in cluster.consume("out")) == sorted(v for _, v in records)
+
+
 RECORDS = 100_000
 REPEATS = 0.30
 KILLS = 10
