@@ -141,6 +141,46 @@ TEST(CuckooTable, EveryFingerprintWidthFindsWhatItHolds) {
   }
 }
 
+// BITFIELD's `GET u<f> #i`: f bits from bit i*f, the most significant bit of each byte first.
+std::uint32_t bitfield_get(const std::vector<std::uint8_t>& bytes, std::uint32_t f,
+                           std::uint64_t i) {
+  std::uint32_t value = 0;
+  for (std::uint64_t bit = i * f; bit < (i + 1) * f; ++bit) {
+    value = value << 1 | ((bytes[bit / 8] >> (7 - bit % 8)) & 1);
+  }
+  return value;
+}
+
+TEST(CuckooTable, SlotsAreBitfieldFieldsInRedisBitOrder) {
+  // A Redis script reads and writes the same table with BITFIELD: every slot must be where
+  // BITFIELD finds it, and the kicks' arithmetic must be 32-bit.
+  for (const std::uint32_t f : {5u, 10u, 13u, 17u, 32u}) {
+    Shape shape;
+    shape.buckets = 37;
+    shape.fingerprint_bits = f;
+    Owned t(shape);
+    std::vector<std::uint32_t> expected(shape.slots());
+    for (std::uint64_t i = 0; i < 100; ++i) {
+      const Place p = place_of(item(i), shape);
+      if (t.table.insert(item(i)) != Insert::added) continue;
+      // Kicks move others: check the whole table against the bytes after each add.
+      for (std::uint64_t s = 0; s < shape.slots(); ++s) expected[s] = bitfield_get(t.bytes, f, s);
+      const auto in = [&](std::uint64_t bucket) {
+        for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
+          if (expected[bucket * kSlotsPerBucket + j] == p.fingerprint) return true;
+        }
+        return false;
+      };
+      ASSERT_TRUE(in(p.first) || in(p.second)) << f << " " << i;
+    }
+    std::uint64_t nonzero = 0;
+    for (const std::uint32_t v : expected) nonzero += v != 0 ? 1 : 0;
+    EXPECT_EQ(nonzero, t.table.stored()) << f;
+  }
+  EXPECT_EQ(mix32(1), 0x514e28b7u);  // murmur3's fmix32, as the script computes it
+  EXPECT_EQ(alternate_bucket(alternate_bucket(5, 77, 1000), 77, 1000), 5u);
+}
+
 TEST(CuckooTable, CountAndRemove) {
   Owned t(shape_for(100, 0.0001));
   EXPECT_EQ(t.table.count(item(1)), 0u);

@@ -12,20 +12,21 @@ namespace redbloom::cuckoo_table {
 
 namespace {
 
-constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ULL;
 // A bucket of 4 lanes of f bits, shifted by up to 7 bits, fits one 8-byte load for f <= 14 and
 // one 16-byte load for f <= 30.
 constexpr std::uint32_t kNarrowBits = 14;
 constexpr std::uint32_t kWideBits = 30;
 static_assert(kSlotsPerBucket == 4, "the kick's victim is drawn from the top 2 bits");
 
-std::uint64_t load64(const std::uint8_t* at) noexcept {
+// Eight bytes as one word in Redis bit order: the first byte's most significant bit on top.
+std::uint64_t load_be64(const std::uint8_t* at) noexcept {
   std::uint64_t value;
   std::memcpy(&value, at, sizeof value);
-  return value;
+  return __builtin_bswap64(value);
 }
 
-void store64(std::uint8_t* at, std::uint64_t value) noexcept {
+void store_be64(std::uint8_t* at, std::uint64_t value) noexcept {
+  value = __builtin_bswap64(value);
   std::memcpy(at, &value, sizeof value);
 }
 
@@ -50,6 +51,19 @@ Shape shape_for(std::uint64_t capacity, double error_rate) {
   Shape shape;
   shape.buckets = static_cast<std::uint64_t>(
       std::ceil(static_cast<double>(capacity) / (kSlotsPerBucket * kTargetLoad)));
+  if (shape.buckets > kMaxBuckets) {
+    throw InvalidArgument("a cuckoo table holds at most " +
+                          std::to_string(kMaxBuckets * kSlotsPerBucket) +
+                          " fingerprints: give the filter more partitions or let it grow");
+  }
+  shape.fingerprint_bits = fingerprint_bits_for(error_rate);
+  return shape;
+}
+
+std::uint32_t fingerprint_bits_for(double error_rate) {
+  if (!(error_rate > 0 && error_rate < 1)) {
+    throw InvalidArgument("the error rate of a cuckoo filter must be between 0 and 1");
+  }
   // ε = 1 − (1 − 2^−f)^(8α) ≈ 8α / 2^f at the target load α.
   const double needed = std::log2(2.0 * kSlotsPerBucket * kTargetLoad / error_rate);
   const auto bits = static_cast<std::uint32_t>(std::max(1.0, std::ceil(needed - 1e-9)));
@@ -59,15 +73,22 @@ Shape shape_for(std::uint64_t capacity, double error_rate) {
                           " bits) cannot reach that error rate; use a Bloom filter, or a rate "
                           "of 2e-9 or more");
   }
-  shape.fingerprint_bits = std::max(bits, kMinFingerprintBits);
-  return shape;
+  return std::max(bits, kMinFingerprintBits);
+}
+
+Place place_of(const ItemHash& h, const Shape& shape) noexcept {
+  auto fingerprint = static_cast<std::uint32_t>(h.hi >> (64 - shape.fingerprint_bits));
+  if (fingerprint == 0) fingerprint = 1;
+  const std::uint64_t first = layout::fastrange64(h.lo, shape.buckets);
+  return {first, alternate_bucket(first, fingerprint, shape.buckets), fingerprint};
 }
 
 Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
     : shape_(shape),
       bytes_(bytes.data()),
       mask_(shape.fingerprint_bits == 64 ? ~0ULL : (1ULL << shape.fingerprint_bits) - 1) {
-  if (shape.buckets == 0 || shape.fingerprint_bits < kMinFingerprintBits ||
+  if (shape.buckets == 0 || shape.buckets > kMaxBuckets ||
+      shape.fingerprint_bits < kMinFingerprintBits ||
       shape.fingerprint_bits > kMaxFingerprintBits || bytes.size() < shape.bytes()) {
     throw InvalidArgument("cuckoo table: its bytes do not match its shape");
   }
@@ -76,8 +97,6 @@ Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
       low_ |= static_cast<unsigned __int128>(1) << (j * shape.fingerprint_bits);
     }
     high_ = low_ << (shape.fingerprint_bits - 1);
-    bucket_mask_ =
-        (static_cast<unsigned __int128>(1) << (kSlotsPerBucket * shape.fingerprint_bits)) - 1;
     narrow_ = shape.fingerprint_bits <= kNarrowBits;
   }
 }
@@ -86,48 +105,34 @@ Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
 // once (a lane of bucket XOR fingerprint is zero; the borrow test is exact for "any lane").
 __attribute__((always_inline)) inline bool Table::holds(std::uint64_t bucket,
                                                         std::uint32_t fingerprint) const noexcept {
-  const std::uint64_t bit = bucket * kSlotsPerBucket * shape_.fingerprint_bits;
+  const std::uint32_t bucket_bits = kSlotsPerBucket * shape_.fingerprint_bits;
+  const std::uint64_t bit = bucket * bucket_bits;
+  const std::uint8_t* at = bytes_ + bit / 8;
   if (narrow_) {
     const auto low = static_cast<std::uint64_t>(low_);
-    const std::uint64_t lanes =
-        (load64(bytes_ + bit / 8) >> (bit % 8)) & static_cast<std::uint64_t>(bucket_mask_);
+    const std::uint64_t lanes = (load_be64(at) << (bit % 8)) >> (64 - bucket_bits);
     const std::uint64_t x = lanes ^ (fingerprint * low);
     return ((x - low) & ~x & static_cast<std::uint64_t>(high_)) != 0;
   }
   if (low_ == 0) return find(bucket, fingerprint) >= 0;
-  unsigned __int128 word;
-  std::memcpy(&word, bytes_ + bit / 8, sizeof word);
-  const unsigned __int128 x = ((word >> (bit % 8)) & bucket_mask_) ^ (fingerprint * low_);
+  const unsigned __int128 word =
+      (static_cast<unsigned __int128>(load_be64(at)) << 64) | load_be64(at + 8);
+  const unsigned __int128 x = ((word << (bit % 8)) >> (128 - bucket_bits)) ^ (fingerprint * low_);
   return ((x - low_) & ~x & high_) != 0;
 }
 
 std::uint32_t Table::slot(std::uint64_t index) const noexcept {
   const std::uint64_t bit = index * shape_.fingerprint_bits;
-  return static_cast<std::uint32_t>((load64(bytes_ + bit / 8) >> (bit % 8)) & mask_);
+  return static_cast<std::uint32_t>((load_be64(bytes_ + bit / 8) << (bit % 8)) >>
+                                    (64 - shape_.fingerprint_bits));
 }
 
 void Table::set_slot(std::uint64_t index, std::uint32_t value) noexcept {
   const std::uint64_t bit = index * shape_.fingerprint_bits;
   std::uint8_t* at = bytes_ + bit / 8;
-  const unsigned shift = bit % 8;
-  const std::uint64_t word = load64(at);
-  store64(at, (word & ~(mask_ << shift)) | (std::uint64_t{value} << shift));
-}
-
-// The bucket from the high bits of lo (partitions, if any, use its low 32 bits); the
-// fingerprint from the top of hi, never 0 (0 marks an empty slot).
-Table::Place Table::place_of(const ItemHash& h) const noexcept {
-  std::uint32_t fingerprint = static_cast<std::uint32_t>(h.hi >> (64 - shape_.fingerprint_bits));
-  if (fingerprint == 0) fingerprint = 1;
-  const std::uint64_t first = layout::fastrange64(h.lo, shape_.buckets);
-  return {first, alternate(first, fingerprint), fingerprint};
-}
-
-std::uint64_t Table::alternate(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
-  const std::uint64_t h = layout::fastrange64(fingerprint * kMix, shape_.buckets);
-  // (h − bucket) mod m without a branch the data decides.
-  const std::uint64_t wrap = h < bucket ? shape_.buckets : 0;
-  return h + wrap - bucket;
+  const unsigned shift = 64 - shape_.fingerprint_bits - static_cast<unsigned>(bit % 8);
+  const std::uint64_t word = load_be64(at);
+  store_be64(at, (word & ~(mask_ << shift)) | (std::uint64_t{value} << shift));
 }
 
 int Table::find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
@@ -185,9 +190,7 @@ Insert Table::insert(const ItemHash& h) noexcept {
   std::uint64_t bucket = (p.fingerprint & 1) != 0 ? p.second : p.first;
   std::uint32_t carried = p.fingerprint;
   for (std::uint32_t kick = 0; kick < kMaxKicks; ++kick) {
-    std::uint64_t mixed = ((std::uint64_t{carried} << 32) | kick) * kMix;
-    mixed ^= mixed >> 29;
-    const std::uint64_t index = bucket * kSlotsPerBucket + ((mixed * kMix) >> 62);
+    const std::uint64_t index = bucket * kSlotsPerBucket + victim_slot(carried, kick);
     const std::uint32_t victim = slot(index);
     path[kick] = {index, victim};
     set_slot(index, carried);

@@ -1,14 +1,16 @@
 // The library's cuckoo filter table (Fan et al., 2014), for filters that must forget one item:
-// buckets of 4 slots, each slot an f-bit fingerprint packed back to back in one byte array (a
-// mapped file or a Redis string can hold it as it is). Unlike RedisBloom's layout
-// (cuckoo_filter.hpp, fixed 8-bit fingerprints, 2 slots), f follows from the error rate:
-// a lookup compares the item's fingerprint with 8 slots, so ε ≈ 8·α / 2^f at load α.
+// buckets of 4 slots, each slot an f-bit fingerprint packed back to back in Redis bit order
+// (slot i is BITFIELD's `u<f> #i`: its bits from the most significant bit of byte i*f/8 on), so
+// a mapped file, a Redis string and a Lua script's BITFIELD calls share the bytes. Unlike
+// RedisBloom's layout (cuckoo_filter.hpp, fixed 8-bit fingerprints, 2 slots), f follows from the
+// error rate: a lookup compares the item's fingerprint with 8 slots, so ε ≈ 8·α / 2^f at load α.
 //
 // The alternate bucket is (h(fp) − i) mod m, an involution for any bucket count m, so the
 // table is sized to the capacity instead of a power of two. Kicks are deterministic (the
 // victim follows from the table's state), so two copies given the same adds stay identical,
 // and an insert that finds no room undoes its kicks: a full table refuses with nothing
-// changed. Pure: no I/O.
+// changed. Every step after the item's hash is 32-bit arithmetic (mix32, fastrange32), which a
+// Redis script can repeat exactly. Pure: no I/O.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,41 @@ inline constexpr double kTargetLoad = 0.95;
 inline constexpr std::uint32_t kMaxKicks = 500;
 // Bytes past the slots, so that any bucket is read by one unaligned 16-byte load.
 inline constexpr std::size_t kTailBytes = 16;
+// Bucket numbers are 32-bit (fastrange32 of a 32-bit mix): a larger filter has partitions.
+inline constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 32;
+
+// murmur3's 32-bit finalizer: the fingerprint's hash for the alternate bucket and the kick's
+// victim.
+[[nodiscard]] constexpr std::uint32_t mix32(std::uint32_t x) noexcept {
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+// (x * n) >> 32: x mapped to [0, n), n <= 2^32.
+[[nodiscard]] constexpr std::uint64_t fastrange32(std::uint32_t x, std::uint64_t n) noexcept {
+  return (std::uint64_t{x} * n) >> 32;
+}
+// The bucket a fingerprint moves to from `bucket`, and back: (h(fp) − bucket) mod buckets.
+[[nodiscard]] constexpr std::uint64_t alternate_bucket(std::uint64_t bucket,
+                                                       std::uint32_t fingerprint,
+                                                       std::uint64_t buckets) noexcept {
+  const std::uint64_t h = fastrange32(mix32(fingerprint), buckets);
+  return h >= bucket ? h - bucket : h + buckets - bucket;
+}
+// The slot of its bucket the kick numbered `kick` takes for the fingerprint in hand.
+[[nodiscard]] constexpr std::uint32_t victim_slot(std::uint32_t carried,
+                                                  std::uint32_t kick) noexcept {
+  return mix32(carried ^ (kick * 0x9E3779B9u)) >> 30;
+}
+
+// Where an item goes: its two buckets and its fingerprint (never 0, which marks an empty slot).
+struct Place {
+  std::uint64_t first, second;
+  std::uint32_t fingerprint;
+};
 
 struct Shape {
   std::uint64_t buckets = 0;
@@ -40,8 +77,15 @@ struct Shape {
 };
 
 // The table for `capacity` items at false-positive rate `error_rate` when full; throws
-// InvalidArgument for a rate the fingerprints cannot reach (below 2e-9) or out of (0, 1).
+// InvalidArgument for a rate the fingerprints cannot reach (below 2e-9) or out of (0, 1), and
+// for more than kMaxBuckets buckets.
 [[nodiscard]] Shape shape_for(std::uint64_t capacity, double error_rate);
+// The fingerprint bits `error_rate` needs (shape_for's), InvalidArgument as there.
+[[nodiscard]] std::uint32_t fingerprint_bits_for(double error_rate);
+
+// The item's place in a table of `shape`: the first bucket from the high bits of lo (partitions,
+// if any, use its low 32 bits), the fingerprint from the top of hi.
+[[nodiscard]] Place place_of(const ItemHash& h, const Shape& shape) noexcept;
 
 enum class Insert : std::uint8_t { added, present, full };
 
@@ -70,13 +114,13 @@ class Table {
   [[nodiscard]] const Shape& shape() const noexcept { return shape_; }
 
  private:
-  struct Place {
-    std::uint64_t first, second;
-    std::uint32_t fingerprint;
-  };
-  [[nodiscard]] Place place_of(const ItemHash& h) const noexcept;
+  [[nodiscard]] Place place_of(const ItemHash& h) const noexcept {
+    return cuckoo_table::place_of(h, shape_);
+  }
   [[nodiscard]] std::uint64_t alternate(std::uint64_t bucket,
-                                        std::uint32_t fingerprint) const noexcept;
+                                        std::uint32_t fingerprint) const noexcept {
+    return alternate_bucket(bucket, fingerprint, shape_.buckets);
+  }
   [[nodiscard]] std::uint32_t slot(std::uint64_t index) const noexcept;
   void set_slot(std::uint64_t index, std::uint32_t value) noexcept;
   [[nodiscard]] int find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept;
@@ -88,7 +132,7 @@ class Table {
   std::uint64_t mask_;
   // A bucket's slots as lanes of one word (64 bits for fingerprints of up to 14 bits, 128 up
   // to 30): one bit at the bottom (low_) and at the top (high_) of each lane. Zero: slot by slot.
-  unsigned __int128 low_ = 0, high_ = 0, bucket_mask_ = 0;
+  unsigned __int128 low_ = 0, high_ = 0;
   bool narrow_ = false;
 };
 
