@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/cuckoo.hpp"
 #include "redbloom/file_access.hpp"
 #include "redbloom/filter_backend.hpp"
 #include "redbloom/location.hpp"
@@ -49,6 +50,9 @@ struct OpenOptions {
   std::optional<StreamOptions> stream;
   // The time windows follow (stream.hpp); empty: the real clock.
   Clock clock;
+  // A cuckoo filter to create when missing (cuckoo.hpp), instead of `params`; with
+  // require_params an existing one must have these options.
+  std::optional<CuckooOptions> cuckoo;
 
   // Lookups only.
   [[nodiscard]] static OpenOptions read_only() {
@@ -63,6 +67,14 @@ struct OpenOptions {
     OpenOptions options;
     options.create_if_missing = true;
     options.params = params;
+    options.require_params = require_params;
+    return options;
+  }
+  [[nodiscard]] static OpenOptions create_cuckoo(const CuckooOptions& cuckoo,
+                                                 bool require_params = false) {
+    OpenOptions options;
+    options.create_if_missing = true;
+    options.cuckoo = cuckoo;
     options.require_params = require_params;
     return options;
   }
@@ -103,6 +115,9 @@ struct FilterInfo {
   // then params hold only the capacity and error rate, set_bits and fill_ratio are 0 and
   // estimated_items is the server's count of items inserted.
   std::optional<ServerFilterInfo> server_filter;
+  // A cuckoo filter: its links now. Then set_bits and fill_ratio are 0, estimated_items is the
+  // fingerprints stored and estimated_error_rate the links' sum at their fill.
+  std::optional<CuckooInfo> cuckoo;
   // What does the per-item work on each server (Store::engines); empty for local filters.
   std::vector<std::string> engines;
 };
@@ -125,6 +140,9 @@ class Filter {
   [[nodiscard]] static Filter create(const Location& location, const StreamOptions& stream,
                                      bool overwrite = false, OpenReport* report = nullptr,
                                      Clock clock = {});
+  // The same for a cuckoo filter (cuckoo.hpp).
+  [[nodiscard]] static Filter create(const Location& location, const CuckooOptions& cuckoo,
+                                     bool overwrite = false, OpenReport* report = nullptr);
   [[nodiscard]] static bool exists(const Location& location);
   // Removes the filter, only after checking that what is there is one, and then its exact set.
   static void drop(const Location& location);
@@ -160,6 +178,18 @@ class Filter {
   // Batched, with prefetching; returns the number of items reported present.
   std::size_t contains_many(std::span<const std::string_view> items,
                             std::span<std::uint8_t> present = {}) const;
+
+  // A cuckoo filter forgets the item (one copy of its fingerprint); true if it held one.
+  // InvalidArgument for a Bloom filter. Removing an item never added can make another item
+  // absent: with an exact set, use ExactSet-checked removes (exact_set.hpp) instead.
+  bool remove(std::string_view item);
+  // Each item in order; removed, if not empty, receives one flag per item. Returns how many
+  // were removed.
+  std::size_t remove_many(std::span<const std::string_view> items,
+                          std::span<std::uint8_t> removed = {});
+  // A cuckoo filter: how many copies of the item's fingerprint it holds (0: never added).
+  [[nodiscard]] std::uint32_t count(std::string_view item) const;
+  void count_many(std::span<const std::string_view> items, std::span<std::uint32_t> counts) const;
 
   // Lets add_many / load_many / contains_many use up to `threads` threads (default 1). Helps
   // large local batches out of cache (each core keeps its own misses in flight); blocked adds

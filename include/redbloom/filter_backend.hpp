@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/cuckoo.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/store.hpp"
 #include "redbloom/stream.hpp"
@@ -46,21 +47,44 @@ struct FilterShape {
   // Then `params` hold only the capacity and the error rate (0: the server does not say it):
   // the engine lays out its bits in its own way, which no FilterParams describe.
   std::optional<ServerFilterInfo> server_filter;
+  // A cuckoo filter (cuckoo.hpp): its options. Then `params` hold only the capacity and the
+  // error rate (and the partitions): its tables are no bitmap.
+  std::optional<CuckooOptions> cuckoo;
 
-  // redbloom's own bitmap, one for the whole filter (neither windowed, growing nor the engine's).
-  [[nodiscard]] bool plain() const noexcept { return !stream && !server_filter; }
+  // redbloom's own bitmap, one for the whole filter (neither windowed, growing, a cuckoo filter
+  // nor the engine's).
+  [[nodiscard]] bool plain() const noexcept { return !stream && !server_filter && !cuckoo; }
   [[nodiscard]] bool windowed() const noexcept { return stream && stream->window_ns != 0; }
   [[nodiscard]] bool growing() const noexcept { return stream && stream->window_ns == 0; }
   // What the user sized it for: items (per window, or of the first link of a growing filter)
   // and the false-positive rate of the whole filter.
   [[nodiscard]] std::uint64_t capacity() const noexcept {
-    return stream ? stream->capacity : params.capacity;
+    return stream ? stream->capacity : cuckoo ? cuckoo->capacity : params.capacity;
   }
   [[nodiscard]] double error_rate() const noexcept {
-    return stream ? stream->error_rate : params.error_rate;
+    return stream ? stream->error_rate : cuckoo ? cuckoo->error_rate : params.error_rate;
   }
   // "windowed 10m in 4 slices ..." or the plain parameters (params.hpp).
   [[nodiscard]] std::string describe() const;
+};
+
+// One link of a cuckoo filter now, over its partitions.
+struct CuckooLinkInfo {
+  std::uint32_t link = 0;
+  std::uint32_t fingerprint_bits = 0;
+  std::uint64_t items = 0;     // fingerprints stored (counted over the tables)
+  std::uint64_t capacity = 0;  // what it was sized for
+  std::uint64_t bytes = 0;
+  std::uint64_t partitions = 0;  // the partitions that have grown this link
+  double error_rate_now = 0;     // its expected rate at `items`
+};
+
+struct CuckooInfo {
+  CuckooOptions options;
+  std::vector<CuckooLinkInfo> links;
+  std::uint64_t items = 0;
+  std::uint64_t bytes = 0;
+  double error_rate_now = 0;  // the sum of the links' (a lookup tests each)
 };
 
 // One live slice of a windowed or growing filter, as a copy moves it (transfer.hpp). A slice
@@ -114,6 +138,16 @@ class FilterBackend {
   virtual void load(std::span<const std::string_view> items) = 0;
   virtual void contains(std::span<const std::string_view> items,
                         std::span<std::uint8_t> present) const = 0;
+  // A cuckoo filter: clears one copy of each item's fingerprint, removed[i] = 1 when there was
+  // one; atomic per batch as add is. InvalidArgument for a Bloom filter (it cannot forget).
+  virtual void remove(std::span<const std::string_view> items, std::span<std::uint8_t> removed);
+  // A cuckoo filter: the copies of each item's fingerprint (0 for one never added, or a false
+  // positive's 1). InvalidArgument for a Bloom filter.
+  virtual void count(std::span<const std::string_view> items,
+                     std::span<std::uint32_t> counts) const;
+  // A cuckoo filter's links now; nullopt for a Bloom filter.
+  [[nodiscard]] virtual std::optional<CuckooInfo> cuckoo_info() const { return std::nullopt; }
+
   // One-item calls (Store::OneItemCall); the defaults go through the batch calls.
   [[nodiscard]] virtual Store::OneItemCall direct_contains_one() const;
   [[nodiscard]] virtual Store::OneItemCall direct_add_one();

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <string>
 
-#include "core/layout.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom::cuckoo_table {
@@ -77,9 +76,9 @@ std::uint32_t fingerprint_bits_for(double error_rate) {
 }
 
 Place place_of(const ItemHash& h, const Shape& shape) noexcept {
-  auto fingerprint = static_cast<std::uint32_t>(h.hi >> (64 - shape.fingerprint_bits));
+  auto fingerprint = static_cast<std::uint32_t>(h.hi >> 32) >> (32 - shape.fingerprint_bits);
   if (fingerprint == 0) fingerprint = 1;
-  const std::uint64_t first = layout::fastrange64(h.lo, shape.buckets);
+  const std::uint64_t first = fastrange32(static_cast<std::uint32_t>(h.lo >> 32), shape.buckets);
   return {first, alternate_bucket(first, fingerprint, shape.buckets), fingerprint};
 }
 
@@ -181,25 +180,30 @@ Insert Table::insert(const ItemHash& h) noexcept {
     return Insert::added;
   }
   // Kicks: move a victim to its other bucket until one has room. The victim's slot follows
-  // from the fingerprint in hand, so the walk is a function of the table's state.
-  struct Kick {
+  // from the fingerprint in hand, so the walk is a function of the table's state. The walk is
+  // planned first and written from its end back to its start, so that every fingerprint is in
+  // some slot at every moment (a process killed mid-way over a mapped file loses none); a walk
+  // that comes back to a slot it moved already counts as no room.
+  struct Move {
     std::uint64_t slot;
-    std::uint32_t was;
+    std::uint32_t value;
   };
-  std::array<Kick, kMaxKicks> path;
+  std::array<Move, kMaxKicks> path;
   std::uint64_t bucket = (p.fingerprint & 1) != 0 ? p.second : p.first;
   std::uint32_t carried = p.fingerprint;
   for (std::uint32_t kick = 0; kick < kMaxKicks; ++kick) {
     const std::uint64_t index = bucket * kSlotsPerBucket + victim_slot(carried, kick);
-    const std::uint32_t victim = slot(index);
-    path[kick] = {index, victim};
-    set_slot(index, carried);
-    carried = victim;
+    for (std::uint32_t k = 0; k < kick; ++k) {
+      if (path[k].slot == index) return Insert::full;
+    }
+    path[kick] = {index, carried};
+    carried = slot(index);
     bucket = alternate(bucket, carried);
-    if (put_in_empty(bucket, carried)) return Insert::added;
+    if (put_in_empty(bucket, carried)) {
+      for (std::uint32_t k = kick + 1; k-- > 0;) set_slot(path[k].slot, path[k].value);
+      return Insert::added;
+    }
   }
-  // No room: put every moved fingerprint back, newest first.
-  for (std::uint32_t kick = kMaxKicks; kick-- > 0;) set_slot(path[kick].slot, path[kick].was);
   return Insert::full;
 }
 

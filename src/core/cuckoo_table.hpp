@@ -8,8 +8,7 @@
 // The alternate bucket is (h(fp) − i) mod m, an involution for any bucket count m, so the
 // table is sized to the capacity instead of a power of two. Kicks are deterministic (the
 // victim follows from the table's state), so two copies given the same adds stay identical,
-// and an insert that finds no room undoes its kicks: a full table refuses with nothing
-// changed. Every step after the item's hash is 32-bit arithmetic (mix32, fastrange32), which a
+// and an insert that finds no room changes nothing: a full table refuses as it is. Every step after the item's hash is 32-bit arithmetic (mix32, fastrange32), which a
 // Redis script can repeat exactly. Pure: no I/O.
 #pragma once
 
@@ -83,8 +82,9 @@ struct Shape {
 // The fingerprint bits `error_rate` needs (shape_for's), InvalidArgument as there.
 [[nodiscard]] std::uint32_t fingerprint_bits_for(double error_rate);
 
-// The item's place in a table of `shape`: the first bucket from the high bits of lo (partitions,
-// if any, use its low 32 bits), the fingerprint from the top of hi.
+// The item's place in a table of `shape`: the first bucket from the top 32 bits of lo
+// (partitions use its low 32 bits), the fingerprint from the top f bits of hi. A script that is
+// given those two 32-bit words finds the item in any table.
 [[nodiscard]] Place place_of(const ItemHash& h, const Shape& shape) noexcept;
 
 enum class Insert : std::uint8_t { added, present, full };

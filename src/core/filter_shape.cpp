@@ -9,6 +9,7 @@ std::string FilterShape::describe() const {
   if (server_filter) {
     return server_filter->kind + ", capacity " + std::to_string(server_filter->capacity);
   }
+  if (cuckoo) return redbloom::describe(*cuckoo);
   return stream ? redbloom::describe(*stream) : redbloom::describe(params);
 }
 

@@ -51,4 +51,21 @@ Store::OneItemCall FilterBackend::direct_add_one() {
           this};
 }
 
+namespace {
+
+[[noreturn]] void bloom_cannot(const FilterBackend& backend, const char* what) {
+  throw InvalidArgument("filter " + backend.location() + " is a Bloom filter: it cannot " + what +
+                        " an item (a cuckoo filter can: create one with kind cuckoo)");
+}
+
+}  // namespace
+
+void FilterBackend::remove(std::span<const std::string_view>, std::span<std::uint8_t>) {
+  bloom_cannot(*this, "remove");
+}
+
+void FilterBackend::count(std::span<const std::string_view>, std::span<std::uint32_t>) const {
+  bloom_cannot(*this, "count");
+}
+
 }  // namespace redbloom

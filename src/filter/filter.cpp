@@ -181,6 +181,36 @@ std::size_t Filter::contains_many(std::span<const std::string_view> items,
                                 [&](auto chunk, auto out) { backend_->contains(chunk, out); });
 }
 
+bool Filter::remove(std::string_view item) {
+  std::uint8_t removed = 0;
+  backend_->remove({&item, 1}, {&removed, 1});
+  return removed != 0;
+}
+
+std::size_t Filter::remove_many(std::span<const std::string_view> items,
+                                std::span<std::uint8_t> removed) {
+  return for_each_flagged_chunk(items, removed, backend_->batch_items(), ChunkAccess::writes,
+                                [&](auto chunk, auto out) { backend_->remove(chunk, out); });
+}
+
+std::uint32_t Filter::count(std::string_view item) const {
+  std::uint32_t n = 0;
+  backend_->count({&item, 1}, {&n, 1});
+  return n;
+}
+
+void Filter::count_many(std::span<const std::string_view> items,
+                        std::span<std::uint32_t> counts) const {
+  if (counts.size() < items.size()) {
+    throw InvalidArgument("count span holds " + std::to_string(counts.size()) + " entries for " +
+                          std::to_string(items.size()) + " items");
+  }
+  for_each_chunk(items, backend_->bulk_batch_items(), ChunkAccess::reads,
+                 [&](std::span<const std::string_view> chunk, std::size_t offset) {
+                   backend_->count(chunk, counts.subspan(offset, chunk.size()));
+                 });
+}
+
 FilterInfo Filter::info() const {
   FilterInfo info;
   info.params = params();
@@ -194,9 +224,17 @@ FilterInfo Filter::info() const {
     info.estimated_items = static_cast<double>(info.server_filter->items.value_or(0));
     return info;
   }
-  info.set_bits = backend_->count_set_bits();
   info.created_unix_ns = backend_->created_unix_ns();
   info.storage_bytes = backend_->storage_bytes();
+  if (shape_.cuckoo) {
+    info.cuckoo = backend_->cuckoo_info();
+    if (info.cuckoo) {
+      info.estimated_items = static_cast<double>(info.cuckoo->items);
+      info.estimated_error_rate = info.cuckoo->error_rate_now;
+    }
+    return info;
+  }
+  info.set_bits = backend_->count_set_bits();
   info.stream = backend_->stream_info();
   if (info.stream) {
     // Counted rather than estimated: each link knows how many adds set a bit of it.
@@ -221,6 +259,10 @@ FilterInfo Filter::info() const {
 }
 
 double Filter::estimate_items(std::uint64_t sample_bytes) const {
+  if (shape_.cuckoo) {
+    const std::optional<CuckooInfo> now = backend_->cuckoo_info();
+    return now ? static_cast<double>(now->items) : 0.0;
+  }
   if (shape_.server_filter) {
     const ServerFilterInfo now = backend_->server_filter_info().value_or(*shape_.server_filter);
     return static_cast<double>(now.items.value_or(0));

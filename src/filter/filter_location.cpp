@@ -5,6 +5,7 @@
 
 #include "core/stream_shape.hpp"
 #include "local/file_filters.hpp"
+#include "local/cuckoo_store.hpp"
 #include "local/file_store.hpp"
 #include "local/stream_store.hpp"
 #include "redbloom/error.hpp"
@@ -38,6 +39,14 @@ void check_parameters(const Filter& filter, const OpenOptions& options) {
                        "to use it as it is");
   }
   const FilterShape& shape = filter.shape();
+  if (options.cuckoo) {
+    if (!shape.cuckoo || !(*shape.cuckoo == *options.cuckoo)) {
+      throw FilterExists("filter " + filter.backend().location() +
+                         " was created with other parameters: it is " + shape.describe() +
+                         "; the options ask for " + describe(*options.cuckoo));
+    }
+    return;
+  }
   if (options.stream) {
     const StreamShape wanted(*options.stream);
     if (!shape.stream || !(*shape.stream == wanted.options())) {
@@ -125,13 +134,37 @@ Filter Filter::create(const Location& location, const StreamOptions& stream, boo
   return Filter(std::move(store));
 }
 
+Filter Filter::create(const Location& location, const CuckooOptions& cuckoo, bool overwrite,
+                      OpenReport* report) {
+  std::unique_ptr<FilterBackend> store;
+  switch (location.kind) {
+    case Location::Kind::memory:
+      store = LocalCuckooStore::in_memory(cuckoo);
+      break;
+    case Location::Kind::file:
+      store = create_file_filter(location.path, cuckoo, overwrite);
+      break;
+    case Location::Kind::redis:
+      throw InvalidArgument("a cuckoo filter lives in memory or in a file: Redis cannot hold one "
+                            "yet");
+      break;
+  }
+  if (report) {
+    report->created = true;
+    if (location.in_redis()) note_eviction_risks(location, report->warnings);
+  }
+  return Filter(std::move(store));
+}
+
 Filter Filter::open(const Location& location, const OpenOptions& options, OpenReport* report) {
-  if ((options.create_if_missing || options.require_params) && !options.params && !options.stream) {
+  if ((options.create_if_missing || options.require_params) && !options.params && !options.stream &&
+      !options.cuckoo) {
     throw InvalidArgument("open: create_if_missing and require_params need the parameters");
   }
   // Creates the filter the options describe.
   const auto create_asked = [&](bool overwrite) {
     if (options.stream) return create(location, *options.stream, overwrite, report, options.clock);
+    if (options.cuckoo) return create(location, *options.cuckoo, overwrite, report);
     return create(location, *options.params, overwrite, report);
   };
   if (location.kind == Location::Kind::memory) {

@@ -1,0 +1,34 @@
+#include "core/cuckoo_chain.hpp"
+
+namespace redbloom::cuckoo_chain {
+
+Add add(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  if (contains(links, h)) return Add::present;
+  for (std::size_t i = links.size(); i-- > 0;) {
+    // Not present in any link, so an insert's own test never answers `present`.
+    if (links[i].insert(h) == cuckoo_table::Insert::added) return Add::added;
+  }
+  return Add::full;
+}
+
+bool contains(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  for (const cuckoo_table::Table& link : links) {
+    if (link.contains(h)) return true;
+  }
+  return false;
+}
+
+bool remove(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  for (std::size_t i = links.size(); i-- > 0;) {
+    if (links[i].remove(h)) return true;
+  }
+  return false;
+}
+
+std::uint32_t count(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  std::uint32_t n = 0;
+  for (const cuckoo_table::Table& link : links) n += link.count(h);
+  return n;
+}
+
+}  // namespace redbloom::cuckoo_chain
