@@ -17,8 +17,7 @@ enum class Add : std::uint8_t { added, present, full };
 
 // `full`: every link refused it (the caller grows a link, or reports the filter full).
 [[nodiscard]] Add add(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept;
-[[nodiscard]] bool contains(std::span<const cuckoo_table::Table> links,
-                            const ItemHash& h) noexcept;
+[[nodiscard]] bool contains(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept;
 // Clears one copy of the item's fingerprint, from the newest link that holds it.
 bool remove(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept;
 // Copies of the item's fingerprint over the links.

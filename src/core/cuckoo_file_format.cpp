@@ -146,8 +146,8 @@ CuckooFileHeader parse_cuckoo_file_header(std::span<const std::uint8_t> in,
       const std::uint64_t size = shape->link(link).bytes();
       if (offset % kCuckooFilePage != 0 || offset < bytes || offset > file_size ||
           size > file_size - offset) {
-        throw FormatError("cuckoo filter header: link " + std::to_string(link) +
-                          " of partition " + std::to_string(partition) +
+        throw FormatError("cuckoo filter header: link " + std::to_string(link) + " of partition " +
+                          std::to_string(partition) +
                           " lies outside the file (truncated or corrupt)");
       }
       spans.emplace_back(offset, offset + size);

@@ -9,7 +9,8 @@
 namespace redbloom {
 
 CuckooShape::CuckooShape(const CuckooOptions& options) : options_(options) {
-  if (options.capacity == 0) throw InvalidArgument("a cuckoo filter needs a capacity of at least 1");
+  if (options.capacity == 0)
+    throw InvalidArgument("a cuckoo filter needs a capacity of at least 1");
   if (!(options.error_rate > 0 && options.error_rate < 1)) {
     throw InvalidArgument("the error rate of a cuckoo filter must be between 0 and 1");
   }
@@ -17,7 +18,8 @@ CuckooShape::CuckooShape(const CuckooOptions& options) : options_(options) {
     throw InvalidArgument("a cuckoo filter needs between 1 and `capacity` partitions");
   }
   if (options.growth == 1 || options.growth > 1024) {
-    throw InvalidArgument("a cuckoo filter's growth must be between 2 and 1024 (0: it never grows)");
+    throw InvalidArgument(
+        "a cuckoo filter's growth must be between 2 and 1024 (0: it never grows)");
   }
   const std::uint32_t possible = options.growth == 0 ? 1 : kMaxCuckooLinks;
   std::uint64_t bytes = 0;
@@ -29,8 +31,8 @@ CuckooShape::CuckooShape(const CuckooOptions& options) : options_(options) {
     if (items > 1e15) break;
     cuckoo_table::Shape shape;
     try {
-      shape = cuckoo_table::shape_for(static_cast<std::uint64_t>(std::ceil(items)),
-                                      link_error_rate(i));
+      shape =
+          cuckoo_table::shape_for(static_cast<std::uint64_t>(std::ceil(items)), link_error_rate(i));
     } catch (const InvalidArgument&) {
       if (i == 0) throw;
       break;  // a later link the fingerprints or bucket numbers cannot reach: the chain ends

@@ -182,8 +182,8 @@ Insert Table::insert(const ItemHash& h) noexcept {
   // Kicks: move a victim to its other bucket until one has room. The victim's slot follows
   // from the fingerprint in hand, so the walk is a function of the table's state. The walk is
   // planned first and written from its end back to its start, so that every fingerprint is in
-  // some slot at every moment (a process killed mid-way over a mapped file loses none); a walk
-  // that comes back to a slot it moved already counts as no room.
+  // some slot at every moment (a process killed mid-way over a mapped file loses none). A walk
+  // moves each slot at most once: back in a bucket, it takes the next slot not moved yet.
   struct Move {
     std::uint64_t slot;
     std::uint32_t value;
@@ -192,10 +192,16 @@ Insert Table::insert(const ItemHash& h) noexcept {
   std::uint64_t bucket = (p.fingerprint & 1) != 0 ? p.second : p.first;
   std::uint32_t carried = p.fingerprint;
   for (std::uint32_t kick = 0; kick < kMaxKicks; ++kick) {
-    const std::uint64_t index = bucket * kSlotsPerBucket + victim_slot(carried, kick);
-    for (std::uint32_t k = 0; k < kick; ++k) {
-      if (path[k].slot == index) return Insert::full;
+    // The victim's slot, or the next of its bucket that the walk has not moved yet.
+    const std::uint32_t first_choice = victim_slot(carried, kick);
+    std::uint64_t index = 0;
+    bool free_slot = false;
+    for (std::uint32_t j = 0; j < kSlotsPerBucket && !free_slot; ++j) {
+      index = bucket * kSlotsPerBucket + ((first_choice + j) & (kSlotsPerBucket - 1));
+      free_slot = true;
+      for (std::uint32_t k = 0; k < kick; ++k) free_slot &= path[k].slot != index;
     }
+    if (!free_slot) return Insert::full;
     path[kick] = {index, carried};
     carried = slot(index);
     bucket = alternate(bucket, carried);

@@ -8,8 +8,9 @@
 // The alternate bucket is (h(fp) − i) mod m, an involution for any bucket count m, so the
 // table is sized to the capacity instead of a power of two. Kicks are deterministic (the
 // victim follows from the table's state), so two copies given the same adds stay identical,
-// and an insert that finds no room changes nothing: a full table refuses as it is. Every step after the item's hash is 32-bit arithmetic (mix32, fastrange32), which a
-// Redis script can repeat exactly. Pure: no I/O.
+// and an insert that finds no room changes nothing: a full table refuses as it is. Every step after
+// the item's hash is 32-bit arithmetic (mix32, fastrange32), which a Redis script can repeat
+// exactly. Pure: no I/O.
 #pragma once
 
 #include <cstddef>

@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "core/stream_shape.hpp"
-#include "local/file_filters.hpp"
 #include "local/cuckoo_store.hpp"
+#include "local/file_filters.hpp"
 #include "local/file_store.hpp"
 #include "local/stream_store.hpp"
 #include "redbloom/error.hpp"
@@ -145,8 +145,9 @@ Filter Filter::create(const Location& location, const CuckooOptions& cuckoo, boo
       store = create_file_filter(location.path, cuckoo, overwrite);
       break;
     case Location::Kind::redis:
-      throw InvalidArgument("a cuckoo filter lives in memory or in a file: Redis cannot hold one "
-                            "yet");
+      throw InvalidArgument(
+          "a cuckoo filter lives in memory or in a file: Redis cannot hold one "
+          "yet");
       break;
   }
   if (report) {

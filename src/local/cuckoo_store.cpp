@@ -192,8 +192,7 @@ void LocalCuckooStore::refresh() const {
   }
   const bool writable = access_ != FileAccess::read_only;
   for (std::uint32_t partition = 0; partition < now.links.size(); ++partition) {
-    for (std::size_t link = links_[partition].size(); link < now.links[partition].size();
-         ++link) {
+    for (std::size_t link = links_[partition].size(); link < now.links[partition].size(); ++link) {
       const std::uint64_t offset = now.links[partition][link];
       const std::size_t bytes = shape_.link(static_cast<std::uint32_t>(link)).bytes();
       void* at = ::mmap(nullptr, bytes, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd_,
@@ -259,7 +258,8 @@ void LocalCuckooStore::add(std::span<const std::string_view> items,
       if (!grow(partition)) {
         throw CapacityExceeded("cuckoo filter " + location() +
                                    " is full: its links have no room for the item and it may "
-                                   "not grow (" + shape_.describe() +
+                                   "not grow (" +
+                                   shape_.describe() +
                                    "); create it with growth or a larger capacity or max_bytes",
                                i);
       }
