@@ -11,10 +11,12 @@ namespace redbloom::cuckoo_table {
 
 namespace {
 
-// A bucket of 4 lanes of f bits, shifted by up to 7 bits, fits one 8-byte load for f <= 14 and
-// one 16-byte load for f <= 30.
-constexpr std::uint32_t kNarrowBits = 14;
-constexpr std::uint32_t kWideBits = 30;
+// A bucket of 4 lanes of f bits starts on a byte for even f and 4 bits into one for odd f, so
+// it fits one 8-byte load for f <= 16 and one 16-byte load for any f up to 32.
+constexpr std::uint32_t kNarrowBits = 16;
+// A table this small stays in a core's cache: its lookups need no prefetching.
+constexpr std::size_t kCachedBytes = std::size_t{1} << 20;
+static_assert(kMaxFingerprintBits * kSlotsPerBucket <= 128);
 static_assert(kSlotsPerBucket == 4, "the kick's victim is drawn from the top 2 bits");
 
 // Eight bytes as one word in Redis bit order: the first byte's most significant bit on top.
@@ -91,13 +93,11 @@ Table::Table(const Shape& shape, std::span<std::uint8_t> bytes)
       shape.fingerprint_bits > kMaxFingerprintBits || bytes.size() < shape.bytes()) {
     throw InvalidArgument("cuckoo table: its bytes do not match its shape");
   }
-  if (shape.fingerprint_bits <= kWideBits) {
-    for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
-      low_ |= static_cast<unsigned __int128>(1) << (j * shape.fingerprint_bits);
-    }
-    high_ = low_ << (shape.fingerprint_bits - 1);
-    narrow_ = shape.fingerprint_bits <= kNarrowBits;
+  for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
+    low_ |= static_cast<unsigned __int128>(1) << (j * shape.fingerprint_bits);
   }
+  high_ = low_ << (shape.fingerprint_bits - 1);
+  narrow_ = shape.fingerprint_bits <= kNarrowBits;
 }
 
 // Whether a slot of the bucket holds the fingerprint: for short fingerprints all four lanes at
@@ -113,7 +113,6 @@ __attribute__((always_inline)) inline bool Table::holds(std::uint64_t bucket,
     const std::uint64_t x = lanes ^ (fingerprint * low);
     return ((x - low) & ~x & static_cast<std::uint64_t>(high_)) != 0;
   }
-  if (low_ == 0) return find(bucket, fingerprint) >= 0;
   const unsigned __int128 word =
       (static_cast<unsigned __int128>(load_be64(at)) << 64) | load_be64(at + 8);
   const unsigned __int128 x = ((word << (bit % 8)) >> (128 - bucket_bits)) ^ (fingerprint * low_);
@@ -154,22 +153,42 @@ bool Table::contains(const ItemHash& h) const noexcept {
 }
 
 void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept {
-  // The buckets of the item kAhead places on are asked of the cache while one is tested.
-  // Working its place out again then costs less than keeping it (measured).
-  constexpr std::size_t kAhead = 16;
+  // The places of a group of items are worked out and their buckets asked of memory while the
+  // group before is tested: two groups' misses in flight, each place computed once. Kept as
+  // separate arrays: a Place copied whole through the stack stalls on store forwarding.
+  constexpr std::size_t kGroup = 16;
   const std::size_t bits_per_bucket = kSlotsPerBucket * shape_.fingerprint_bits;
-  const auto fetch = [&](const ItemHash& h) {
-    const Place p = place_of(h);
-    __builtin_prefetch(bytes_ + p.first * bits_per_bucket / 8);
-    __builtin_prefetch(bytes_ + p.second * bits_per_bucket / 8);
-  };
   const std::size_t n = hashes.size();
-  for (std::size_t i = 0; i < std::min(kAhead, n); ++i) fetch(hashes[i]);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) fetch(hashes[i + kAhead]);
-    const Place p = place_of(hashes[i]);
-    present[i] =
-        static_cast<std::uint8_t>(holds(p.first, p.fingerprint) | holds(p.second, p.fingerprint));
+  if (shape_.bytes() <= kCachedBytes) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const Place p = place_of(hashes[i]);
+      present[i] =
+          static_cast<std::uint8_t>(holds(p.first, p.fingerprint) | holds(p.second, p.fingerprint));
+    }
+    return;
+  }
+  std::uint64_t first[2][kGroup], second[2][kGroup];
+  std::uint32_t fingerprint[2][kGroup];
+  const auto plan = [&](std::size_t start, std::size_t group) {
+    const std::size_t end = std::min(n, start + kGroup);
+    for (std::size_t i = start; i < end; ++i) {
+      const Place p = place_of(hashes[i]);
+      __builtin_prefetch(bytes_ + p.first * bits_per_bucket / 8);
+      __builtin_prefetch(bytes_ + p.second * bits_per_bucket / 8);
+      first[group][i - start] = p.first;
+      second[group][i - start] = p.second;
+      fingerprint[group][i - start] = p.fingerprint;
+    }
+  };
+  plan(0, 0);
+  for (std::size_t start = 0, group = 0; start < n; start += kGroup, group ^= 1) {
+    if (start + kGroup < n) plan(start + kGroup, group ^ 1);
+    const std::size_t end = std::min(n, start + kGroup);
+    for (std::size_t i = start; i < end; ++i) {
+      const std::size_t j = i - start;
+      present[i] = static_cast<std::uint8_t>(holds(first[group][j], fingerprint[group][j]) |
+                                             holds(second[group][j], fingerprint[group][j]));
+    }
   }
 }
 

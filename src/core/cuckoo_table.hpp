@@ -33,8 +33,7 @@ inline constexpr std::size_t kTailBytes = 16;
 // Bucket numbers are 32-bit (fastrange32 of a 32-bit mix): a larger filter has partitions.
 inline constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 32;
 
-// murmur3's 32-bit finalizer: the fingerprint's hash for the alternate bucket and the kick's
-// victim.
+// murmur3's 32-bit finalizer: the kick's victim.
 [[nodiscard]] constexpr std::uint32_t mix32(std::uint32_t x) noexcept {
   x ^= x >> 16;
   x *= 0x85ebca6bu;
@@ -47,11 +46,12 @@ inline constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 32;
 [[nodiscard]] constexpr std::uint64_t fastrange32(std::uint32_t x, std::uint64_t n) noexcept {
   return (std::uint64_t{x} * n) >> 32;
 }
-// The bucket a fingerprint moves to from `bucket`, and back: (h(fp) − bucket) mod buckets.
+// The bucket a fingerprint moves to from `bucket`, and back: (h(fp) − bucket) mod buckets, with
+// h(fp) one multiplication (murmur2's constant) mod 2^32, ranged by its high bits.
 [[nodiscard]] constexpr std::uint64_t alternate_bucket(std::uint64_t bucket,
                                                        std::uint32_t fingerprint,
                                                        std::uint64_t buckets) noexcept {
-  const std::uint64_t h = fastrange32(mix32(fingerprint), buckets);
+  const std::uint64_t h = fastrange32(fingerprint * 0x5bd1e995u, buckets);
   return h >= bucket ? h - bucket : h + buckets - bucket;
 }
 // The slot of its bucket the kick numbered `kick` takes for the fingerprint in hand.
