@@ -17,6 +17,7 @@
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/sizing.hpp"
+#include "redbloom/transfer.hpp"
 #include "temp_dir.hpp"
 
 namespace redbloom {
@@ -244,6 +245,35 @@ TEST(CuckooKind, DamagedFilesAreRefused) {
   { (void)Filter::create(Location::file(path), options(1000, 0.01, 2), true); }
   corrupt(path, cuckoo_directory_entry(0, 2), 8192);  // link 2 without link 1
   EXPECT_THROW((void)Filter::open(Location::file(path)), FormatError);
+}
+
+TEST(CuckooKind, CopiesTableByTable) {
+  testing::TempDir dir;
+  const Location from = Location::file(dir.file("from.rbf"));
+  const Location to = Location::file(dir.file("to.rbf"));
+  Filter source = Filter::create(from, options(3000, 0.001, 2));
+  const auto items = names("copy:", 10000);
+  const auto all = views(items);
+  source.add_many(all);
+  EXPECT_EQ(source.remove_many(std::span(all).first(500)), 500u);
+  const CopyReport report = copy_filter(from, to, false);
+  Filter copy = Filter::open(to);
+  EXPECT_EQ(report.bytes, copy.info().cuckoo->bytes);
+  EXPECT_EQ(copy.shape().cuckoo, source.shape().cuckoo);
+  EXPECT_EQ(copy.info().cuckoo->items, source.info().cuckoo->items);
+  EXPECT_EQ(copy.contains_many(std::span(all).subspan(500)), items.size() - 500);
+  for (std::uint32_t link = 0; link < 3; ++link) {
+    EXPECT_EQ(copy.backend().cuckoo_tables()->read_table(0, link),
+              source.backend().cuckoo_tables()->read_table(0, link));
+  }
+  // A copy goes on as the source would: it grows and removes alike.
+  const auto more = names("more:", 20000);
+  source.add_many(views(more));
+  copy.add_many(views(more));
+  EXPECT_EQ(copy.backend().cuckoo_tables()->link_counts(),
+            source.backend().cuckoo_tables()->link_counts());
+  EXPECT_EQ(copy.backend().cuckoo_tables()->read_table(0, 3),
+            source.backend().cuckoo_tables()->read_table(0, 3));
 }
 
 TEST(CuckooKind, BloomFiltersCannotRemove) {

@@ -121,6 +121,23 @@ class StreamLinks {
                           std::uint64_t offset, std::span<const std::uint8_t> bytes) = 0;
 };
 
+// A cuckoo filter table by table, for copies. Bytes as the tables hold them (slots in Redis bit
+// order), the same in every store, so tables copy between stores verbatim.
+class CuckooTables {
+ public:
+  virtual ~CuckooTables() = default;
+  // How many links each partition holds now.
+  [[nodiscard]] virtual std::vector<std::uint32_t> link_counts() const = 0;
+  // The whole table of link `link` of `partition`, read in one atomic step: kicks move
+  // fingerprints inside a table, so a table read in pieces could miss one.
+  [[nodiscard]] virtual std::vector<std::uint8_t> read_table(std::uint32_t partition,
+                                                             std::uint32_t link) const = 0;
+  // A copy's target: overwrites the table, growing the partition to it (with zeroed links)
+  // first if it holds fewer links.
+  virtual void write_table(std::uint32_t partition, std::uint32_t link,
+                           std::span<const std::uint8_t> bytes) = 0;
+};
+
 class FilterBackend {
  public:
   virtual ~FilterBackend() = default;
@@ -147,6 +164,9 @@ class FilterBackend {
                      std::span<std::uint32_t> counts) const;
   // A cuckoo filter's links now; nullopt for a Bloom filter.
   [[nodiscard]] virtual std::optional<CuckooInfo> cuckoo_info() const { return std::nullopt; }
+  // A cuckoo filter's tables; nullptr for a Bloom filter.
+  [[nodiscard]] virtual CuckooTables* cuckoo_tables() noexcept { return nullptr; }
+  [[nodiscard]] virtual const CuckooTables* cuckoo_tables() const noexcept { return nullptr; }
 
   // One-item calls (Store::OneItemCall); the defaults go through the batch calls.
   [[nodiscard]] virtual Store::OneItemCall direct_contains_one() const;

@@ -36,6 +36,15 @@ void copy_bits(const Store& from, Store& to, const CopyProgress& progress = {});
 std::uint64_t copy_links(const FilterBackend& from, FilterBackend& to,
                          const CopyProgress& progress = {});
 
+// Copies the tables of `from`, a cuckoo filter, into `to`, a new one of the same options
+// (InvalidArgument otherwise), table by table, each read in one atomic step. Writers may go on
+// adding to and removing from `from`: every item added before the copy began and not removed
+// is in the copy; items added or removed during it may or may not be. Afterwards the
+// fingerprints the target holds are compared with those written (StorageError if they differ).
+// Returns the bytes copied.
+std::uint64_t copy_cuckoo_tables(const FilterBackend& from, FilterBackend& to,
+                                 const CopyProgress& progress = {});
+
 // Copies every fingerprint of `from` into `to`. InvalidArgument if `to` keeps bits `from` does
 // not (a Redis set's fingerprints cannot fill a set that keeps more of each).
 void copy_exact_set(const ExactSet& from, ExactSet& to);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bitmap_kernels.hpp"
+#include "core/cuckoo_shape.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redis/redis_store.hpp"
@@ -107,6 +108,41 @@ std::uint64_t copy_links(const FilterBackend& from, FilterBackend& to,
   return done;
 }
 
+std::uint64_t copy_cuckoo_tables(const FilterBackend& from, FilterBackend& to,
+                                 const CopyProgress& progress) {
+  const CuckooTables* source = from.cuckoo_tables();
+  CuckooTables* target = to.cuckoo_tables();
+  const FilterShape shape = from.shape();
+  if (source == nullptr || target == nullptr || !(shape.cuckoo == to.shape().cuckoo)) {
+    throw InvalidArgument("cannot copy " + from.location() + " (" + shape.describe() + ") into " +
+                          to.location() + " (" + to.shape().describe() +
+                          "): a cuckoo filter goes into a new one of the same options");
+  }
+  const CuckooShape tables(*shape.cuckoo);
+  const std::vector<std::uint32_t> counts = source->link_counts();
+  std::uint64_t total = 0;
+  for (const std::uint32_t links : counts) total += tables.partition_bytes(links);
+  std::uint64_t done = 0;
+  std::uint64_t written = 0;  // fingerprints
+  for (std::uint32_t partition = 0; partition < counts.size(); ++partition) {
+    for (std::uint32_t link = 0; link < counts[partition]; ++link) {
+      std::vector<std::uint8_t> bytes = source->read_table(partition, link);
+      written += cuckoo_table::Table(tables.link(link), bytes).stored();
+      target->write_table(partition, link, bytes);
+      done += bytes.size();
+      if (progress) progress(done, total);
+    }
+  }
+  to.flush();
+  const std::uint64_t copied = to.cuckoo_info().value_or(CuckooInfo{}).items;
+  if (copied != written) {
+    throw StorageError("copy of " + from.location() + " to " + to.location() + " holds " +
+                       std::to_string(copied) + " fingerprints where " + std::to_string(written) +
+                       " were written (was the new filter written to during the copy?)");
+  }
+  return done;
+}
+
 void copy_exact_set(const ExactSet& from, ExactSet& to) {
   if ((to.fingerprint_mask() & ~from.fingerprint_mask()) != 0) {
     throw InvalidArgument("cannot copy exact set " + from.location() + " into " + to.location() +
@@ -133,12 +169,15 @@ CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
   const FilterShape& shape = source.shape();
   Filter target = shape.stream
                       ? Filter::create(to, *shape.stream, overwrite, &created, std::move(clock))
-                      : Filter::create(to, shape.params, overwrite, &created);
+                  : shape.cuckoo ? Filter::create(to, *shape.cuckoo, overwrite, &created)
+                                 : Filter::create(to, shape.params, overwrite, &created);
   CopyReport report;
   report.warnings = std::move(created.warnings);
   try {
     if (shape.stream) {
       report.bytes = copy_links(source.backend(), target.backend(), progress);
+    } else if (shape.cuckoo) {
+      report.bytes = copy_cuckoo_tables(source.backend(), target.backend(), progress);
     } else {
       copy_bits(source.store(), target.store(), progress);
       report.bytes = shape.params.total_bytes();

@@ -363,6 +363,38 @@ void LocalCuckooStore::flush() {
   }
 }
 
+std::vector<std::uint32_t> LocalCuckooStore::link_counts() const {
+  Lock lock(*this, false);
+  std::vector<std::uint32_t> counts;
+  for (const auto& links : links_) counts.push_back(static_cast<std::uint32_t>(links.size()));
+  return counts;
+}
+
+std::vector<std::uint8_t> LocalCuckooStore::read_table(std::uint32_t partition,
+                                                       std::uint32_t link) const {
+  Lock lock(*this, false);
+  if (partition >= links_.size() || link >= links_[partition].size()) {
+    throw InvalidArgument("cuckoo filter " + location() + " has no link " + std::to_string(link) +
+                          " in partition " + std::to_string(partition));
+  }
+  const Link& table = links_[partition][link];
+  return {table.bytes, table.bytes + table.size};
+}
+
+void LocalCuckooStore::write_table(std::uint32_t partition, std::uint32_t link,
+                                   std::span<const std::uint8_t> bytes) {
+  require_writable("be written");
+  Lock lock(*this, true);
+  if (partition >= links_.size() || link >= shape_.max_links() ||
+      bytes.size() != shape_.link(link).bytes()) {
+    throw InvalidArgument("cuckoo filter " + location() + ": no link " + std::to_string(link) +
+                          " of " + std::to_string(bytes.size()) + " bytes in partition " +
+                          std::to_string(partition));
+  }
+  while (links_[partition].size() <= link) grow(partition);
+  std::memcpy(links_[partition][link].bytes, bytes.data(), bytes.size());
+}
+
 std::string LocalCuckooStore::location() const {
   return fd_ < 0 ? std::string("memory") : path_;
 }

@@ -19,7 +19,7 @@
 
 namespace redbloom {
 
-class LocalCuckooStore final : public FilterBackend {
+class LocalCuckooStore final : public FilterBackend, public CuckooTables {
  public:
   ~LocalCuckooStore() override;
 
@@ -49,6 +49,14 @@ class LocalCuckooStore final : public FilterBackend {
   [[nodiscard]] std::uint64_t storage_bytes() const override;
   void flush() override;
   [[nodiscard]] std::string location() const override;
+  [[nodiscard]] CuckooTables* cuckoo_tables() noexcept override { return this; }
+  [[nodiscard]] const CuckooTables* cuckoo_tables() const noexcept override { return this; }
+
+  [[nodiscard]] std::vector<std::uint32_t> link_counts() const override;
+  [[nodiscard]] std::vector<std::uint8_t> read_table(std::uint32_t partition,
+                                                     std::uint32_t link) const override;
+  void write_table(std::uint32_t partition, std::uint32_t link,
+                   std::span<const std::uint8_t> bytes) override;
 
  private:
   class Lock;
