@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "redbloom/error.hpp"
 
@@ -152,29 +153,82 @@ bool Table::contains(const ItemHash& h) const noexcept {
   return holds(p.first, p.fingerprint) || holds(p.second, p.fingerprint);
 }
 
-void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept {
+namespace {
+
+// Whether a slot of bucket `bucket` of a table of F-bit fingerprints holds `fingerprint`, all
+// four lanes at once (as Table::holds, its shifts constants).
+template <std::uint32_t F>
+__attribute__((always_inline)) inline bool holds_of(const std::uint8_t* bytes, std::uint64_t bucket,
+                                                    std::uint32_t fingerprint) noexcept {
+  constexpr std::uint32_t kBucketBits = kSlotsPerBucket * F;
+  // An odd F starts every other bucket 4 bits into its byte.
+  const unsigned shift = F % 2 == 0 ? 0 : static_cast<unsigned>(bucket & 1) * 4;
+  const std::uint8_t* at = bytes + bucket * kBucketBits / 8;
+  if constexpr (F <= kNarrowBits) {
+    constexpr std::uint64_t kLow = [] {
+      std::uint64_t low = 0;
+      for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) low |= std::uint64_t{1} << (j * F);
+      return low;
+    }();
+    constexpr std::uint64_t kHigh = kLow << (F - 1);
+    const std::uint64_t lanes = (load_be64(at) << shift) >> (64 - kBucketBits);
+    const std::uint64_t x = lanes ^ (fingerprint * kLow);
+    return ((x - kLow) & ~x & kHigh) != 0;
+  } else {
+    constexpr unsigned __int128 kLow = [] {
+      unsigned __int128 low = 0;
+      for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
+        low |= static_cast<unsigned __int128>(1) << (j * F);
+      }
+      return low;
+    }();
+    constexpr unsigned __int128 kHigh = kLow << (F - 1);
+    const unsigned __int128 word =
+        (static_cast<unsigned __int128>(load_be64(at)) << 64) | load_be64(at + 8);
+    const unsigned __int128 x = ((word << shift) >> (128 - kBucketBits)) ^ (fingerprint * kLow);
+    return ((x - kLow) & ~x & kHigh) != 0;
+  }
+}
+
+template <std::uint32_t... F>
+using Widths = std::integer_sequence<std::uint32_t, F...>;
+
+}  // namespace
+
+template <std::uint32_t F>
+void Table::contains_many_of(std::span<const ItemHash> hashes,
+                             std::uint8_t* present) const noexcept {
+  const std::size_t n = hashes.size();
+  const std::uint64_t buckets = shape_.buckets;
+  const auto place = [buckets](const ItemHash& h) {
+    std::uint32_t fingerprint = static_cast<std::uint32_t>(h.hi >> 32) >> (32 - F);
+    fingerprint += fingerprint == 0 ? 1 : 0;
+    const std::uint64_t first = fastrange32(static_cast<std::uint32_t>(h.lo >> 32), buckets);
+    return Place{first, alternate_bucket(first, fingerprint, buckets), fingerprint};
+  };
+  const auto test = [this](std::uint64_t first, std::uint64_t second, std::uint32_t fingerprint) {
+    return static_cast<std::uint8_t>(holds_of<F>(bytes_, first, fingerprint) |
+                                     holds_of<F>(bytes_, second, fingerprint));
+  };
+  if (shape_.bytes() <= kCachedBytes) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const Place p = place(hashes[i]);
+      present[i] = test(p.first, p.second, p.fingerprint);
+    }
+    return;
+  }
   // The places of a group of items are worked out and their buckets asked of memory while the
   // group before is tested: two groups' misses in flight, each place computed once. Kept as
   // separate arrays: a Place copied whole through the stack stalls on store forwarding.
   constexpr std::size_t kGroup = 16;
-  const std::size_t bits_per_bucket = kSlotsPerBucket * shape_.fingerprint_bits;
-  const std::size_t n = hashes.size();
-  if (shape_.bytes() <= kCachedBytes) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const Place p = place_of(hashes[i]);
-      present[i] =
-          static_cast<std::uint8_t>(holds(p.first, p.fingerprint) | holds(p.second, p.fingerprint));
-    }
-    return;
-  }
   std::uint64_t first[2][kGroup], second[2][kGroup];
   std::uint32_t fingerprint[2][kGroup];
   const auto plan = [&](std::size_t start, std::size_t group) {
     const std::size_t end = std::min(n, start + kGroup);
     for (std::size_t i = start; i < end; ++i) {
-      const Place p = place_of(hashes[i]);
-      __builtin_prefetch(bytes_ + p.first * bits_per_bucket / 8);
-      __builtin_prefetch(bytes_ + p.second * bits_per_bucket / 8);
+      const Place p = place(hashes[i]);
+      __builtin_prefetch(bytes_ + p.first * (kSlotsPerBucket * F) / 8);
+      __builtin_prefetch(bytes_ + p.second * (kSlotsPerBucket * F) / 8);
       first[group][i - start] = p.first;
       second[group][i - start] = p.second;
       fingerprint[group][i - start] = p.fingerprint;
@@ -186,10 +240,19 @@ void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* presen
     const std::size_t end = std::min(n, start + kGroup);
     for (std::size_t i = start; i < end; ++i) {
       const std::size_t j = i - start;
-      present[i] = static_cast<std::uint8_t>(holds(first[group][j], fingerprint[group][j]) |
-                                             holds(second[group][j], fingerprint[group][j]));
+      present[i] = test(first[group][j], second[group][j], fingerprint[group][j]);
     }
   }
+}
+
+void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept {
+  // One loop per fingerprint width, chosen once per batch.
+  const auto dispatch = [&]<std::uint32_t... F>(Widths<F...>) {
+    (void)((shape_.fingerprint_bits == F ? (contains_many_of<F>(hashes, present), true) : false) ||
+           ...);
+  };
+  dispatch(Widths<4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+                  26, 27, 28, 29, 30, 31, 32>{});
 }
 
 Insert Table::insert(const ItemHash& h) noexcept {

@@ -126,6 +126,9 @@ class Table {
   void set_slot(std::uint64_t index, std::uint32_t value) noexcept;
   [[nodiscard]] int find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept;
   [[nodiscard]] bool holds(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept;
+  // contains_many for fingerprints of F bits: every shift and mask a constant.
+  template <std::uint32_t F>
+  void contains_many_of(std::span<const ItemHash> hashes, std::uint8_t* present) const noexcept;
   bool put_in_empty(std::uint64_t bucket, std::uint32_t fingerprint) noexcept;
 
   Shape shape_;
