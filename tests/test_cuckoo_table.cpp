@@ -138,6 +138,26 @@ TEST(CuckooTable, EveryFingerprintWidthFindsWhatItHolds) {
     }
     for (const std::uint64_t i : held) ASSERT_TRUE(t.table.contains(item(i))) << f << " " << i;
     ASSERT_EQ(t.table.stored(), held.size()) << f;
+    // The batched lookup (one loop per width) answers as the single one.
+    std::vector<ItemHash> all;
+    for (std::uint64_t i = 0; i < 2000; ++i) all.push_back(item(i));
+    std::vector<std::uint8_t> found(all.size());
+    t.table.contains_many(all, found.data());
+    for (std::uint64_t i = 0; i < all.size(); ++i) {
+      ASSERT_EQ(found[i] != 0, t.table.contains(all[i])) << f << " " << i;
+    }
+    // And so does the one for tables past the cache (its lookups prefetched by groups).
+    Shape large = shape;
+    large.buckets = (std::uint64_t{2} << 20) * 8 / (kSlotsPerBucket * f) + 1;
+    Owned big(large);
+    for (std::uint64_t i = 0; i < 1000; ++i) (void)big.table.insert(item(i));
+    big.table.contains_many(all, found.data());
+    for (std::uint64_t i = 0; i < all.size(); ++i) {
+      ASSERT_EQ(found[i] != 0, big.table.contains(all[i])) << f << " " << i;
+      if (i < 1000) {
+        ASSERT_EQ(found[i], 1) << f << " " << i;
+      }
+    }
   }
 }
 
