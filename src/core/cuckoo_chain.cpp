@@ -5,8 +5,7 @@ namespace redbloom::cuckoo_chain {
 Add add(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
   if (contains(links, h)) return Add::present;
   for (std::size_t i = links.size(); i-- > 0;) {
-    // Not present in any link, so an insert's own test never answers `present`.
-    if (links[i].insert(h) == cuckoo_table::Insert::added) return Add::added;
+    if (links[i].insert_absent(h) == cuckoo_table::Insert::added) return Add::added;
   }
   return Add::full;
 }
@@ -23,6 +22,10 @@ bool remove(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
     if (links[i].remove(h)) return true;
   }
   return false;
+}
+
+void prefetch(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  for (const cuckoo_table::Table& link : links) link.prefetch(h);
 }
 
 std::uint32_t count(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept {

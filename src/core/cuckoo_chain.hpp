@@ -20,6 +20,8 @@ enum class Add : std::uint8_t { added, present, full };
 [[nodiscard]] bool contains(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept;
 // Clears one copy of the item's fingerprint, from the newest link that holds it.
 bool remove(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept;
+// Asks the cache for the item's buckets in every link.
+void prefetch(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept;
 // Copies of the item's fingerprint over the links.
 [[nodiscard]] std::uint32_t count(std::span<const cuckoo_table::Table> links,
                                   const ItemHash& h) noexcept;

@@ -134,11 +134,38 @@ void Table::set_slot(std::uint64_t index, std::uint32_t value) noexcept {
   store_be64(at, (word & ~(mask_ << shift)) | (std::uint64_t{value} << shift));
 }
 
+// The first slot of the bucket (slot 0 is its top lane) holding `fingerprint` (0: an empty
+// one), or -1: the lanes equal to it flagged exactly (no borrow between lanes: each lane's low
+// bits plus all ones below its top bit cannot carry out of it), the topmost flag taken.
 int Table::find(std::uint64_t bucket, std::uint32_t fingerprint) const noexcept {
-  for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
-    if (slot(bucket * kSlotsPerBucket + j) == fingerprint) return static_cast<int>(j);
+  const std::uint32_t f = shape_.fingerprint_bits;
+  const std::uint32_t bucket_bits = kSlotsPerBucket * f;
+  const std::uint64_t bit = bucket * bucket_bits;
+  const std::uint8_t* at = bytes_ + bit / 8;
+  int lane = -1;
+  if (narrow_) {
+    const auto low = static_cast<std::uint64_t>(low_);
+    const auto high = static_cast<std::uint64_t>(high_);
+    const std::uint64_t rest = high - low;  // every lane's bits below its top
+    const std::uint64_t x =
+        ((load_be64(at) << (bit % 8)) >> (64 - bucket_bits)) ^ (fingerprint * low);
+    const std::uint64_t zero = ~(((x & rest) + rest) | x | rest) & high;
+    if (zero != 0) lane = (63 - __builtin_clzll(zero)) / static_cast<int>(f);
+  } else {
+    const unsigned __int128 rest = high_ - low_;
+    const unsigned __int128 word =
+        (static_cast<unsigned __int128>(load_be64(at)) << 64) | load_be64(at + 8);
+    const unsigned __int128 x = ((word << (bit % 8)) >> (128 - bucket_bits)) ^ (fingerprint * low_);
+    const unsigned __int128 zero = ~(((x & rest) + rest) | x | rest) & high_;
+    const auto top = static_cast<std::uint64_t>(zero >> 64);
+    const auto bottom = static_cast<std::uint64_t>(zero);
+    if (top != 0) {
+      lane = (127 - __builtin_clzll(top)) / static_cast<int>(f);
+    } else if (bottom != 0) {
+      lane = (63 - __builtin_clzll(bottom)) / static_cast<int>(f);
+    }
   }
-  return -1;
+  return lane < 0 ? -1 : static_cast<int>(kSlotsPerBucket) - 1 - lane;
 }
 
 bool Table::put_in_empty(std::uint64_t bucket, std::uint32_t fingerprint) noexcept {
@@ -255,9 +282,21 @@ void Table::contains_many(std::span<const ItemHash> hashes, std::uint8_t* presen
                   26, 27, 28, 29, 30, 31, 32>{});
 }
 
+void Table::prefetch(const ItemHash& h) const noexcept {
+  const Place p = place_of(h);
+  const std::uint64_t bucket_bits = kSlotsPerBucket * shape_.fingerprint_bits;
+  __builtin_prefetch(bytes_ + p.first * bucket_bits / 8);
+  __builtin_prefetch(bytes_ + p.second * bucket_bits / 8);
+}
+
 Insert Table::insert(const ItemHash& h) noexcept {
   const Place p = place_of(h);
   if (holds(p.first, p.fingerprint) || holds(p.second, p.fingerprint)) return Insert::present;
+  return insert_absent(h);
+}
+
+Insert Table::insert_absent(const ItemHash& h) noexcept {
+  const Place p = place_of(h);
   if (put_in_empty(p.first, p.fingerprint) || put_in_empty(p.second, p.fingerprint)) {
     return Insert::added;
   }

@@ -99,6 +99,10 @@ class Table {
   // nothing changes), else stored (with kicks when both buckets are full), or `full` with
   // nothing changed.
   Insert insert(const ItemHash& h) noexcept;
+  // insert for an item known to be absent (its buckets were just tested): `added` or `full`.
+  Insert insert_absent(const ItemHash& h) noexcept;
+  // Asks the cache for the item's two buckets (a batch's later items, while one is worked on).
+  void prefetch(const ItemHash& h) const noexcept;
   [[nodiscard]] bool contains(const ItemHash& h) const noexcept;
   // contains for each item into present[i] (1 or 0), the buckets of the items ahead fetched
   // meanwhile.

@@ -174,6 +174,18 @@ void LocalCuckooStore::remove_file(const std::string& path) {
   if (::unlink(path.c_str()) != 0) throw StorageError(errno_message("cannot delete " + path));
 }
 
+std::vector<ItemHash> LocalCuckooStore::hashes_ahead(
+    std::span<const std::string_view> items) const {
+  std::vector<ItemHash> hashes(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = hash_item(items[i]);
+  for (std::size_t i = 0; i < std::min(kAhead, items.size()); ++i) prefetch(hashes[i]);
+  return hashes;
+}
+
+void LocalCuckooStore::prefetch(const ItemHash& h) const noexcept {
+  cuckoo_chain::prefetch(tables_[shape_.partition_of(h)], h);
+}
+
 void LocalCuckooStore::attach(std::uint32_t partition, std::uint8_t* bytes, std::size_t size,
                               bool mapped, int mapped_slot) const {
   auto& links = links_[partition];
@@ -250,8 +262,10 @@ void LocalCuckooStore::add(std::span<const std::string_view> items,
   require_writable("add");
   check_flags(items.size(), newly_added.size());
   Lock lock(*this, true);
+  const std::vector<ItemHash> hashes = hashes_ahead(items);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const ItemHash h = hash_item(items[i]);
+    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+    const ItemHash& h = hashes[i];
     const std::uint32_t partition = shape_.partition_of(h);
     cuckoo_chain::Add result = cuckoo_chain::add(tables_[partition], h);
     while (result == cuckoo_chain::Add::full) {
@@ -289,8 +303,10 @@ void LocalCuckooStore::contains(std::span<const std::string_view> items,
     }
     return;
   }
+  const std::vector<ItemHash> hashes = hashes_ahead(items);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const ItemHash h = hash_item(items[i]);
+    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+    const ItemHash& h = hashes[i];
     present[i] = cuckoo_chain::contains(tables_[shape_.partition_of(h)], h) ? 1 : 0;
   }
 }
@@ -300,8 +316,10 @@ void LocalCuckooStore::remove(std::span<const std::string_view> items,
   require_writable("remove");
   check_flags(items.size(), removed.size());
   Lock lock(*this, true);
+  const std::vector<ItemHash> hashes = hashes_ahead(items);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const ItemHash h = hash_item(items[i]);
+    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+    const ItemHash& h = hashes[i];
     removed[i] = cuckoo_chain::remove(tables_[shape_.partition_of(h)], h) ? 1 : 0;
   }
 }
@@ -310,8 +328,10 @@ void LocalCuckooStore::count(std::span<const std::string_view> items,
                              std::span<std::uint32_t> counts) const {
   if (counts.size() < items.size()) check_flags(items.size(), counts.size());
   Lock lock(*this, false);
+  const std::vector<ItemHash> hashes = hashes_ahead(items);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const ItemHash h = hash_item(items[i]);
+    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+    const ItemHash& h = hashes[i];
     counts[i] = cuckoo_chain::count(tables_[shape_.partition_of(h)], h);
   }
 }

@@ -76,6 +76,11 @@ class LocalCuckooStore final : public FilterBackend, public CuckooTables {
   // Adds a link to the partition's chain; false when it holds max_links already.
   bool grow(std::uint32_t partition);
   void require_writable(const char* what) const;
+  // The batch's hashes, the buckets of the first kAhead items asked of the cache; each step
+  // then asks for the buckets of the item kAhead places on.
+  static constexpr std::size_t kAhead = 8;
+  [[nodiscard]] std::vector<ItemHash> hashes_ahead(std::span<const std::string_view> items) const;
+  void prefetch(const ItemHash& h) const noexcept;
   void check_flags(std::size_t items, std::size_t flags) const;
 
   CuckooShape shape_;
