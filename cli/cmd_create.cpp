@@ -58,6 +58,30 @@ void create_engine(const CreateCommand& cmd, const EngineFilterOptions& options)
               static_cast<unsigned long long>(options.capacity), rate, expansion.c_str());
 }
 
+// A cuckoo filter, with its exact set if asked (what lets `remove` refuse items never added).
+void create_cuckoo(const CreateCommand& cmd, const CuckooOptions& options) {
+  const Filter filter = create_cuckoo_filter(cmd.location, options, cmd.force);
+  if (cmd.exact) (void)exact_set_for_writing(cmd.location.resolve(), filter, /*create=*/true);
+  const std::string made = describe(options);
+  if (cmd.quiet) return;
+  if (cmd.json) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%g", options.error_rate);
+    std::printf(
+        "{\"created\": %s, \"location\": %s, \"kind\": \"cuckoo\", \"capacity\": %llu, "
+        "\"error_rate\": %s, \"growth\": %u, \"max_bytes\": %llu, \"description\": %s, "
+        "\"exact\": %s}\n",
+        json_string(cmd.location.describe()).c_str(),
+        json_string(filter.backend().location()).c_str(),
+        static_cast<unsigned long long>(options.capacity), rate, options.growth,
+        static_cast<unsigned long long>(options.max_bytes), json_string(made).c_str(),
+        cmd.exact ? "true" : "false");
+    return;
+  }
+  std::printf("created %s: %s%s\n", cmd.location.describe().c_str(), made.c_str(),
+              defaulted_size(cmd.sizing).c_str());
+}
+
 }  // namespace
 
 void register_create(CLI::App& app, int& exit_code) {
@@ -83,6 +107,11 @@ void register_create(CLI::App& app, int& exit_code) {
     asked.nonscaling = cmd->nonscaling;
     if (const SizedRequest sized = size_request(asked); sized.engine) {
       create_engine(*cmd, *sized.engine);
+      exit_code = kExitOk;
+      return;
+    }
+    if (const SizedRequest sized = requested_size(cmd->sizing); sized.cuckoo) {
+      create_cuckoo(*cmd, *sized.cuckoo);
       exit_code = kExitOk;
       return;
     }

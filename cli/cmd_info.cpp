@@ -28,7 +28,7 @@ std::string iso_time(std::uint64_t unix_ns) {
 // Past the item count it was sized for (unknown for a filter made from explicit bits; a
 // windowed or growing filter grows instead).
 bool over_capacity(const FilterInfo& info) {
-  return info.params.capacity > 0 && !info.stream &&
+  return info.params.capacity > 0 && !info.stream && !info.cuckoo &&
          info.estimated_items > static_cast<double>(info.params.capacity);
 }
 
@@ -150,6 +150,53 @@ std::string server_filter_json(const ServerFilterInfo& server) {
          ", \"expansion\": " + optional_json(server.expansion) + "}";
 }
 
+// A cuckoo filter: its options, then one line per link: its fingerprints, fill and rate.
+void print_cuckoo(const CuckooInfo& cuckoo) {
+  std::printf("kind              %s\n", describe(cuckoo.options).c_str());
+  std::printf("items stored      %llu (fingerprints; an item added twice is stored once)\n",
+              static_cast<unsigned long long>(cuckoo.items));
+  std::printf("memory            %s in %zu link(s), %.2f bits per stored item\n",
+              format_bytes(double(cuckoo.bytes)).c_str(), cuckoo.links.size(),
+              cuckoo.items > 0 ? 8.0 * double(cuckoo.bytes) / double(cuckoo.items) : 0.0);
+  std::printf("rate now          %.4g (target %.4g; every link counted)\n", cuckoo.error_rate_now,
+              cuckoo.options.error_rate);
+  std::printf("  %-5s %-12s %-25s %-11s %s\n", "link", "fingerprint", "items / capacity", "memory",
+              "rate now");
+  for (const CuckooLinkInfo& link : cuckoo.links) {
+    char items[56];
+    std::snprintf(items, sizeof items, "%llu / %llu", static_cast<unsigned long long>(link.items),
+                  static_cast<unsigned long long>(link.capacity));
+    std::printf("  %-5u %-12s %-25s %-11s %.3g\n", link.link,
+                (std::to_string(link.fingerprint_bits) + " bits").c_str(), items,
+                format_bytes(double(link.bytes)).c_str(), link.error_rate_now);
+  }
+}
+
+std::string cuckoo_json(const CuckooInfo& cuckoo) {
+  std::string links;
+  for (const CuckooLinkInfo& l : cuckoo.links) {
+    if (!links.empty()) links += ", ";
+    links += "{\"link\": " + std::to_string(l.link) +
+             ", \"fingerprint_bits\": " + std::to_string(l.fingerprint_bits) +
+             ", \"items\": " + std::to_string(l.items) +
+             ", \"capacity\": " + std::to_string(l.capacity) +
+             ", \"bytes\": " + std::to_string(l.bytes) +
+             ", \"partitions\": " + std::to_string(l.partitions) +
+             ", \"error_rate_now\": " + json_number(l.error_rate_now) + "}";
+  }
+  const CuckooOptions& o = cuckoo.options;
+  return "{\"description\": " + json_string(describe(o)) +
+         ", \"capacity\": " + std::to_string(o.capacity) +
+         ", \"error_rate\": " + json_number(o.error_rate) +
+         ", \"growth\": " + std::to_string(o.growth) +
+         ", \"max_bytes\": " + std::to_string(o.max_bytes) +
+         ", \"partitions\": " + std::to_string(o.partitions) +
+         ", \"items\": " + std::to_string(cuckoo.items) +
+         ", \"bytes\": " + std::to_string(cuckoo.bytes) +
+         ", \"error_rate_now\": " + json_number(cuckoo.error_rate_now) + ", \"links\": [" + links +
+         "]}";
+}
+
 void print_text(const std::string& where, const FilterInfo& info,
                 const std::optional<ExactSetSummary>& exact, const std::string& exact_advice) {
   const FilterParams& p = info.params;
@@ -159,6 +206,12 @@ void print_text(const std::string& where, const FilterInfo& info,
   print_engines(info.engines);
   if (info.server_filter) {
     print_server_filter(*info.server_filter);
+    return;
+  }
+  if (info.cuckoo) {
+    std::printf("created           %s\n", iso_time(info.created_unix_ns).c_str());
+    print_cuckoo(*info.cuckoo);
+    print_exact(exact, exact_advice);
     return;
   }
   if (info.stream) {
@@ -220,14 +273,16 @@ void print_json(const std::string& where, const FilterInfo& info,
       "{\"filter\": %s, \"location\": %s, \"storage_bytes\": %llu, %s, "
       "\"created_unix_ns\": %llu, \"set_bits\": %llu, \"fill_ratio\": %s, "
       "\"estimated_items\": %s, \"estimated_error_rate\": %s, \"over_capacity\": %s, "
-      "\"stream\": %s, \"engines\": %s, \"server_filter\": null, \"exact\": %s}\n",
+      "\"stream\": %s, \"cuckoo\": %s, \"engines\": %s, \"server_filter\": null, "
+      "\"exact\": %s}\n",
       json_string(where).c_str(), json_string(info.location).c_str(),
       static_cast<unsigned long long>(info.storage_bytes), params_json_members(info.params).c_str(),
       static_cast<unsigned long long>(info.created_unix_ns),
       static_cast<unsigned long long>(info.set_bits), json_number(info.fill_ratio).c_str(),
       json_number(info.estimated_items).c_str(), json_number(info.estimated_error_rate).c_str(),
       over_capacity(info) ? "true" : "false",
-      info.stream ? stream_json(*info.stream).c_str() : "null", engines_json(info.engines).c_str(),
+      info.stream ? stream_json(*info.stream).c_str() : "null",
+      info.cuckoo ? cuckoo_json(*info.cuckoo).c_str() : "null", engines_json(info.engines).c_str(),
       exact_json.c_str());
 }
 
@@ -256,9 +311,10 @@ void register_info(CLI::App& app, int& exit_code) {
       const std::string advice =
           info.stream && info.stream->options.window_ns != 0
               ? "a windowed filter cannot have one: it forgets items and the set would not"
-              : how_to_get_exact_set(
-                    info.set_bits == 0 ? FilterContents::empty : FilterContents::holds_items,
-                    where.in_redis(), where.in_redis() ? where.name : where.path);
+              : how_to_get_exact_set((info.cuckoo ? info.cuckoo->items == 0 : info.set_bits == 0)
+                                         ? FilterContents::empty
+                                         : FilterContents::holds_items,
+                                     where.in_redis(), where.in_redis() ? where.name : where.path);
       print_text(cmd->location.describe(), info, exact, advice);
     }
     exit_code = kExitOk;

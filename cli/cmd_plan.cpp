@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
+#include "redbloom/cuckoo.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
 #include "summary.hpp"
@@ -20,12 +21,56 @@ struct PlanCommand {
   double error_rate = 0;
   std::string layout = "classic";
   std::string partition_size = "64MiB";
+  std::string kind = "bloom";
   bool table = false;
   bool json = false;
   CLI::Option* capacity_option = nullptr;
 };
 
+// A cuckoo filter's table for n items at p, beside the Bloom layouts at the same rate and the
+// bound log2(1/p) no filter beats.
+void print_cuckoo_plan(const PlanCommand& cmd) {
+  CuckooOptions options;
+  options.capacity = static_cast<std::uint64_t>(std::ceil(cmd.capacity));
+  options.error_rate = cmd.error_rate;
+  const CuckooTableSize table = cuckoo_table_size(options);
+  const double n = static_cast<double>(options.capacity);
+  const double bits = 8.0 * static_cast<double>(table.bytes) / n;
+  const FilterParams classic = size_filter(cmd.capacity, cmd.error_rate, Layout::classic);
+  const FilterParams blocked = size_filter(cmd.capacity, cmd.error_rate, Layout::blocked);
+  const double bound = std::log2(1 / cmd.error_rate);
+  if (cmd.json) {
+    std::printf(
+        "{\"kind\": \"cuckoo\", \"items\": %s, \"target_rate\": %s, \"fingerprint_bits\": %u, "
+        "\"buckets\": %llu, \"slots_per_bucket\": %u, \"bytes\": %llu, \"bits_per_item\": %s, "
+        "\"rate_at_n\": %s, \"bound_bits_per_item\": %s, \"classic_bits_per_item\": %s, "
+        "\"blocked_bits_per_item\": %s}\n",
+        json_number(n).c_str(), json_number(cmd.error_rate).c_str(), table.fingerprint_bits,
+        static_cast<unsigned long long>(table.buckets), table.slots_per_bucket,
+        static_cast<unsigned long long>(table.bytes), json_number(bits).c_str(),
+        json_number(table.rate_when_full).c_str(), json_number(bound).c_str(),
+        json_number(double(classic.total_bits()) / n).c_str(),
+        json_number(double(blocked.total_bits()) / n).c_str());
+    return;
+  }
+  std::printf("kind              cuckoo (removes items)\n");
+  std::printf("items (n)         %.0f\n", n);
+  std::printf("target rate (p)   %g\n", cmd.error_rate);
+  std::printf("fingerprints      %u bits, in %llu buckets of %u\n", table.fingerprint_bits,
+              static_cast<unsigned long long>(table.buckets), table.slots_per_bucket);
+  std::printf("memory            %s  (%.2f bits per item; no filter needs fewer than %.2f)\n",
+              format_bytes(double(table.bytes)).c_str(), bits, bound);
+  std::printf("rate at n         %.4g\n", table.rate_when_full);
+  std::printf("Bloom instead     classic %.2f bits per item, blocked %.2f (neither can remove)\n",
+              double(classic.total_bits()) / n, double(blocked.total_bits()) / n);
+}
+
 void print_plan(const PlanCommand& cmd) {
+  if (cmd.kind == "cuckoo") {
+    check_error_rate(cmd.error_rate);
+    print_cuckoo_plan(cmd);
+    return;
+  }
   const auto layout = parse_layout(cmd.layout);
   if (!layout)
     throw InvalidArgument("unknown layout '" + cmd.layout + "' (use classic or blocked)");
@@ -146,6 +191,8 @@ void register_plan(CLI::App& app, int& exit_code) {
   auto* rate =
       sub->add_option("-p,--error-rate", cmd->error_rate, "False-positive rate (e.g. 1e-9)");
   sub->add_option("--layout", cmd->layout, "classic (default) or blocked");
+  sub->add_option("--kind", cmd->kind, "bloom (default) or cuckoo (a filter that removes items)")
+      ->check(CLI::IsMember({"bloom", "cuckoo"}));
   sub->add_option("--partition-size", cmd->partition_size, "Largest partition (default 64MiB)");
   auto* table = sub->add_flag("--table", cmd->table,
                               "Recompute published sizing tables for click-log and crawler dedup");

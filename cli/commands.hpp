@@ -11,6 +11,9 @@ void register_create(CLI::App& app, int& exit_code);
 void register_add(CLI::App& app, int& exit_code);
 void register_dedup(CLI::App& app, int& exit_code);
 void register_exists(CLI::App& app, int& exit_code);
+// remove and count: a cuckoo filter's.
+void register_remove(CLI::App& app, int& exit_code);
+void register_count(CLI::App& app, int& exit_code);
 void register_info(CLI::App& app, int& exit_code);
 void register_drop(CLI::App& app, int& exit_code);
 void register_load(CLI::App& app, int& exit_code);

@@ -129,8 +129,13 @@ void add_sizing_options(CLI::App& command, SizingOptions& o) {
       "--window");
   o.max_bytes_option =
       command.add_option("--max-bytes", o.max_bytes,
-                         "Limit of a windowed or growing filter's memory (e.g. 2GiB): adds past "
-                         "it fail, saying what was committed");
+                         "Limit of a windowed or growing filter's memory, or a growing cuckoo "
+                         "filter's (e.g. 2GiB): adds past it fail, saying what was committed");
+  o.kind_option = command.add_option(
+      "--kind", o.kind,
+      "bloom (default) or cuckoo: a cuckoo filter can remove items (redbloom remove) and count "
+      "them, sized by -n and -p (with --growth and --max-bytes)");
+  o.kind_option->check(CLI::IsMember({"bloom", "cuckoo"}));
   command.add_flag("--force-rate", o.force_rate,
                    "Build the filter even when its rate at capacity is above -p (a filter uses "
                    "at most 64 hashes, which very low rates need more of)");
@@ -159,6 +164,7 @@ FilterRequest SizingOptions::request() const {
   if (given(growth_option)) r.growth = growth;
   if (given(rate_option)) r.item_rate = rate;
   if (given(max_bytes_option)) r.max_bytes = max_bytes;
+  if (given(kind_option)) r.kind = kind;
   return r;
 }
 
@@ -168,6 +174,7 @@ SizedRequest requested_size(const SizingOptions& options) {
 
 FilterParams requested_params(const SizingOptions& options) {
   const SizedRequest sized = requested_size(options);
+  if (sized.cuckoo) throw InvalidArgument("these options make a cuckoo filter");
   if (!sized.params) throw InvalidArgument("these options make a windowed or growing filter");
   return *sized.params;
 }
@@ -183,6 +190,18 @@ std::string defaulted_size(const SizingOptions& options) {
   const bool rate = !by_hand && !given(options.error_rate_option);
   if (!capacity && !rate) return "";
   const bool windowed = given(options.window_option);
+  if (given(options.kind_option) && options.kind == "cuckoo") {
+    const std::string what = capacity && rate ? "the default size, -n 1e6 -p 0.01"
+                             : capacity       ? "the default capacity, -n 1e6"
+                                              : "the default error rate, -p 0.01";
+    if (given(options.growth_option)) {
+      return " (" + what +
+             "): for another size, drop it and pass -n ITEMS (its first table's) -p RATE";
+    }
+    return " (" + what +
+           "); once full it refuses adds: for another size, drop it and pass -n ITEMS -p RATE, "
+           "or --growth 2 to let it grow";
+  }
   const std::string items = windowed ? "-n 1e6 items per window" : "-n 1e6";
   const std::string what = capacity && rate ? "the default size, " + items + " -p 0.01"
                            : capacity       ? "the default capacity, " + items
@@ -295,6 +314,11 @@ Filter create_stream_filter(const FilterLocation& location, const StreamOptions&
   return create_any(location, stream, overwrite);
 }
 
+Filter create_cuckoo_filter(const FilterLocation& location, const CuckooOptions& cuckoo,
+                            bool overwrite) {
+  return create_any(location, cuckoo, overwrite);
+}
+
 WritableFilter open_for_writing(const FilterLocation& location, const SizingOptions& options,
                                 bool create_if_missing) {
   // Validate the options even when the filter exists: a typo must not pass silently.
@@ -302,15 +326,24 @@ WritableFilter open_for_writing(const FilterLocation& location, const SizingOpti
   const std::optional<StreamOptions>& stream = sized.stream;
   const Location where = location.resolve();
   OpenReport report;
-  OpenOptions open_options = stream ? OpenOptions::create_stream(*stream, sized.given)
-                                    : OpenOptions::create_missing(*sized.params, sized.given);
+  OpenOptions open_options = sized.cuckoo ? OpenOptions::create_cuckoo(*sized.cuckoo, sized.given)
+                             : stream     ? OpenOptions::create_stream(*stream, sized.given)
+                                          : OpenOptions::create_missing(*sized.params, sized.given);
   open_options.create_if_missing = create_if_missing;
   if (create_if_missing && where.kind == Location::Kind::file) check_new_file(where.path);
   Filter filter = open_with_hint(where, open_options, &report);
+  if (sized.cuckoo && !filter.shape().cuckoo) {
+    throw FilterExists("filter " + where.describe() + " is a Bloom filter (" +
+                       filter.shape().describe() +
+                       "), not a cuckoo filter: leave out --kind "
+                       "cuckoo to use it, or give another filter");
+  }
   for (const std::string& warning : report.warnings) report_warning(warning);
   if (report.created) {
     std::string note = "created filter " + where.describe() + ": " +
-                       (stream ? describe(*stream) : describe(*sized.params));
+                       (sized.cuckoo ? describe(*sized.cuckoo)
+                        : stream     ? describe(*stream)
+                                     : describe(*sized.params));
     report_created(note + defaulted_size(options));
   }
   return {std::move(filter), report.created};

@@ -45,6 +45,9 @@ struct SizingOptions {
   CLI::Option* max_bytes_option = nullptr;
   // Build a filter whose rate is above the one asked for (hashes capped), instead of refusing.
   bool force_rate = false;
+  // bloom (default) or cuckoo (cuckoo.hpp).
+  std::string kind;
+  CLI::Option* kind_option = nullptr;
 
   // The options given, with the command line's default size for a filter sized by none.
   [[nodiscard]] FilterRequest request() const;
@@ -107,5 +110,7 @@ struct WritableFilter {
                                    bool overwrite);
 [[nodiscard]] Filter create_stream_filter(const FilterLocation& location,
                                           const StreamOptions& stream, bool overwrite);
+[[nodiscard]] Filter create_cuckoo_filter(const FilterLocation& location,
+                                          const CuckooOptions& cuckoo, bool overwrite);
 
 }  // namespace redbloom::cli

@@ -59,8 +59,9 @@ void add_line_options(CLI::App& command, LineOptions& options) {
       "No progress, notes or summary on stderr (but for a note when a missing filter is created)");
   command.add_flag("--json", options.json,
                    "Summary, warnings and notes as JSON objects on stderr, one per line");
-  // exists keeps -v for grep's --invert.
-  command.add_flag(command.get_name() == "exists" ? "--verbose" : "-v,--verbose", options.verbose,
+  // exists and remove keep -v for grep's --invert.
+  const bool inverts = command.get_name() == "exists" || command.get_name() == "remove";
+  command.add_flag(inverts ? "--verbose" : "-v,--verbose", options.verbose,
                    "The summary names what does the work on each Redis server");
   command
       .add_option("--threads", options.threads,

@@ -109,6 +109,8 @@ void register_commands(CLI::App& app, int& exit_code) {
   register_add(app, exit_code);
   register_dedup(app, exit_code);
   register_exists(app, exit_code);
+  register_remove(app, exit_code);
+  register_count(app, exit_code);
   register_info(app, exit_code);
   register_drop(app, exit_code);
   register_load(app, exit_code);

@@ -40,6 +40,20 @@ struct CuckooOptions {
   friend bool operator==(const CuckooOptions&, const CuckooOptions&) = default;
 };
 
+// One link's table (of each partition), as the options size it.
+struct CuckooTableSize {
+  std::uint32_t fingerprint_bits = 0;
+  std::uint32_t slots_per_bucket = 0;
+  std::uint64_t buckets = 0;
+  std::uint64_t bytes = 0;      // of each partition's table
+  std::uint64_t capacity = 0;   // items of the link over all partitions
+  double rate_when_full = 0;    // its false-positive rate holding `capacity`
+  std::uint32_t max_links = 0;  // links a partition may grow to
+};
+// InvalidArgument for options no cuckoo filter can have, or a link past max_links.
+[[nodiscard]] CuckooTableSize cuckoo_table_size(const CuckooOptions& options,
+                                                std::uint32_t link = 0);
+
 // "cuckoo, 1000000 items at p=0.001 (13-bit fingerprints), growth 2, at most 64 MiB".
 // InvalidArgument, naming the problem, for options no cuckoo filter can have.
 [[nodiscard]] std::string describe(const CuckooOptions& options);

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <variant>
 
+#include "redbloom/cuckoo.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/stream.hpp"
 
@@ -68,6 +69,9 @@ struct FilterRequest {
   // Bloom engine, sized by capacity, error_rate and growth alone).
   std::optional<std::string> engine;
   bool nonscaling = false;  // an engine filter that never grows
+  // "bloom" (unset: a Bloom filter) or "cuckoo" (cuckoo.hpp: sized by capacity, error_rate,
+  // growth and max_bytes alone).
+  std::optional<std::string> kind;
   // Build a filter whose rate at capacity is above error_rate (its hash count capped at
   // kMaxHashes) rather than refuse it.
   bool force_rate = false;
@@ -83,6 +87,7 @@ struct SizedRequest {
   std::optional<FilterParams> params;
   std::optional<StreamOptions> stream;
   std::optional<EngineFilterOptions> engine;  // engine "bf" with a size: BF.RESERVE's options
+  std::optional<CuckooOptions> cuckoo;        // kind "cuckoo" with a size
   bool given = false;  // some option was given: an existing filter must match it
 };
 
@@ -93,7 +98,8 @@ struct SizedRequest {
 //    item_rate excludes capacity, max_bytes needs window or growth;
 //  - a rate the filter cannot reach (hash count capped) is refused unless force_rate;
 //  - engine "bf" takes capacity, error_rate, growth (its EXPANSION) and nonscaling only, in
-//    check_engine_options' limits; nonscaling needs it.
+//    check_engine_options' limits; nonscaling needs it;
+//  - kind "cuckoo" takes capacity, error_rate, growth and max_bytes (with growth) only.
 [[nodiscard]] SizedRequest size_request(const FilterRequest& request);
 
 // "64MiB", "512M", "1GiB", "4096" -> bytes (B, K/KiB, M/MiB, G/GiB; powers of 1024).

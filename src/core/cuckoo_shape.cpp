@@ -75,6 +75,24 @@ double CuckooShape::link_rate_now(std::uint32_t link, std::uint64_t items) const
   return links_[link].error_rate(items / options_.partitions);
 }
 
+CuckooTableSize cuckoo_table_size(const CuckooOptions& options, std::uint32_t link) {
+  const CuckooShape shape(options);
+  if (link >= shape.max_links()) {
+    throw InvalidArgument("a cuckoo filter of these options has at most " +
+                          std::to_string(shape.max_links()) + " links");
+  }
+  const cuckoo_table::Shape& table = shape.link(link);
+  CuckooTableSize size;
+  size.fingerprint_bits = table.fingerprint_bits;
+  size.slots_per_bucket = cuckoo_table::kSlotsPerBucket;
+  size.buckets = table.buckets;
+  size.bytes = table.bytes();
+  size.capacity = shape.link_capacity(link);
+  size.rate_when_full = shape.link_rate_now(link, size.capacity);
+  size.max_links = shape.max_links();
+  return size;
+}
+
 std::string describe(const CuckooOptions& options) {
   const CuckooShape shape(options);
   std::ostringstream out;

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "core/cuckoo_shape.hpp"
 #include "core/stream_shape.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
@@ -42,6 +43,7 @@ enum class Option : std::uint8_t {
   force_rate,
   engine,
   nonscaling,
+  kind,
 };
 
 // The options as the two front ends spell them.
@@ -54,7 +56,7 @@ constexpr Spelled kSpellings[] = {
     {"--bits", "bits"},     {"--hashes", "hashes"},         {"--partition-size", "partition_size"},
     {"--window", "window"}, {"--slices", "slices"},         {"--growth", "growth"},
     {"--rate", "rate"},     {"--max-bytes", "max_bytes"},   {"--force-rate", "force_rate"},
-    {"--engine", "engine"}, {"--nonscaling", "nonscaling"},
+    {"--engine", "engine"}, {"--nonscaling", "nonscaling"}, {"--kind", "kind"},
 };
 
 class Words {
@@ -353,6 +355,70 @@ std::optional<EngineFilterOptions> engine_of(const FilterRequest& r, const Words
   return options;
 }
 
+bool wants_cuckoo(const FilterRequest& r, const Words& words) {
+  if (!r.kind || *r.kind == "bloom") return false;
+  if (*r.kind == "cuckoo") return true;
+  throw InvalidArgument(words.name(Option::kind) + " is " +
+                        (words.keywords() ? "'bloom'" : "bloom") + " (the default) or " +
+                        (words.keywords() ? "'cuckoo'" : "cuckoo") +
+                        " (a filter that can remove items), not '" + *r.kind + "'");
+}
+
+// A cuckoo filter's options; what it has no counterpart for is refused rather than ignored.
+std::optional<CuckooOptions> cuckoo_of(const FilterRequest& r, const Words& words, bool given) {
+  const std::string kind = words.with(Option::kind, "cuckoo", true);
+  const std::tuple<bool, Option, std::string> refused[] = {
+      {r.layout.has_value(), Option::layout, "its tables have one layout"},
+      {r.bits.has_value() || r.hashes.has_value(), r.bits ? Option::bits : Option::hashes,
+       "it is sized by " + words.name(Option::capacity) + " and " + words.name(Option::error_rate)},
+      {r.partition_size.has_value(), Option::partition_size, "a local cuckoo filter is one table"},
+      {r.window.has_value(), Option::window,
+       "it forgets items by remove, not by time: use a Bloom filter with a window"},
+      {r.slices.has_value(), Option::slices, "windows are the Bloom filter's"},
+      {r.item_rate.has_value(), Option::item_rate, "windows are the Bloom filter's"},
+      {r.engine.has_value() && *r.engine != "redbloom", Option::engine,
+       "the server's engine has its own cuckoo filter (CF.RESERVE)"},
+      {r.nonscaling, Option::nonscaling,
+       "a cuckoo filter grows only with " + words.name(Option::growth)},
+      {r.force_rate, Option::force_rate, "its fingerprints reach any rate down to 2e-9"},
+  };
+  for (const auto& [present, option, why] : refused) {
+    if (present) {
+      throw InvalidArgument(words.name(option) + " cannot apply to a cuckoo filter (" + kind +
+                            "): " + why);
+    }
+  }
+  if (!r.capacity && !r.default_size) {
+    if (given) {
+      throw InvalidArgument(words.name(Option::capacity) +
+                            " (the items of its first table) is needed to size a cuckoo filter");
+    }
+    return std::nullopt;
+  }
+  const double capacity = r.capacity.value_or(kDefaultCapacity);
+  if (!(capacity >= 1) || capacity > 1e15) {
+    throw InvalidArgument(words.name(Option::capacity) +
+                          " for a cuckoo filter must be between 1 and 1e15 (got " +
+                          shown(capacity) + ")");
+  }
+  if (r.growth && !is_whole(*r.growth, 2, 1024)) {
+    throw InvalidArgument(words.with(Option::growth, *r.growth) +
+                          " is out of range: give 2 to 1024 (each new table holds that many "
+                          "times the last one's items)");
+  }
+  if (r.max_bytes && !r.growth) {
+    throw InvalidArgument(words.name(Option::max_bytes) +
+                          " limits a cuckoo filter that grows: add " + words.name(Option::growth));
+  }
+  CuckooOptions options;
+  options.capacity = static_cast<std::uint64_t>(std::ceil(capacity));
+  options.error_rate = error_rate_of(r);
+  if (r.growth) options.growth = static_cast<std::uint32_t>(*r.growth);
+  if (r.max_bytes) options.max_bytes = bytes_of(*r.max_bytes, Option::max_bytes, words);
+  (void)CuckooShape(options);  // checks the combination, naming what is wrong
+  return options;
+}
+
 }  // namespace
 
 void check_engine_options(const EngineFilterOptions& options) {
@@ -376,6 +442,10 @@ SizedRequest size_request(const FilterRequest& r) {
   SizedRequest sized;
   sized.given = r.capacity || r.error_rate || r.layout || r.bits || r.hashes || r.partition_size ||
                 r.window || r.slices || r.growth || r.item_rate || r.max_bytes || r.nonscaling;
+  if (wants_cuckoo(r, words)) {
+    sized.cuckoo = cuckoo_of(r, words, sized.given);
+    return sized;
+  }
   if (wants_engine(r, words)) {
     sized.engine = engine_of(r, words, sized.given);
     return sized;
