@@ -16,6 +16,7 @@
 #include "core/cuckoo_file_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/known_set.hpp"
 #include "redbloom/sizing.hpp"
 #include "redbloom/transfer.hpp"
 #include "temp_dir.hpp"
@@ -274,6 +275,18 @@ TEST(CuckooKind, CopiesTableByTable) {
             source.backend().cuckoo_tables()->link_counts());
   EXPECT_EQ(copy.backend().cuckoo_tables()->read_table(0, 3),
             source.backend().cuckoo_tables()->read_table(0, 3));
+}
+
+TEST(CuckooKind, AKnownSetClearsItsTables) {
+  testing::TempDir dir;
+  Filter filter = Filter::create(Location::file(dir.file("known.rbf")), options(1000, 0.001, 2));
+  const auto items = names("known:", 5000);
+  filter.add_many(views(items));
+  KnownSet known(std::move(filter), nullptr);
+  known.clear();
+  Filter reopened = Filter::open(Location::file(dir.file("known.rbf")));
+  EXPECT_EQ(reopened.info().cuckoo->items, 0u);
+  EXPECT_EQ(reopened.contains_many(views(items)), 0u);
 }
 
 TEST(CuckooKind, BloomFiltersCannotRemove) {

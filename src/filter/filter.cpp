@@ -123,6 +123,11 @@ Store& Filter::store() {
                           "bits (export, import, copy, clear) cannot be done on it (adds, " +
                           "lookups and info work)");
   }
+  if (shape_.cuckoo) {
+    throw InvalidArgument("filter " + backend_->location() + " is " + shape_.describe() +
+                          ": it keeps tables of fingerprints, not a bitmap (copies move its "
+                          "tables: backend().cuckoo_tables())");
+  }
   throw InvalidArgument("filter " + backend_->location() + " is " + shape_.describe() +
                         ": it keeps one bitmap per link, not one store");
 }

@@ -116,6 +116,19 @@ KnownSet::Stats KnownSet::stats(bool measure_storage) const {
 }
 
 void KnownSet::clear() {
+  if (CuckooTables* tables = filter_.backend().cuckoo_tables()) {
+    // A cuckoo filter's tables, each overwritten with zeros (empty slots).
+    const std::vector<std::uint32_t> counts = tables->link_counts();
+    for (std::uint32_t partition = 0; partition < counts.size(); ++partition) {
+      for (std::uint32_t link = 0; link < counts[partition]; ++link) {
+        const std::vector<std::uint8_t> zeros(tables->read_table(partition, link).size());
+        tables->write_table(partition, link, zeros);
+      }
+    }
+    if (exact_) exact_->clear();
+    flush();
+    return;
+  }
   const FilterParams& p = filter_.params();
   std::vector<std::uint8_t> zeros(std::min<std::uint64_t>(p.partition_bytes(), 8u << 20));
   for (std::uint64_t partition = 0; partition < p.partitions; ++partition) {
