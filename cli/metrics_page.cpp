@@ -9,6 +9,18 @@ namespace redbloom::cli {
 
 FilterEstimate estimate_filter(const Filter& filter) {
   FilterEstimate estimate;
+  if (filter.shape().cuckoo) {
+    // One scan of the tables: the fingerprints stored against what the links were sized for.
+    const std::optional<CuckooInfo> cuckoo = filter.backend().cuckoo_info();
+    if (cuckoo) {
+      estimate.items = static_cast<double>(cuckoo->items);
+      double capacity = 0;
+      for (const CuckooLinkInfo& link : cuckoo->links) capacity += double(link.capacity);
+      estimate.fill_ratio = capacity > 0 ? estimate.items / capacity : 0;
+      estimate.false_positive_rate = cuckoo->error_rate_now;
+    }
+    return estimate;
+  }
   estimate.items = filter.estimate_items();
   if (filter.shape().plain()) {
     // Each item sets k bits spread over the m bits: the expected fill after n items; the rate

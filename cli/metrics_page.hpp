@@ -17,8 +17,8 @@ namespace redbloom::cli {
 // What the filter holds, estimated from a sample of its bits (Filter::estimate_items).
 struct FilterEstimate {
   double items = 0;
-  // A plain filter's expected fill and false-positive rate at `items`; a windowed one has a
-  // rate per link, left out.
+  // A plain filter's expected fill and false-positive rate at `items`; a cuckoo filter's share
+  // of its links' capacity and its rate now; a windowed one has a rate per link, left out.
   std::optional<double> fill_ratio;
   std::optional<double> false_positive_rate;
 };
