@@ -20,6 +20,7 @@
 #include "items.hpp"
 #include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/journal.hpp"
 #include "redbloom/location.hpp"
@@ -66,7 +67,7 @@ class PyFilter {
   }
 
   bool remove(py::handle item) {
-    require_cuckoo("remove");
+    before_removing("remove");
     Py_buffer buffer{};
     const std::string_view view = item_bytes(item, &buffer);
     BufferRelease release(buffer);
@@ -74,7 +75,7 @@ class PyFilter {
   }
 
   py::list remove_many(py::handle items) {
-    require_cuckoo("remove_many");
+    before_removing("remove_many");
     return answers(items, "remove_many", true,
                    [](Filter& f, std::span<const std::string_view> views,
                       std::span<std::uint8_t> out) { f.remove_many(views, out); });
@@ -196,12 +197,31 @@ class PyFilter {
   std::optional<CuckooOptions> cuckoo_;  // a cuckoo filter's options
   SharedHandle<Filter> handle_;
 
+  bool warned_of_removes_ = false;
+
   // A Bloom filter cannot forget an item: said before the library is asked.
   void require_cuckoo(const char* call) const {
     if (!cuckoo_) {
       throw InvalidArgument(std::string(call) + ": " + location_.describe() +
                             " is a Bloom filter, which cannot forget or count an item; a "
                             "cuckoo filter can: create one with kind='cuckoo'");
+    }
+  }
+
+  // As the command line's remove: refused beside an exact set, which cannot forget an item (it
+  // would then hold items the filter does not); the caveat said once per filter object.
+  void before_removing(const char* call) {
+    require_cuckoo(call);
+    if (exact_set_exists(location_)) {
+      throw InvalidArgument(std::string(call) + ": " + location_.describe() +
+                            " has an exact set, which cannot forget items: remove works on a "
+                            "cuckoo filter without one");
+    }
+    if (!warned_of_removes_) {
+      warned_of_removes_ = true;
+      warn(
+          {"removing an item that was never added can remove another item's fingerprint "
+           "(that item then reads as absent): remove only items you added"});
     }
   }
 

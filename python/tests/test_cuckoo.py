@@ -6,6 +6,7 @@ CLI for options that make no sense for a cuckoo filter, and a file the CLI reads
 import collections
 import json
 import subprocess
+import warnings
 
 import pytest
 
@@ -24,14 +25,17 @@ def test_add_remove_count_follow_a_model(workdir, where):
         assert f.add("a") is True and f.add("a") is False  # test-and-set, as a Bloom filter's
         assert "a" in f and f.count("a") == 1
         assert f.count("never-added") == 0 and "never-added" not in f
-        assert f.remove("a") is True
+        with pytest.warns(redbloom.RedbloomWarning, match="never added can remove another"):
+            assert f.remove("a") is True
         assert "a" not in f and f.count("a") == 0
         assert f.remove("a") is False  # nothing left to remove
         # A model: the filter holds exactly the items added and not removed (at p = 1e-6 a
         # false positive among these few thousand lookups has a chance of about 1 in 300).
         held = collections.Counter()
         items = ["item-%d" % i for i in range(5000)]
-        assert f.add_many(items) == [True] * len(items)
+        assert f.add_many(items[:2500]) == [True] * 2500
+        f.update(items[2500:])  # no answers: adds all the same
+        assert f.add_many(items[2490:2510]) == [False] * 20
         held.update(items)
         gone = items[::3]
         assert f.remove_many(gone) == [True] * len(gone)
@@ -59,7 +63,8 @@ def test_a_file_keeps_its_items_and_kind(workdir):
     path = str(workdir / "c.rbf")
     with redbloom.Filter.create(path, capacity=1000, error_rate=0.001, kind="cuckoo") as f:
         f.add_many(["p", "q", "r"])
-        f.remove("q")
+        with pytest.warns(redbloom.RedbloomWarning):
+            f.remove("q")
     with redbloom.open(path) as f:  # no kind: whichever is there
         assert f.kind == "cuckoo"
         assert "cuckoo, 1000 items at p=0.001 (13-bit fingerprints)" in repr(f)
@@ -79,7 +84,8 @@ def test_the_cli_reads_a_python_made_cuckoo_filter(workdir, cli):
     path = str(workdir / "shared.rbf")
     with redbloom.open(path, capacity=1000, error_rate=1e-4, kind="cuckoo") as f:
         f.add_many(["one", "two", "three"])
-        f.remove("two")
+        with pytest.warns(redbloom.RedbloomWarning):
+            f.remove("two")
     done = subprocess.run([cli, "count", "-f", path, "-q"], input="one\ntwo\nthree\n",
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -87,6 +93,32 @@ def test_the_cli_reads_a_python_made_cuckoo_filter(workdir, cli):
     info = json.loads(subprocess.run([cli, "info", "-f", path, "--json"], capture_output=True,
                                      text=True, check=True).stdout)
     assert info["cuckoo"]["items"] == 2
+
+
+def test_the_caveat_is_said_once_per_filter():
+    with redbloom.open("memory:", capacity=1000, kind="cuckoo") as f:
+        f.add_many(["a", "b", "c"])
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            f.remove("a")
+            f.remove_many(["b", "c"])
+            f.remove("never-added")
+        assert [str(w.message) for w in said] == [
+            "removing an item that was never added can remove another item's fingerprint "
+            "(that item then reads as absent): remove only items you added"]
+
+
+def test_remove_refused_beside_an_exact_set(workdir, cli):
+    path = str(workdir / "e.rbf")
+    subprocess.run([cli, "create", "--kind", "cuckoo", "-f", path, "-n", "1000", "--exact", "-q"],
+                   check=True, capture_output=True)
+    subprocess.run([cli, "add", "-f", path, "--exact", "-q"], input="x\nkept\n", text=True,
+                   check=True, capture_output=True)
+    with redbloom.open(path) as f:
+        for call in (lambda: f.remove("x"), lambda: f.remove_many(["x"])):
+            with pytest.raises(redbloom.InvalidArgument, match="has an exact set"):
+                call()
+        assert f.contains_many(["x", "kept"]) == [True, True]
 
 
 def test_growth_past_the_first_table(workdir):
@@ -115,7 +147,8 @@ def test_a_full_filter_says_what_it_committed(workdir, where):
         assert isinstance(raised.value, redbloom.IncompleteWrite)
         assert all(f.contains_many(items[:committed]))
         # Removing makes room again.
-        assert all(f.remove_many(items[:100]))
+        with pytest.warns(redbloom.RedbloomWarning):
+            assert all(f.remove_many(items[:100]))
         assert f.add("room-again") is True
 
 
