@@ -70,6 +70,36 @@ py::dict params_dict(const FilterParams& params) {
   return d;
 }
 
+namespace {
+
+// A cuckoo filter's options and links, as info()["cuckoo"].
+py::dict cuckoo_dict(const CuckooInfo& cuckoo) {
+  py::dict c;
+  c["description"] = describe(cuckoo.options);
+  c["capacity"] = cuckoo.options.capacity;
+  c["error_rate"] = cuckoo.options.error_rate;
+  c["growth"] = cuckoo.options.growth;
+  c["max_bytes"] = cuckoo.options.max_bytes;
+  c["items"] = cuckoo.items;
+  c["bytes"] = cuckoo.bytes;
+  c["error_rate_now"] = cuckoo.error_rate_now;
+  py::list links;
+  for (const CuckooLinkInfo& link : cuckoo.links) {
+    py::dict l;
+    l["link"] = link.link;
+    l["fingerprint_bits"] = link.fingerprint_bits;
+    l["items"] = link.items;
+    l["capacity"] = link.capacity;
+    l["bytes"] = link.bytes;
+    l["error_rate_now"] = link.error_rate_now;
+    links.append(l);
+  }
+  c["links"] = links;
+  return c;
+}
+
+}  // namespace
+
 py::dict info_dict(const FilterInfo& info) {
   py::dict d = params_dict(info.params);
   d["location"] = info.location;
@@ -99,29 +129,7 @@ py::dict info_dict(const FilterInfo& info) {
   }
   d["kind"] = info.cuckoo ? "cuckoo" : "bloom";
   if (info.cuckoo) {
-    const CuckooInfo& cuckoo = *info.cuckoo;
-    py::dict c;
-    c["description"] = describe(cuckoo.options);
-    c["capacity"] = cuckoo.options.capacity;
-    c["error_rate"] = cuckoo.options.error_rate;
-    c["growth"] = cuckoo.options.growth;
-    c["max_bytes"] = cuckoo.options.max_bytes;
-    c["items"] = cuckoo.items;
-    c["bytes"] = cuckoo.bytes;
-    c["error_rate_now"] = cuckoo.error_rate_now;
-    py::list links;
-    for (const CuckooLinkInfo& link : cuckoo.links) {
-      py::dict l;
-      l["link"] = link.link;
-      l["fingerprint_bits"] = link.fingerprint_bits;
-      l["items"] = link.items;
-      l["capacity"] = link.capacity;
-      l["bytes"] = link.bytes;
-      l["error_rate_now"] = link.error_rate_now;
-      links.append(l);
-    }
-    c["links"] = links;
-    d["cuckoo"] = c;
+    d["cuckoo"] = cuckoo_dict(*info.cuckoo);
     d["layout"] = py::none();  // its tables are no bitmap
     d["hashes"] = py::none();
     d["bits"] = py::none();

@@ -528,13 +528,9 @@ void bind_journal(py::module_& m) {
       .def("summary", &PyDedupJournal::summary);
 }
 
-}  // namespace
-
-void bind_filter(py::module_& m) {
-  bind_journal(m);
-  py::class_<PyFilter>(m, "Filter", R"doc(A Bloom filter at any location: a file path,
-"redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
-or "memory:". Safe to share between threads; reopened by a forked child on first use.)doc")
+// Filter.open and Filter.create, with every option of a filter's size and kind.
+void bind_open_and_create(py::class_<PyFilter>& filter) {
+  filter
       .def_static("open", &open_filter, py::arg("location"), py::kw_only(), py::arg("name") = "",
                   py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
                   py::arg("layout") = py::none(), py::arg("bits") = py::none(),
@@ -562,7 +558,35 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
           py::arg("kind") = py::none(),
           "Creates a new, empty filter (FilterExists if there is one, unless overwrite); "
           "engine='bf' one of the Redis server's own Bloom engine (BF.RESERVE); kind='cuckoo' "
-          "a cuckoo filter, which can also remove items.")
+          "a cuckoo filter, which can also remove items.");
+}
+
+// What only a cuckoo filter does (a Bloom filter's calls raise InvalidArgument).
+void bind_cuckoo_calls(py::class_<PyFilter>& filter) {
+  filter
+      .def("remove", &PyFilter::remove, py::arg("item"),
+           "A cuckoo filter forgets one copy of the item; True if it held one. Removing an item "
+           "that was never added can make another item disappear (one sharing its "
+           "fingerprint): remove only items you added. InvalidArgument for a Bloom filter.")
+      .def("remove_many", &PyFilter::remove_many, py::arg("items"),
+           "remove() for each item in order; a list of bools, True where a copy was removed.")
+      .def("count", &PyFilter::count, py::arg("item"),
+           "A cuckoo filter: how many copies of the item's fingerprint it holds (0: never "
+           "added).")
+      .def_property_readonly("kind", &PyFilter::kind, "'bloom' or 'cuckoo'");
+}
+
+}  // namespace
+
+void bind_filter(py::module_& m) {
+  bind_journal(m);
+  py::class_<PyFilter> filter(m, "Filter", R"doc(A Bloom filter at any location: a file path,
+"redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
+or "memory:"; kind='cuckoo' a cuckoo filter, which can also remove items. Safe to share between
+threads; reopened by a forked child on first use.)doc");
+  bind_cuckoo_calls(filter);
+  bind_open_and_create(filter);
+  filter
       .def("add", &PyFilter::add, py::arg("item"),
            "Adds the item; True iff it was new (as BF.ADD). Atomic: of concurrent writers "
            "adding one item, exactly one gets True.")
@@ -574,16 +598,6 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
            "part-way (Ctrl-C, an error of the items, a failed store): IncompleteWrite, with "
            "the items committed (.committed) and their answers (.answers).")
       .def("contains_many", &PyFilter::contains_many, py::arg("items"))
-      .def("remove", &PyFilter::remove, py::arg("item"),
-           "A cuckoo filter forgets one copy of the item; True if it held one. Removing an item "
-           "that was never added can make another item disappear (one sharing its "
-           "fingerprint): remove only items you added. InvalidArgument for a Bloom filter.")
-      .def("remove_many", &PyFilter::remove_many, py::arg("items"),
-           "remove() for each item in order; a list of bools, True where a copy was removed.")
-      .def("count", &PyFilter::count, py::arg("item"),
-           "A cuckoo filter: how many copies of the item's fingerprint it holds (0: never "
-           "added).")
-      .def_property_readonly("kind", &PyFilter::kind, "'bloom' or 'cuckoo'")
       .def("update", &PyFilter::update, py::arg("items"),
            "Adds every item without answers (the bulk path). Stopped part-way: IncompleteWrite "
            "with the items committed (.committed).")

@@ -134,6 +134,23 @@ def test_growth_past_the_first_table(workdir):
         assert cuckoo["items"] == 20000 and cuckoo["error_rate_now"] <= 1e-6
 
 
+def test_max_bytes_stops_the_growth():
+    with redbloom.open("memory:", capacity=1000, error_rate=0.01, growth=2, max_bytes=20000,
+                       kind="cuckoo") as f:
+        items = ["item-%d" % i for i in range(100000)]
+        with pytest.raises(redbloom.CapacityExceeded) as raised:
+            f.add_many(items)
+        committed = raised.value.committed
+        assert 3000 < committed < 100000 and len(raised.value.answers) == committed
+        assert f.info()["cuckoo"]["bytes"] <= 20000
+        assert all(f.contains_many(items[:committed]))
+
+
+def test_redis_cannot_hold_one_yet(redis_server):
+    with pytest.raises(redbloom.InvalidArgument, match="Redis cannot hold one yet"):
+        redbloom.open(redis_server.url + "#cuckoo-not-yet", capacity=1000, kind="cuckoo")
+
+
 @pytest.mark.parametrize("where", ["memory", "file"])
 def test_a_full_filter_says_what_it_committed(workdir, where):
     with redbloom.open(location(workdir, where), capacity=1000, error_rate=0.01,
