@@ -3,6 +3,7 @@ count against a model, info()'s cuckoo fields, growth past the first table, a fu
 CapacityExceeded with what it committed, a Bloom filter's remove refused, the same rules as the
 CLI for options that make no sense for a cuckoo filter, and a file the CLI reads."""
 
+import asyncio
 import collections
 import json
 import subprocess
@@ -11,6 +12,7 @@ import warnings
 import pytest
 
 import redbloom
+import redbloom.aio
 
 
 def location(workdir, where):
@@ -211,3 +213,15 @@ def test_error_rate_at_points_to_info():
     with redbloom.open("memory:", capacity=1000, kind="cuckoo") as f:
         with pytest.raises(redbloom.InvalidArgument, match="error_rate_now"):
             f.error_rate_at(10)
+
+
+def test_asyncio_wrapper_removes_and_counts(workdir):
+    async def run():
+        async with await redbloom.aio.open(str(workdir / "a.rbf"), capacity=100,
+                                           kind="cuckoo") as f:
+            assert await f.add_many(["a", "b"]) == [True, True]
+            with pytest.warns(redbloom.RedbloomWarning):
+                assert await f.remove("a") is True
+            assert await f.remove_many(["a", "b"]) == [False, True]
+            assert await f.count("b") == 0 and await f.contains("b") is False
+    asyncio.run(run())
