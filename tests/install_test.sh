@@ -101,6 +101,8 @@ if [[ -n "$python" ]]; then
   probe='import redbloom
 f = redbloom.open("memory:", capacity=1000, error_rate=0.01)
 assert f.add("x") and "x" in f and not f.add("x")
+c = redbloom.open("memory:", capacity=1000, error_rate=0.01, kind="cuckoo")
+assert c.add("x") and c.count("x") == 1 and c.info()["cuckoo"]["items"] == 1
 print(redbloom.__file__)
 print("redbloom " + redbloom.__version__)'
   # A prefix of its own: the interpreter's site directory layout under it, and the install

@@ -47,7 +47,7 @@ __all__ = [
 
 def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits=None,
          hashes=None, create=True, read_only=False, window=None, slices=None, growth=None,
-         max_bytes=None, engine=None, nonscaling=False):
+         max_bytes=None, engine=None, nonscaling=False, kind=None):
     """Opens the filter at `location` (a path, "redis://host:port#name", "redis://a,redis://b#name",
     "redis+cluster://host:port#name" or "memory:"; rediss:// and rediss+cluster:// for TLS, as
     "rediss://host:6380?tls_ca=/path/ca.crt#name"); with a size (capacity=, error_rate=, layout=)
@@ -61,8 +61,13 @@ def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits
     engine="bf" uses a filter of the Redis server's own Bloom engine (RedisBloom, Redis 8,
     valkey-bloom, redbloom.so) through its BF.* commands: when missing it is created with
     BF.RESERVE from capacity=, error_rate=, growth= (its EXPANSION) or nonscaling=True; an
-    existing one is used as the server made it. engine=None opens whichever kind is there."""
+    existing one is used as the server made it. engine=None opens whichever kind is there.
+
+    kind="cuckoo" makes a cuckoo filter (from capacity=, error_rate=, growth=, max_bytes=), in
+    memory or in a file: it can also forget items (remove, remove_many) and count them. Removing
+    an item that was never added can make another item disappear: remove only items you added.
+    kind=None opens whichever kind is there; kind="bloom" or "cuckoo" insists on one."""
     return Filter.open(location, name=name, capacity=capacity, error_rate=error_rate,
                        layout=layout, bits=bits, hashes=hashes, create=create,
                        read_only=read_only, window=window, slices=slices, growth=growth,
-                       max_bytes=max_bytes, engine=engine, nonscaling=nonscaling)
+                       max_bytes=max_bytes, engine=engine, nonscaling=nonscaling, kind=kind)

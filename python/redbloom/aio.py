@@ -66,6 +66,15 @@ class Filter(_Awaitable):
     async def update(self, items):
         return await _run(self.sync.update, items)
 
+    async def remove(self, item):
+        return await _run(self.sync.remove, item)
+
+    async def remove_many(self, items):
+        return await _run(self.sync.remove_many, items)
+
+    async def count(self, item):
+        return await _run(self.sync.count, item)
+
     async def info(self):
         return await _run(self.sync.info)
 

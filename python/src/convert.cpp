@@ -52,6 +52,7 @@ SizedRequest requested_size(const SizingKeywords& k) {
   r.max_bytes = value_of(k.max_bytes, "max_bytes");
   if (!k.engine.is_none()) r.engine = py::cast<std::string>(k.engine);
   r.nonscaling = k.nonscaling;
+  if (!k.kind.is_none()) r.kind = py::cast<std::string>(k.kind);
   return size_request(r);
 }
 
@@ -68,6 +69,36 @@ py::dict params_dict(const FilterParams& params) {
   d["hash_scheme"] = params.hash_scheme;
   return d;
 }
+
+namespace {
+
+// A cuckoo filter's options and links, as info()["cuckoo"].
+py::dict cuckoo_dict(const CuckooInfo& cuckoo) {
+  py::dict c;
+  c["description"] = describe(cuckoo.options);
+  c["capacity"] = cuckoo.options.capacity;
+  c["error_rate"] = cuckoo.options.error_rate;
+  c["growth"] = cuckoo.options.growth;
+  c["max_bytes"] = cuckoo.options.max_bytes;
+  c["items"] = cuckoo.items;
+  c["bytes"] = cuckoo.bytes;
+  c["error_rate_now"] = cuckoo.error_rate_now;
+  py::list links;
+  for (const CuckooLinkInfo& link : cuckoo.links) {
+    py::dict l;
+    l["link"] = link.link;
+    l["fingerprint_bits"] = link.fingerprint_bits;
+    l["items"] = link.items;
+    l["capacity"] = link.capacity;
+    l["bytes"] = link.bytes;
+    l["error_rate_now"] = link.error_rate_now;
+    links.append(l);
+  }
+  c["links"] = links;
+  return c;
+}
+
+}  // namespace
 
 py::dict info_dict(const FilterInfo& info) {
   py::dict d = params_dict(info.params);
@@ -95,6 +126,18 @@ py::dict info_dict(const FilterInfo& info) {
     d["layout"] = py::none();  // the engine lays out its bits in its own way
   } else {
     d["server_filter"] = py::none();
+  }
+  d["kind"] = info.cuckoo ? "cuckoo" : "bloom";
+  if (info.cuckoo) {
+    d["cuckoo"] = cuckoo_dict(*info.cuckoo);
+    d["layout"] = py::none();  // its tables are no bitmap
+    d["hashes"] = py::none();
+    d["bits"] = py::none();
+    d["partition_bits"] = py::none();
+    d["set_bits"] = py::none();
+    d["fill_ratio"] = py::none();
+  } else {
+    d["cuckoo"] = py::none();
   }
   if (info.stream) {
     const StreamInfo& stream = *info.stream;

@@ -30,6 +30,7 @@ struct SizingKeywords {
   py::object max_bytes = py::none();
   py::object engine = py::none();  // "redbloom" or "bf"
   bool nonscaling = false;
+  py::object kind = py::none();  // "bloom" or "cuckoo"
 };
 
 // What the keywords ask for (size_request, filter_request.hpp): a plain filter's parameters, a

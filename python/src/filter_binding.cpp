@@ -20,6 +20,7 @@
 #include "items.hpp"
 #include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/journal.hpp"
 #include "redbloom/location.hpp"
@@ -42,6 +43,7 @@ class PyFilter {
         location_(location),
         remote_(location.in_redis()),
         server_filter_(filter.shape().server_filter.has_value()),
+        cuckoo_(filter.shape().cuckoo),
         handle_(std::move(filter), reopener(location, access)) {}
 
   bool add(py::handle item) {
@@ -62,6 +64,29 @@ class PyFilter {
     return answers(items, "add_many", true,
                    [](Filter& f, std::span<const std::string_view> views,
                       std::span<std::uint8_t> out) { f.add_many(views, out); });
+  }
+
+  bool remove(py::handle item) {
+    before_removing("remove");
+    Py_buffer buffer{};
+    const std::string_view view = item_bytes(item, &buffer);
+    BufferRelease release(buffer);
+    return handle_.run(remote_, [&](Filter& f) { return f.remove(view); });
+  }
+
+  py::list remove_many(py::handle items) {
+    before_removing("remove_many");
+    return answers(items, "remove_many", true,
+                   [](Filter& f, std::span<const std::string_view> views,
+                      std::span<std::uint8_t> out) { f.remove_many(views, out); });
+  }
+
+  std::uint32_t count(py::handle item) {
+    require_cuckoo("count");
+    Py_buffer buffer{};
+    const std::string_view view = item_bytes(item, &buffer);
+    BufferRelease release(buffer);
+    return handle_.run(remote_, [&](Filter& f) { return f.count(view); });
   }
 
   py::list contains_many(py::handle items) {
@@ -97,6 +122,11 @@ class PyFilter {
   // capacity): its rate is the one it was made with, where known.
   py::object error_rate_at(double items) const {
     if (server_filter_) return error_rate();
+    if (cuckoo_) {
+      throw InvalidArgument(
+          "error_rate_at: a cuckoo filter's rate follows its tables' fill: "
+          "info()['cuckoo']['error_rate_now'] gives it now");
+    }
     return py::float_(expected_false_positive_rate(params_, items));
   }
   // None for a filter of the server's engine whose BF.INFO does not say it.
@@ -105,16 +135,37 @@ class PyFilter {
     return py::float_(params_.error_rate);
   }
   [[nodiscard]] std::string engine() const { return server_filter_ ? "bf" : "redbloom"; }
+  [[nodiscard]] std::string kind() const { return cuckoo_ ? "cuckoo" : "bloom"; }
   // None for a filter of the server's engine, which lays out its bits in its own way.
   [[nodiscard]] py::object layout() const {
-    if (server_filter_) return py::none();
+    if (server_filter_ || cuckoo_) return py::none();
     return py::str(std::string(to_string(params_.layout)));
+  }
+  // None for a cuckoo filter: its tables are no bitmap.
+  [[nodiscard]] py::object bits() const {
+    if (cuckoo_) return py::none();
+    return py::int_(params_.total_bits());
+  }
+  [[nodiscard]] py::object hashes() const {
+    if (cuckoo_) return py::none();
+    return py::int_(params_.hashes);
   }
   [[nodiscard]] py::dict params_as_dict() const {
     py::dict d = params_dict(params_);
     d["layout"] = layout();
+    if (cuckoo_) {
+      d["kind"] = "cuckoo";
+      for (const char* bitmap_only : {"hashes", "bits", "bytes", "partition_bits", "hash_scheme"}) {
+        d[bitmap_only] = py::none();
+      }
+      d["growth"] = cuckoo_->growth;
+      d["max_bytes"] = cuckoo_->max_bytes;
+    } else {
+      d["kind"] = "bloom";
+    }
     return d;
   }
+  [[nodiscard]] const std::optional<CuckooOptions>& cuckoo() const { return cuckoo_; }
   void flush() {
     handle_.run(true, [](Filter& f) { f.flush(); });
   }
@@ -142,8 +193,37 @@ class PyFilter {
   std::optional<StreamOptions> stream_;
   Location location_;
   bool remote_;
-  bool server_filter_;  // kept by the server's own Bloom engine (BF.*)
+  bool server_filter_;                   // kept by the server's own Bloom engine (BF.*)
+  std::optional<CuckooOptions> cuckoo_;  // a cuckoo filter's options
   SharedHandle<Filter> handle_;
+
+  bool warned_of_removes_ = false;
+
+  // A Bloom filter cannot forget an item: said before the library is asked.
+  void require_cuckoo(const char* call) const {
+    if (!cuckoo_) {
+      throw InvalidArgument(std::string(call) + ": " + location_.describe() +
+                            " is a Bloom filter, which cannot forget or count an item; a "
+                            "cuckoo filter can: create one with kind='cuckoo'");
+    }
+  }
+
+  // As the command line's remove: refused beside an exact set, which cannot forget an item (it
+  // would then hold items the filter does not); the caveat said once per filter object.
+  void before_removing(const char* call) {
+    require_cuckoo(call);
+    if (exact_set_exists(location_)) {
+      throw InvalidArgument(std::string(call) + ": " + location_.describe() +
+                            " has an exact set, which cannot forget items: remove works on a "
+                            "cuckoo filter without one");
+    }
+    if (!warned_of_removes_) {
+      warned_of_removes_ = true;
+      warn(
+          {"removing an item that was never added can remove another item's fingerprint "
+           "(that item then reads as absent): remove only items you added"});
+    }
+  }
 
   static std::function<Filter()> reopener(const Location& location, FileAccess access) {
     if (location.kind == Location::Kind::memory) return nullptr;
@@ -305,6 +385,19 @@ void check_engine_of(const Filter& filter, const Location& location, const py::o
   }
 }
 
+// The filter at `location` must be of the kind asked for (when one was).
+void check_kind_of(const Filter& filter, const Location& location, const py::object& kind) {
+  if (kind.is_none()) return;
+  const bool cuckoo = filter.shape().cuckoo.has_value();
+  if (cuckoo != (py::cast<std::string>(kind) == "cuckoo")) {
+    throw InvalidArgument(
+        location.describe() + " is " +
+        (cuckoo ? "a cuckoo filter (kind='cuckoo')" : "a Bloom filter (kind='bloom')") +
+        ", not the kind asked for; open it with kind=" + (cuckoo ? "'cuckoo'" : "'bloom'") +
+        " or without kind=");
+  }
+}
+
 // open(engine='bf'): the key, reserved with BF.RESERVE first when missing and `create`. Its
 // size options apply only then: the engine keeps its own.
 std::unique_ptr<PyFilter> open_engine_filter(const Location& location, const py::object& capacity,
@@ -340,10 +433,11 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
                                       const py::object& hashes, bool create, bool read_only,
                                       const py::object& window, const py::object& slices,
                                       const py::object& growth, const py::object& max_bytes,
-                                      const py::object& engine, bool nonscaling) {
+                                      const py::object& engine, bool nonscaling,
+                                      const py::object& kind) {
   const Location location = Location::parse(where, name);
   const SizedRequest sized = requested_size({capacity, error_rate, layout, bits, hashes, window,
-                                             slices, growth, max_bytes, engine, nonscaling});
+                                             slices, growth, max_bytes, engine, nonscaling, kind});
   if (wants_bf(engine)) {
     const bool reserve = sized.engine && create && !read_only;
     return open_engine_filter(location, capacity, reserve ? &*sized.engine : nullptr, read_only);
@@ -352,7 +446,12 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
   const std::optional<FilterParams>& params = sized.params;
   OpenOptions options;
   options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
-  if (stream) {
+  const std::optional<CuckooOptions>& cuckoo = sized.cuckoo;
+  if (cuckoo) {
+    options.cuckoo = cuckoo;
+    options.require_params = true;
+    options.create_if_missing = create && !read_only;
+  } else if (stream) {
     options.stream = stream;
     options.require_params = true;
     options.create_if_missing = create && !read_only;
@@ -367,7 +466,7 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
   std::optional<Filter> filter;
   {
     py::gil_scoped_release no_gil;
-    if (!params && !stream && create && !read_only && !Filter::exists(location)) {
+    if (!params && !stream && !cuckoo && create && !read_only && !Filter::exists(location)) {
       throw NotFound(location.describe() +
                      " does not exist; pass capacity= (and error_rate=) to create it");
     }
@@ -375,6 +474,7 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
   }
   warn(report.warnings);
   check_engine_of(*filter, location, engine);
+  check_kind_of(*filter, location, kind);
   return std::make_unique<PyFilter>(std::move(*filter), location, options.access);
 }
 
@@ -384,10 +484,11 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
                                         const py::object& hashes, bool overwrite,
                                         const py::object& window, const py::object& slices,
                                         const py::object& growth, const py::object& max_bytes,
-                                        const py::object& engine, bool nonscaling) {
+                                        const py::object& engine, bool nonscaling,
+                                        const py::object& kind) {
   const Location location = Location::parse(where, name);
   const SizedRequest sized = requested_size({capacity, error_rate, layout, bits, hashes, window,
-                                             slices, growth, max_bytes, engine, nonscaling});
+                                             slices, growth, max_bytes, engine, nonscaling, kind});
   if (wants_bf(engine)) {
     if (!sized.engine) throw InvalidArgument("create needs a size: capacity= (and error_rate=)");
     std::optional<Filter> filter;
@@ -399,15 +500,17 @@ std::unique_ptr<PyFilter> create_filter(const std::string& where, const std::str
   }
   const std::optional<StreamOptions>& stream = sized.stream;
   const std::optional<FilterParams>& params = sized.params;
-  if (!params && !stream) {
+  const std::optional<CuckooOptions>& cuckoo = sized.cuckoo;
+  if (!params && !stream && !cuckoo) {
     throw InvalidArgument("create needs a size: capacity= (or bits= and hashes=)");
   }
   OpenReport report;
   std::optional<Filter> filter;
   {
     py::gil_scoped_release no_gil;
-    filter.emplace(stream ? Filter::create(location, *stream, overwrite, &report)
-                          : Filter::create(location, *params, overwrite, &report));
+    filter.emplace(cuckoo   ? Filter::create(location, *cuckoo, overwrite, &report)
+                   : stream ? Filter::create(location, *stream, overwrite, &report)
+                            : Filter::create(location, *params, overwrite, &report));
   }
   warn(report.warnings);
   return std::make_unique<PyFilter>(std::move(*filter), location, FileAccess::read_write);
@@ -425,13 +528,9 @@ void bind_journal(py::module_& m) {
       .def("summary", &PyDedupJournal::summary);
 }
 
-}  // namespace
-
-void bind_filter(py::module_& m) {
-  bind_journal(m);
-  py::class_<PyFilter>(m, "Filter", R"doc(A Bloom filter at any location: a file path,
-"redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
-or "memory:". Safe to share between threads; reopened by a forked child on first use.)doc")
+// Filter.open and Filter.create, with every option of a filter's size and kind.
+void bind_open_and_create(py::class_<PyFilter>& filter) {
+  filter
       .def_static("open", &open_filter, py::arg("location"), py::kw_only(), py::arg("name") = "",
                   py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
                   py::arg("layout") = py::none(), py::arg("bits") = py::none(),
@@ -439,24 +538,55 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
                   py::arg("read_only") = false, py::arg("window") = py::none(),
                   py::arg("slices") = py::none(), py::arg("growth") = py::none(),
                   py::arg("max_bytes") = py::none(), py::arg("engine") = py::none(),
-                  py::arg("nonscaling") = false,
+                  py::arg("nonscaling") = false, py::arg("kind") = py::none(),
                   "Opens a filter; with a size and create=True, creates it if missing. A size "
                   "given must match an existing filter's (FilterExists otherwise). window= "
                   "(seconds or '10m') makes a windowed filter, capacity= then being items per "
                   "window; growth= a growing one (docs/streams.md). engine='bf': a filter of "
                   "the Redis server's own Bloom engine, created with BF.RESERVE from capacity=, "
                   "error_rate=, growth= (EXPANSION) or nonscaling=True when missing; an existing "
-                  "one is used as the server made it.")
-      .def_static("create", &create_filter, py::arg("location"), py::kw_only(),
-                  py::arg("name") = "", py::arg("capacity") = py::none(),
-                  py::arg("error_rate") = py::none(), py::arg("layout") = py::none(),
-                  py::arg("bits") = py::none(), py::arg("hashes") = py::none(),
-                  py::arg("overwrite") = false, py::arg("window") = py::none(),
-                  py::arg("slices") = py::none(), py::arg("growth") = py::none(),
-                  py::arg("max_bytes") = py::none(), py::arg("engine") = py::none(),
-                  py::arg("nonscaling") = false,
-                  "Creates a new, empty filter (FilterExists if there is one, unless overwrite); "
-                  "engine='bf' one of the Redis server's own Bloom engine (BF.RESERVE).")
+                  "one is used as the server made it. kind='cuckoo': a cuckoo filter (capacity=, "
+                  "error_rate=, growth=, max_bytes=), which can also remove items.")
+      .def_static(
+          "create", &create_filter, py::arg("location"), py::kw_only(), py::arg("name") = "",
+          py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
+          py::arg("layout") = py::none(), py::arg("bits") = py::none(),
+          py::arg("hashes") = py::none(), py::arg("overwrite") = false,
+          py::arg("window") = py::none(), py::arg("slices") = py::none(),
+          py::arg("growth") = py::none(), py::arg("max_bytes") = py::none(),
+          py::arg("engine") = py::none(), py::arg("nonscaling") = false,
+          py::arg("kind") = py::none(),
+          "Creates a new, empty filter (FilterExists if there is one, unless overwrite); "
+          "engine='bf' one of the Redis server's own Bloom engine (BF.RESERVE); kind='cuckoo' "
+          "a cuckoo filter, which can also remove items.");
+}
+
+// What only a cuckoo filter does (a Bloom filter's calls raise InvalidArgument).
+void bind_cuckoo_calls(py::class_<PyFilter>& filter) {
+  filter
+      .def("remove", &PyFilter::remove, py::arg("item"),
+           "A cuckoo filter forgets one copy of the item; True if it held one. Removing an item "
+           "that was never added can make another item disappear (one sharing its "
+           "fingerprint): remove only items you added. InvalidArgument for a Bloom filter.")
+      .def("remove_many", &PyFilter::remove_many, py::arg("items"),
+           "remove() for each item in order; a list of bools, True where a copy was removed.")
+      .def("count", &PyFilter::count, py::arg("item"),
+           "A cuckoo filter: how many copies of the item's fingerprint it holds (0: never "
+           "added).")
+      .def_property_readonly("kind", &PyFilter::kind, "'bloom' or 'cuckoo'");
+}
+
+}  // namespace
+
+void bind_filter(py::module_& m) {
+  bind_journal(m);
+  py::class_<PyFilter> filter(m, "Filter", R"doc(A Bloom filter at any location: a file path,
+"redis://host:port#name", several servers ("redis://a,redis://b#name"), "redis+cluster://...#name"
+or "memory:"; kind='cuckoo' a cuckoo filter, which can also remove items. Safe to share between
+threads; reopened by a forked child on first use.)doc");
+  bind_cuckoo_calls(filter);
+  bind_open_and_create(filter);
+  filter
       .def("add", &PyFilter::add, py::arg("item"),
            "Adds the item; True iff it was new (as BF.ADD). Atomic: of concurrent writers "
            "adding one item, exactly one gets True.")
@@ -490,13 +620,14 @@ or "memory:". Safe to share between threads; reopened by a forked child on first
       .def_property_readonly("engine", &PyFilter::engine,
                              "'redbloom' (redbloom's own bits) or 'bf' (the server's Bloom "
                              "engine, through BF.*)")
-      .def_property_readonly("bits", [](const PyFilter& f) { return f.params().total_bits(); })
-      .def_property_readonly("hashes", [](const PyFilter& f) { return f.params().hashes; })
+      .def_property_readonly("bits", &PyFilter::bits, "None for a cuckoo filter")
+      .def_property_readonly("hashes", &PyFilter::hashes, "None for a cuckoo filter")
       .def_property_readonly("layout", &PyFilter::layout)
       .def("__repr__", [](const PyFilter& f) {
         return "<redbloom.Filter " + f.location() + (f.closed() ? " (closed)" : "") + ": " +
                (f.engine() == "bf" ? "the server's Bloom engine (BF.*), capacity " +
                                          std::to_string(f.params().capacity)
+                : f.cuckoo() ? describe(*f.cuckoo())
                 : f.stream() ? describe(*f.stream())
                              : describe(f.params())) +
                ">";

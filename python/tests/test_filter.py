@@ -12,7 +12,8 @@ def locations(workdir, redis_server):
     return {
         "memory": "memory:",
         "file": str(workdir / "f.rbf"),
-        "redis": redis_server.url + "#pytest-filter-%d" % id(workdir),
+        # The test's own directory names it: an object's id() is reused once it is freed.
+        "redis": redis_server.url + "#pytest-filter-" + workdir.name,
     }
 
 
