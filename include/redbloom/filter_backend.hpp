@@ -158,6 +158,11 @@ class FilterBackend {
   // A cuckoo filter: clears one copy of each item's fingerprint, removed[i] = 1 when there was
   // one; atomic per batch as add is. InvalidArgument for a Bloom filter (it cannot forget).
   virtual void remove(std::span<const std::string_view> items, std::span<std::uint8_t> removed);
+  // A cuckoo filter: stores one more copy of each item's fingerprint, held already or not (a
+  // CF.ADD, where add is a CF.ADDNX), atomic per batch as add is. For the items new to an exact
+  // set: items that share a fingerprint then each have a copy, so removing one (after the set
+  // said it was added) never takes another's. InvalidArgument for a Bloom filter.
+  virtual void insert(std::span<const std::string_view> items);
   // A cuckoo filter: the copies of each item's fingerprint (0 for one never added, or a false
   // positive's 1). InvalidArgument for a Bloom filter.
   virtual void count(std::span<const std::string_view> items,

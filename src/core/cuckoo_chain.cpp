@@ -4,6 +4,10 @@ namespace redbloom::cuckoo_chain {
 
 Add add(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
   if (contains(links, h)) return Add::present;
+  return insert(links, h);
+}
+
+Add insert(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
   for (std::size_t i = links.size(); i-- > 0;) {
     if (links[i].insert_absent(h) == cuckoo_table::Insert::added) return Add::added;
   }

@@ -17,6 +17,9 @@ enum class Add : std::uint8_t { added, present, full };
 
 // `full`: every link refused it (the caller grows a link, or reports the filter full).
 [[nodiscard]] Add add(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept;
+// Stores one more copy of the item's fingerprint, held already or not (`added` or `full`): what
+// keeps one copy per item of an exact set, whose items may share a fingerprint.
+[[nodiscard]] Add insert(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept;
 [[nodiscard]] bool contains(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept;
 // Clears one copy of the item's fingerprint, from the newest link that holds it.
 bool remove(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept;

@@ -64,6 +64,12 @@ void FilterBackend::remove(std::span<const std::string_view>, std::span<std::uin
   bloom_cannot(*this, "remove");
 }
 
+void FilterBackend::insert(std::span<const std::string_view>) {
+  throw InvalidArgument("filter " + location() +
+                        " is a Bloom filter: it keeps no copies of an item to remove later (a "
+                        "cuckoo filter does: create one with kind cuckoo)");
+}
+
 void FilterBackend::count(std::span<const std::string_view>, std::span<std::uint32_t>) const {
   bloom_cannot(*this, "count");
 }
