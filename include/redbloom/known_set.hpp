@@ -6,6 +6,10 @@
 //   known.add(s3_listing, [](std::uint64_t done) { log("cached", done); });
 //   std::vector<std::string> orphans = known.find_missing(vector_db_urls);  // exact
 //
+// Over a cuckoo filter (created with CuckooOptions) with its exact set, items can be removed
+// safely: remove() forgets only items the set holds, so an item never added cannot take the
+// fingerprint of one that was (the false negative a bare cuckoo remove risks).
+//
 // Bloom-only answers never call a known item missing, but miss each orphan with probability
 // ~p (the filter's current rate); exact answers verify every item the filter calls present
 // against the companion, so only a fingerprint collision (stats().false_match_probability per
@@ -40,6 +44,8 @@ class KnownSet {
     std::uint64_t missing = 0;          // of those, reported missing
     std::uint64_t verified = 0;         // checked against the companion (exact mode)
     std::uint64_t false_positives = 0;  // filter said present, companion said absent
+    std::uint64_t removed = 0;          // items remove() forgot
+    std::uint64_t refused = 0;          // items remove() refused: the companion lacked them
     bool has_exact = false;
     std::uint64_t exact_entries = 0;
     std::uint64_t exact_bytes = 0;
@@ -53,6 +59,9 @@ class KnownSet {
   // Redis server, several, or a cluster.
   static KnownSet create(const Location& location, const FilterParams& params, bool exact,
                          bool overwrite = false);
+  // The same with a cuckoo filter (cuckoo.hpp), whose items remove() can forget.
+  static KnownSet create(const Location& location, const CuckooOptions& cuckoo, bool exact,
+                         bool overwrite = false);
   static KnownSet open(const Location& location, bool exact);
   static KnownSet create_file(const std::string& path, const FilterParams& params, bool exact,
                               bool overwrite = false);
@@ -62,8 +71,22 @@ class KnownSet {
   static KnownSet open_redis(const RedisEndpoint& endpoint, const std::string& name, bool exact);
 
   // Adds a batch: to the companion first (so the filter never holds an item the companion
-  // lacks), then to the filter in bulk.
+  // lacks), then to the filter in bulk. A cuckoo filter with a companion takes the items new to
+  // the companion first, one copy each (FilterBackend::insert), and the companion then: every
+  // item the companion holds has a copy of its own, which remove() may take.
   void add_batch(std::span<const std::string_view> items);
+
+  struct RemoveResult {
+    std::uint64_t removed = 0;  // held by the companion: gone from it and from the filter
+    std::uint64_t refused = 0;  // not held (never added, removed before, repeated in the batch)
+  };
+  // Forgets the items the companion holds, from it and then from the filter; refuses (and
+  // counts) the others, which the filter never sees. removed, if not empty (size >=
+  // items.size()), gets 1 for each item forgotten. Needs a cuckoo filter with its companion
+  // (InvalidArgument otherwise, before anything changes; a Bloom filter refuses as
+  // Filter::remove does).
+  RemoveResult remove(std::span<const std::string_view> items,
+                      std::span<std::uint8_t> removed = {});
   // missing[i] = 1 iff item i is not known (by `mode`). Returns the number missing. Exact mode
   // needs a companion (InvalidArgument otherwise).
   std::size_t missing_batch(std::span<const std::string_view> items,
@@ -107,6 +130,9 @@ class KnownSet {
   // Large enough that a Redis companion is read and appended to once per bucket per batch.
   static constexpr std::size_t kBatch = std::size_t{1} << 18;
 
+  // add_batch for a cuckoo filter with a companion.
+  void add_copies(std::span<const std::string_view> items);
+
   template <class Items, class Apply>
   void for_each_batch(Items&& items, const Progress& progress, Apply&& apply) {
     // Copies when the range yields temporaries, or is input-only (istream_view hands out a
@@ -143,6 +169,8 @@ class KnownSet {
   std::uint64_t missing_ = 0;
   std::uint64_t verified_ = 0;
   std::uint64_t false_positives_ = 0;
+  std::uint64_t removed_ = 0;
+  std::uint64_t refused_ = 0;
 };
 
 }  // namespace redbloom

@@ -1,6 +1,8 @@
 #include "redbloom/known_set.hpp"
 
 #include <algorithm>
+#include <unordered_set>
+#include <vector>
 
 #include "redbloom/error.hpp"
 
@@ -9,12 +11,15 @@ namespace redbloom {
 KnownSet::KnownSet(Filter filter, std::unique_ptr<ExactSet> exact)
     : filter_(std::move(filter)), exact_(std::move(exact)) {}
 
-KnownSet KnownSet::create(const Location& location, const FilterParams& params, bool exact,
-                          bool overwrite) {
+namespace {
+
+// The filter `make(overwrite)` creates at `location`, with a new companion if `exact`.
+template <class Make>
+KnownSet create_with(const Location& location, bool exact, bool overwrite, Make&& make) {
   // A replaced filter's companion describes other items: it goes too (before anything is
   // replaced, so that a companion that cannot be removed leaves the old pair as it was).
   if (overwrite && exact_set_exists(location)) drop_exact_set(location);
-  Filter filter = Filter::create(location, params, overwrite);
+  Filter filter = make();
   if (!exact) return {std::move(filter), nullptr};
   std::unique_ptr<ExactSet> companion;
   try {
@@ -28,6 +33,20 @@ KnownSet KnownSet::create(const Location& location, const FilterParams& params, 
     throw;
   }
   return {std::move(filter), std::move(companion)};
+}
+
+}  // namespace
+
+KnownSet KnownSet::create(const Location& location, const FilterParams& params, bool exact,
+                          bool overwrite) {
+  return create_with(location, exact, overwrite,
+                     [&] { return Filter::create(location, params, overwrite); });
+}
+
+KnownSet KnownSet::create(const Location& location, const CuckooOptions& cuckoo, bool exact,
+                          bool overwrite) {
+  return create_with(location, exact, overwrite,
+                     [&] { return Filter::create(location, cuckoo, overwrite); });
 }
 
 KnownSet KnownSet::open(const Location& location, bool exact) {
@@ -55,9 +74,68 @@ KnownSet KnownSet::open_redis(const RedisEndpoint& endpoint, const std::string& 
 }
 
 void KnownSet::add_batch(std::span<const std::string_view> items) {
-  if (exact_) exact_->add(items);
-  filter_.load_many(items);
+  if (exact_ && filter_.shape().cuckoo) {
+    add_copies(items);
+  } else {
+    if (exact_) exact_->add(items);
+    filter_.load_many(items);
+  }
   added_ += items.size();
+}
+
+void KnownSet::add_copies(std::span<const std::string_view> items) {
+  // A test-and-set add would give two items with one fingerprint one copy between them, and
+  // removing one would take the other's. So each item new to the companion gets a copy, and
+  // the filter first: a crash (or a racing adder of the same item) then leaves a copy no entry
+  // stands for (a stale fingerprint: a false positive, which exact answers correct), never an
+  // entry without its copy.
+  std::vector<std::uint8_t> held(items.size());
+  exact_->contains(items, held);
+  std::vector<std::string_view> fresh;
+  std::unordered_set<std::string_view> seen;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!held[i] && seen.insert(items[i]).second) fresh.push_back(items[i]);
+  }
+  try {
+    filter_.backend().insert(fresh);
+  } catch (const IncompleteWrite& e) {
+    // The leading items have their copies: their entries too, so that they can be removed.
+    exact_->add(std::span<const std::string_view>(fresh).first(e.committed()));
+    throw;
+  }
+  exact_->add(fresh);
+}
+
+KnownSet::RemoveResult KnownSet::remove(std::span<const std::string_view> items,
+                                        std::span<std::uint8_t> removed) {
+  if (!removed.empty() && removed.size() < items.size()) {
+    throw InvalidArgument("remove: flag span too small");
+  }
+  // A Bloom filter's refusal, Filter::remove's own words, before the companion is touched.
+  if (!filter_.shape().cuckoo) filter_.backend().remove({}, {});
+  if (!exact_) {
+    throw InvalidArgument("filter " + filter_.backend().location() +
+                          " has no exact set: removes checked against it need one (create the "
+                          "filter with --exact); a remove without it can make another item "
+                          "absent when the item removed was never added");
+  }
+  // The companion first, then the filter. A crash between the two leaves the item in the
+  // filter alone: exact answers call it missing (it was being removed), and a second remove is
+  // refused, so its copy stays as a stale fingerprint (a false positive). The other order
+  // would leave it in the companion without its copy, and a second remove, let through, would
+  // take the copy of another item with the same fingerprint: a false negative.
+  std::vector<std::uint8_t> flags(items.size());
+  exact_->remove(items, flags);
+  std::vector<std::string_view> gone;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (flags[i]) gone.push_back(items[i]);
+  }
+  filter_.remove_many(gone);
+  if (!removed.empty()) std::copy(flags.begin(), flags.end(), removed.begin());
+  const RemoveResult result{gone.size(), items.size() - gone.size()};
+  removed_ += result.removed;
+  refused_ += result.refused;
+  return result;
 }
 
 std::size_t KnownSet::missing_batch(std::span<const std::string_view> items,
@@ -106,6 +184,8 @@ KnownSet::Stats KnownSet::stats(bool measure_storage) const {
   s.missing = missing_;
   s.verified = verified_;
   s.false_positives = false_positives_;
+  s.removed = removed_;
+  s.refused = refused_;
   if (exact_) {
     s.has_exact = true;
     s.exact_entries = exact_->entries();
