@@ -163,6 +163,13 @@ class FilterBackend {
   // set: items that share a fingerprint then each have a copy, so removing one (after the set
   // said it was added) never takes another's. InvalidArgument for a Bloom filter.
   virtual void insert(std::span<const std::string_view> items);
+  // A cuckoo filter, for items an exact set held (each has a copy of its own, from insert):
+  // clears an item's copy when one link alone holds its fingerprint; when several links do,
+  // one may be another item's copy, so it is left (removed[i] = 0: a stale fingerprint, a
+  // false positive, never another item made absent). The default counts first, then removes
+  // the items counted once, in two steps; stores override it with one atomic step.
+  virtual void remove_known(std::span<const std::string_view> items,
+                            std::span<std::uint8_t> removed);
   // A cuckoo filter: the copies of each item's fingerprint (0 for one never added, or a false
   // positive's 1). InvalidArgument for a Bloom filter.
   virtual void count(std::span<const std::string_view> items,

@@ -46,6 +46,7 @@ class KnownSet {
     std::uint64_t false_positives = 0;  // filter said present, companion said absent
     std::uint64_t removed = 0;          // items remove() forgot
     std::uint64_t refused = 0;          // items remove() refused: the companion lacked them
+    std::uint64_t left_in_filter = 0;   // of the removed, copies left (RemoveResult)
     bool has_exact = false;
     std::uint64_t exact_entries = 0;
     std::uint64_t exact_bytes = 0;
@@ -79,9 +80,13 @@ class KnownSet {
   struct RemoveResult {
     std::uint64_t removed = 0;  // held by the companion: gone from it and from the filter
     std::uint64_t refused = 0;  // not held (never added, removed before, repeated in the batch)
+    // Of the removed, those whose copy stayed in a growing filter because several of its links
+    // hold their fingerprint (FilterBackend::remove_known): stale, a false positive each.
+    std::uint64_t left_in_filter = 0;
   };
-  // Forgets the items the companion holds, from it and then from the filter; refuses (and
-  // counts) the others, which the filter never sees. removed, if not empty (size >=
+  // Forgets the items the companion holds, from it and then from the filter (a copy that
+  // could be another item's stays: left_in_filter); refuses (and counts) the others, which the
+  // filter never sees. removed, if not empty (size >=
   // items.size()), gets 1 for each item forgotten. Needs a cuckoo filter with its companion
   // (InvalidArgument otherwise, before anything changes; a Bloom filter refuses as
   // Filter::remove does).
@@ -171,6 +176,7 @@ class KnownSet {
   std::uint64_t false_positives_ = 0;
   std::uint64_t removed_ = 0;
   std::uint64_t refused_ = 0;
+  std::uint64_t left_in_filter_ = 0;
 };
 
 }  // namespace redbloom

@@ -28,6 +28,18 @@ bool remove(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
   return false;
 }
 
+RemoveKnown remove_known(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  std::size_t holder = links.size();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    if (!links[i].contains(h)) continue;
+    if (holder != links.size()) return RemoveKnown::ambiguous;
+    holder = i;
+  }
+  if (holder == links.size()) return RemoveKnown::absent;
+  (void)links[holder].remove(h);
+  return RemoveKnown::removed;
+}
+
 void prefetch(std::span<const cuckoo_table::Table> links, const ItemHash& h) noexcept {
   for (const cuckoo_table::Table& link : links) link.prefetch(h);
 }

@@ -123,18 +123,22 @@ KnownSet::RemoveResult KnownSet::remove(std::span<const std::string_view> items,
   // filter alone: exact answers call it missing (it was being removed), and a second remove is
   // refused, so its copy stays as a stale fingerprint (a false positive). The other order
   // would leave it in the companion without its copy, and a second remove, let through, would
-  // take the copy of another item with the same fingerprint: a false negative.
+  // take the copy of another item with the same fingerprint: a false negative. The filter
+  // clears only a copy that can be no other item's (remove_known).
   std::vector<std::uint8_t> flags(items.size());
   exact_->remove(items, flags);
   std::vector<std::string_view> gone;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (flags[i]) gone.push_back(items[i]);
   }
-  filter_.remove_many(gone);
+  std::vector<std::uint8_t> cleared(gone.size());
+  filter_.backend().remove_known(gone, cleared);
   if (!removed.empty()) std::copy(flags.begin(), flags.end(), removed.begin());
-  const RemoveResult result{gone.size(), items.size() - gone.size()};
+  const auto left = static_cast<std::uint64_t>(std::count(cleared.begin(), cleared.end(), 0));
+  const RemoveResult result{gone.size(), items.size() - gone.size(), left};
   removed_ += result.removed;
   refused_ += result.refused;
+  left_in_filter_ += result.left_in_filter;
   return result;
 }
 
@@ -186,6 +190,7 @@ KnownSet::Stats KnownSet::stats(bool measure_storage) const {
   s.false_positives = false_positives_;
   s.removed = removed_;
   s.refused = refused_;
+  s.left_in_filter = left_in_filter_;
   if (exact_) {
     s.has_exact = true;
     s.exact_entries = exact_->entries();

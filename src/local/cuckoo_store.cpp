@@ -336,6 +336,22 @@ void LocalCuckooStore::remove(std::span<const std::string_view> items,
   }
 }
 
+void LocalCuckooStore::remove_known(std::span<const std::string_view> items,
+                                    std::span<std::uint8_t> removed) {
+  require_writable("remove");
+  check_flags(items.size(), removed.size());
+  Lock lock(*this, true);
+  const std::vector<ItemHash> hashes = hashes_ahead(items);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+    const ItemHash& h = hashes[i];
+    removed[i] = cuckoo_chain::remove_known(tables_[shape_.partition_of(h)], h) ==
+                         cuckoo_chain::RemoveKnown::removed
+                     ? 1
+                     : 0;
+  }
+}
+
 void LocalCuckooStore::count(std::span<const std::string_view> items,
                              std::span<std::uint32_t> counts) const {
   if (counts.size() < items.size()) check_flags(items.size(), counts.size());

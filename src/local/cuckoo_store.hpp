@@ -42,6 +42,8 @@ class LocalCuckooStore final : public FilterBackend, public CuckooTables {
                 std::span<std::uint8_t> present) const override;
   void remove(std::span<const std::string_view> items, std::span<std::uint8_t> removed) override;
   void insert(std::span<const std::string_view> items) override;
+  void remove_known(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> removed) override;
   void count(std::span<const std::string_view> items,
              std::span<std::uint32_t> counts) const override;
   [[nodiscard]] std::optional<CuckooInfo> cuckoo_info() const override;
