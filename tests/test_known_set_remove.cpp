@@ -184,6 +184,62 @@ TEST(KnownSetRemove, AGrowingFilterNeverTakesAnotherItemsCopy) {
   EXPECT_EQ(known.stats().left_in_filter, result.left_in_filter);
 }
 
+// Four objects on one file (as four processes would be), adding shared items at once (racing
+// adders may each store a copy: stale ones, never a missing one) and their own items, then
+// removing half of their own and names never added: the rest is all there.
+TEST(KnownSetRemove, ConcurrentObjectsOnOneFileLoseNothing) {
+  TempDir dir;
+  const std::string path = dir.file("c.rbf");
+  { (void)KnownSet::create(Location::file(path), options(100'000, 0.01), true); }
+  const auto shared = make_items(5'000, "shared-");
+  constexpr int kThreads = 4;
+  std::vector<std::vector<std::string>> kept(kThreads);
+  std::vector<std::vector<std::string>> gone(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kThreads; ++t) {
+    workers.emplace_back([&, t] {
+      try {
+        auto known = KnownSet::open(Location::file(path), true);
+        const auto own = make_items(10'000, "t" + std::to_string(t) + "-");
+        for (std::size_t at = 0; at < own.size(); at += 1'000) {
+          known.add(
+              std::vector<std::string>(shared.begin() + static_cast<std::ptrdiff_t>(at / 2),
+                                       shared.begin() + static_cast<std::ptrdiff_t>(at / 2 + 500)));
+          const std::vector<std::string> batch(
+              own.begin() + static_cast<std::ptrdiff_t>(at),
+              own.begin() + static_cast<std::ptrdiff_t>(at + 1'000));
+          known.add(batch);
+          std::vector<std::string> removes =
+              make_items(200, "never-" + std::to_string(t) + "-", at);
+          for (std::size_t i = 0; i < batch.size(); ++i) {
+            (i % 2 ? gone[t] : kept[t]).push_back(batch[i]);
+            if (i % 2) removes.push_back(batch[i]);
+          }
+          const auto result = known.remove(views_of(removes));
+          if (result.removed != 500 || result.refused != 200) {
+            errors[t] = "removed " + std::to_string(result.removed) + ", refused " +
+                        std::to_string(result.refused);
+          }
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  for (const std::string& error : errors) EXPECT_EQ(error, "");
+  auto known = KnownSet::open(Location::file(path), true);
+  EXPECT_EQ(absent_in_filter(known.filter(), shared), 0u);
+  EXPECT_EQ(missing(known, shared, Mode::exact), 0u);
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(absent_in_filter(known.filter(), kept[t]), 0u) << t;
+    EXPECT_EQ(missing(known, kept[t], Mode::exact), 0u) << t;
+    EXPECT_EQ(missing(known, gone[t], Mode::exact), gone[t].size()) << t;
+  }
+  EXPECT_EQ(known.stats().exact_entries, shared.size() + kThreads * 5'000u);
+}
+
 // A cuckoo filter in memory, with a companion file beside (memory filters have none of their
 // own).
 TEST(KnownSetRemove, AMemoryFilterWithACompanion) {
