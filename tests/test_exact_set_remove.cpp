@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #define XXH_INLINE_ALL
@@ -18,6 +20,7 @@
 #include "error_of.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
+#include "redis_cluster.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 #include "test_items.hpp"
@@ -313,6 +316,51 @@ TEST_F(RedisExactSetRemoveTest, AServerWithoutTheScriptGetsItAgain) {
   (void)server_.command({"SCRIPT", "FLUSH"});
   EXPECT_EQ(exact->remove(views_of({"b"})), 1u);
   EXPECT_EQ(exact->entries(), 0u);
+}
+
+// Of concurrent removers of one item exactly one removes it (one script per bucket).
+TEST_F(RedisExactSetRemoveTest, ConcurrentRemoversRemoveEachItemOnce) {
+  const auto items = make_items(5000, "c-");
+  create_redis_exact_set(endpoint(), "c", 5000)->add(views_of(items));
+  std::atomic<std::size_t> total{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([&] {
+      const auto mine = open_redis_exact_set(endpoint(), "c");
+      for (std::size_t at = 0; at < items.size(); at += 500) {
+        const std::vector<std::string> batch(items.begin() + static_cast<std::ptrdiff_t>(at),
+                                             items.begin() + static_cast<std::ptrdiff_t>(at + 500));
+        total += mine->remove(views_of(batch));
+      }
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  EXPECT_EQ(total.load(), items.size());
+  EXPECT_EQ(open_redis_exact_set(endpoint(), "c")->entries(), 0u);
+}
+
+// On a cluster the buckets spread over the masters and the script cannot reach the metadata:
+// the count moves by what the scripts answered.
+TEST(ClusterExactSetRemove, RemovesAcrossMastersAndCountsExactly) {
+  test::RedisCluster cluster(3, 0);
+  const auto exact = create_redis_exact_set(cluster.endpoint(), "cl", 20000);
+  const auto items = make_items(20000, "cl-");
+  EXPECT_EQ(exact->add(views_of(items)), 20000u);
+  std::vector<std::string> odd;
+  std::vector<std::string> even;
+  for (std::size_t i = 0; i < items.size(); ++i) (i % 2 ? odd : even).push_back(items[i]);
+  auto batch = odd;
+  batch.push_back("never");
+  batch.push_back(odd.front());
+  std::vector<std::uint8_t> removed(batch.size());
+  EXPECT_EQ(exact->remove(views_of(batch), removed), odd.size());
+  EXPECT_EQ(removed.back(), 0) << "a repeat is removed once";
+  EXPECT_EQ(removed[odd.size()], 0) << "never added";
+  EXPECT_EQ(exact->entries(), even.size());
+  const auto reopened = open_redis_exact_set(cluster.endpoint(), "cl");
+  for (const std::uint8_t f : flags_of(*reopened, odd)) ASSERT_EQ(f, 0);
+  for (const std::uint8_t f : flags_of(*reopened, even)) ASSERT_EQ(f, 1);
+  for (std::size_t m = 0; m < 3; ++m) EXPECT_GT(cluster.node(m).calls("evalsha"), 0) << m;
 }
 
 }  // namespace
