@@ -240,6 +240,31 @@ TEST(KnownSetRemove, ConcurrentObjectsOnOneFileLoseNothing) {
   EXPECT_EQ(known.stats().exact_entries, shared.size() + kThreads * 5'000u);
 }
 
+// What add --exact and other writers call: over a cuckoo filter the answers are the
+// companion's (exact), one copy per new item; over a Bloom filter the filter's.
+TEST(KnownSetRemove, AddWithExactSetAnswersAndStoresOneCopyPerNewItem) {
+  TempDir dir;
+  Filter cuckoo = Filter::create(Location::file(dir.file("c.rbf")), options(1000, 0.01));
+  const auto set = create_exact_set(Location::file(dir.file("c.rbf")), cuckoo);
+  std::vector<std::uint8_t> fresh(4, 9);
+  EXPECT_EQ(add_with_exact_set(cuckoo, *set, views_of({"a", "b", "a", "c"}), fresh), 3u);
+  EXPECT_EQ(fresh, (std::vector<std::uint8_t>{1, 1, 0, 1}));
+  EXPECT_EQ(add_with_exact_set(cuckoo, *set, views_of({"b", "d"}), fresh), 1u);
+  EXPECT_EQ(fresh[0], 0);
+  EXPECT_EQ(fresh[1], 1);
+  EXPECT_EQ(cuckoo.info().cuckoo->items, 4u);
+  EXPECT_EQ(set->entries(), 4u);
+  EXPECT_EQ(cuckoo.count("a"), 1u);
+
+  Filter bloom =
+      Filter::create(Location::file(dir.file("b.rbf")), size_filter(1000, 0.01, Layout::classic));
+  const auto bloom_set = create_exact_set(Location::file(dir.file("b.rbf")), bloom);
+  EXPECT_EQ(add_with_exact_set(bloom, *bloom_set, views_of({"a", "b", "a"}), fresh), 2u);
+  EXPECT_EQ(std::vector<std::uint8_t>(fresh.begin(), fresh.begin() + 3),
+            (std::vector<std::uint8_t>{1, 1, 0}));
+  EXPECT_EQ(bloom_set->entries(), 2u);
+}
+
 // A cuckoo filter in memory, with a companion file beside (memory filters have none of their
 // own).
 TEST(KnownSetRemove, AMemoryFilterWithACompanion) {

@@ -31,6 +31,20 @@
 
 namespace redbloom {
 
+// Adds items to `filter` and its companion `exact` in the order that keeps answers right and
+// removes safe, for any writer that keeps both (KnownSet, add --exact, a journal's replay).
+// A Bloom filter: the companion first (the filter never holds an item it lacks), then the
+// filter; newly_added gets the filter's answers. A cuckoo filter: the items new to the
+// companion get a copy each (FilterBackend::insert; two items sharing a fingerprint then hold a
+// copy each, so removing one never takes the other's), the filter first (a crash leaves a
+// stale copy, never an entry without one); newly_added gets the companion's answers. Returns
+// the number newly added (0 for a Bloom filter without newly_added: loaded without answers,
+// cheaper on remote stores). A cuckoo filter's IncompleteWrite leaves the leading new items,
+// [0, committed()) of them, in both.
+std::size_t add_with_exact_set(Filter& filter, ExactSet& exact,
+                               std::span<const std::string_view> items,
+                               std::span<std::uint8_t> newly_added = {});
+
 class KnownSet {
  public:
   enum class Mode { bloom_only, exact };
@@ -72,9 +86,7 @@ class KnownSet {
   static KnownSet open_redis(const RedisEndpoint& endpoint, const std::string& name, bool exact);
 
   // Adds a batch: to the companion first (so the filter never holds an item the companion
-  // lacks), then to the filter in bulk. A cuckoo filter with a companion takes the items new to
-  // the companion first, one copy each (FilterBackend::insert), and the companion then: every
-  // item the companion holds has a copy of its own, which remove() may take.
+  // lacks), then to the filter in bulk; over a cuckoo filter as add_with_exact_set adds.
   void add_batch(std::span<const std::string_view> items);
 
   struct RemoveResult {
@@ -134,9 +146,6 @@ class KnownSet {
  private:
   // Large enough that a Redis companion is read and appended to once per bucket per batch.
   static constexpr std::size_t kBatch = std::size_t{1} << 18;
-
-  // add_batch for a cuckoo filter with a companion.
-  void add_copies(std::span<const std::string_view> items);
 
   template <class Items, class Apply>
   void for_each_batch(Items&& items, const Progress& progress, Apply&& apply) {

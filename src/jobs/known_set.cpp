@@ -74,36 +74,55 @@ KnownSet KnownSet::open_redis(const RedisEndpoint& endpoint, const std::string& 
 }
 
 void KnownSet::add_batch(std::span<const std::string_view> items) {
-  if (exact_ && filter_.shape().cuckoo) {
-    add_copies(items);
+  if (exact_) {
+    add_with_exact_set(filter_, *exact_, items);
   } else {
-    if (exact_) exact_->add(items);
     filter_.load_many(items);
   }
   added_ += items.size();
 }
 
-void KnownSet::add_copies(std::span<const std::string_view> items) {
+std::size_t add_with_exact_set(Filter& filter, ExactSet& exact,
+                               std::span<const std::string_view> items,
+                               std::span<std::uint8_t> newly_added) {
+  if (!newly_added.empty() && newly_added.size() < items.size()) {
+    throw InvalidArgument("add: flag span too small");
+  }
+  if (!filter.shape().cuckoo) {
+    exact.add(items);
+    if (newly_added.empty()) {
+      filter.load_many(items);
+      return 0;
+    }
+    return filter.add_many(items, newly_added);
+  }
   // A test-and-set add would give two items with one fingerprint one copy between them, and
-  // removing one would take the other's. So each item new to the companion gets a copy, and
-  // the filter first: a crash (or a racing adder of the same item) then leaves a copy no entry
-  // stands for (a stale fingerprint: a false positive, which exact answers correct), never an
-  // entry without its copy.
+  // removing one would take the other's. A racing adder of the same item may store a second
+  // copy: stale, like a crash's.
   std::vector<std::uint8_t> held(items.size());
-  exact_->contains(items, held);
+  exact.contains(items, held);
   std::vector<std::string_view> fresh;
+  std::vector<std::size_t> where;
   std::unordered_set<std::string_view> seen;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!held[i] && seen.insert(items[i]).second) fresh.push_back(items[i]);
+    if (!newly_added.empty()) newly_added[i] = 0;
+    if (!held[i] && seen.insert(items[i]).second) {
+      fresh.push_back(items[i]);
+      where.push_back(i);
+    }
   }
   try {
-    filter_.backend().insert(fresh);
+    filter.backend().insert(fresh);
   } catch (const IncompleteWrite& e) {
     // The leading items have their copies: their entries too, so that they can be removed.
-    exact_->add(std::span<const std::string_view>(fresh).first(e.committed()));
+    exact.add(std::span<const std::string_view>(fresh).first(e.committed()));
     throw;
   }
-  exact_->add(fresh);
+  exact.add(fresh);
+  if (!newly_added.empty()) {
+    for (const std::size_t i : where) newly_added[i] = 1;
+  }
+  return fresh.size();
 }
 
 KnownSet::RemoveResult KnownSet::remove(std::span<const std::string_view> items,
