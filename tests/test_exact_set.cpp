@@ -762,9 +762,9 @@ TEST(FileExactSet, DamagedAndForeignFilesAreFormatErrors) {
   std::filesystem::copy_file(dir.file("other.rbf"), companion,
                              std::filesystem::copy_options::overwrite_existing);
   EXPECT_THROW((void)open_file_exact_set(filter), FormatError);
-  write_file(companion, std::string("RBEXACT1\x03\0\0\0\0\0\0\0", 16));
+  write_file(companion, std::string("RBEXACT1\x04\0\0\0\0\0\0\0", 16));
   message = error_of([&] { (void)open_file_exact_set(filter); });
-  EXPECT_TRUE(contains_text(message, "version 3 is unknown")) << message;
+  EXPECT_TRUE(contains_text(message, "version 4 is unknown")) << message;
   write_file(companion, std::string("RBEXACT1\x01\0\0\0\0\0\0\0", 16) + std::string(24, 'x'));
   message = error_of([&] { (void)open_file_exact_set(filter); });
   EXPECT_TRUE(contains_text(message, "version 1 (from an older redbloom")) << message;

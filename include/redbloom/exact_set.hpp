@@ -8,7 +8,7 @@
 // here). A query falsely matches with probability (fingerprints it is compared with) / 2^b:
 //   file:  all n fingerprints, b = 64 bits      -> n / 2^64      (1e7 items: 5.4e-13)
 //   Redis: one bucket of ~n / buckets, b = 48   -> (n / B) / 2^48 (1e7 items, B = 2^18: 1.4e-13)
-// Storage: 8 bytes per item in the file; in Redis 6 bytes per item in bucket strings plus the
+// Storage: 8 bytes per item in the file (and 16 per item removed); in Redis 6 bytes per item in bucket strings plus the
 // strings' allocation slack and per-key overhead (measured in the README).
 #pragma once
 
@@ -43,6 +43,12 @@ class ExactSet {
   virtual void contains(std::span<const std::string_view> items,
                         std::span<std::uint8_t> present) = 0;
 
+  // Forgets the items the set holds: removed[i] = 1 (if `removed` is not empty; its size must
+  // then be >= items.size()) iff item i was held and is no longer (an item repeated in the batch
+  // is removed once). Returns how many were removed. Atomic per batch in a file, per bucket in
+  // Redis: if it throws, the items of the buckets whose script ran are removed.
+  virtual std::size_t remove(std::span<const std::string_view> items,
+                             std::span<std::uint8_t> removed = {}) = 0;
   // Removes every fingerprint.
   virtual void clear() = 0;
   // Makes the added fingerprints durable (fsync for the file; nothing for Redis).
@@ -66,6 +72,9 @@ class ExactSet {
       const std::function<void(std::span<const std::uint64_t>)>& batch) const = 0;
   // Adds fingerprints (each masked to this set's mask); returns how many were new.
   virtual std::size_t add_fingerprints(std::span<const std::uint64_t> fingerprints) = 0;
+  // remove() for fingerprints (each masked to this set's mask).
+  virtual std::size_t remove_fingerprints(std::span<const std::uint64_t> fingerprints,
+                                          std::span<std::uint8_t> removed = {}) = 0;
 };
 
 // What `redbloom info` shows of a companion.

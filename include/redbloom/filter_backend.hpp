@@ -158,6 +158,18 @@ class FilterBackend {
   // A cuckoo filter: clears one copy of each item's fingerprint, removed[i] = 1 when there was
   // one; atomic per batch as add is. InvalidArgument for a Bloom filter (it cannot forget).
   virtual void remove(std::span<const std::string_view> items, std::span<std::uint8_t> removed);
+  // A cuckoo filter: stores one more copy of each item's fingerprint, held already or not (a
+  // CF.ADD, where add is a CF.ADDNX), atomic per batch as add is. For the items new to an exact
+  // set: items that share a fingerprint then each have a copy, so removing one (after the set
+  // said it was added) never takes another's. InvalidArgument for a Bloom filter.
+  virtual void insert(std::span<const std::string_view> items);
+  // A cuckoo filter, for items an exact set held (each has a copy of its own, from insert):
+  // clears an item's copy when one link alone holds its fingerprint; when several links do,
+  // one may be another item's copy, so it is left (removed[i] = 0: a stale fingerprint, a
+  // false positive, never another item made absent). The default counts first, then removes
+  // the items counted once, in two steps; stores override it with one atomic step.
+  virtual void remove_known(std::span<const std::string_view> items,
+                            std::span<std::uint8_t> removed);
   // A cuckoo filter: the copies of each item's fingerprint (0 for one never added, or a false
   // positive's 1). InvalidArgument for a Bloom filter.
   virtual void count(std::span<const std::string_view> items,

@@ -6,6 +6,10 @@
 //   known.add(s3_listing, [](std::uint64_t done) { log("cached", done); });
 //   std::vector<std::string> orphans = known.find_missing(vector_db_urls);  // exact
 //
+// Over a cuckoo filter (created with CuckooOptions) with its exact set, items can be removed
+// safely: remove() forgets only items the set holds, so an item never added cannot take the
+// fingerprint of one that was (the false negative a bare cuckoo remove risks).
+//
 // Bloom-only answers never call a known item missing, but miss each orphan with probability
 // ~p (the filter's current rate); exact answers verify every item the filter calls present
 // against the companion, so only a fingerprint collision (stats().false_match_probability per
@@ -27,6 +31,20 @@
 
 namespace redbloom {
 
+// Adds items to `filter` and its companion `exact` in the order that keeps answers right and
+// removes safe, for any writer that keeps both (KnownSet, add --exact, a journal's replay).
+// A Bloom filter: the companion first (the filter never holds an item it lacks), then the
+// filter; newly_added gets the filter's answers. A cuckoo filter: the items new to the
+// companion get a copy each (FilterBackend::insert; two items sharing a fingerprint then hold a
+// copy each, so removing one never takes the other's), the filter first (a crash leaves a
+// stale copy, never an entry without one); newly_added gets the companion's answers. Returns
+// the number newly added (0 for a Bloom filter without newly_added: loaded without answers,
+// cheaper on remote stores). A cuckoo filter's IncompleteWrite leaves the leading new items,
+// [0, committed()) of them, in both.
+std::size_t add_with_exact_set(Filter& filter, ExactSet& exact,
+                               std::span<const std::string_view> items,
+                               std::span<std::uint8_t> newly_added = {});
+
 class KnownSet {
  public:
   enum class Mode { bloom_only, exact };
@@ -40,6 +58,9 @@ class KnownSet {
     std::uint64_t missing = 0;          // of those, reported missing
     std::uint64_t verified = 0;         // checked against the companion (exact mode)
     std::uint64_t false_positives = 0;  // filter said present, companion said absent
+    std::uint64_t removed = 0;          // items remove() forgot
+    std::uint64_t refused = 0;          // items remove() refused: the companion lacked them
+    std::uint64_t left_in_filter = 0;   // of the removed, copies left (RemoveResult)
     bool has_exact = false;
     std::uint64_t exact_entries = 0;
     std::uint64_t exact_bytes = 0;
@@ -53,6 +74,9 @@ class KnownSet {
   // Redis server, several, or a cluster.
   static KnownSet create(const Location& location, const FilterParams& params, bool exact,
                          bool overwrite = false);
+  // The same with a cuckoo filter (cuckoo.hpp), whose items remove() can forget.
+  static KnownSet create(const Location& location, const CuckooOptions& cuckoo, bool exact,
+                         bool overwrite = false);
   static KnownSet open(const Location& location, bool exact);
   static KnownSet create_file(const std::string& path, const FilterParams& params, bool exact,
                               bool overwrite = false);
@@ -62,8 +86,24 @@ class KnownSet {
   static KnownSet open_redis(const RedisEndpoint& endpoint, const std::string& name, bool exact);
 
   // Adds a batch: to the companion first (so the filter never holds an item the companion
-  // lacks), then to the filter in bulk.
+  // lacks), then to the filter in bulk; over a cuckoo filter as add_with_exact_set adds.
   void add_batch(std::span<const std::string_view> items);
+
+  struct RemoveResult {
+    std::uint64_t removed = 0;  // held by the companion: gone from it and from the filter
+    std::uint64_t refused = 0;  // not held (never added, removed before, repeated in the batch)
+    // Of the removed, those whose copy stayed in a growing filter because several of its links
+    // hold their fingerprint (FilterBackend::remove_known): stale, a false positive each.
+    std::uint64_t left_in_filter = 0;
+  };
+  // Forgets the items the companion holds, from it and then from the filter (a copy that
+  // could be another item's stays: left_in_filter); refuses (and counts) the others, which the
+  // filter never sees. removed, if not empty (size >=
+  // items.size()), gets 1 for each item forgotten. Needs a cuckoo filter with its companion
+  // (InvalidArgument otherwise, before anything changes; a Bloom filter refuses as
+  // Filter::remove does).
+  RemoveResult remove(std::span<const std::string_view> items,
+                      std::span<std::uint8_t> removed = {});
   // missing[i] = 1 iff item i is not known (by `mode`). Returns the number missing. Exact mode
   // needs a companion (InvalidArgument otherwise).
   std::size_t missing_batch(std::span<const std::string_view> items,
@@ -143,6 +183,9 @@ class KnownSet {
   std::uint64_t missing_ = 0;
   std::uint64_t verified_ = 0;
   std::uint64_t false_positives_ = 0;
+  std::uint64_t removed_ = 0;
+  std::uint64_t refused_ = 0;
+  std::uint64_t left_in_filter_ = 0;
 };
 
 }  // namespace redbloom

@@ -100,6 +100,7 @@ class Table {
   // nothing changed.
   Insert insert(const ItemHash& h) noexcept;
   // insert for an item known to be absent (its buckets were just tested): `added` or `full`.
+  // For an item held already it stores one more copy.
   Insert insert_absent(const ItemHash& h) noexcept;
   // Asks the cache for the item's two buckets (a batch's later items, while one is worked on).
   void prefetch(const ItemHash& h) const noexcept;

@@ -1,4 +1,6 @@
 // What Store (store.hpp) and FilterBackend (filter_backend.hpp) do by default.
+#include <vector>
+
 #include "redbloom/error.hpp"
 #include "redbloom/filter_backend.hpp"
 #include "redbloom/store.hpp"
@@ -62,6 +64,30 @@ namespace {
 
 void FilterBackend::remove(std::span<const std::string_view>, std::span<std::uint8_t>) {
   bloom_cannot(*this, "remove");
+}
+
+void FilterBackend::insert(std::span<const std::string_view>) {
+  throw InvalidArgument("filter " + location() +
+                        " is a Bloom filter: it keeps no copies of an item to remove later (a "
+                        "cuckoo filter does: create one with kind cuckoo)");
+}
+
+void FilterBackend::remove_known(std::span<const std::string_view> items,
+                                 std::span<std::uint8_t> removed) {
+  std::vector<std::uint32_t> counts(items.size());
+  count(items, counts);
+  std::vector<std::string_view> sole;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    removed[i] = 0;
+    if (counts[i] == 1) {
+      sole.push_back(items[i]);
+      where.push_back(i);
+    }
+  }
+  std::vector<std::uint8_t> flags(sole.size());
+  remove(sole, flags);
+  for (std::size_t j = 0; j < sole.size(); ++j) removed[where[j]] = flags[j];
 }
 
 void FilterBackend::count(std::span<const std::string_view>, std::span<std::uint32_t>) const {

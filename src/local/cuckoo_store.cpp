@@ -259,6 +259,18 @@ FilterShape LocalCuckooStore::shape() const {
 
 void LocalCuckooStore::add(std::span<const std::string_view> items,
                            std::span<std::uint8_t> newly_added) {
+  store_items(items, newly_added, cuckoo_chain::add);
+}
+
+void LocalCuckooStore::insert(std::span<const std::string_view> items) {
+  std::vector<std::uint8_t> scratch(items.size());
+  store_items(items, scratch, cuckoo_chain::insert);
+}
+
+void LocalCuckooStore::store_items(std::span<const std::string_view> items,
+                                   std::span<std::uint8_t> newly_added,
+                                   cuckoo_chain::Add (*step)(std::span<cuckoo_table::Table>,
+                                                             const ItemHash&)) {
   require_writable("add");
   check_flags(items.size(), newly_added.size());
   Lock lock(*this, true);
@@ -267,7 +279,7 @@ void LocalCuckooStore::add(std::span<const std::string_view> items,
     if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
     const ItemHash& h = hashes[i];
     const std::uint32_t partition = shape_.partition_of(h);
-    cuckoo_chain::Add result = cuckoo_chain::add(tables_[partition], h);
+    cuckoo_chain::Add result = step(tables_[partition], h);
     while (result == cuckoo_chain::Add::full) {
       if (!grow(partition)) {
         throw CapacityExceeded("cuckoo filter " + location() +
@@ -277,7 +289,7 @@ void LocalCuckooStore::add(std::span<const std::string_view> items,
                                    "); create it with growth or a larger capacity or max_bytes",
                                i);
       }
-      result = cuckoo_chain::add(tables_[partition], h);
+      result = step(tables_[partition], h);
     }
     newly_added[i] = result == cuckoo_chain::Add::added ? 1 : 0;
   }
@@ -321,6 +333,22 @@ void LocalCuckooStore::remove(std::span<const std::string_view> items,
     if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
     const ItemHash& h = hashes[i];
     removed[i] = cuckoo_chain::remove(tables_[shape_.partition_of(h)], h) ? 1 : 0;
+  }
+}
+
+void LocalCuckooStore::remove_known(std::span<const std::string_view> items,
+                                    std::span<std::uint8_t> removed) {
+  require_writable("remove");
+  check_flags(items.size(), removed.size());
+  Lock lock(*this, true);
+  const std::vector<ItemHash> hashes = hashes_ahead(items);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+    const ItemHash& h = hashes[i];
+    removed[i] = cuckoo_chain::remove_known(tables_[shape_.partition_of(h)], h) ==
+                         cuckoo_chain::RemoveKnown::removed
+                     ? 1
+                     : 0;
   }
 }
 

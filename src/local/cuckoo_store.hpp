@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuckoo_chain.hpp"
 #include "core/cuckoo_file_format.hpp"
 #include "core/cuckoo_shape.hpp"
 #include "core/cuckoo_table.hpp"
@@ -40,6 +41,9 @@ class LocalCuckooStore final : public FilterBackend, public CuckooTables {
   void contains(std::span<const std::string_view> items,
                 std::span<std::uint8_t> present) const override;
   void remove(std::span<const std::string_view> items, std::span<std::uint8_t> removed) override;
+  void insert(std::span<const std::string_view> items) override;
+  void remove_known(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> removed) override;
   void count(std::span<const std::string_view> items,
              std::span<std::uint32_t> counts) const override;
   [[nodiscard]] std::optional<CuckooInfo> cuckoo_info() const override;
@@ -73,6 +77,10 @@ class LocalCuckooStore final : public FilterBackend, public CuckooTables {
   void refresh() const;
   void attach(std::uint32_t partition, std::uint8_t* bytes, std::size_t size, bool mapped,
               int mapped_slot) const;
+  // add and insert: each item through `step` (cuckoo_chain::add or insert), the chain grown
+  // while it is full.
+  void store_items(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added,
+                   cuckoo_chain::Add (*step)(std::span<cuckoo_table::Table>, const ItemHash&));
   // Adds a link to the partition's chain; false when it holds max_links already.
   bool grow(std::uint32_t partition);
   void require_writable(const char* what) const;

@@ -1,14 +1,18 @@
-// The file companion: `<filter>.exact`, a 56-byte header, then 8-byte little-endian
-// fingerprints. Version 2 header (little-endian):
+// The file companion: `<filter>.exact`, a 56-byte header, then records of 8-byte little-endian
+// slots. Header (little-endian):
 //
 //    0  8  magic "RBEXACT1"
-//    8  4  version (2)
+//    8  4  version: 2 (every slot adds its fingerprint), or 3 once a removal was written
 //   12  4  generation: bumped by clear(), so other objects reread the file
 //   16  8  the filter's creation time (ns): the filter this set belongs to (0: none recorded)
-//   24  8  records committed
-//   32  8  checksum of the committed records: the sum of mix(record) mod 2^64
+//   24  8  slots committed
+//   32  8  checksum of the committed slots: the sum of mix(slot) mod 2^64
 //   40  8  the fingerprint bits kept (all 64, unless the set came from Redis, which keeps fewer)
 //   48  8  XXH3-64 of bytes 0..47
+//
+// Version 3 records: a slot other than kMarker adds it; kMarker, F (F != kMarker) removes F;
+// kMarker, kMarker, 0 adds kMarker and kMarker, kMarker, 1 removes it. Removals are records
+// like adds, so a removal commits, catches up and is checked as an add is.
 //
 // Records are appended under an exclusive flock, then committed by rewriting the header (one
 // 56-byte write): a crash before it leaves records past the committed count, which are ignored
@@ -27,12 +31,15 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "core/cuckoo_file_format.hpp"
 #include "core/exact_fingerprint.hpp"
 #include "core/file_format.hpp"
 #include "local/posix_file.hpp"
@@ -47,7 +54,11 @@ using posix::file_size;
 
 constexpr char kMagic[8] = {'R', 'B', 'E', 'X', 'A', 'C', 'T', '1'};
 constexpr std::uint32_t kVersion = 2;
+// With removal records (read by this redbloom only; version 2 files stay readable by older ones).
+constexpr std::uint32_t kVersionWithRemovals = 3;
 constexpr std::size_t kHeaderBytes = 56;
+// The slot that starts a removal record (or an add of itself), in version 3.
+constexpr std::uint64_t kMarker = 0x3156'4d52'5845'4252ull;  // "RBEXRMV1"
 
 std::string companion_path(const std::string& filter_path) {
   return filter_path + ".exact";
@@ -79,6 +90,7 @@ std::uint32_t get32(const std::uint8_t* at) {
 }
 
 struct Header {
+  std::uint32_t version = kVersion;
   std::uint32_t generation = 0;
   std::uint64_t filter_id = 0;
   std::uint64_t count = 0;
@@ -89,7 +101,7 @@ struct Header {
 std::array<std::uint8_t, kHeaderBytes> encode(const Header& h) {
   std::array<std::uint8_t, kHeaderBytes> bytes{};
   std::memcpy(bytes.data(), kMagic, sizeof kMagic);
-  for (int b = 0; b < 4; ++b) bytes[8 + b] = static_cast<std::uint8_t>(kVersion >> (8 * b));
+  for (int b = 0; b < 4; ++b) bytes[8 + b] = static_cast<std::uint8_t>(h.version >> (8 * b));
   for (int b = 0; b < 4; ++b) bytes[12 + b] = static_cast<std::uint8_t>(h.generation >> (8 * b));
   put64(&bytes[16], h.filter_id);
   put64(&bytes[24], h.count);
@@ -98,6 +110,60 @@ std::array<std::uint8_t, kHeaderBytes> encode(const Header& h) {
   put64(&bytes[48], XXH3_64bits(bytes.data(), 48));
   return bytes;
 }
+
+// The slots of one record (see the top): an add, or a removal with `removal`.
+void append_record(std::vector<std::uint64_t>& slots, std::uint64_t f, bool removal) {
+  if (f != kMarker) {
+    if (removal) slots.push_back(kMarker);
+    slots.push_back(f);
+    return;
+  }
+  slots.insert(slots.end(), {kMarker, kMarker, removal ? 1u : 0u});
+}
+
+// Turns slots back into records, slot by slot (records may span the chunks a reader streams).
+class RecordDecoder {
+ public:
+  explicit RecordDecoder(std::uint32_t version) : with_removals_(version == kVersionWithRemovals) {}
+
+  // Calls record(fingerprint, removal) once a record is complete; false for slots no writer
+  // makes (the caller reports the set damaged).
+  template <class Record>
+  [[nodiscard]] bool feed(std::uint64_t slot, Record&& record) {
+    if (!with_removals_) {
+      record(slot, false);
+      return true;
+    }
+    switch (pending_) {
+      case 0:
+        if (slot == kMarker) {
+          pending_ = 1;
+        } else {
+          record(slot, false);
+        }
+        return true;
+      case 1:
+        if (slot == kMarker) {
+          pending_ = 2;
+        } else {
+          pending_ = 0;
+          record(slot, true);
+        }
+        return true;
+      default:
+        pending_ = 0;
+        if (slot > 1) return false;
+        record(kMarker, slot == 1);
+        return true;
+    }
+  }
+  // No record cut short.
+  [[nodiscard]] bool complete() const noexcept { return pending_ == 0; }
+
+ private:
+  bool with_removals_;
+  int pending_ = 0;  // marker slots read of the record in hand
+};
 
 // Reads bytes [from, from + size) of the file.
 std::vector<std::uint8_t> read_range(int fd, std::uint64_t from, std::uint64_t size,
@@ -130,7 +196,7 @@ Header read_header(int fd, const std::string& path) {
     throw FormatError(path + ": not a redbloom exact set (no RBEXACT1 signature)");
   }
   const std::uint32_t version = get32(&start[8]);
-  if (version != kVersion) {
+  if (version != kVersion && version != kVersionWithRemovals) {
     throw FormatError(path + ": exact-set version " + std::to_string(version) +
                       (version < kVersion ? " (from an older redbloom, without integrity checks): "
                                             "rebuild it with create --force --exact and a load"
@@ -139,6 +205,7 @@ Header read_header(int fd, const std::string& path) {
   if (size < kHeaderBytes) damaged(path, "its header is cut short");
   if (get64(&start[48]) != XXH3_64bits(start.data(), 48)) damaged(path, "header checksum");
   Header h;
+  h.version = version;
   h.generation = get32(&start[12]);
   h.filter_id = get64(&start[16]);
   h.count = get64(&start[24]);
@@ -165,6 +232,14 @@ std::uint64_t filter_id_of(const std::string& filter_path) {
   if (size < kFileHeaderUsedBytes) return 0;
   const auto prefix = read_range(fd.get(), 0, kFileHeaderUsedBytes, filter_path);
   try {
+    if (has_cuckoo_magic(prefix)) {
+      if (size < kCuckooDirectoryOffset) return 0;
+      const std::uint64_t header_bytes =
+          cuckoo_header_bytes(read_range(fd.get(), 0, kCuckooDirectoryOffset, filter_path));
+      if (size < header_bytes) return 0;
+      return parse_cuckoo_file_header(read_range(fd.get(), 0, header_bytes, filter_path), size)
+          .created_unix_ns;
+    }
     return parse_file_header(prefix, size).created_unix_ns;
   } catch (const FormatError&) {
     return 0;  // not a filter: nothing to bind to (the filter's own open reports it)
@@ -213,22 +288,60 @@ class FileExactSet final : public ExactSet {
     refresh();
     std::erase_if(fresh, [&](std::uint64_t f) { return has(f); });
     if (fresh.empty()) return 0;
-    std::vector<std::uint8_t> records(fresh.size() * 8);
-    std::uint64_t sum = header_.sum;
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
-      put64(&records[i * 8], fresh[i]);
-      sum += mix(fresh[i]);
-    }
-    // Past the committed records (over any left by an append that never committed), then the
-    // header that commits them.
-    posix::write_at(fd_.get(), records.data(), records.size(), kHeaderBytes + header_.count * 8,
-                    path_);
-    Header next = header_;
-    next.count += fresh.size();
-    next.sum = sum;
-    write_header(next);
+    std::vector<std::uint64_t> slots;
+    slots.reserve(fresh.size());
+    for (const std::uint64_t f : fresh) append_record(slots, f, false);
+    // The marker added is escaped, which only version 3 reads (the set lacked it, so no
+    // version 2 slot holds it).
+    commit(slots, slots.size() != fresh.size());
     merge(fresh);
     return fresh.size();
+  }
+
+  std::size_t remove(std::span<const std::string_view> items,
+                     std::span<std::uint8_t> removed) override {
+    std::vector<std::uint64_t> fingerprints;
+    fingerprints.reserve(items.size());
+    for (std::string_view item : items) fingerprints.push_back(exact_fingerprint(item));
+    return remove_fingerprints(fingerprints, removed);
+  }
+
+  std::size_t remove_fingerprints(std::span<const std::uint64_t> fingerprints,
+                                  std::span<std::uint8_t> removed) override {
+    if (!removed.empty() && removed.size() < fingerprints.size()) {
+      throw InvalidArgument("exact set: flag span too small");
+    }
+    FlockGuard lock(fd_.get(), path_);
+    // What other objects committed counts: an item they added is removed, one they removed
+    // is not removed twice.
+    refresh();
+    std::vector<std::uint8_t> flags(fingerprints.size());
+    std::unordered_set<std::uint64_t> taken;
+    std::vector<std::uint64_t> gone;
+    for (std::size_t i = 0; i < fingerprints.size(); ++i) {
+      const std::uint64_t f = fingerprints[i] & header_.mask;
+      if (has(f) && taken.insert(f).second) {
+        flags[i] = 1;
+        gone.push_back(f);
+      }
+    }
+    if (!gone.empty()) {
+      // Version 2 slots are all adds: one equal to the marker would be read as a removal's
+      // start once the file is version 3 (odds: entries / 2^64).
+      if (header_.version == kVersion && has(kMarker)) {
+        throw StorageError(path_ +
+                           ": this exact set holds a fingerprint equal to the marker that starts "
+                           "a removal (a chance of about one in 2^64 per item), so it cannot take "
+                           "removals; create the filter anew with --force --exact and load it");
+      }
+      std::vector<std::uint64_t> slots;
+      slots.reserve(gone.size() * 2);
+      for (const std::uint64_t f : gone) append_record(slots, f, true);
+      commit(slots, true);
+      drop(gone);
+    }
+    if (!removed.empty()) std::copy(flags.begin(), flags.end(), removed.begin());
+    return gone.size();
   }
 
   void contains(std::span<const std::string_view> items, std::span<std::uint8_t> present) override {
@@ -259,6 +372,7 @@ class FileExactSet final : public ExactSet {
     // A new generation tells other objects on the file to reread it.
     Header next = header_;
     ++next.generation;
+    next.version = kVersion;  // no removal records left
     next.count = 0;
     next.sum = 0;
     write_header(next);
@@ -291,6 +405,76 @@ class FileExactSet final : public ExactSet {
     const auto middle = static_cast<std::ptrdiff_t>(sorted_.size());
     sorted_.insert(sorted_.end(), more.begin(), more.end());
     std::inplace_merge(sorted_.begin(), sorted_.begin() + middle, sorted_.end());
+  }
+  // Under the exclusive lock: appends the slots past the committed ones (over any an append
+  // that never committed left), then commits them by rewriting the header; `removals`: they
+  // need version 3.
+  void commit(const std::vector<std::uint64_t>& slots, bool removals) {
+    std::vector<std::uint8_t> bytes(slots.size() * 8);
+    std::uint64_t sum = header_.sum;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      put64(&bytes[i * 8], slots[i]);
+      sum += mix(slots[i]);
+    }
+    posix::write_at(fd_.get(), bytes.data(), bytes.size(), kHeaderBytes + header_.count * 8, path_);
+    Header next = header_;
+    if (removals) next.version = kVersionWithRemovals;
+    next.count += slots.size();
+    next.sum = sum;
+    write_header(next);
+  }
+  // Removes one copy of each of `gone` (held, distinct) from sorted_.
+  void drop(std::vector<std::uint64_t> gone) const {
+    std::sort(gone.begin(), gone.end());
+    std::vector<std::uint64_t> kept;
+    kept.reserve(sorted_.size() - gone.size());
+    auto next = gone.begin();
+    for (const std::uint64_t f : sorted_) {
+      if (next != gone.end() && *next == f) {
+        ++next;
+        continue;
+      }
+      kept.push_back(f);
+    }
+    sorted_ = std::move(kept);
+  }
+  // Applies committed slots read from the file, in order.
+  void apply(const std::vector<std::uint64_t>& slots, std::uint32_t version) const {
+    if (version == kVersion || std::find(slots.begin(), slots.end(), kMarker) == slots.end()) {
+      std::vector<std::uint64_t> more = slots;  // adds alone: sorted in
+      std::sort(more.begin(), more.end());
+      merge(more);
+      return;
+    }
+    // Net copies per fingerprint; a removal must find one (held before, or added earlier).
+    std::unordered_map<std::uint64_t, std::int64_t> net;
+    RecordDecoder decoder(version);
+    bool consistent = true;
+    for (const std::uint64_t slot : slots) {
+      consistent &= decoder.feed(slot, [&](std::uint64_t f, bool removal) {
+        std::int64_t& n = net[f];
+        if (!removal) {
+          ++n;
+          return;
+        }
+        const auto held = std::equal_range(sorted_.begin(), sorted_.end(), f);
+        consistent &= static_cast<std::int64_t>(held.second - held.first) + n > 0;
+        --n;
+      });
+    }
+    if (!consistent || !decoder.complete()) {
+      damaged(path_, "a removal record names no fingerprint it holds, or is cut short");
+    }
+    std::vector<std::uint64_t> added;
+    std::vector<std::uint64_t> gone;
+    for (const auto& [f, n] : net) {
+      for (std::int64_t k = 0; k < n; ++k) added.push_back(f);
+      for (std::int64_t k = 0; k < -n; ++k) gone.push_back(f);
+    }
+    // A fingerprint is removed at most once per set it holds, so `gone` is distinct.
+    drop(std::move(gone));
+    std::sort(added.begin(), added.end());
+    merge(added);
   }
   void write_header(const Header& next) {
     const auto bytes = encode(next);
@@ -329,8 +513,8 @@ class FileExactSet final : public ExactSet {
         sum += mix(more[i]);
       }
       if (sum != now.sum) damaged(path_, "the checksum of its records does not match");
-      std::sort(more.begin(), more.end());
-      merge(more);
+      // Commits end on a record's end: slots from here start a record.
+      apply(more, now.version);
     } else if (sum != now.sum) {
       damaged(path_, "the checksum of its records does not match");
     }
@@ -394,17 +578,30 @@ ExactSetSummary summarize_file_exact_set(const std::string& filter_path) {
   const Fd fd = open_companion(filter_path, O_RDONLY);
   FlockGuard lock(fd.get(), path, LOCK_SH);
   const Header header = read_header(fd.get(), path);
-  // The records are checked, not kept: streamed through their sum.
+  // The slots are checked, not kept: streamed through their sum, records counted.
   constexpr std::uint64_t kChunkRecords = std::uint64_t{1} << 17;
   std::uint64_t sum = 0;
+  std::uint64_t entries = 0;
+  bool consistent = true;
+  RecordDecoder decoder(header.version);
   for (std::uint64_t at = 0; at < header.count; at += kChunkRecords) {
     const std::uint64_t n = std::min(kChunkRecords, header.count - at);
     const auto bytes = read_range(fd.get(), kHeaderBytes + at * 8, n * 8, path);
-    for (std::uint64_t i = 0; i < n; ++i) sum += mix(get64(&bytes[i * 8]));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t slot = get64(&bytes[i * 8]);
+      sum += mix(slot);
+      consistent &= decoder.feed(slot, [&](std::uint64_t, bool removal) {
+        consistent &= !removal || entries > 0;
+        entries = removal ? entries - 1 : entries + 1;
+      });
+    }
   }
   if (sum != header.sum) damaged(path, "the checksum of its records does not match");
-  return {"file " + path, header.count, file_size(fd.get(), path),
-          static_cast<double>(header.count) / std::ldexp(1.0, std::popcount(header.mask))};
+  if (!consistent || !decoder.complete()) {
+    damaged(path, "a removal record names no fingerprint it holds, or is cut short");
+  }
+  return {"file " + path, entries, file_size(fd.get(), path),
+          static_cast<double>(entries) / std::ldexp(1.0, std::popcount(header.mask))};
 }
 
 bool file_exact_set_exists(const std::string& filter_path) {

@@ -2,7 +2,8 @@
 // string of 6-byte tags (the fingerprint's low 48 bits). A lookup GETs the item's bucket (~64
 // tags at the expected size) and scans it. An add sends each bucket its new tags in one script
 // (kAddNewTags) that appends those the bucket lacks, so concurrent writers store and count
-// each item once.
+// each item once; a remove sends each bucket the tags to cut out (kRemoveTags), so of
+// concurrent removers of an item exactly one removes it.
 //
 // Version 2 seals every bucket: `create` writes each one as a single zero byte, and tags are
 // appended after it. A bucket that vanished (evicted, deleted) then reads as missing rather
@@ -98,6 +99,53 @@ if counted and added > 0 then redis.call('HINCRBY', KEYS[#KEYS], 'entries', adde
 return added
 )lua";
 
+// Cuts from each bucket KEYS[k] the tags of ARGV[k + 2] that it holds (one copy each, at an
+// offset a whole number of tags past the seal) and returns one character per tag, in order:
+// '1' removed, '0' not held. Buckets are checked first as kAddNewTags checks them, and
+// ARGV[1], ARGV[2] and the metadata key mean what they mean there (`entries` lowered by what
+// it removed).
+constexpr std::string_view kRemoveTags = R"lua(
+local seal = tonumber(ARGV[1])
+local counted = ARGV[2] == '1'
+local nbuckets = #KEYS
+if counted then nbuckets = nbuckets - 1 end
+local buckets = {}
+for k = 1, nbuckets do
+  local bucket = redis.call('GET', KEYS[k])
+  if not bucket then
+    if seal == 1 then return redis.error_reply('REDBLOOM missing ' .. k) end
+    bucket = ''
+  end
+  if seal == 1 and #bucket % 6 == 0 then return redis.error_reply('REDBLOOM unsealed ' .. k) end
+  if #bucket % 6 ~= seal then return redis.error_reply('REDBLOOM damaged ' .. k) end
+  buckets[k] = bucket
+end
+local flags, removed = {}, 0
+for k = 1, nbuckets do
+  local bucket, tags, changed = buckets[k], ARGV[k + 2], false
+  for i = 1, #tags, 6 do
+    local tag, from, held = string.sub(tags, i, i + 5), seal + 1, nil
+    while true do
+      local at = string.find(bucket, tag, from, true)
+      if not at then break end
+      if (at - 1 - seal) % 6 == 0 then held = at break end
+      from = at + 1
+    end
+    if held then
+      bucket = string.sub(bucket, 1, held - 1) .. string.sub(bucket, held + 6)
+      flags[#flags + 1] = '1'
+      removed = removed + 1
+      changed = true
+    else
+      flags[#flags + 1] = '0'
+    end
+  end
+  if changed then redis.call('SET', KEYS[k], bucket) end
+end
+if counted and removed > 0 then redis.call('HINCRBY', KEYS[#KEYS], 'entries', -removed) end
+return table.concat(flags)
+)lua";
+
 std::string meta_key(const std::string& name) {
   return redis::exact_meta_key(name);
 }
@@ -141,61 +189,66 @@ class RedisExactSet final : public ExactSet {
     std::unordered_set<std::uint64_t> seen;
     for (const std::uint64_t f : fingerprints) {
       if (!seen.insert(f & fingerprint_mask()).second) continue;
-      const Place place = place_of(f);
-      std::string& tags = tags_of[place.bucket];
-      for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(place.tag >> (8 * b));
+      append_tag(tags_of, place_of(f));
     }
-    std::vector<const std::pair<const std::uint64_t, std::string>*> order;
-    for (const auto& entry : tags_of) order.push_back(&entry);
-    const std::string_view seal = seal_ != 0 ? "1" : "0";
-    const std::string& sha = add_script_sha();
-    const std::string meta = meta_key(name_);
-    // On one server each script counts what it stores (kAddNewTags), so a failed add leaves
-    // `entries` equal to the tags stored; on a cluster this call counts the scripts' replies.
-    const bool counted_by_script = !router_->is_cluster();
     std::size_t added = 0;
-    // EVALSHA; then EVAL, which also caches the script there, for the units whose node did not
-    // know it yet (NOSCRIPT: it did not run).
-    std::vector<std::size_t> todo(order.size());
-    std::iota(todo.begin(), todo.end(), std::size_t{0});
-    for (const bool by_sha : {true, false}) {
-      std::vector<std::size_t> unknown;
-      const auto bucket_of = [&](std::uint64_t i) { return order[todo[i]]->first; };
-      redis::for_part_units(
-          *router_, todo.size(), [&](std::uint64_t i) { return bucket_key(name_, bucket_of(i)); },
-          "EVALSHA (adding to buckets)", Work::write,
-          [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
-            buffer.begin(5 + 2 * keys.size() + (counted_by_script ? 1 : 0));
-            buffer.arg(by_sha ? "EVALSHA" : "EVAL");
-            buffer.arg(by_sha ? std::string_view(sha) : kAddNewTags);
-            buffer.arg(std::uint64_t{keys.size() + (counted_by_script ? 1 : 0)});
-            for (const std::string& key : keys) buffer.arg(key);
-            if (counted_by_script) buffer.arg(meta);
-            buffer.arg(seal);
-            buffer.arg(counted_by_script ? "1" : "0");
-            for (std::size_t k = 0; k < keys.size(); ++k)
-              buffer.arg(order[todo[first + k]]->second);
-            return std::size_t{1};
-          },
-          [&](std::uint64_t first, std::size_t size, Replies replies) {
-            const redisReply& reply = *replies[0];
-            if (by_sha && redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
-              for (std::uint64_t i = first; i < first + size; ++i) unknown.push_back(todo[i]);
-              return;
-            }
-            if (redis::is_error(reply)) {
-              check_script_error(reply, [&](std::uint64_t k) { return bucket_of(first + k - 1); });
-            }
-            router_->expect(reply, REDIS_REPLY_INTEGER, "EVALSHA (adding to buckets)");
-            added += static_cast<std::size_t>(reply.integer);
-          });
-      todo = std::move(unknown);
-      if (todo.empty()) break;
-    }
-    if (added != 0 && !counted_by_script) {
-      router_->run(slot_of(meta), {"HINCRBY", meta, "entries", std::to_string(added)});
-    }
+    run_tag_script(kAddNewTags, add_script_sha_, "EVALSHA (adding to buckets)", tags_of,
+                   [&](std::span<const std::uint64_t>, const redisReply& reply) {
+                     router_->expect(reply, REDIS_REPLY_INTEGER, "EVALSHA (adding to buckets)");
+                     added += static_cast<std::size_t>(reply.integer);
+                   });
+    count_entries(static_cast<std::int64_t>(added));
     return added;
+  }
+
+  std::size_t remove(std::span<const std::string_view> items,
+                     std::span<std::uint8_t> removed) override {
+    std::vector<std::uint64_t> fingerprints;
+    fingerprints.reserve(items.size());
+    for (const std::string_view item : items) fingerprints.push_back(exact_fingerprint(item));
+    return remove_fingerprints(fingerprints, removed);
+  }
+
+  std::size_t remove_fingerprints(std::span<const std::uint64_t> fingerprints,
+                                  std::span<std::uint8_t> removed) override {
+    if (!removed.empty() && removed.size() < fingerprints.size()) {
+      throw InvalidArgument("exact set: flag span too small");
+    }
+    if (!removed.empty()) std::fill_n(removed.begin(), fingerprints.size(), std::uint8_t{0});
+    // Each fingerprint once (its first occurrence), as stored: tags by bucket, and for each
+    // bucket the items its tags stand for, in order.
+    std::map<std::uint64_t, std::string> tags_of;
+    std::map<std::uint64_t, std::vector<std::size_t>> items_of;
+    std::unordered_set<std::uint64_t> seen;
+    for (std::size_t i = 0; i < fingerprints.size(); ++i) {
+      if (!seen.insert(fingerprints[i] & fingerprint_mask()).second) continue;
+      const Place place = place_of(fingerprints[i]);
+      append_tag(tags_of, place);
+      items_of[place.bucket].push_back(i);
+    }
+    static constexpr std::string_view kOperation = "EVALSHA (removing from buckets)";
+    std::size_t count = 0;
+    run_tag_script(kRemoveTags, remove_script_sha_, kOperation, tags_of,
+                   [&](std::span<const std::uint64_t> buckets, const redisReply& reply) {
+                     router_->expect(reply, REDIS_REPLY_STRING, kOperation);
+                     std::vector<std::size_t> items;
+                     for (const std::uint64_t bucket : buckets) {
+                       const auto& of_bucket = items_of[bucket];
+                       items.insert(items.end(), of_bucket.begin(), of_bucket.end());
+                     }
+                     if (reply.len != items.size()) {
+                       router_->fail(kOperation, "the script answered " +
+                                                     std::to_string(reply.len) + " flags for " +
+                                                     std::to_string(items.size()) + " tags");
+                     }
+                     for (std::size_t t = 0; t < items.size(); ++t) {
+                       if (reply.str[t] != '1') continue;
+                       ++count;
+                       if (!removed.empty()) removed[items[t]] = 1;
+                     }
+                   });
+    count_entries(-static_cast<std::int64_t>(count));
+    return count;
   }
 
   void contains(std::span<const std::string_view> items, std::span<std::uint8_t> present) override {
@@ -322,36 +375,104 @@ class RedisExactSet final : public ExactSet {
     router_->fail(operation, "exact-set bucket '" + bucket_key(name_, bucket) + "' " + size +
                                  "is not a whole number of tags (damaged?)");
   }
-  // Throws what kAddNewTags's error reply says about the k-th bucket of its unit
+  // Throws what kAddNewTags's or kRemoveTags's error reply says about the k-th bucket of its unit
   // (bucket_of_key(k)), as a lookup's checks would; returns for other error replies.
   template <class BucketOfKey>
-  void check_script_error(const redisReply& reply, BucketOfKey&& bucket_of_key) const {
-    static constexpr std::string_view kOperation = "EVALSHA (adding to buckets)";
+  void check_script_error(const redisReply& reply, std::string_view operation,
+                          BucketOfKey&& bucket_of_key) const {
     const std::string_view text = redis::text_of(reply);
     for (const std::string_view kind : {"missing", "unsealed", "damaged"}) {
       const std::string prefix = "REDBLOOM " + std::string(kind) + " ";
       if (!text.starts_with(prefix)) continue;
       const std::uint64_t bucket =
           bucket_of_key(std::stoull(std::string(text.substr(prefix.size()))));
-      if (kind == "missing") lost(bucket, "is missing", kOperation);
-      if (kind == "unsealed") lost(bucket, kUnsealed, kOperation);
-      damaged(bucket, "", kOperation);
+      if (kind == "missing") lost(bucket, "is missing", operation);
+      if (kind == "unsealed") lost(bucket, kUnsealed, operation);
+      damaged(bucket, "", operation);
     }
   }
 
-  // The SHA1 of kAddNewTags, from SCRIPT LOAD on every master (once per object). Loaded on
-  // the metadata's node alone, the first add's calls to the other masters were all sent
-  // before the first NOSCRIPT came back, and all went again as EVAL: in a 300k-item dedup on
-  // 3 masters, a quarter of the add calls.
-  const std::string& add_script_sha() {
-    if (add_script_sha_.empty()) {
+  static void append_tag(std::map<std::uint64_t, std::string>& tags_of, const Place& place) {
+    std::string& tags = tags_of[place.bucket];
+    for (std::size_t b = 0; b < kTagBytes; ++b) tags += static_cast<char>(place.tag >> (8 * b));
+  }
+
+  // On a cluster the scripts cannot reach the metadata (another slot): `entries` moves here by
+  // what their replies counted.
+  void count_entries(std::int64_t change) {
+    if (change == 0 || !router_->is_cluster()) return;
+    const std::string meta = meta_key(name_);
+    router_->run(slot_of(meta), {"HINCRBY", meta, "entries", std::to_string(change)});
+  }
+
+  // Runs `script` (kAddNewTags or kRemoveTags) over the buckets of `tags_of` with their tags,
+  // several buckets a call on one server; on_reply(buckets, reply) sees each call's reply with
+  // the buckets it covered, in order. On one server the script counts `entries` itself, so a
+  // failed call leaves it equal to the tags stored.
+  template <class OnReply>
+  void run_tag_script(std::string_view script, std::string& sha_cache, std::string_view operation,
+                      const std::map<std::uint64_t, std::string>& tags_of, OnReply&& on_reply) {
+    std::vector<const std::pair<const std::uint64_t, std::string>*> order;
+    for (const auto& entry : tags_of) order.push_back(&entry);
+    const std::string_view seal = seal_ != 0 ? "1" : "0";
+    const std::string& sha = script_sha(script, sha_cache);
+    const std::string meta = meta_key(name_);
+    const bool counted_by_script = !router_->is_cluster();
+    // EVALSHA; then EVAL, which also caches the script there, for the units whose node did not
+    // know it yet (NOSCRIPT: it did not run).
+    std::vector<std::size_t> todo(order.size());
+    std::iota(todo.begin(), todo.end(), std::size_t{0});
+    for (const bool by_sha : {true, false}) {
+      std::vector<std::size_t> unknown;
+      const auto bucket_of = [&](std::uint64_t i) { return order[todo[i]]->first; };
+      redis::for_part_units(
+          *router_, todo.size(), [&](std::uint64_t i) { return bucket_key(name_, bucket_of(i)); },
+          operation, Work::write,
+          [&](std::uint64_t first, std::span<const std::string> keys, CommandBuffer& buffer) {
+            buffer.begin(5 + 2 * keys.size() + (counted_by_script ? 1 : 0));
+            buffer.arg(by_sha ? "EVALSHA" : "EVAL");
+            buffer.arg(by_sha ? std::string_view(sha) : script);
+            buffer.arg(std::uint64_t{keys.size() + (counted_by_script ? 1 : 0)});
+            for (const std::string& key : keys) buffer.arg(key);
+            if (counted_by_script) buffer.arg(meta);
+            buffer.arg(seal);
+            buffer.arg(counted_by_script ? "1" : "0");
+            for (std::size_t k = 0; k < keys.size(); ++k)
+              buffer.arg(order[todo[first + k]]->second);
+            return std::size_t{1};
+          },
+          [&](std::uint64_t first, std::size_t size, Replies replies) {
+            const redisReply& reply = *replies[0];
+            if (by_sha && redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
+              for (std::uint64_t i = first; i < first + size; ++i) unknown.push_back(todo[i]);
+              return;
+            }
+            if (redis::is_error(reply)) {
+              check_script_error(reply, operation,
+                                 [&](std::uint64_t k) { return bucket_of(first + k - 1); });
+            }
+            std::vector<std::uint64_t> buckets(size);
+            for (std::size_t k = 0; k < size; ++k) buckets[k] = bucket_of(first + k);
+            on_reply(std::span<const std::uint64_t>(buckets), reply);
+          });
+      todo = std::move(unknown);
+      if (todo.empty()) break;
+    }
+  }
+
+  // The SHA1 of `script`, from SCRIPT LOAD on every master (once per object and script).
+  // Loaded on the metadata's node alone, the first add's calls to the other masters were all
+  // sent before the first NOSCRIPT came back, and all went again as EVAL: in a 300k-item dedup
+  // on 3 masters, a quarter of the add calls.
+  const std::string& script_sha(std::string_view script, std::string& cache) {
+    if (cache.empty()) {
       redis::for_each_master(*router_, [&](std::uint16_t slot) {
-        const Reply reply = router_->run(slot, {"SCRIPT", "LOAD", kAddNewTags});
+        const Reply reply = router_->run(slot, {"SCRIPT", "LOAD", script});
         router_->expect(*reply, REDIS_REPLY_STRING, "SCRIPT LOAD");
-        add_script_sha_ = redis::text_of(*reply);
+        cache = redis::text_of(*reply);
       });
     }
-    return add_script_sha_;
+    return cache;
   }
 
   // The tags a bucket's GET reply holds, after checking it: a missing or unsealed bucket (lost)
@@ -387,6 +508,7 @@ class RedisExactSet final : public ExactSet {
   std::uint64_t seal_;  // bytes before a bucket's tags: 1 from version 2 on
   std::uint64_t filter_id_;
   std::string add_script_sha_;
+  std::string remove_script_sha_;
 };
 
 // The set's metadata; nullopt if there is none. A key of another type, or a hash that is not
