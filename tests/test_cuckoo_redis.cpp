@@ -19,6 +19,7 @@
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/location.hpp"
+#include "redbloom/transfer.hpp"
 #include "redis/cuckoo_redis_store.hpp"
 #include "redis/router.hpp"
 #include "redis_cluster.hpp"
@@ -427,6 +428,29 @@ TEST_P(CuckooRedisTest, AnotherClientOpensTheSameFilterAndDropRemovesEveryKey) {
   for (const std::string& key : servers_.all_keys()) {
     EXPECT_FALSE(key == "shared" || contains_text(key, "{shared:")) << key << " was left";
   }
+}
+
+TEST_P(CuckooRedisTest, CopiesMoveTablesVerbatimBetweenAFileAndRedis) {
+  // A file filter of one partition keeps it in Redis (sharded too), and comes back whole.
+  const std::string source = file_path("copy-source");
+  const std::string back = file_path("copy-back");
+  const Location where = servers_.location("copied");
+  Filter local = Filter::create(Location::file(source), options_of(800, 0.001, 2, 1), true);
+  const auto items = make_items(3'000, "c-");
+  add(local, items);
+  (void)remove(local, make_items(500, "c-"));
+  copy_filter(Location::file(source), where, true);
+  Filter in_redis = Filter::open(where);
+  EXPECT_EQ(in_redis.shape().cuckoo, local.shape().cuckoo);
+  expect_same_tables(servers_, in_redis, local);
+  EXPECT_EQ(lookup(in_redis, items), lookup(local, items));
+  copy_filter(where, Location::file(back), true);
+  Filter returned = Filter::open(Location::file(back));
+  expect_same_tables(servers_, in_redis, returned);
+  EXPECT_EQ(counts(returned, items), counts(local, items));
+  Filter::drop(where);
+  Filter::drop(Location::file(source));
+  Filter::drop(Location::file(back));
 }
 
 TEST_P(CuckooRedisTest, ALostLinkIsAnErrorNeverAbsent) {

@@ -149,7 +149,8 @@ Filter Filter::create(const Location& location, const CuckooOptions& cuckoo, boo
       store = create_file_filter(location.path, cuckoo, overwrite);
       break;
     case Location::Kind::redis:
-      store = create_redis_filter(location.servers, location.name, cuckoo, overwrite);
+      store = create_redis_filter(location.servers, location.name,
+                                  redis_cuckoo_options(cuckoo, location.servers.size()), overwrite);
       break;
   }
   if (report) {

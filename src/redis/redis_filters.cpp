@@ -167,8 +167,7 @@ std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoi
       }
     }
   }
-  return RedisCuckooStore::create(servers, name, redis_cuckoo_options(options, servers.size()),
-                                  overwrite);
+  return RedisCuckooStore::create(servers, name, options, overwrite);
 }
 
 CuckooOptions redis_cuckoo_options(const CuckooOptions& options, std::size_t servers) {

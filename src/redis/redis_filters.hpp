@@ -28,7 +28,8 @@ namespace redbloom {
 [[nodiscard]] std::unique_ptr<FilterBackend> create_redis_filter(
     const std::vector<RedisEndpoint>& servers, const std::string& name, const StreamShape& shape,
     Clock clock, bool overwrite);
-// A cuckoo filter; with `overwrite`, a filter of any kind of that name goes first.
+// A cuckoo filter of exactly these options (a copy's target keeps its source's partitions); with
+// `overwrite`, a filter of any kind of that name goes first.
 [[nodiscard]] std::unique_ptr<FilterBackend> create_redis_filter(
     const std::vector<RedisEndpoint>& servers, const std::string& name,
     const CuckooOptions& options, bool overwrite);
