@@ -453,18 +453,42 @@ TEST_P(CuckooRedisTest, CopiesMoveTablesVerbatimBetweenAFileAndRedis) {
   Filter::drop(Location::file(back));
 }
 
-TEST_P(CuckooRedisTest, ALostLinkIsAnErrorNeverAbsent) {
+TEST_P(CuckooRedisTest, ALostLinkOrRosterIsAnErrorNeverAbsent) {
   const Location where = servers_.location("lost");
-  Filter filter = Filter::create(where, options_of(1'000, 0.01, 0, 2), true);
-  const auto items = make_items(500, "l-");
+  Filter filter = Filter::create(where, options_of(300, 0.01, 2, 2), true);
+  const auto items = make_items(2'000, "l-");
   add(filter, items);
-  const std::string key = redis_store(filter).link_key(1, 0);
-  ASSERT_EQ(servers_.holder(1, key).integer({"DEL", key}), 1);
-  const std::string message = error_of([&] { lookup(filter, items); });
+  const std::vector<std::uint32_t> links = filter.backend().cuckoo_tables()->link_counts();
+  ASSERT_GE(links[1], 2u);
+  // The newest link of partition 1 goes (as an eviction would take it): the links below it
+  // alone would answer "absent" for its items.
+  const RedisCuckooStore& store = redis_store(filter);
+  const std::string newest = store.link_key(1, links[1] - 1);
+  ASSERT_EQ(servers_.holder(1, newest).integer({"DEL", newest}), 1);
+  std::string message = error_of([&] { lookup(filter, items); });
   EXPECT_TRUE(contains_text(message, "gone")) << message;
-  EXPECT_TRUE(contains_text(message, key)) << message;
-  EXPECT_TRUE(contains_text(error_of([&] { add(filter, items); }), "gone"));
+  EXPECT_TRUE(contains_text(message, newest)) << message;
+  EXPECT_TRUE(contains_text(error_of([&] { add(filter, items); }), newest));
+  // Partition 0 answers on; partition 1 answers nothing, removes included.
+  std::vector<std::string> first, second;
+  for (const std::string& item : items) {
+    const bool lost = contains_text(error_of([&] { (void)filter.contains(item); }), "gone");
+    (lost ? second : first).push_back(item);
+  }
+  EXPECT_TRUE(contains_text(error_of([&] { remove(filter, second); }), newest));
+  EXPECT_FALSE(first.empty());
+  EXPECT_FALSE(second.empty());
+  for (const std::string& item : first) EXPECT_TRUE(filter.contains(item)) << item;
+  // Its roster goes: an error too, by its name.
+  const std::string roster_key =
+      store.link_key(0, 0).replace(store.link_key(0, 0).find(":c0:"), 4, ":clinks:");
+  ASSERT_EQ(servers_.holder(0, roster_key).integer({"DEL", roster_key}), 1);
+  message = error_of([&] { (void)filter.contains(first[0]); });
+  EXPECT_TRUE(contains_text(message, roster_key)) << message;
   Filter::drop(where);
+  for (const std::string& key : servers_.all_keys()) {
+    EXPECT_FALSE(key == "lost" || contains_text(key, "{lost:")) << key << " was left";
+  }
 }
 
 }  // namespace

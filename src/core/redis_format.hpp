@@ -29,6 +29,8 @@
 //   NAME:c<l>:bits:{NAME:i}       link l of partition i: its table's bytes as a cuckoo file
 //                                 holds them (core/cuckoo_table.hpp); link 0 made with the
 //                                 filter, the others by the add that needs them
+//   NAME:clinks:bits:{NAME:i}     partition i's roster: one byte, its links minus one, made
+//                                 with the filter, so a link that vanished is an error
 //
 // Every key of an object carries a hash tag of the object's name, so on a cluster each
 // partition or bucket sits in its own slot (spread over the masters) while a temp key lands in
@@ -184,8 +186,9 @@ struct StreamMetadata : Placement {
 inline constexpr std::string_view kCuckooFormat = "redbloom-cuckoo";
 inline constexpr std::uint32_t kCuckooVersion = 1;
 
-// The part id of a cuckoo filter's link l ("c<l>").
+// The part id of a cuckoo filter's link l ("c<l>"), and of a partition's roster ("clinks").
 [[nodiscard]] std::string cuckoo_link_part(std::uint32_t link);
+inline constexpr std::string_view kCuckooRosterPart = "clinks";
 
 struct CuckooMetadata : Placement {
   std::uint32_t version = kCuckooVersion;

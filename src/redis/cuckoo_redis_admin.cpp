@@ -74,17 +74,19 @@ std::vector<std::uint32_t> partitions_of(const std::vector<std::uint32_t>& route
   return mine;
 }
 
-// Every link key a filter of these partitions and salts may have on router r (links as yet
-// ungrown have no key: unlinking them is harmless).
+// Every key a filter of these partitions and salts may have on router r: per partition its
+// roster, then its links (links as yet ungrown have no key: unlinking them is harmless).
 redis::PartSet every_link(const std::string& name, const std::vector<std::uint32_t>& salts,
                           const std::vector<std::uint32_t>& mine) {
+  constexpr std::uint64_t kKeys = kMaxCuckooLinks + 1;
   redis::PartSet parts;
-  parts.count = std::uint64_t{mine.size()} * kMaxCuckooLinks;
+  parts.count = std::uint64_t{mine.size()} * kKeys;
   parts.key_of = [&name, &salts, mine](std::uint64_t i) {
-    const std::uint32_t p = mine[i / kMaxCuckooLinks];
+    const std::uint32_t p = mine[i / kKeys];
+    const auto key = static_cast<std::uint32_t>(i % kKeys);
     return redis::partition_key(
         name, p, salts[p],
-        redis::cuckoo_link_part(static_cast<std::uint32_t>(i % kMaxCuckooLinks)));
+        key == 0 ? std::string(redis::kCuckooRosterPart) : redis::cuckoo_link_part(key - 1));
   };
   return parts;
 }
@@ -171,14 +173,24 @@ std::unique_ptr<RedisCuckooStore> RedisCuckooStore::create(
             router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
           });
     }
+    // Each partition's roster (one zero byte: one link), then its link 0.
+    redis::PartSet rosters;
+    rosters.count = mine.size();
+    rosters.key_of = [&](std::uint64_t i) { return state->roster_key(mine[i]); };
+    rosters.created_length = 1;
     redis::PartSet link0;
     link0.count = mine.size();
     link0.key_of = [&](std::uint64_t i) { return state->link_key(mine[i], 0); };
     link0.created_length = state->links[0].bytes();
+    bool rosters_made = false;
     try {
+      redis::make_parts(router, rosters, name, kNoun);
+      rosters_made = true;
       redis::make_parts(router, link0, name, kNoun);
     } catch (const Error&) {
-      // make_parts undid this server's part; the servers before are undone here.
+      // make_parts undid what its call made; this server's rosters and the servers before are
+      // undone here.
+      if (rosters_made) redis::drop_object(router, rosters, true, name);
       for (std::uint32_t before = 0; before < r; ++before) {
         redis::drop_object(*state->routers[before],
                            every_link(name, state->salts, partitions_of(state->router_of, before)),

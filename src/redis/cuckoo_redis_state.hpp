@@ -35,6 +35,8 @@ struct RedisCuckooStore::State {
   // Sets slots, links and by_text once routers, router_of and salts are set.
   void prepare();
   [[nodiscard]] std::string link_key(std::uint64_t partition, std::uint32_t link) const;
+  // The partition's roster (cuckoo_script.hpp).
+  [[nodiscard]] std::string roster_key(std::uint64_t partition) const;
   [[nodiscard]] std::string describe_servers() const;
 };
 

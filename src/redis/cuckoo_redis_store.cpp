@@ -147,6 +147,7 @@ class Waves {
       const std::uint32_t p = args[j].partition_index;
       const auto [at, added] = index_of.try_emplace(p, static_cast<std::uint32_t>(index_of.size()));
       if (added) {
+        keys.push_back(s_.roster_key(p));
         for (std::uint32_t l = 0; l < links; ++l) keys.push_back(s_.link_key(p, l));
       }
       args[j].partition_index = at->second;
@@ -225,6 +226,10 @@ void RedisCuckooStore::State::prepare() {
 
 std::string RedisCuckooStore::State::link_key(std::uint64_t partition, std::uint32_t link) const {
   return redis::partition_key(name, partition, salts[partition], redis::cuckoo_link_part(link));
+}
+
+std::string RedisCuckooStore::State::roster_key(std::uint64_t partition) const {
+  return redis::partition_key(name, partition, salts[partition], redis::kCuckooRosterPart);
 }
 
 std::string RedisCuckooStore::State::describe_servers() const {
@@ -384,10 +389,7 @@ std::string RedisCuckooStore::link_key(std::uint32_t partition, std::uint32_t li
 
 std::vector<std::uint32_t> RedisCuckooStore::link_counts() const {
   const State& s = *state_;
-  const auto links = static_cast<std::uint32_t>(s.links.size());
   std::vector<std::uint32_t> counts(s.shape.partitions(), 0);
-  std::vector<std::vector<std::uint8_t>> present(s.shape.partitions(),
-                                                 std::vector<std::uint8_t>(links, 0));
   redis::run_each(s.routers.size(), [&](std::size_t r) {
     std::vector<std::uint32_t> mine;
     for (std::uint32_t p = 0; p < s.router_of.size(); ++p) {
@@ -395,22 +397,22 @@ std::vector<std::uint32_t> RedisCuckooStore::link_counts() const {
     }
     redis::Router& router = *s.routers[r];
     redis::for_each_part(
-        router, mine.size() * links,
-        [&](std::uint64_t i) {
-          return s.link_key(mine[i / links], static_cast<std::uint32_t>(i % links));
-        },
-        "EXISTS (a cuckoo filter's links)", redis::Work::read,
+        router, mine.size(), [&](std::uint64_t i) { return s.roster_key(mine[i]); },
+        "GET (a cuckoo filter's rosters)", redis::Work::read,
         [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-          buffer.command({"EXISTS", key});
+          buffer.command({"GET", key});
         },
         [&](std::uint64_t i, const redisReply& reply) {
-          router.expect(reply, REDIS_REPLY_INTEGER, "EXISTS");
-          present[mine[i / links]][i % links] = reply.integer != 0 ? 1 : 0;
+          if (reply.type != REDIS_REPLY_STRING || reply.len != 1 ||
+              static_cast<std::uint8_t>(reply.str[0]) >= s.links.size()) {
+            throw FormatError(router.message(
+                "GET", "the roster '" + s.roster_key(mine[i]) +
+                           "' of a cuckoo filter is gone or damaged (evicted or deleted?): the "
+                           "filter has lost items; drop it and create it again"));
+          }
+          counts[mine[i]] = static_cast<std::uint8_t>(reply.str[0]) + 1u;
         });
   });
-  for (std::uint32_t p = 0; p < counts.size(); ++p) {
-    while (counts[p] < links && present[p][counts[p]] != 0) ++counts[p];
-  }
   return counts;
 }
 
@@ -451,6 +453,12 @@ void RedisCuckooStore::write_table(std::uint32_t partition, std::uint32_t link,
   }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   router.run(s.slots[partition], {"SET", s.link_key(partition, link), text});
+  // The roster counts the link (never fewer links than it counted before).
+  static constexpr std::string_view kRaise =
+      "if redis.call('BITFIELD', KEYS[1], 'GET', 'u8', 0)[1] < tonumber(ARGV[1]) then "
+      "redis.call('BITFIELD', KEYS[1], 'SET', 'u8', 0, ARGV[1]) end return 1";
+  router.run(s.slots[partition],
+             {"EVAL", kRaise, "1", s.roster_key(partition), std::to_string(link)});
 }
 
 }  // namespace redbloom

@@ -150,36 +150,41 @@ local function insert_absent(key, l, lo, hi)
   return false
 end
 
--- Links each partition holds, checked once per call.
+-- Links each partition holds, as its roster says (a link gone, evicted or deleted, is then
+-- told from one never grown), each checked once per call.
 local held = {}
 local function links_of(p)
   local n = held[p]
   if n then return n end
-  n = 0
-  local base = p * L
-  for l = 1, L do
-    local length = redis.call('STRLEN', KEYS[base + l])
-    if length == 0 then break end
-    if length ~= sizes[l] then
-      return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + l])
-    end
-    n = l
+  local base = p * (L + 1)
+  if redis.call('STRLEN', KEYS[base + 1]) ~= 1 then
+    return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + 1])
   end
-  if n == 0 then return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + 1]) end
-  if n < L and redis.call('EXISTS', KEYS[base + n + 1]) == 1 then
-    return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + n + 1])
+  n = redis.call('BITFIELD', KEYS[base + 1], 'GET', 'u8', 0)[1] + 1
+  if n > L then return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + 1]) end
+  for l = 1, n do
+    if redis.call('STRLEN', KEYS[base + 1 + l]) ~= sizes[l] then
+      return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + 1 + l])
+    end
   end
   held[p] = n
   return n
 end
 
-local out = {0}
+-- Every partition of the call is checked before anything is written.
 local i = a
+while i + 2 <= #ARGV do
+  local n = links_of(tonumber(ARGV[i]))
+  if type(n) == 'table' then return n end
+  i = i + 3
+end
+
+local out = {0}
+i = a
 while i + 2 <= #ARGV do
   local p, lo, hi = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local n = links_of(p)
-  if type(n) == 'table' then return n end
-  local base = p * L
+  local base = p * (L + 1) + 1
   local answer = 0
   if mode == 'c' then
     for l = 1, n do
@@ -221,6 +226,7 @@ while i + 2 <= #ARGV do
           end
           n = n + 1
           redis.call('SETRANGE', KEYS[base + n], sizes[n] - 1, '\0')
+          redis.call('BITFIELD', KEYS[base], 'SET', 'u8', 0, n - 1)
           held[p] = n
         end
       end

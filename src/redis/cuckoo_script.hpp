@@ -5,13 +5,14 @@
 // same adds and removes, and one call is one atomic step on its server: of several clients
 // adding one item exactly one sees it new, kicks and growth included.
 //
-// Keys. Link l of partition p is partition_key(NAME, p, salt, "c<l>") (core/redis_format.hpp);
-// every link of a partition shares its hash tag, so its slot. Link 0 is made with the filter;
-// the script grows link l (a zeroed string of its bytes, SETRANGE) when every link refuses an
-// item and l < the links declared.
+// Keys. Link l of partition p is partition_key(NAME, p, salt, "c<l>") (core/redis_format.hpp),
+// and its roster partition_key(NAME, p, salt, "clinks") one byte, the links it holds minus one;
+// every key of a partition shares its hash tag, so its slot. Link 0 and the roster are made
+// with the filter; the script grows link l (a zeroed string of its bytes, SETRANGE) and raises
+// the roster when every link refuses an item and l < the links declared.
 //
 // Protocol. One EVALSHA per unit of items and server (per partition on a cluster):
-//   KEYS  for each partition of the unit, its L link keys, links 0 .. L-1
+//   KEYS  for each partition of the unit, its roster, then its L link keys, links 0 .. L-1
 //   ARGV  mode ('a' add, 'c' contains, 'r' remove, 'n' count), L, L x (buckets, fingerprint
 //         bits), then per item: the index of its partition among the unit's, the top 32 bits
 //         of its hash's lo and of its hi (the script computes buckets and fingerprints)
@@ -19,8 +20,9 @@
 //         present; contains and remove: 1 or 0; count: the copies); status 1: the add of the
 //         item after the last answer found every link full and no link left to grow, and it and
 //         the items after it were not handled.
-//   A partition whose link 0 is gone, a link of the wrong length, or a link missing below one
-//   that exists is an error reply "REDBLOOMCUCKOO lost <key>" and that partition is untouched.
+//   A partition whose roster is gone, or one of whose links the roster counts is gone or of
+//   another length, is an error reply "REDBLOOMCUCKOO lost <key>": every partition of the
+//   call is checked first, so then nothing was written and nothing is answered.
 #pragma once
 
 #include <cstdint>
