@@ -169,6 +169,13 @@ std::vector<std::uint32_t> counts(const Filter& filter, const std::vector<std::s
   return out;
 }
 
+// The partition of a key "NAME:part:bits:{NAME:p[:salt]}".
+std::uint64_t redis_partition_of(const std::string& key) {
+  const std::size_t tag = key.find('{');
+  const std::size_t colon = key.find(':', tag);
+  return std::stoull(key.substr(colon + 1));
+}
+
 const RedisCuckooStore& redis_store(const Filter& filter) {
   const auto* store = dynamic_cast<const RedisCuckooStore*>(&filter.backend());
   if (store == nullptr) throw std::runtime_error("not a Redis cuckoo filter");
@@ -451,6 +458,31 @@ TEST_P(CuckooRedisTest, CopiesMoveTablesVerbatimBetweenAFileAndRedis) {
   Filter::drop(where);
   Filter::drop(Location::file(source));
   Filter::drop(Location::file(back));
+}
+
+TEST_P(CuckooRedisTest, AForeignKeyStopsTheCreationAndNothingOfItIsLeft) {
+  const Location where = servers_.location("foreign");
+  const CuckooOptions options = options_of(5'000, 0.01, 0, 1);
+  std::string key;
+  {
+    Filter made = Filter::create(where, options, true);
+    const auto partitions = made.shape().cuckoo->partitions;
+    key = redis_store(made).link_key(partitions - 1, 0);
+  }
+  Filter::drop(where);
+  // Another program's key where the last partition's link 0 goes (the same name on the same
+  // servers gets the same keys).
+  RedisServer& holder = servers_.holder(redis_partition_of(key), key);
+  ASSERT_EQ(holder.command({"SET", key, "theirs"}).text, "OK");
+  const std::string message = error_of([&] { (void)Filter::create(where, options); });
+  EXPECT_TRUE(contains_text(message, key)) << message;
+  EXPECT_EQ(holder.command({"GET", key}).text, "theirs");
+  for (const std::string& left : servers_.all_keys()) {
+    EXPECT_TRUE(left == key || !(left == "foreign" || contains_text(left, "{foreign:")))
+        << left << " was left";
+  }
+  EXPECT_FALSE(Filter::exists(where));
+  ASSERT_EQ(holder.integer({"DEL", key}), 1);
 }
 
 TEST_P(CuckooRedisTest, ALostLinkOrRosterIsAnErrorNeverAbsent) {

@@ -108,7 +108,42 @@ redis::PartSet every_link(const std::string& name, const std::vector<std::uint32
                                               "; if that process is gone, drop it first"));
 }
 
+void unlink_parts(Router& router, const redis::PartSet& parts) {
+  redis::for_each_part(
+      router, parts.count, parts.key_of, "UNLINK", redis::Work::idempotent_write,
+      [](std::uint64_t, const std::string& key, redis::CommandBuffer& buffer) {
+        buffer.command({"UNLINK", key});
+      },
+      [&](std::uint64_t, const redisReply& reply) {
+        router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
+      });
+}
+
 }  // namespace
+
+// Server r's parts of a new filter: each partition's roster (one zero byte: one link), then its
+// link 0. On a failure, what this call made there and the metadata are unlinked again.
+void make_server_parts(RedisCuckooStore::State& state, std::uint32_t r, bool overwrite) {
+  Router& router = *state.routers[r];
+  const std::vector<std::uint32_t> mine = partitions_of(state.router_of, r);
+  // Keys of a filter of that name that lost its metadata leave no trace drop finds.
+  if (overwrite) unlink_parts(router, every_link(state.name, state.salts, mine));
+  redis::PartSet rosters;
+  rosters.count = mine.size();
+  rosters.key_of = [&](std::uint64_t i) { return state.roster_key(mine[i]); };
+  rosters.created_length = 1;
+  redis::PartSet link0;
+  link0.count = mine.size();
+  link0.key_of = [&](std::uint64_t i) { return state.link_key(mine[i], 0); };
+  link0.created_length = state.links[0].bytes();
+  redis::make_parts(router, rosters, state.name, kNoun);
+  try {
+    redis::make_parts(router, link0, state.name, kNoun);
+  } catch (const Error&) {
+    unlink_parts(router, rosters);
+    throw;
+  }
+}
 
 CuckooOptions RedisCuckooStore::with_redis_partitions(CuckooOptions options, std::size_t servers) {
   if (options.partitions != 1 || options.capacity == 0) return options;
@@ -159,42 +194,19 @@ std::unique_ptr<RedisCuckooStore> RedisCuckooStore::create(
   }
   state->prepare();
   for (std::uint32_t r = 0; r < count; ++r) {
-    Router& router = *state->routers[r];
-    const std::vector<std::uint32_t> mine = partitions_of(state->router_of, r);
-    if (overwrite) {
-      // Links of a filter of that name that lost its metadata leave no trace drop finds.
-      const redis::PartSet stale = every_link(name, state->salts, mine);
-      redis::for_each_part(
-          router, stale.count, stale.key_of, "UNLINK", redis::Work::idempotent_write,
-          [](std::uint64_t, const std::string& key, redis::CommandBuffer& buffer) {
-            buffer.command({"UNLINK", key});
-          },
-          [&](std::uint64_t, const redisReply& reply) {
-            router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
-          });
-    }
-    // Each partition's roster (one zero byte: one link), then its link 0.
-    redis::PartSet rosters;
-    rosters.count = mine.size();
-    rosters.key_of = [&](std::uint64_t i) { return state->roster_key(mine[i]); };
-    rosters.created_length = 1;
-    redis::PartSet link0;
-    link0.count = mine.size();
-    link0.key_of = [&](std::uint64_t i) { return state->link_key(mine[i], 0); };
-    link0.created_length = state->links[0].bytes();
-    bool rosters_made = false;
     try {
-      redis::make_parts(router, rosters, name, kNoun);
-      rosters_made = true;
-      redis::make_parts(router, link0, name, kNoun);
+      make_server_parts(*state, r, overwrite);
     } catch (const Error&) {
-      // make_parts undid what its call made; this server's rosters and the servers before are
-      // undone here.
-      if (rosters_made) redis::drop_object(router, rosters, true, name);
-      for (std::uint32_t before = 0; before < r; ++before) {
-        redis::drop_object(*state->routers[before],
-                           every_link(name, state->salts, partitions_of(state->router_of, before)),
-                           true, name);
+      // make_server_parts undid its own server's parts; the others are undone here.
+      for (std::uint32_t other = 0; other < count; ++other) {
+        Router& router = *state->routers[other];
+        if (other < r) {
+          redis::drop_object(router,
+                             every_link(name, state->salts, partitions_of(state->router_of, other)),
+                             true, name);
+        } else if (other > r) {
+          router.run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
+        }
       }
       throw;
     }

@@ -40,6 +40,9 @@ struct RedisCuckooStore::State {
   [[nodiscard]] std::string describe_servers() const;
 };
 
+// Makes server r's parts of a new filter (cuckoo_redis_admin.cpp).
+void make_server_parts(RedisCuckooStore::State& state, std::uint32_t r, bool overwrite);
+
 // Which server holds partition p: the only one, or as a sharded plain filter spreads them.
 [[nodiscard]] std::vector<std::uint32_t> cuckoo_servers_of_partitions(std::uint64_t partitions,
                                                                       std::size_t servers);
