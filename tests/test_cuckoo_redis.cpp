@@ -182,6 +182,12 @@ const RedisCuckooStore& redis_store(const Filter& filter) {
   return *store;
 }
 
+RedisCuckooStore& redis_store(Filter& filter) {
+  auto* store = dynamic_cast<RedisCuckooStore*>(&filter.backend());
+  if (store == nullptr) throw std::runtime_error("not a Redis cuckoo filter");
+  return *store;
+}
+
 // Every table of the Redis filter, read from the node that holds it, equals the file's; the
 // two hold the same links.
 void expect_same_tables(const Servers& servers, const Filter& in_redis, const Filter& in_file) {
@@ -221,9 +227,15 @@ void same_bytes_scenario(const Servers& servers, const Location& where, const st
   const std::vector<std::string> again(gone.begin(), gone.begin() + gone.size() / 2);
   EXPECT_EQ(add(in_redis, again), add(in_file, again));
   expect_same_tables(servers, in_redis, in_file);
+  // Lookups and counts by the script and from the tables read whole answer alike.
   const auto mixed = make_items(adds, "page-", adds / 2);
-  EXPECT_EQ(lookup(in_redis, mixed), lookup(in_file, mixed));
-  EXPECT_EQ(counts(in_redis, mixed), counts(in_file, mixed));
+  for (const auto mode :
+       {RedisCuckooStore::LookupMode::script, RedisCuckooStore::LookupMode::tables,
+        RedisCuckooStore::LookupMode::automatic}) {
+    redis_store(in_redis).set_lookup_mode(mode);
+    EXPECT_EQ(lookup(in_redis, mixed), lookup(in_file, mixed));
+    EXPECT_EQ(counts(in_redis, mixed), counts(in_file, mixed));
+  }
   const auto info = in_redis.backend().cuckoo_info();
   ASSERT_TRUE(info);
   EXPECT_EQ(info->items, in_file.backend().cuckoo_info()->items);
@@ -292,6 +304,9 @@ TEST_P(CuckooRedisTest, RemovesAndReAddsFollowAModelWithNoFalseNegatives) {
       held.push_back(item);
       copies.push_back(n);
     }
+    // The script's lookups and the tables read whole, in turn.
+    redis_store(filter).set_lookup_mode(round % 2 == 0 ? RedisCuckooStore::LookupMode::script
+                                                       : RedisCuckooStore::LookupMode::tables);
     const auto present = lookup(filter, held);
     const auto counted = counts(filter, held);
     for (std::size_t i = 0; i < held.size(); ++i) {
@@ -497,9 +512,17 @@ TEST_P(CuckooRedisTest, ALostLinkOrRosterIsAnErrorNeverAbsent) {
   const RedisCuckooStore& store = redis_store(filter);
   const std::string newest = store.link_key(1, links[1] - 1);
   ASSERT_EQ(servers_.holder(1, newest).integer({"DEL", newest}), 1);
-  std::string message = error_of([&] { lookup(filter, items); });
-  EXPECT_TRUE(contains_text(message, "gone")) << message;
-  EXPECT_TRUE(contains_text(message, newest)) << message;
+  std::string message;
+  for (const auto mode :
+       {RedisCuckooStore::LookupMode::script, RedisCuckooStore::LookupMode::tables}) {
+    redis_store(filter).set_lookup_mode(mode);
+    message = error_of([&] { lookup(filter, items); });
+    EXPECT_TRUE(contains_text(message, "gone")) << message;
+    EXPECT_TRUE(contains_text(message, newest)) << message;
+    message = error_of([&] { counts(filter, items); });
+    EXPECT_TRUE(contains_text(message, newest)) << message;
+  }
+  redis_store(filter).set_lookup_mode(RedisCuckooStore::LookupMode::automatic);
   EXPECT_TRUE(contains_text(error_of([&] { add(filter, items); }), newest));
   // Partition 0 answers on; partition 1 answers nothing, removes included.
   std::vector<std::string> first, second;

@@ -31,6 +31,7 @@ struct RedisCuckooStore::State {
   // a Redis string may be.
   std::vector<cuckoo_table::Shape> links;
   std::vector<std::uint8_t> by_text;  // per router: NOSCRIPT seen, EVAL there
+  LookupMode lookup_mode = LookupMode::automatic;
 
   // Sets slots, links and by_text once routers, router_of and salts are set.
   void prepare();

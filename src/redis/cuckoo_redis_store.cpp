@@ -33,6 +33,9 @@ namespace script = redis::cuckoo;
 constexpr std::size_t kUnitItems = 512;
 // NOSCRIPT replies in a row for one group before a call gives up (each switches to EVAL).
 constexpr int kMaxNoScript = 3;
+// What the script costs an item in a lookup, in bytes a GET could move meanwhile: a partition
+// whose link 0 takes fewer bytes than its items in the batch x this is read whole instead.
+constexpr double kScriptItemBytes = 2048;
 
 // A call's items by the script call they go in: one per server, or per partition on a cluster.
 struct Group {
@@ -187,6 +190,124 @@ class Waves {
   std::mutex mutex_;  // encode and take of a cluster's masters run on their own threads
 };
 
+// The partitions whose items of the batch are answered from their tables read whole; the
+// batch's other items are left to the script (`rest`, their batch indices).
+std::vector<std::uint32_t> partitions_to_read(const RedisCuckooStore::State& s, const Batch& b,
+                                              std::vector<std::uint32_t>& rest) {
+  std::vector<std::uint64_t> per_partition(s.shape.partitions(), 0);
+  for (const script::ItemArgs& item : b.args) ++per_partition[item.partition_index];
+  std::vector<std::uint32_t> read;
+  std::vector<std::uint8_t> whole(s.shape.partitions(), 0);
+  for (std::uint32_t p = 0; p < per_partition.size(); ++p) {
+    if (per_partition[p] == 0 || s.lookup_mode == RedisCuckooStore::LookupMode::script) continue;
+    const bool cheaper = static_cast<double>(s.links[0].bytes()) <
+                         static_cast<double>(per_partition[p]) * kScriptItemBytes;
+    if (s.lookup_mode == RedisCuckooStore::LookupMode::tables || cheaper) {
+      read.push_back(p);
+      whole[p] = 1;
+    }
+  }
+  for (std::uint32_t i = 0; i < b.args.size(); ++i) {
+    if (whole[b.args[i].partition_index] == 0) rest.push_back(i);
+  }
+  return read;
+}
+
+// The tables of `partitions` read whole, each with one GET, checked against the roster read
+// with them: per partition its links' bytes, oldest first.
+std::vector<std::vector<std::vector<std::uint8_t>>> read_tables(
+    const RedisCuckooStore::State& s, const std::vector<std::uint32_t>& partitions) {
+  const auto links = static_cast<std::uint32_t>(s.links.size());
+  const std::uint32_t keys = links + 1;  // the roster, then the links
+  // Per partition: the roster's byte (-1: missing or damaged), then each link's bytes, and
+  // whether the link was there.
+  std::vector<int> roster(partitions.size(), -1);
+  std::vector<std::vector<std::vector<std::uint8_t>>> tables(
+      partitions.size(), std::vector<std::vector<std::uint8_t>>(links));
+  std::vector<std::vector<std::uint8_t>> found(partitions.size(),
+                                               std::vector<std::uint8_t>(links, 0));
+  const auto key_of = [&](std::uint32_t i, std::uint32_t key) {
+    return key == 0 ? s.roster_key(partitions[i]) : s.link_key(partitions[i], key - 1);
+  };
+  redis::run_each(s.routers.size(), [&](std::size_t r) {
+    std::vector<std::uint32_t> mine;  // indices into `partitions`
+    for (std::uint32_t i = 0; i < partitions.size(); ++i) {
+      if (s.router_of[partitions[i]] == r) mine.push_back(i);
+    }
+    redis::Router& router = *s.routers[r];
+    redis::for_each_part(
+        router, mine.size() * keys,
+        [&](std::uint64_t k) {
+          return key_of(mine[k / keys], static_cast<std::uint32_t>(k % keys));
+        },
+        "GET (a cuckoo filter's tables)", redis::Work::read,
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"GET", key});
+        },
+        [&](std::uint64_t k, const redisReply& reply) {
+          const std::uint32_t i = mine[k / keys];
+          const auto key = static_cast<std::uint32_t>(k % keys);
+          if (reply.type != REDIS_REPLY_STRING) return;
+          if (key == 0) {
+            if (reply.len == 1) roster[i] = static_cast<std::uint8_t>(reply.str[0]);
+            return;
+          }
+          const auto* at = reinterpret_cast<const std::uint8_t*>(reply.str);
+          tables[i][key - 1].assign(at, at + reply.len);
+          found[i][key - 1] = 1;
+        },
+        keys);
+  });
+  for (std::uint32_t i = 0; i < partitions.size(); ++i) {
+    redis::Router& router = *s.routers[s.router_of[partitions[i]]];
+    std::string gone;
+    if (roster[i] < 0 || static_cast<std::uint32_t>(roster[i]) >= links) gone = key_of(i, 0);
+    const std::uint32_t held = gone.empty() ? static_cast<std::uint32_t>(roster[i]) + 1 : 0;
+    for (std::uint32_t l = 0; l < held && gone.empty(); ++l) {
+      if (found[i][l] == 0 || tables[i][l].size() != s.links[l].bytes()) gone = key_of(i, l + 1);
+    }
+    if (!gone.empty()) {
+      throw FormatError(router.message(
+          "GET", "cuckoo filter key '" + gone +
+                     "' is gone or damaged (evicted or deleted?): the filter has lost items; "
+                     "drop it and create it again"));
+    }
+    tables[i].resize(held);  // links grown after the roster was read are left out
+  }
+  return tables;
+}
+
+// Answers the items of `read` partitions from their tables: answer(i, value) with value from
+// `ask(links, hash)`.
+void answer_from_tables(
+    const RedisCuckooStore::State& s, std::span<const std::string_view> items, const Batch& b,
+    const std::vector<std::uint32_t>& read,
+    const std::function<std::uint32_t(std::span<const cuckoo_table::Table>, const ItemHash&)>& ask,
+    const Answer& answer) {
+  if (read.empty()) return;
+  auto bytes = read_tables(s, read);
+  std::vector<std::vector<cuckoo_table::Table>> tables(s.shape.partitions());
+  for (std::uint32_t i = 0; i < read.size(); ++i) {
+    for (std::uint32_t l = 0; l < bytes[i].size(); ++l) {
+      tables[read[i]].emplace_back(s.links[l], bytes[i][l]);
+    }
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::uint32_t p = b.args[i].partition_index;
+    if (tables[p].empty()) continue;
+    answer(i, ask(tables[p], hash_item(items[i])));
+  }
+}
+
+// The batch of the items at `rest` only (their groups), for the script.
+void keep_only(Batch& b, const std::vector<std::uint32_t>& rest) {
+  std::vector<std::uint8_t> kept(b.args.size(), 0);
+  for (const std::uint32_t i : rest) kept[i] = 1;
+  for (Group& g : b.groups) {
+    std::erase_if(g.items, [&](std::uint32_t i) { return kept[i] == 0; });
+  }
+}
+
 void check_flags(std::size_t items, std::size_t flags) {
   if (flags < items) {
     throw InvalidArgument("flag span holds " + std::to_string(flags) + " entries for " +
@@ -293,8 +414,17 @@ void RedisCuckooStore::contains(std::span<const std::string_view> items,
                                 std::span<std::uint8_t> present) const {
   check_flags(items.size(), present.size());
   Batch batch = group_items(*state_, items);
-  Waves(*state_, script::Mode::contains, "EVALSHA (looking up in a cuckoo filter)", batch,
-        [&](std::size_t i, std::uint32_t v) { present[i] = v != 0 ? 1 : 0; })
+  const Answer answer = [&](std::size_t i, std::uint32_t v) { present[i] = v != 0 ? 1 : 0; };
+  std::vector<std::uint32_t> rest;
+  const std::vector<std::uint32_t> read = partitions_to_read(*state_, batch, rest);
+  answer_from_tables(
+      *state_, items, batch, read,
+      [](std::span<const cuckoo_table::Table> links, const ItemHash& h) -> std::uint32_t {
+        return cuckoo_chain::contains(links, h) ? 1 : 0;
+      },
+      answer);
+  keep_only(batch, rest);
+  Waves(*state_, script::Mode::contains, "EVALSHA (looking up in a cuckoo filter)", batch, answer)
       .run(items.size());
 }
 
@@ -318,9 +448,17 @@ void RedisCuckooStore::count(std::span<const std::string_view> items,
                              std::span<std::uint32_t> counts) const {
   check_flags(items.size(), counts.size());
   Batch batch = group_items(*state_, items);
-  Waves(*state_, script::Mode::count, "EVALSHA (counting in a cuckoo filter)", batch,
-        [&](std::size_t i, std::uint32_t v) { counts[i] = v; })
+  const Answer answer = [&](std::size_t i, std::uint32_t v) { counts[i] = v; };
+  std::vector<std::uint32_t> rest;
+  const std::vector<std::uint32_t> read = partitions_to_read(*state_, batch, rest);
+  answer_from_tables(*state_, items, batch, read, cuckoo_chain::count, answer);
+  keep_only(batch, rest);
+  Waves(*state_, script::Mode::count, "EVALSHA (counting in a cuckoo filter)", batch, answer)
       .run(items.size());
+}
+
+void RedisCuckooStore::set_lookup_mode(LookupMode mode) noexcept {
+  state_->lookup_mode = mode;
 }
 
 std::optional<CuckooInfo> RedisCuckooStore::cuckoo_info() const {

@@ -4,10 +4,12 @@
 // filter's). Each (partition, link) is one string holding that link's table exactly as a
 // cuckoo file does, so tables copy between stores verbatim.
 //
-// Every add, lookup, remove and count is one Lua script per unit of items and server (per
-// partition on a cluster, cuckoo_script.hpp), atomic on its server: an add with its kicks and
-// a link's growth is one step. The client hashes the items; the script finds buckets and
-// fingerprints.
+// Every add and remove is one Lua script per unit of items and server (per partition on a
+// cluster, cuckoo_script.hpp), atomic on its server: an add with its kicks and a link's growth
+// is one step. The client hashes the items; the script finds buckets and fingerprints. Lookups
+// and counts go the same way, or, for a partition with many items in the batch, read its
+// roster and tables whole (one GET each: kicks move fingerprints only inside a table, so an
+// item added before the call and not removed is in the table read) and answer here.
 //
 // The metadata hash NAME (format "redbloom-cuckoo", core/redis_format.hpp) goes through the one
 // object lifecycle (object.hpp): claimed on every server, link 0 of each partition made zeroed,
@@ -54,6 +56,11 @@ class RedisCuckooStore final : public FilterBackend, public CuckooTables {
   // `servers`.
   [[nodiscard]] static CuckooOptions with_redis_partitions(CuckooOptions options,
                                                            std::size_t servers);
+
+  // How lookups and counts go: chosen per partition by the batch's items (automatic), or
+  // always by the script, or always by reading the tables (tests compare the two).
+  enum class LookupMode { automatic, script, tables };
+  void set_lookup_mode(LookupMode mode) noexcept;
 
   ~RedisCuckooStore() override;
 
