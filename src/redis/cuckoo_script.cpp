@@ -81,13 +81,15 @@ local function put_in_empty(key, t, b, fp)
   return false
 end
 
+-- Whether either bucket holds the item's fingerprint, and the 8 slots read (an add then looks
+-- for an empty one among them instead of reading them again).
 local function holds(key, l, lo, hi)
   local b1, b2, fp = place(l, lo, hi)
   local s = two_buckets(key, types[l], b1, b2)
   for j = 1, 8 do
-    if s[j] == fp then return true end
+    if s[j] == fp then return true, s end
   end
-  return false
+  return false, s
 end
 local function copies(key, l, lo, hi)
   local b1, b2, fp = place(l, lo, hi)
@@ -115,10 +117,26 @@ local function clear_one(key, l, lo, hi)
 end
 -- Table::insert_absent: an empty slot of either bucket, else a kick walk planned by reads and
 -- written from its end back, or false with nothing changed.
-local function insert_absent(key, l, lo, hi)
+-- `seen`: the two buckets' slots as holds read them, if nothing was written since.
+local function insert_absent(key, l, lo, hi, seen)
   local b1, b2, fp = place(l, lo, hi)
   local t, n = types[l], buckets[l]
-  if put_in_empty(key, t, b1, fp) or put_in_empty(key, t, b2, fp) then return true end
+  if seen then
+    for j = 1, 4 do
+      if seen[j] == 0 then
+        set_slot(key, t, b1 * 4 + j - 1, fp)
+        return true
+      end
+    end
+    for j = 5, 8 do
+      if seen[j] == 0 then
+        set_slot(key, t, b2 * 4 + j - 5, fp)
+        return true
+      end
+    end
+  elseif put_in_empty(key, t, b1, fp) or put_in_empty(key, t, b2, fp) then
+    return true
+  end
   local bucket = b1
   if fp % 2 == 1 then bucket = b2 end
   local carried = fp
@@ -203,18 +221,20 @@ while i + 2 <= #ARGV do
       end
     end
   else
-    local present = false
+    local present, seen = false, {}
     for l = 1, n do
-      if holds(KEYS[base + l], l, lo, hi) then
+      local found, slots = holds(KEYS[base + l], l, lo, hi)
+      if found then
         present = true
         break
       end
+      seen[l] = slots
     end
     if not present then
       answer = -1
       while answer < 0 do
         for l = n, 1, -1 do
-          if insert_absent(KEYS[base + l], l, lo, hi) then
+          if insert_absent(KEYS[base + l], l, lo, hi, seen[l]) then
             answer = 1
             break
           end
