@@ -546,5 +546,27 @@ TEST_P(CuckooRedisTest, ALostLinkOrRosterIsAnErrorNeverAbsent) {
   }
 }
 
+TEST(CuckooRedisPartitions, EachLinkZeroTableFitsABloomPartitionAndEveryServerHasOne) {
+  for (const std::uint64_t capacity :
+       {std::uint64_t{1'000}, std::uint64_t{1'000'000'000}, std::uint64_t{20'000'000'000}}) {
+    for (const std::uint32_t growth : {0u, 2u}) {
+      for (const std::size_t servers : {std::size_t{1}, std::size_t{3}}) {
+        const CuckooOptions made = RedisCuckooStore::with_redis_partitions(
+            options_of(capacity, 0.001, growth, 1), servers);
+        const CuckooShape shape(made);
+        EXPECT_LE(shape.link(0).bytes(), kDefaultPartitionBytes) << capacity;
+        EXPECT_GE(made.partitions, servers);
+        // Not more than a partition more than the bytes need.
+        const double need = static_cast<double>(shape.partition_bytes(1)) * made.partitions /
+                            static_cast<double>(kDefaultPartitionBytes);
+        EXPECT_LE(made.partitions, std::max<double>(servers, std::ceil(need) + 1)) << capacity;
+      }
+    }
+  }
+  // Partitions given are kept.
+  EXPECT_EQ(RedisCuckooStore::with_redis_partitions(options_of(1'000, 0.01, 0, 5), 2).partitions,
+            5u);
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -147,19 +147,26 @@ void make_server_parts(RedisCuckooStore::State& state, std::uint32_t r, bool ove
 
 CuckooOptions RedisCuckooStore::with_redis_partitions(CuckooOptions options, std::size_t servers) {
   if (options.partitions != 1 || options.capacity == 0) return options;
-  const CuckooShape one(options);  // checks the options
-  const std::uint64_t bytes = one.link(0).bytes();
+  // A first guess from link 0's fingerprints (one partition may hold more than a table can),
+  // then up until each link-0 table fits.
+  const double rate = options.growth == 0 ? options.error_rate : options.error_rate / 2;
+  const double bytes = static_cast<double>(options.capacity) / cuckoo_table::kTargetLoad *
+                       cuckoo_table::fingerprint_bits_for(rate) / 8;
   std::uint64_t partitions = std::max<std::uint64_t>(
-      servers, (bytes + kDefaultPartitionBytes - 1) / kDefaultPartitionBytes);
-  partitions = std::min<std::uint64_t>(partitions, options.capacity);
-  while (true) {
+      servers, static_cast<std::uint64_t>(std::ceil(bytes / kDefaultPartitionBytes)));
+  partitions = std::min<std::uint64_t>({partitions, options.capacity, UINT32_MAX});
+  // The guess is at most a rounding short (the tables' tails, bucket rounding).
+  for (int step = 0; step < 64; ++step) {
     options.partitions = static_cast<std::uint32_t>(partitions);
-    if (partitions >= options.capacity ||
-        CuckooShape(options).link(0).bytes() <= kDefaultPartitionBytes) {
-      return options;
+    if (partitions >= std::min<std::uint64_t>(options.capacity, UINT32_MAX)) break;
+    try {
+      if (CuckooShape(options).link(0).bytes() <= kDefaultPartitionBytes) break;
+    } catch (const InvalidArgument&) {
+      break;  // options no filter can have: the creation says why
     }
     ++partitions;
   }
+  return options;
 }
 
 std::unique_ptr<RedisCuckooStore> RedisCuckooStore::create(
