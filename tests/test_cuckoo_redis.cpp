@@ -405,6 +405,58 @@ TEST_P(CuckooRedisTest, EightClientsAddingOverlappingItemsSeeEachNewOnce) {
   Filter::drop(where);
 }
 
+TEST_P(CuckooRedisTest, EightClientsAddingAndRemovingLoseNothing) {
+  const Location where = servers_.location("churn");
+  // A rate low enough that no two items here share a fingerprint; links grow meanwhile.
+  Filter first = Filter::create(where, options_of(1'000, 1e-7, 2, 3), true);
+  const auto kept = make_items(2'000, "kept-");
+  const auto gone = make_items(2'000, "gone-");
+  add(first, kept);
+  add(first, gone);
+  constexpr int kClients = 8;
+  std::atomic<int> failures{0};
+  std::atomic<std::size_t> removed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      try {
+        Filter filter = Filter::open(where);
+        std::vector<std::string> mine;
+        for (std::size_t i = static_cast<std::size_t>(c); i < gone.size(); i += kClients) {
+          mine.push_back(gone[i]);
+        }
+        const auto fresh = make_items(500, "new-" + std::to_string(c) + "-");
+        for (std::size_t at = 0; at < mine.size(); at += 50) {
+          const std::vector<std::string> out(mine.begin() + at,
+                                             mine.begin() + std::min(mine.size(), at + 50));
+          const auto flags = remove(filter, out);
+          removed += static_cast<std::size_t>(std::count(flags.begin(), flags.end(), 1));
+          const std::vector<std::string> in(fresh.begin() + at * 2,
+                                            fresh.begin() + std::min(fresh.size(), at * 2 + 100));
+          if (!in.empty()) add(filter, in);
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "client " << c << ": " << e.what();
+        ++failures;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  EXPECT_EQ(removed.load(), gone.size());
+  const auto present = lookup(first, kept);
+  EXPECT_EQ(std::count(present.begin(), present.end(), 1), static_cast<long>(kept.size()));
+  for (int c = 0; c < kClients; ++c) {
+    const auto fresh = make_items(500, "new-" + std::to_string(c) + "-");
+    const auto found = lookup(first, fresh);
+    EXPECT_EQ(std::count(found.begin(), found.end(), 1), 500) << "client " << c;
+  }
+  const auto absent = lookup(first, gone);
+  EXPECT_EQ(std::count(absent.begin(), absent.end(), 1), 0);
+  EXPECT_EQ(first.backend().cuckoo_info()->items, kept.size() + kClients * 500u);
+  Filter::drop(where);
+}
+
 TEST_P(CuckooRedisTest, AnotherClientOpensTheSameFilterAndDropRemovesEveryKey) {
   const Location where = servers_.location("shared");
   CuckooOptions asked = options_of(50'000, 0.001, 2, 1);
