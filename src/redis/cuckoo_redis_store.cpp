@@ -48,6 +48,7 @@ struct Group {
 
 struct Batch {
   std::vector<script::ItemArgs> args;  // per item (partition_index holds the partition)
+  std::vector<ItemHash> hashes;        // per item
   std::vector<Group> groups;
 };
 
@@ -55,10 +56,12 @@ Batch group_items(const RedisCuckooStore::State& s, std::span<const std::string_
   if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
   Batch b;
   b.args.resize(items.size());
+  b.hashes.resize(items.size());
   std::vector<std::uint32_t> group_of_router(s.routers.size(), UINT32_MAX);
   std::map<std::uint32_t, std::uint32_t> group_of_partition;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ItemHash h = hash_item(items[i]);
+    b.hashes[i] = h;
     const std::uint32_t p = s.shape.partition_of(h);
     b.args[i] = {p, static_cast<std::uint32_t>(h.lo >> 32), static_cast<std::uint32_t>(h.hi >> 32)};
     const std::uint32_t r = s.router_of[p];
@@ -295,7 +298,7 @@ void answer_from_tables(
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::uint32_t p = b.args[i].partition_index;
     if (tables[p].empty()) continue;
-    answer(i, ask(tables[p], hash_item(items[i])));
+    answer(i, ask(tables[p], b.hashes[i]));
   }
 }
 
