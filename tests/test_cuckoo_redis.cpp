@@ -1,7 +1,9 @@
 // Cuckoo filters in Redis (src/redis/cuckoo_redis_store.hpp) against real servers that the
 // tests start: one server, two servers (sharded) and a 3-master cluster. The Lua script must
 // repeat the library's table step for step: the same adds and removes leave byte-identical
-// tables in Redis and in a file, through kicks, growth and removes.
+// tables in Redis and in a file, through kicks, growth and removes. Built twice: on stock
+// servers (the script) and, with REDBLOOM_MODULE_PATH, on servers that load redbloom's module
+// (RB.CUCKOO), which must pass the same scenarios.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +39,15 @@ using testing::error_of;
 using testing::make_items;
 using testing::views_of;
 
+// The servers' extra arguments: the module, in the build that tests it.
+std::vector<std::string> server_args() {
+#ifdef REDBLOOM_MODULE_PATH
+  return {"--loadmodule", REDBLOOM_MODULE_PATH};
+#else
+  return {};
+#endif
+}
+
 // Where the filter lives: one server, two servers (sharded), or a 3-master cluster.
 enum class Where { one, sharded, cluster };
 
@@ -56,10 +67,10 @@ class Servers {
  public:
   explicit Servers(Where setup) {
     if (setup == Where::cluster) {
-      cluster_ = std::make_unique<RedisCluster>(3, 0);
+      cluster_ = std::make_unique<RedisCluster>(3, 0, server_args());
     } else {
       for (int i = 0; i < (setup == Where::sharded ? 2 : 1); ++i) {
-        servers_.push_back(std::make_unique<RedisServer>());
+        servers_.push_back(std::make_unique<RedisServer>(server_args()));
       }
     }
   }
@@ -251,6 +262,22 @@ TEST_P(CuckooRedisTest, TablesAreByteIdenticalToAFilesThroughKicksGrowthAndRemov
   // 32-bit fingerprints, a full table: the widest slots and long kick walks.
   same_bytes_scenario(servers_, servers_.location("same-wide"), file_path("wide"),
                       options_of(1500, 3e-9, 0, 2), 1450);
+}
+
+TEST_P(CuckooRedisTest, TheScriptRunsOnStockServersAndTheModuleWhereItIsLoaded) {
+  const Location where = servers_.location("engine");
+  Filter filter = Filter::create(where, options_of(1'000, 0.01, 0, 2), true);
+  add(filter, make_items(100, "e-"));
+  const std::vector<std::string> engines = filter.info().engines;
+  ASSERT_FALSE(engines.empty());
+  for (const std::string& engine : engines) {
+#ifdef REDBLOOM_MODULE_PATH
+    EXPECT_TRUE(contains_text(engine, "RB.CUCKOO")) << engine;
+#else
+    EXPECT_TRUE(contains_text(engine, "Lua script")) << engine;
+#endif
+  }
+  Filter::drop(where);
 }
 
 TEST_P(CuckooRedisTest, NoFalseNegativesAndTheRateOfItsTables) {

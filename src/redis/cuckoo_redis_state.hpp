@@ -32,8 +32,10 @@ struct RedisCuckooStore::State {
   std::vector<cuckoo_table::Shape> links;
   std::vector<std::uint8_t> by_text;  // per router: NOSCRIPT seen, EVAL there
   LookupMode lookup_mode = LookupMode::automatic;
+  bool module = false;  // every master has RB.CUCKOO: it runs instead of the script
 
-  // Sets slots, links and by_text once routers, router_of and salts are set.
+  // Sets slots, links, by_text and `module` (asking every master's RB.VERSION) once routers,
+  // router_of and salts are set.
   void prepare();
   [[nodiscard]] std::string link_key(std::uint64_t partition, std::uint32_t link) const;
   // The partition's roster (cuckoo_script.hpp).

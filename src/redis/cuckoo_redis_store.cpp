@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/cuckoo_chain.hpp"
+#include "core/module_protocol.hpp"
 #include "core/sharding.hpp"
 #include "object.hpp"
 #include "partition_ops.hpp"
@@ -158,8 +159,10 @@ class Waves {
       }
       args[j].partition_index = at->second;
     }
-    script::encode(buffer, s_.by_text[r] != 0 ? std::string_view{} : script::script_sha1(), mode_,
-                   keys, s_.links, args);
+    const script::Command command = s_.module            ? script::Command::module
+                                    : s_.by_text[r] != 0 ? script::Command::eval
+                                                         : script::Command::evalsha;
+    script::encode(buffer, command, mode_, keys, s_.links, args);
   }
 
   void take(redis::Router& router, Group& g, const redisReply& reply) {
@@ -311,6 +314,11 @@ void keep_only(Batch& b, const std::vector<std::uint32_t>& rest) {
   }
 }
 
+// The command's name in messages: "EVALSHA (adding to a cuckoo filter)".
+std::string operation_of(const RedisCuckooStore::State& s, std::string_view what) {
+  return std::string(s.module ? "RB.CUCKOO" : "EVALSHA") + " (" + std::string(what) + ")";
+}
+
 void check_flags(std::size_t items, std::size_t flags) {
   if (flags < items) {
     throw InvalidArgument("flag span holds " + std::to_string(flags) + " entries for " +
@@ -346,6 +354,10 @@ void RedisCuckooStore::State::prepare() {
                           " bytes are more than a Redis string holds: give it more partitions");
   }
   by_text.assign(routers.size(), 0);
+  module = true;
+  for (const auto& router : routers) {
+    if (redis::module_version(*router) < module_protocol::kCuckooCommand) module = false;
+  }
 }
 
 std::string RedisCuckooStore::State::link_key(std::uint64_t partition, std::uint32_t link) const {
@@ -386,8 +398,8 @@ void RedisCuckooStore::add(std::span<const std::string_view> items,
   Batch batch = group_items(*state_, items);
   std::size_t stop = items.size();
   try {
-    stop = Waves(*state_, script::Mode::add, "EVALSHA (adding to a cuckoo filter)", batch,
-                 [&](std::size_t i, std::uint32_t v) { newly_added[i] = v != 0 ? 1 : 0; })
+    stop = Waves(*state_, script::Mode::add, operation_of(*state_, "adding to a cuckoo filter"),
+                 batch, [&](std::size_t i, std::uint32_t v) { newly_added[i] = v != 0 ? 1 : 0; })
                .run(items.size());
   } catch (const StorageError& e) {
     throw IncompleteWrite(
@@ -427,7 +439,8 @@ void RedisCuckooStore::contains(std::span<const std::string_view> items,
       },
       answer);
   keep_only(batch, rest);
-  Waves(*state_, script::Mode::contains, "EVALSHA (looking up in a cuckoo filter)", batch, answer)
+  Waves(*state_, script::Mode::contains, operation_of(*state_, "looking up in a cuckoo filter"),
+        batch, answer)
       .run(items.size());
 }
 
@@ -436,8 +449,8 @@ void RedisCuckooStore::remove(std::span<const std::string_view> items,
   check_flags(items.size(), removed.size());
   Batch batch = group_items(*state_, items);
   try {
-    Waves(*state_, script::Mode::remove, "EVALSHA (removing from a cuckoo filter)", batch,
-          [&](std::size_t i, std::uint32_t v) { removed[i] = v != 0 ? 1 : 0; })
+    Waves(*state_, script::Mode::remove, operation_of(*state_, "removing from a cuckoo filter"),
+          batch, [&](std::size_t i, std::uint32_t v) { removed[i] = v != 0 ? 1 : 0; })
         .run(items.size());
   } catch (const StorageError& e) {
     throw IncompleteWrite(std::string(e.what()) +
@@ -456,7 +469,8 @@ void RedisCuckooStore::count(std::span<const std::string_view> items,
   const std::vector<std::uint32_t> read = partitions_to_read(*state_, batch, rest);
   answer_from_tables(*state_, items, batch, read, cuckoo_chain::count, answer);
   keep_only(batch, rest);
-  Waves(*state_, script::Mode::count, "EVALSHA (counting in a cuckoo filter)", batch, answer)
+  Waves(*state_, script::Mode::count, operation_of(*state_, "counting in a cuckoo filter"), batch,
+        answer)
       .run(items.size());
 }
 
@@ -514,8 +528,9 @@ std::string RedisCuckooStore::location() const {
 std::vector<std::string> RedisCuckooStore::engines() const {
   std::vector<std::string> all;
   for (const auto& router : state_->routers) {
-    all.push_back("redis " + router->endpoint().describe() +
-                  ": Lua script (EVALSHA), BITFIELD inside it");
+    all.push_back("redis " + router->endpoint().describe() + ": " +
+                  (state_->module ? "module redbloom (commands version 4 or later): RB.CUCKOO"
+                                  : "Lua script (EVALSHA), BITFIELD inside it"));
   }
   return all;
 }

@@ -283,12 +283,19 @@ const std::string& script_sha1() {
   return sha;
 }
 
-void encode(CommandBuffer& buffer, std::string_view sha, Mode mode,
-            std::span<const std::string> keys, std::span<const cuckoo_table::Shape> links,
-            std::span<const ItemArgs> items) {
-  buffer.begin(3 + keys.size() + 2 + 2 * links.size() + 3 * items.size());
-  buffer.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
-  buffer.arg(sha.empty() ? script_text() : sha);
+void encode(CommandBuffer& buffer, Command command, Mode mode, std::span<const std::string> keys,
+            std::span<const cuckoo_table::Shape> links, std::span<const ItemArgs> items) {
+  const bool module = command == Command::module;
+  buffer.begin((module ? 2 : 3) + keys.size() + 2 + 2 * links.size() + 3 * items.size());
+  if (module) {
+    buffer.arg(std::string_view("RB.CUCKOO"));
+  } else if (command == Command::eval) {
+    buffer.arg(std::string_view("EVAL"));
+    buffer.arg(script_text());
+  } else {
+    buffer.arg(std::string_view("EVALSHA"));
+    buffer.arg(script_sha1());
+  }
   buffer.arg(std::uint64_t{keys.size()});
   for (const std::string& key : keys) buffer.arg(key);
   const char mode_text = static_cast<char>(mode);

@@ -20,6 +20,8 @@
 //         present; contains and remove: 1 or 0; count: the copies); status 1: the add of the
 //         item after the last answer found every link full and no link left to grow, and it and
 //         the items after it were not handled.
+//   Where every master has redbloom's module at RB.VERSION 4 or later, RB.CUCKOO numkeys KEYS
+//   ARGV does the same on the same keys, run by the library's table code.
 //   A partition whose roster is gone, or one of whose links the roster counts is gone or of
 //   another length, is an error reply "REDBLOOMCUCKOO lost <key>": every partition of the
 //   call is checked first, so then nothing was written and nothing is answered.
@@ -50,10 +52,14 @@ struct ItemArgs {
   std::uint32_t hi_top = 0;
 };
 
-// Writes the call (EVALSHA by `sha`, or EVAL when `sha` is empty).
-void encode(CommandBuffer& buffer, std::string_view sha, Mode mode,
-            std::span<const std::string> keys, std::span<const cuckoo_table::Shape> links,
-            std::span<const ItemArgs> items);
+// How a call goes: the script by EVALSHA (by its SHA1) or EVAL, or redbloom's module command
+// RB.CUCKOO (module/cuckoo_partition_commands.hpp), which takes the same keys and arguments
+// and answers the same way.
+enum class Command : std::uint8_t { evalsha, eval, module };
+
+// Writes the call.
+void encode(CommandBuffer& buffer, Command command, Mode mode, std::span<const std::string> keys,
+            std::span<const cuckoo_table::Shape> links, std::span<const ItemArgs> items);
 
 struct Reply {
   bool full = false;
