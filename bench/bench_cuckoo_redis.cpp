@@ -4,7 +4,8 @@
 // --items fresh items into an empty filter, lookups of those (present) and of as many never
 // added (absent), and the cuckoo filter's removes of all of them; then the false positives
 // among the absent and the bytes each filter takes. Medians of --reps runs (a new filter each
-// run); prints a Markdown table.
+// run); prints a Markdown table, then which commands ran the cuckoo filter's work (the Lua
+// script, or RB.CUCKOO where the server loads redbloom's module).
 //   build/bench/bench_cuckoo_redis --redis=redis://127.0.0.1:6379 [--items=N] [--reps=R]
 //                                  [--error-rate=P] [--batch=B]
 #include <algorithm>
@@ -150,8 +151,14 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(r.present_answers),
                   static_cast<unsigned long long>(r.removed));
     };
-    line("cuckoo (Lua script)", c);
+    line("cuckoo", c);
     line("blocked Bloom", b);
+    // Which commands did the work: the script, or the module's where the server has it.
+    std::printf("\n");
+    for (const std::string& engine : Filter::create(where, options, true).info().engines) {
+      std::printf("cuckoo engine: %s\n", engine.c_str());
+    }
+    Filter::drop(where);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuckoo_redis: %s\n", e.what());
     return 3;
