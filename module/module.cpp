@@ -30,6 +30,7 @@
 #include "cms_commands.hpp"
 #include "cms_type.hpp"
 #include "command_support.hpp"
+#include "cuckoo_partition_commands.hpp"
 #include "cuckoo_type.hpp"
 #include "module_info.hpp"
 #include "partition_commands.hpp"
@@ -191,6 +192,7 @@ extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisMo
   if (!module::register_cf_commands(ctx)) return module_api::kErr;
   if (!module::register_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_stream_commands(ctx)) return module_api::kErr;
+  if (!module::register_cuckoo_partition_commands(ctx)) return module_api::kErr;
   if (!module::register_tdigest_type(ctx)) return module_api::kErr;
   if (!module::register_tdigest_commands(ctx)) return module_api::kErr;
   if (!module::register_topk_type(ctx)) return module_api::kErr;

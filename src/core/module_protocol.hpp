@@ -5,7 +5,7 @@
 namespace redbloom::module_protocol {
 
 // The version this build's module answers.
-inline constexpr long long kVersion = 3;
+inline constexpr long long kVersion = 4;
 // The first version with RB.PARTADD / RB.PARTEXISTS, and with RB.STREAM.
 inline constexpr long long kPartitionCommands = 1;
 inline constexpr long long kStreamCommand = 2;
@@ -13,5 +13,7 @@ inline constexpr long long kStreamCommand = 2;
 // read-only RB.STREAM_RO, which a replica serves; a client of filters with guarded rosters
 // uses the module only from this version on.
 inline constexpr long long kGuardedStream = 3;
+// The first version with RB.CUCKOO, a cuckoo filter's unit of items (the cuckoo script's work).
+inline constexpr long long kCuckooCommand = 4;
 
 }  // namespace redbloom::module_protocol

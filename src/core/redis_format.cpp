@@ -375,4 +375,62 @@ std::map<std::string, std::string, std::less<>> stream_shape_fields(const Stream
   return {m.shape_fields.begin(), m.shape_fields.end()};
 }
 
+std::string cuckoo_link_part(std::uint32_t link) {
+  return "c" + std::to_string(link);
+}
+
+std::vector<std::pair<std::string, std::string>> cuckoo_claim_fields(const CuckooMetadata& m) {
+  return {
+      {"format", std::string(kCuckooFormat)},
+      {"version", std::to_string(m.version)},
+      {"state", "creating"},
+      {"partitions", std::to_string(m.options.partitions)},
+      {"tag_salts", encode_salts(m.tag_salts)},
+      {"claimed_unix_ns", std::to_string(m.claimed_unix_ns)},
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> encode_cuckoo_metadata(const CuckooMetadata& m) {
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"format", std::string(kCuckooFormat)},
+      {"version", std::to_string(m.version)},
+      {"state", m.ready ? "ready" : "creating"},
+      {"capacity", std::to_string(m.options.capacity)},
+      {"error_rate", double_text(m.options.error_rate)},
+      {"growth", std::to_string(m.options.growth)},
+      {"max_bytes", std::to_string(m.options.max_bytes)},
+      {"partitions", std::to_string(m.options.partitions)},
+  };
+  append_placement(fields, m);
+  return fields;
+}
+
+CuckooMetadata parse_cuckoo_metadata(const Fields& fields) {
+  fields.check_format(kCuckooFormat, "cuckoo filter", kCuckooVersion);
+  CuckooMetadata m;
+  m.version = fields.version();
+  read_claim(fields, m);
+  const std::uint64_t partitions = fields.has("partitions") ? fields.number("partitions") : 0;
+  if (partitions > UINT32_MAX) {
+    throw FormatError(fields.what() + ": metadata field 'partitions' is out of range");
+  }
+  m.options.partitions = static_cast<std::uint32_t>(partitions);
+  if (!m.ready) {
+    if (m.tag_salts.size() != partitions) m.tag_salts.assign(partitions, 0);
+    return m;
+  }
+  m.options.capacity = fields.number("capacity");
+  m.options.error_rate = fields.real("error_rate");
+  const std::uint64_t growth = fields.number("growth");
+  if (growth > UINT32_MAX)
+    throw FormatError(fields.what() + ": metadata field 'growth' is out of range");
+  m.options.growth = static_cast<std::uint32_t>(growth);
+  m.options.max_bytes = fields.number("max_bytes");
+  m.created_unix_ns = fields.number("created_unix_ns");
+  read_shards(fields, m);
+  check_salts(fields, m, partitions);
+  m.tag_salts.resize(partitions, 0);
+  return m;
+}
+
 }  // namespace redbloom::redis

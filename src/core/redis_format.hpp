@@ -24,6 +24,13 @@
 //                                 slice's retirement (no expiry without a window)
 //   NAME:slices:bits:{NAME:i}     partition i's roster of the slices made (no expiry), so a
 //                                 live slice that vanished is reported, not taken for empty
+// A cuckoo filter (format "redbloom-cuckoo", version 1, cuckoo_script.hpp):
+//   NAME                          hash: the metadata (CuckooMetadata: the options' fields)
+//   NAME:c<l>:bits:{NAME:i}       link l of partition i: its table's bytes as a cuckoo file
+//                                 holds them (core/cuckoo_table.hpp); link 0 made with the
+//                                 filter, the others by the add that needs them
+//   NAME:clinks:bits:{NAME:i}     partition i's roster: one byte, its links minus one, made
+//                                 with the filter, so a link that vanished is an error
 //
 // Every key of an object carries a hash tag of the object's name, so on a cluster each
 // partition or bucket sits in its own slot (spread over the masters) while a temp key lands in
@@ -37,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "redbloom/cuckoo.hpp"
 #include "redbloom/params.hpp"
 
 namespace redbloom::redis {
@@ -174,5 +182,25 @@ struct StreamMetadata : Placement {
 // The fields as a map, for StreamShape::parse.
 [[nodiscard]] std::map<std::string, std::string, std::less<>> stream_shape_fields(
     const StreamMetadata& metadata);
+
+inline constexpr std::string_view kCuckooFormat = "redbloom-cuckoo";
+inline constexpr std::uint32_t kCuckooVersion = 1;
+
+// The part id of a cuckoo filter's link l ("c<l>"), and of a partition's roster ("clinks").
+[[nodiscard]] std::string cuckoo_link_part(std::uint32_t link);
+inline constexpr std::string_view kCuckooRosterPart = "clinks";
+
+struct CuckooMetadata : Placement {
+  std::uint32_t version = kCuckooVersion;
+  CuckooOptions options;
+};
+
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> cuckoo_claim_fields(
+    const CuckooMetadata& metadata);
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> encode_cuckoo_metadata(
+    const CuckooMetadata& metadata);
+// Checks the format and version (FormatError naming the key otherwise); a creation that has not
+// finished has only the partitions and salts.
+[[nodiscard]] CuckooMetadata parse_cuckoo_metadata(const Fields& fields);
 
 }  // namespace redbloom::redis

@@ -29,7 +29,7 @@ Filter open_existing(const Location& location, const OpenOptions& options) {
       open_redis_filter(location.servers, location.name, options.clock, options.wait_for_creator));
 }
 
-void check_parameters(const Filter& filter, const OpenOptions& options) {
+void check_parameters(const Filter& filter, const OpenOptions& options, const Location& location) {
   if (!options.require_params) return;
   if (const auto& server = filter.shape().server_filter) {
     throw FilterExists("filter " + filter.backend().location() +
@@ -40,10 +40,14 @@ void check_parameters(const Filter& filter, const OpenOptions& options) {
   }
   const FilterShape& shape = filter.shape();
   if (options.cuckoo) {
-    if (!shape.cuckoo || !(*shape.cuckoo == *options.cuckoo)) {
+    // A Redis filter's partitions default as Filter::create made them.
+    const CuckooOptions wanted =
+        location.in_redis() ? redis_cuckoo_options(*options.cuckoo, location.servers.size())
+                            : *options.cuckoo;
+    if (!shape.cuckoo || !(*shape.cuckoo == wanted)) {
       throw FilterExists("filter " + filter.backend().location() +
                          " was created with other parameters: it is " + shape.describe() +
-                         "; the options ask for " + describe(*options.cuckoo));
+                         "; the options ask for " + describe(wanted));
     }
     return;
   }
@@ -145,9 +149,8 @@ Filter Filter::create(const Location& location, const CuckooOptions& cuckoo, boo
       store = create_file_filter(location.path, cuckoo, overwrite);
       break;
     case Location::Kind::redis:
-      throw InvalidArgument(
-          "a cuckoo filter lives in memory or in a file: Redis cannot hold one "
-          "yet");
+      store = create_redis_filter(location.servers, location.name,
+                                  redis_cuckoo_options(cuckoo, location.servers.size()), overwrite);
       break;
   }
   if (report) {
@@ -184,7 +187,7 @@ Filter Filter::open(const Location& location, const OpenOptions& options, OpenRe
     }
   }
   Filter filter = open_existing(location, options);
-  check_parameters(filter, options);
+  check_parameters(filter, options, location);
   return filter;
 }
 

@@ -12,6 +12,7 @@
 #include "core/cuckoo_shape.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redis/redis_filters.hpp"
 #include "redis/redis_store.hpp"
 
 namespace redbloom {
@@ -152,6 +153,20 @@ void copy_exact_set(const ExactSet& from, ExactSet& to) {
       [&](std::span<const std::uint64_t> batch) { (void)to.add_fingerprints(batch); });
 }
 
+namespace {
+
+// A cuckoo filter's copy has its source's options, partitions included: Filter::create would
+// give a Redis filter left at one partition the partitions of a new one, whose tables differ.
+Filter create_cuckoo_target(const Location& to, const CuckooOptions& options, bool overwrite,
+                            OpenReport* report) {
+  if (!to.in_redis()) return Filter::create(to, options, overwrite, report);
+  Filter filter(create_redis_filter(to.servers, to.name, options, overwrite));
+  report->created = true;
+  return filter;
+}
+
+}  // namespace
+
 CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
                        const CopyProgress& progress, Clock clock) {
   OpenOptions reading = OpenOptions::read_only();
@@ -169,7 +184,7 @@ CopyReport copy_filter(const Location& from, const Location& to, bool overwrite,
   const FilterShape& shape = source.shape();
   Filter target = shape.stream
                       ? Filter::create(to, *shape.stream, overwrite, &created, std::move(clock))
-                  : shape.cuckoo ? Filter::create(to, *shape.cuckoo, overwrite, &created)
+                  : shape.cuckoo ? create_cuckoo_target(to, *shape.cuckoo, overwrite, &created)
                                  : Filter::create(to, shape.params, overwrite, &created);
   CopyReport report;
   report.warnings = std::move(created.warnings);

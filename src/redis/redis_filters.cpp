@@ -5,6 +5,7 @@
 
 #include "object.hpp"
 #include "redbloom/error.hpp"
+#include "redis/cuckoo_redis_store.hpp"
 #include "redis/redis_store.hpp"
 #include "redis/server_filter_backend.hpp"
 #include "redis/sharded_store.hpp"
@@ -81,6 +82,10 @@ KeyAtName read_key(redis::Router& router, const std::string& name) {
   return key;
 }
 
+bool is_cuckoo(const redis::Fields& fields) {
+  return fields.has("format") && fields.text("format") == redis::kCuckooFormat;
+}
+
 }  // namespace
 
 std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint>& servers,
@@ -99,6 +104,10 @@ std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint
                                                              redis::OnLostNode::retry));
       return RedisStreamStore::open(std::move(router), *key.fields, offset, servers, name,
                                     std::move(clock), wait_for_creator);
+    }
+    if (is_cuckoo(*key.fields)) {
+      return RedisCuckooStore::open(std::move(router), *key.fields, servers, name,
+                                    wait_for_creator);
     }
     if (servers.size() == 1) {
       return plain_backend(RedisStore::open(std::move(router), name, &*key.fields, {},
@@ -127,8 +136,11 @@ std::unique_ptr<FilterBackend> open_redis_filter(const std::vector<RedisEndpoint
 std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoint>& servers,
                                                    const std::string& name,
                                                    const FilterParams& params, bool overwrite) {
-  // A windowed or growing filter of that name goes whole, its links and slices too.
-  if (overwrite) (void)RedisStreamStore::drop_if_stream(servers, name);
+  // A windowed, growing or cuckoo filter of that name goes whole, its links and slices too.
+  if (overwrite) {
+    (void)RedisStreamStore::drop_if_stream(servers, name);
+    (void)RedisCuckooStore::drop_if_cuckoo(servers, name);
+  }
   if (servers.size() == 1) {
     return plain_backend(RedisStore::create(servers.front(), name, params, overwrite));
   }
@@ -139,7 +151,27 @@ std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoi
                                                    const std::string& name,
                                                    const StreamShape& shape, Clock clock,
                                                    bool overwrite) {
+  if (overwrite) (void)RedisCuckooStore::drop_if_cuckoo(servers, name);
   return RedisStreamStore::create(servers, name, shape, std::move(clock), overwrite);
+}
+
+std::unique_ptr<FilterBackend> create_redis_filter(const std::vector<RedisEndpoint>& servers,
+                                                   const std::string& name,
+                                                   const CuckooOptions& options, bool overwrite) {
+  if (servers.empty()) throw InvalidArgument("no Redis server given");
+  if (overwrite) {
+    if (!RedisCuckooStore::drop_if_cuckoo(servers, name) &&
+        !RedisStreamStore::drop_if_stream(servers, name)) {
+      for (const RedisEndpoint& server : servers) {
+        if (RedisStore::exists(server, name)) RedisStore::drop(server, name);
+      }
+    }
+  }
+  return RedisCuckooStore::create(servers, name, options, overwrite);
+}
+
+CuckooOptions redis_cuckoo_options(const CuckooOptions& options, std::size_t servers) {
+  return RedisCuckooStore::with_redis_partitions(options, servers);
 }
 
 bool drop_redis_filter(const std::vector<RedisEndpoint>& servers, const std::string& name) {
@@ -150,6 +182,7 @@ bool drop_redis_filter(const std::vector<RedisEndpoint>& servers, const std::str
   const bool windowed =
       key.fields && key.fields->has("format") && key.fields->text("format") == redis::kStreamFormat;
   if (windowed) return RedisStreamStore::drop_if_stream(servers, name);
+  if (key.fields && is_cuckoo(*key.fields)) return RedisCuckooStore::drop_if_cuckoo(servers, name);
   if (key.engine && servers.size() == 1) {
     (void)ServerFilterBackend::drop_if_server_filter(servers.front(), name);
     return false;  // a key of the server's own Bloom engine has no exact set beside it
@@ -157,7 +190,9 @@ bool drop_redis_filter(const std::vector<RedisEndpoint>& servers, const std::str
   // A plain filter; or nothing on the first server, where a windowed filter whose creation
   // stopped part way may still hold keys on the others; or a key that is no filter, which
   // the plain drop refuses, saying what it holds.
-  if (!key.fields && servers.size() > 1 && RedisStreamStore::drop_if_stream(servers, name)) {
+  if (!key.fields && servers.size() > 1 &&
+      (RedisStreamStore::drop_if_stream(servers, name) ||
+       RedisCuckooStore::drop_if_cuckoo(servers, name))) {
     return true;
   }
   if (servers.size() == 1) {
