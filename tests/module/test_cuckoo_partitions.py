@@ -77,7 +77,7 @@ def test_hostile_arguments_and_damaged_keys_get_errors(make_server):
                 raw("DEL", keys[rng.randrange(3)])
             elif damage == 4:
                 raw("SET", keys[2], b"\x00" * link_bytes(*LINKS[1]))
-            args = ["RB.CUCKOO", len(keys), *keys, rng.choice("acrnx"), len(LINKS)]
+            args = ["RB.CUCKOO", len(keys), *keys, rng.choice("aicrknx"), len(LINKS)]
             for buckets, bits in LINKS:
                 args += [buckets, bits]
             for _ in range(rng.randrange(6)):
