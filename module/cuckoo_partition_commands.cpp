@@ -50,8 +50,8 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, Request& r) 
   r.numkeys = static_cast<int>(*numkeys);
   int at = 2 + r.numkeys;
   const std::string_view mode = text(argv[at]);
-  if (mode.size() != 1 || std::string_view("acrn").find(mode[0]) == std::string_view::npos) {
-    return bad(ctx, "mode is a, c, r or n");
+  if (mode.size() != 1 || std::string_view("aicrkn").find(mode[0]) == std::string_view::npos) {
+    return bad(ctx, "mode is a, i, c, r, k or n");
   }
   r.mode = mode[0];
   const auto links = integer(argv[at + 1]);
@@ -98,6 +98,29 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, Request& r) 
     return bad(ctx, "a key is named twice");
   }
   return true;
+}
+
+bool writes(char mode) noexcept {
+  return mode != 'c' && mode != 'n';
+}
+
+// cuckoo_chain::insert: one more copy, newest link with room first, whatever the links hold.
+cuckoo_chain::Add insert_copy(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  for (std::size_t l = links.size(); l-- > 0;) {
+    if (links[l].insert_absent(h) == cuckoo_table::Insert::added) return cuckoo_chain::Add::added;
+  }
+  return cuckoo_chain::Add::full;
+}
+
+// cuckoo_chain::remove_known: clears the copy only where one link alone holds the fingerprint.
+bool remove_known_copy(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
+  std::size_t holder = links.size();
+  for (std::size_t l = 0; l < links.size(); ++l) {
+    if (!links[l].contains(h)) continue;
+    if (holder != links.size()) return false;
+    holder = l;
+  }
+  return holder != links.size() && links[holder].remove(h);
 }
 
 bool lost(RedisModuleCtx* ctx, RedisModuleString* key) {
@@ -185,17 +208,23 @@ int cuckoo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   bool full = false;
   for (const Request::Item& item : r.items) {
     Partition& part = parts[item.partition];
-    std::span<cuckoo_table::Table> tables(part.tables);
+    const std::span<cuckoo_table::Table> tables(part.tables);
     if (r.mode == 'c') {
       answers.push_back(cuckoo_chain::contains(tables, item.hash) ? 1 : 0);
     } else if (r.mode == 'n') {
       answers.push_back(cuckoo_chain::count(tables, item.hash));
     } else if (r.mode == 'r') {
       answers.push_back(cuckoo_chain::remove(tables, item.hash) ? 1 : 0);
+    } else if (r.mode == 'k') {
+      answers.push_back(remove_known_copy(tables, item.hash) ? 1 : 0);
     } else {
-      cuckoo_chain::Add result = cuckoo_chain::add(tables, item.hash);
+      const auto store = [&] {
+        std::span<cuckoo_table::Table> now(part.tables);
+        return r.mode == 'a' ? cuckoo_chain::add(now, item.hash) : insert_copy(now, item.hash);
+      };
+      cuckoo_chain::Add result = store();
       while (result == cuckoo_chain::Add::full && grow(ctx, argv, r, item.partition, part)) {
-        result = cuckoo_chain::add(std::span<cuckoo_table::Table>(part.tables), item.hash);
+        result = store();
       }
       if (result == cuckoo_chain::Add::full) {
         full = true;
@@ -205,7 +234,7 @@ int cuckoo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     }
   }
   // Deterministic (kicks follow the tables' state): replicas and the AOF run it as it came.
-  if (r.mode == 'a' || r.mode == 'r') RedisModule_ReplicateVerbatim(ctx);
+  if (writes(r.mode)) RedisModule_ReplicateVerbatim(ctx);
   RedisModule_ReplyWithArray(ctx, static_cast<long>(answers.size() + 1));
   RedisModule_ReplyWithLongLong(ctx, full ? 1 : 0);
   for (const long long answer : answers) RedisModule_ReplyWithLongLong(ctx, answer);

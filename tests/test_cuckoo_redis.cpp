@@ -484,6 +484,49 @@ TEST_P(CuckooRedisTest, EightClientsAddingAndRemovingLoseNothing) {
   Filter::drop(where);
 }
 
+TEST_P(CuckooRedisTest, InsertKeepsACopyAnItemAndRemoveKnownTakesOnlyASoleLinksCopy) {
+  const Location where = servers_.location("copies");
+  Filter filter = Filter::create(where, options_of(200, 0.001, 2, 1), true);
+  RedisCuckooStore& store = redis_store(filter);
+  const std::vector<std::string> x = {"x"};
+  const auto views = views_of(x);
+  // Three copies, in one link (the only one yet).
+  for (int i = 0; i < 3; ++i) store.insert(views);
+  EXPECT_EQ(counts(filter, x)[0], 3u);
+  EXPECT_EQ(add(filter, x)[0], 0);  // add tests first: present, no copy more
+  EXPECT_EQ(counts(filter, x)[0], 3u);
+  std::vector<std::uint8_t> removed(1);
+  store.remove_known(views, removed);
+  EXPECT_EQ(removed[0], 1);
+  EXPECT_EQ(counts(filter, x)[0], 2u);
+  // Other items until a second link grows, then one more copy of x: it goes to the newest link,
+  // so two links hold x's fingerprint and neither copy is taken.
+  const auto others = make_items(600, "o-");
+  const auto other_views = views_of(others);
+  store.insert(other_views);
+  ASSERT_GE(filter.backend().cuckoo_tables()->link_counts()[0], 2u);
+  store.insert(views);
+  EXPECT_EQ(counts(filter, x)[0], 3u);
+  store.remove_known(views, removed);
+  EXPECT_EQ(removed[0], 0) << "two links hold x: a copy could be another item's";
+  EXPECT_EQ(counts(filter, x)[0], 3u);
+  // The others: each has one copy; removing every one leaves none of them.
+  std::vector<std::uint8_t> gone(others.size());
+  store.remove_known(other_views, gone);
+  const auto present = lookup(filter, others);
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    if (gone[i] == 0) {
+      EXPECT_EQ(present[i], 1) << others[i] << ": kept, so still present";
+    }
+  }
+  EXPECT_GT(std::count(gone.begin(), gone.end(), 1), 500);
+  std::vector<std::uint8_t> none(1);
+  const std::vector<std::string> never = {"never-inserted"};
+  store.remove_known(views_of(never), none);
+  EXPECT_EQ(none[0], 0);
+  Filter::drop(where);
+}
+
 TEST_P(CuckooRedisTest, AnotherClientOpensTheSameFilterAndDropRemovesEveryKey) {
   const Location where = servers_.location("shared");
   CuckooOptions asked = options_of(50'000, 0.001, 2, 1);

@@ -123,7 +123,7 @@ class Waves {
   void send(std::size_t r, const std::vector<std::uint32_t>& mine) {
     if (mine.empty()) return;
     redis::Router& router = *s_.routers[r];
-    const bool writes = mode_ == script::Mode::add || mode_ == script::Mode::remove;
+    const bool writes = mode_ != script::Mode::contains && mode_ != script::Mode::count;
     router.pipeline(
         mine.size(), operation_,
         [&](std::size_t u) {
@@ -395,16 +395,29 @@ FilterShape RedisCuckooStore::shape() const {
 void RedisCuckooStore::add(std::span<const std::string_view> items,
                            std::span<std::uint8_t> newly_added) {
   check_flags(items.size(), newly_added.size());
+  write_items(static_cast<char>(script::Mode::add), items, newly_added);
+}
+
+void RedisCuckooStore::insert(std::span<const std::string_view> items) {
+  std::vector<std::uint8_t> scratch(items.size());
+  write_items(static_cast<char>(script::Mode::insert), items, scratch);
+}
+
+void RedisCuckooStore::write_items(char mode, std::span<const std::string_view> items,
+                                   std::span<std::uint8_t> flags) {
   Batch batch = group_items(*state_, items);
   std::size_t stop = items.size();
+  const bool adding = mode == static_cast<char>(script::Mode::add);
   try {
-    stop = Waves(*state_, script::Mode::add, operation_of(*state_, "adding to a cuckoo filter"),
-                 batch, [&](std::size_t i, std::uint32_t v) { newly_added[i] = v != 0 ? 1 : 0; })
+    stop = Waves(*state_, static_cast<script::Mode>(mode),
+                 operation_of(*state_, adding ? "adding to a cuckoo filter"
+                                              : "inserting into a cuckoo filter"),
+                 batch, [&](std::size_t i, std::uint32_t v) { flags[i] = v != 0 ? 1 : 0; })
                .run(items.size());
   } catch (const StorageError& e) {
-    throw IncompleteWrite(
-        std::string(e.what()) + "; later items may be partly written (adding them again is safe)",
-        handled_prefix(batch, items.size()));
+    throw IncompleteWrite(std::string(e.what()) + "; later items may be partly written" +
+                              (adding ? " (adding them again is safe)" : ""),
+                          handled_prefix(batch, items.size()));
   }
   if (stop < items.size()) {
     const std::size_t committed = std::min(stop, handled_prefix(batch, items.size()));
@@ -446,11 +459,22 @@ void RedisCuckooStore::contains(std::span<const std::string_view> items,
 
 void RedisCuckooStore::remove(std::span<const std::string_view> items,
                               std::span<std::uint8_t> removed) {
+  clear_items(static_cast<char>(script::Mode::remove), items, removed);
+}
+
+void RedisCuckooStore::remove_known(std::span<const std::string_view> items,
+                                    std::span<std::uint8_t> removed) {
+  clear_items(static_cast<char>(script::Mode::remove_known), items, removed);
+}
+
+void RedisCuckooStore::clear_items(char mode, std::span<const std::string_view> items,
+                                   std::span<std::uint8_t> removed) {
   check_flags(items.size(), removed.size());
   Batch batch = group_items(*state_, items);
   try {
-    Waves(*state_, script::Mode::remove, operation_of(*state_, "removing from a cuckoo filter"),
-          batch, [&](std::size_t i, std::uint32_t v) { removed[i] = v != 0 ? 1 : 0; })
+    Waves(*state_, static_cast<script::Mode>(mode),
+          operation_of(*state_, "removing from a cuckoo filter"), batch,
+          [&](std::size_t i, std::uint32_t v) { removed[i] = v != 0 ? 1 : 0; })
         .run(items.size());
   } catch (const StorageError& e) {
     throw IncompleteWrite(std::string(e.what()) +

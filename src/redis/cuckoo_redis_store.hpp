@@ -70,6 +70,12 @@ class RedisCuckooStore final : public FilterBackend, public CuckooTables {
   void contains(std::span<const std::string_view> items,
                 std::span<std::uint8_t> present) const override;
   void remove(std::span<const std::string_view> items, std::span<std::uint8_t> removed) override;
+  // For a filter kept with an exact set (FilterBackend's insert and remove_known, where it
+  // declares them): one more copy of each item whatever the links hold (CapacityExceeded as
+  // add), and the removal of an item's copy only where one link alone holds its fingerprint
+  // (removed[i] = 0 otherwise), each batch atomic per server as add is.
+  void insert(std::span<const std::string_view> items);
+  void remove_known(std::span<const std::string_view> items, std::span<std::uint8_t> removed);
   void count(std::span<const std::string_view> items,
              std::span<std::uint32_t> counts) const override;
   [[nodiscard]] std::optional<CuckooInfo> cuckoo_info() const override;
@@ -98,6 +104,12 @@ class RedisCuckooStore final : public FilterBackend, public CuckooTables {
 
  private:
   explicit RedisCuckooStore(std::unique_ptr<State> state);
+  // add's and insert's work (`mode` one of them); flags[i] from the answers.
+  void write_items(char mode, std::span<const std::string_view> items,
+                   std::span<std::uint8_t> flags);
+  // remove's and remove_known's.
+  void clear_items(char mode, std::span<const std::string_view> items,
+                   std::span<std::uint8_t> removed);
   std::unique_ptr<State> state_;
 };
 

@@ -220,15 +220,32 @@ while i + 2 <= #ARGV do
         break
       end
     end
-  else
-    local present, seen = false, {}
+  elseif mode == 'k' then
+    -- cuckoo_chain::remove_known: only when one link alone holds the fingerprint.
+    local holder = 0
     for l = 1, n do
-      local found, slots = holds(KEYS[base + l], l, lo, hi)
-      if found then
-        present = true
-        break
+      if holds(KEYS[base + l], l, lo, hi) then
+        if holder > 0 then
+          holder = -1
+          break
+        end
+        holder = l
       end
-      seen[l] = slots
+    end
+    if holder > 0 and clear_one(KEYS[base + holder], holder, lo, hi) then answer = 1 end
+  else
+    -- 'a' tests every link first (cuckoo_chain::add); 'i' stores one more copy whatever the
+    -- links hold (cuckoo_chain::insert).
+    local present, seen = false, {}
+    if mode == 'a' then
+      for l = 1, n do
+        local found, slots = holds(KEYS[base + l], l, lo, hi)
+        if found then
+          present = true
+          break
+        end
+        seen[l] = slots
+      end
     end
     if not present then
       answer = -1

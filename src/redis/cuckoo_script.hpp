@@ -13,13 +13,14 @@
 //
 // Protocol. One EVALSHA per unit of items and server (per partition on a cluster):
 //   KEYS  for each partition of the unit, its roster, then its L link keys, links 0 .. L-1
-//   ARGV  mode ('a' add, 'c' contains, 'r' remove, 'n' count), L, L x (buckets, fingerprint
-//         bits), then per item: the index of its partition among the unit's, the top 32 bits
-//         of its hash's lo and of its hi (the script computes buckets and fingerprints)
+//   ARGV  mode ('a' add, 'i' insert, 'c' contains, 'r' remove, 'k' remove_known, 'n' count),
+//         L, L x (buckets, fingerprint bits), then per item: the index of its partition among
+//         the unit's, the top 32 bits of its hash's lo and of its hi (the script computes
+//         buckets and fingerprints)
 //   Reply {status, r1, r2, ...}: status 0 every item handled, r_i its answer (add: 1 new, 0
-//         present; contains and remove: 1 or 0; count: the copies); status 1: the add of the
-//         item after the last answer found every link full and no link left to grow, and it and
-//         the items after it were not handled.
+//         present; insert 1; contains, remove and remove_known: 1 or 0; count: the copies);
+//         status 1: the add (or insert) of the item after the last answer found every link
+//         full and no link left to grow, and it and the items after it were not handled.
 //   Where every master has redbloom's module at RB.VERSION 4 or later, RB.CUCKOO numkeys KEYS
 //   ARGV does the same on the same keys, run by the library's table code.
 //   A partition whose roster is gone, or one of whose links the roster counts is gone or of
@@ -43,7 +44,17 @@ namespace redbloom::redis::cuckoo {
 // goes again as EVAL).
 [[nodiscard]] const std::string& script_sha1();
 
-enum class Mode : char { add = 'a', contains = 'c', remove = 'r', count = 'n' };
+// insert: one more copy of the item whatever the links hold (cuckoo_chain::insert);
+// remove_known: clears the item's copy only where one link alone holds its fingerprint
+// (cuckoo_chain::remove_known), for items an exact set holds.
+enum class Mode : char {
+  add = 'a',
+  insert = 'i',
+  contains = 'c',
+  remove = 'r',
+  remove_known = 'k',
+  count = 'n'
+};
 
 // One item as the script takes it.
 struct ItemArgs {
