@@ -225,3 +225,20 @@ def test_asyncio_wrapper_removes_and_counts(workdir):
             assert await f.remove_many(["a", "b"]) == [False, True]
             assert await f.count("b") == 0 and await f.contains("b") is False
     asyncio.run(run())
+
+
+def test_the_command_line_s_request_opens_as_python_s(workdir, cli):
+    path = str(workdir / "same.rbf")
+    subprocess.run([cli, "create", "-q", "--kind", "cuckoo", "-f", path, "-n", "5000", "-p",
+                    "0.1%", "--growth", "2", "--max-bytes", "1MiB"], check=True)
+    # A size given must be the filter's: the same options in keywords open it.
+    with redbloom.open(path, capacity=5000, error_rate="0.1%", growth=2, max_bytes="1MiB",
+                       kind="cuckoo") as f:
+        assert f.params["growth"] == 2 and f.params["max_bytes"] == 1 << 20
+    refused = subprocess.run([cli, "create", "--kind", "cuckoo", "-f", path + ".2", "--layout",
+                              "blocked"], capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert "--layout cannot apply to a cuckoo filter (--kind cuckoo)" in refused.stderr
+    with pytest.raises(redbloom.InvalidArgument,
+                       match=r"layout= cannot apply to a cuckoo filter \(kind='cuckoo'\)"):
+        redbloom.open("memory:", capacity=5000, layout="blocked", kind="cuckoo")
