@@ -104,25 +104,6 @@ bool writes(char mode) noexcept {
   return mode != 'c' && mode != 'n';
 }
 
-// cuckoo_chain::insert: one more copy, newest link with room first, whatever the links hold.
-cuckoo_chain::Add insert_copy(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
-  for (std::size_t l = links.size(); l-- > 0;) {
-    if (links[l].insert_absent(h) == cuckoo_table::Insert::added) return cuckoo_chain::Add::added;
-  }
-  return cuckoo_chain::Add::full;
-}
-
-// cuckoo_chain::remove_known: clears the copy only where one link alone holds the fingerprint.
-bool remove_known_copy(std::span<cuckoo_table::Table> links, const ItemHash& h) noexcept {
-  std::size_t holder = links.size();
-  for (std::size_t l = 0; l < links.size(); ++l) {
-    if (!links[l].contains(h)) continue;
-    if (holder != links.size()) return false;
-    holder = l;
-  }
-  return holder != links.size() && links[holder].remove(h);
-}
-
 bool lost(RedisModuleCtx* ctx, RedisModuleString* key) {
   reply_error(ctx, (std::string("REDBLOOMCUCKOO lost ") + std::string(text(key))).c_str());
   return false;
@@ -216,11 +197,14 @@ int cuckoo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     } else if (r.mode == 'r') {
       answers.push_back(cuckoo_chain::remove(tables, item.hash) ? 1 : 0);
     } else if (r.mode == 'k') {
-      answers.push_back(remove_known_copy(tables, item.hash) ? 1 : 0);
+      answers.push_back(
+          cuckoo_chain::remove_known(tables, item.hash) == cuckoo_chain::RemoveKnown::removed ? 1
+                                                                                              : 0);
     } else {
       const auto store = [&] {
         std::span<cuckoo_table::Table> now(part.tables);
-        return r.mode == 'a' ? cuckoo_chain::add(now, item.hash) : insert_copy(now, item.hash);
+        return r.mode == 'a' ? cuckoo_chain::add(now, item.hash)
+                             : cuckoo_chain::insert(now, item.hash);
       };
       cuckoo_chain::Add result = store();
       while (result == cuckoo_chain::Add::full && grow(ctx, argv, r, item.partition, part)) {

@@ -1,5 +1,5 @@
-"""Cuckoo filters from Python: kind="cuckoo" in memory and in a file, remove, remove_many and
-count against a model, info()'s cuckoo fields, growth past the first table, a full filter's
+"""Cuckoo filters from Python: kind="cuckoo" in memory, in a file and in Redis, remove,
+remove_many and count against a model, info()'s cuckoo fields, growth past the first table, a full filter's
 CapacityExceeded with what it committed, a Bloom filter's remove refused, the same rules as the
 CLI for options that make no sense for a cuckoo filter, and a file the CLI reads."""
 
@@ -15,13 +15,15 @@ import redbloom
 import redbloom.aio
 
 
-def location(workdir, where):
+def location(workdir, where, redis_server=None):
+    if where == "redis":
+        return redis_server.url + "#pytest-cuckoo-" + workdir.name
     return "memory:" if where == "memory" else str(workdir / "c.rbf")
 
 
-@pytest.mark.parametrize("where", ["memory", "file"])
-def test_add_remove_count_follow_a_model(workdir, where):
-    with redbloom.open(location(workdir, where), capacity=20000, error_rate=1e-6,
+@pytest.mark.parametrize("where", ["memory", "file", "redis"])
+def test_add_remove_count_follow_a_model(workdir, redis_server, where):
+    with redbloom.open(location(workdir, where, redis_server), capacity=20000, error_rate=1e-6,
                        kind="cuckoo") as f:
         assert f.kind == "cuckoo"
         assert f.add("a") is True and f.add("a") is False  # test-and-set, as a Bloom filter's
@@ -146,11 +148,6 @@ def test_max_bytes_stops_the_growth():
         assert 3000 < committed < 100000 and len(raised.value.answers) == committed
         assert f.info()["cuckoo"]["bytes"] <= 20000
         assert all(f.contains_many(items[:committed]))
-
-
-def test_redis_cannot_hold_one_yet(redis_server):
-    with pytest.raises(redbloom.InvalidArgument, match="Redis cannot hold one yet"):
-        redbloom.open(redis_server.url + "#cuckoo-not-yet", capacity=1000, kind="cuckoo")
 
 
 @pytest.mark.parametrize("where", ["memory", "file"])

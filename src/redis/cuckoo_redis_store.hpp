@@ -74,8 +74,9 @@ class RedisCuckooStore final : public FilterBackend, public CuckooTables {
   // declares them): one more copy of each item whatever the links hold (CapacityExceeded as
   // add), and the removal of an item's copy only where one link alone holds its fingerprint
   // (removed[i] = 0 otherwise), each batch atomic per server as add is.
-  void insert(std::span<const std::string_view> items);
-  void remove_known(std::span<const std::string_view> items, std::span<std::uint8_t> removed);
+  void insert(std::span<const std::string_view> items) override;
+  void remove_known(std::span<const std::string_view> items,
+                    std::span<std::uint8_t> removed) override;
   void count(std::span<const std::string_view> items,
              std::span<std::uint32_t> counts) const override;
   [[nodiscard]] std::optional<CuckooInfo> cuckoo_info() const override;
