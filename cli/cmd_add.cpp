@@ -15,6 +15,7 @@
 #include "progress.hpp"
 #include "records.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/known_set.hpp"
 #include "stage_journal.hpp"
 #include "stage_metrics_pages.hpp"
 #include "stop_signals.hpp"
@@ -117,6 +118,13 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
+  if (exact && filter.shape().cuckoo && emit != Emit::nothing) {
+    // Its answers would be the exact set's, and two writers of one item could both print it.
+    throw InvalidArgument("filter " + cmd.location.describe() +
+                          " is a cuckoo filter with an exact set: dedup cannot print each item "
+                          "once over it; add or load its items (they keep the set), or dedup "
+                          "with a cuckoo filter without an exact set");
+  }
   CapacityWatch capacity(filter, cmd.on_full, created, verb, emit != Emit::nothing);
   BatchOutput out(1, reader.delimiter());
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
@@ -145,8 +153,13 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       try {
         // The companion first: the filter must never hold an item the companion lacks.
         if (journal) journal->before_commit(keyed);
-        if (exact) add_to_exact(*exact, keyed);
-        batch_added = filter.add_many(keyed, newly);
+        if (exact && filter.shape().cuckoo) {
+          // A copy per item new to the set, so that a safe remove never takes another's.
+          batch_added = add_with_exact_set(filter, *exact, keyed, newly);
+        } else {
+          if (exact) add_to_exact(*exact, keyed);
+          batch_added = filter.add_many(keyed, newly);
+        }
         if (journal) journal->after_commit(keyed, newly);
       } catch (const IncompleteWrite& e) {
         // Print what is known committed, then say exactly where the input stops being certain.

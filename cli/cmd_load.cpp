@@ -12,6 +12,7 @@
 #include "progress.hpp"
 #include "records.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/known_set.hpp"
 #include "stop_signals.hpp"
 #include "summary.hpp"
 
@@ -56,9 +57,14 @@ int run_load(const LoadCommand& cmd) {
     }
     const std::vector<std::string_view>& keyed = keys.items(batch, reader);
     try {
-      // The companion first: the filter must never hold an item the companion lacks.
-      if (exact) add_to_exact(*exact, keyed);
-      filter.load_many(keyed);
+      if (exact && filter.shape().cuckoo) {
+        // A copy per item new to the set, so that a safe remove never takes another's.
+        (void)add_with_exact_set(filter, *exact, keyed);
+      } else {
+        // The companion first: the filter must never hold an item the companion lacks.
+        if (exact) add_to_exact(*exact, keyed);
+        filter.load_many(keyed);
+      }
     } catch (const IncompleteWrite& e) {
       throw StorageError(std::string(e.what()) + "\nload: committed the first " +
                          std::to_string(items + e.committed()) + " input items; items " +

@@ -1,6 +1,8 @@
 // remove: a cuckoo filter forgets items. Each batch is removed, then its output written, so an
 // item is never printed as removed unless the filter no longer holds it. Prints the items it
-// removed (-v: the ones it did not hold); exit 1 if any was not held.
+// removed (-v: the ones it did not hold); exit 1 if any was not held. Beside an exact set it
+// removes only the items the set holds (KnownSet::remove), refusing the others: then no remove
+// can make another item absent.
 #include <cstdio>
 
 #include "commands.hpp"
@@ -11,6 +13,7 @@
 #include "records.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
+#include "redbloom/known_set.hpp"
 #include "stop_signals.hpp"
 #include "summary.hpp"
 
@@ -28,8 +31,8 @@ constexpr const char* kRemoveCaveat =
     "removing an item that was never added can remove another item's fingerprint (that item "
     "then reads as absent): remove only items you added";
 
-// A cuckoo filter, checked before any input is read.
-Filter open_for_removing(const RemoveCommand& cmd) {
+// A cuckoo filter with its exact set if it has one, checked before any input is read.
+KnownSet open_for_removing(const RemoveCommand& cmd) {
   Filter filter =
       open_for_writing(cmd.location, SizingOptions{}, /*create_if_missing=*/false).filter;
   if (!filter.shape().cuckoo) {
@@ -38,18 +41,20 @@ Filter open_for_removing(const RemoveCommand& cmd) {
                           "): it cannot forget an item; a cuckoo filter can (redbloom create "
                           "--kind cuckoo)");
   }
-  if (exact_set_exists(cmd.location.resolve())) {
-    throw InvalidArgument("filter " + cmd.location.describe() +
-                          " has an exact set, which cannot forget items: remove works on a "
-                          "cuckoo filter without one");
-  }
-  return filter;
+  const Location where = cmd.location.resolve();
+  std::unique_ptr<ExactSet> exact =
+      exact_set_exists(where) ? open_exact_set(where, filter) : nullptr;
+  return {std::move(filter), std::move(exact)};
 }
 
 int run_remove(const RemoveCommand& cmd) {
   const StopSignals stop_signals;
-  Filter filter = open_for_removing(cmd);
-  if (!cmd.stream.quiet) std::fprintf(stderr, "redbloom remove: note: %s\n", kRemoveCaveat);
+  KnownSet known = open_for_removing(cmd);
+  Filter& filter = known.filter();
+  const bool checked = known.has_exact();
+  if (!checked && !cmd.stream.quiet) {
+    std::fprintf(stderr, "redbloom remove: note: %s\n", kRemoveCaveat);
+  }
   InputOptions input = cmd.stream.input;
   check_record_options(cmd.records, input);
   RecordKeys keys(cmd.records, "remove");
@@ -61,11 +66,18 @@ int run_remove(const RemoveCommand& cmd) {
   std::vector<std::uint8_t> removed(batch_items);
   std::uint64_t items = 0;
   std::uint64_t removed_items = 0;
+  std::uint64_t left_in_filter = 0;
   try {
     while (reader.next_batch(batch, batch_items)) {
       const std::vector<std::string_view>& keyed = keys.items(batch, reader);
       try {
-        removed_items += filter.remove_many(keyed, removed);
+        if (checked) {
+          const KnownSet::RemoveResult result = known.remove(keyed, removed);
+          removed_items += result.removed;
+          left_in_filter += result.left_in_filter;
+        } else {
+          removed_items += filter.remove_many(keyed, removed);
+        }
       } catch (const IncompleteWrite& e) {
         throw StorageError(std::string(e.what()) + "\nremove: removed the first " +
                            std::to_string(items + e.committed()) +
@@ -85,15 +97,19 @@ int run_remove(const RemoveCommand& cmd) {
   } catch (const OutputError& e) {
     return report_output_failure(e, "remove", /*committed=*/true, cmd.stream);
   }
-  filter.flush();
+  known.flush();
   progress.finish();
   warn_about_input(reader, cmd.stream.input.skip_empty, cmd.stream.quiet);
   Summary summary("remove");
   summary.count("read", "read", items)
       .count("removed", "removed", removed_items)
-      .count("not held", "not_held", items - removed_items)
+      .count(checked ? "refused (not in the exact set)" : "not held",
+             checked ? "refused" : "not_held", items - removed_items)
       .number("", "seconds", progress.elapsed_seconds(), "%.2f", "s")
       .rate("items_per_second", progress.rate(items), "items/s");
+  // Copies a growing filter kept because several of its links hold the fingerprint: each a
+  // stale false positive, never another item made absent.
+  if (checked) summary.count("copies left in the filter", "left_in_filter", left_in_filter);
   keys.add_summary_fields(summary);
   add_input_fields(summary, reader);
   summary.print(cmd.stream.json, cmd.stream.quiet);
@@ -109,7 +125,9 @@ void register_remove(CLI::App& app, int& exit_code) {
       "remove",
       "Remove items from a cuckoo filter, printing the ones it held; exit 1 if any was "
       "not held");
-  sub->footer(std::string("Note: ") + kRemoveCaveat + ".");
+  sub->footer(std::string("Note, for a filter without an exact set: ") + kRemoveCaveat +
+              ". Beside an exact set (create --exact) only the items it holds are removed, the "
+              "others refused.");
   add_location_options(*sub, cmd->location);
   add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);

@@ -39,6 +39,21 @@ check "remove -v: prints the one not held" "7" "$out"
 out=$(seq 1 2000 | "$redbloom" dedup --filter c.rbf -q | wc -l)
 check "dedup: removed items are new again" 2000 "$out"
 
+# --- beside an exact set, remove takes only the items the set holds
+run create --kind cuckoo --filter safe.rbf -n 10000 -p 0.001 --exact
+check "create --exact: exit" 0 "$rc"
+seq 1 5000 | "$redbloom" add --filter safe.rbf -q
+out=$(seq 4991 5010 | "$redbloom" remove --filter safe.rbf 2>safe.err | wc -l)
+check "safe remove: only the added ones" 10 "$out"
+check_contains "safe remove: the others refused, counted" "refused (not in the exact set) 10" \
+  "$(cat safe.err)"
+check "safe remove: no caveat beside a set" 0 "$(grep -c 'never added can remove' safe.err)"
+run count --filter safe.rbf -q <<<$'4990\n4991'
+check "safe remove: the rest stays" $'1\t4990\n0\t4991' "$out"
+run dedup --filter safe.rbf <<<"x"
+check "dedup beside an exact set: refused" 2 "$rc"
+check_contains "dedup beside an exact set: says why" "cannot print each item once" "$err"
+
 # --- info
 run info --filter c.rbf
 check "info: exit" 0 "$rc"

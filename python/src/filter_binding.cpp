@@ -208,14 +208,15 @@ class PyFilter {
     }
   }
 
-  // As the command line's remove: refused beside an exact set, which cannot forget an item (it
-  // would then hold items the filter does not); the caveat said once per filter object.
+  // Beside an exact set a remove goes through both (KnownSet.remove, which refuses items the set
+  // lacks); the caveat said once per filter object.
   void before_removing(const char* call) {
     require_cuckoo(call);
     if (exact_set_exists(location_)) {
       throw InvalidArgument(std::string(call) + ": " + location_.describe() +
-                            " has an exact set, which cannot forget items: remove works on a "
-                            "cuckoo filter without one");
+                            " has an exact set: remove through redbloom.KnownSet(location, "
+                            "exact=True).remove(items), which removes from both only the items "
+                            "the set holds");
     }
     if (!warned_of_removes_) {
       warned_of_removes_ = true;

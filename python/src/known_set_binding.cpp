@@ -79,6 +79,28 @@ class PyKnownSet {
     return out;
   }
 
+  // Over a cuckoo filter with its companion: forgets the items the companion holds, from both,
+  // and refuses the others (KnownSet::remove). One bool per item: True if it was forgotten.
+  py::list remove(py::handle items) {
+    ItemSource source(items, kChunk);
+    ItemBatch batch;
+    std::vector<std::uint8_t> removed;
+    py::list out;
+    std::uint64_t done = 0;
+    try {
+      while (source.next(batch)) {
+        removed.assign(batch.size(), 0);
+        handle_.run(true, [&](KnownSet& set) { set.remove(batch.views(), removed); });
+        for (const std::uint8_t flag : removed) out.append(py::bool_(flag != 0));
+        done += batch.size();
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      }
+    } catch (...) {
+      raise_part_way(std::current_exception(), "remove", done, py::none());
+    }
+    return out;
+  }
+
   py::dict stats(bool measure_storage) {
     const KnownSet::Stats s =
         handle_.run(true, [&](KnownSet& set) { return set.stats(measure_storage); });
@@ -89,6 +111,9 @@ class PyKnownSet {
     d["missing"] = s.missing;
     d["verified"] = s.verified;
     d["false_positives"] = s.false_positives;
+    d["removed"] = s.removed;
+    d["refused"] = s.refused;
+    d["left_in_filter"] = s.left_in_filter;
     d["has_exact"] = s.has_exact;
     d["exact_entries"] = s.exact_entries;
     d["exact_bytes"] = s.exact_bytes;
@@ -119,7 +144,7 @@ class PyKnownSet {
 std::unique_ptr<PyKnownSet> make_known_set(const std::string& where, const std::string& name,
                                            const py::object& capacity, const py::object& error_rate,
                                            const py::object& layout, const py::object& exact_arg,
-                                           bool create, bool overwrite) {
+                                           bool create, bool overwrite, const py::object& kind) {
   const Location location = Location::parse(where, name);
   // exact=None: the companion the filter has, if any, so that a KnownSet reopened by its location
   // answers exactly and its adds keep the companion whole; a new one gets none.
@@ -130,18 +155,21 @@ std::unique_ptr<PyKnownSet> make_known_set(const std::string& where, const std::
   keywords.capacity = capacity;
   keywords.error_rate = error_rate;
   keywords.layout = layout;
-  const std::optional<FilterParams> params = requested_size(keywords).params;
+  keywords.kind = kind;
+  const SizedRequest sized = requested_size(keywords);
+  const std::optional<FilterParams>& params = sized.params;
   std::optional<KnownSet> set;
   {
     py::gil_scoped_release no_gil;
     const bool missing = overwrite || !Filter::exists(location);
     if (missing && !create) throw NotFound(location.describe() + " does not exist");
-    if (missing && !params) {
+    if (missing && !params && !sized.cuckoo) {
       throw NotFound(location.describe() + " does not exist; pass capacity= to create it");
     }
     if (missing) {
       try {
-        set.emplace(KnownSet::create(location, *params, exact, overwrite));
+        set.emplace(sized.cuckoo ? KnownSet::create(location, *sized.cuckoo, exact, overwrite)
+                                 : KnownSet::create(location, *params, exact, overwrite));
       } catch (const FilterExists&) {
         // Another process created it first: theirs is opened below.
       }
@@ -163,13 +191,18 @@ as a Bloom filter at any location, with exact=True also an exact companion, and 
       .def(py::init(&make_known_set), py::arg("location"), py::kw_only(), py::arg("name") = "",
            py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),
            py::arg("layout") = py::none(), py::arg("exact") = py::none(), py::arg("create") = true,
-           py::arg("overwrite") = false)
+           py::arg("overwrite") = false, py::arg("kind") = py::none())
       .def("add", &PyKnownSet::add, py::arg("items"), py::arg("progress") = py::none(),
            "Adds every item (to the companion first); progress(done) after each batch. "
            "Returns the number of items added. Stopped part-way (Ctrl-C, an error of the items "
            "or of progress, a failed store): IncompleteWrite with the items added (.committed).")
       .def("find_missing", &PyKnownSet::find_missing, py::arg("items"), py::arg("exact") = true,
            py::arg("progress") = py::none(), "The items not known, in input order.")
+      .def("remove", &PyKnownSet::remove, py::arg("items"),
+           "With kind='cuckoo' and exact=True: forgets the items the exact companion holds, "
+           "from it and from the filter, and refuses the others (never added, or removed "
+           "before), so that no remove can make another item absent. One bool per item: True "
+           "if it was forgotten. stats() counts removed, refused and left_in_filter.")
       .def("stats", &PyKnownSet::stats, py::arg("measure_storage") = true)
       .def("clear", &PyKnownSet::clear, "Empties the filter and the companion.")
       .def("flush", &PyKnownSet::flush)

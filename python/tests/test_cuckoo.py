@@ -1,7 +1,8 @@
 """Cuckoo filters from Python: kind="cuckoo" in memory, in a file and in Redis, remove,
-remove_many and count against a model, info()'s cuckoo fields, growth past the first table, a full filter's
-CapacityExceeded with what it committed, a Bloom filter's remove refused, the same rules as the
-CLI for options that make no sense for a cuckoo filter, and a file the CLI reads."""
+remove_many and count against a model, info()'s cuckoo fields, growth past the first table, a
+full filter's CapacityExceeded with what it committed, a Bloom filter's remove refused, the same
+rules as the CLI for options that make no sense for a cuckoo filter, a file the CLI reads, and
+safe removes through a KnownSet with its exact set."""
 
 import asyncio
 import collections
@@ -112,7 +113,7 @@ def test_the_caveat_is_said_once_per_filter():
             "(that item then reads as absent): remove only items you added"]
 
 
-def test_remove_refused_beside_an_exact_set(workdir, cli):
+def test_remove_beside_an_exact_set_goes_through_the_known_set(workdir, cli):
     path = str(workdir / "e.rbf")
     subprocess.run([cli, "create", "--kind", "cuckoo", "-f", path, "-n", "1000", "--exact", "-q"],
                    check=True, capture_output=True)
@@ -123,6 +124,32 @@ def test_remove_refused_beside_an_exact_set(workdir, cli):
             with pytest.raises(redbloom.InvalidArgument, match="has an exact set"):
                 call()
         assert f.contains_many(["x", "kept"]) == [True, True]
+    # Through the known set: only what the exact set holds goes, from both.
+    with redbloom.KnownSet(path, exact=True) as known:
+        assert known.remove(["x", "never-added", "x"]) == [True, False, False]
+        stats = known.stats()
+        assert stats["removed"] == 1 and stats["refused"] == 2
+        assert known.find_missing(["x", "kept"]) == ["x"]
+    with redbloom.open(path) as f:
+        assert f.contains_many(["x", "kept"]) == [False, True]
+
+
+@pytest.mark.parametrize("where", ["file", "redis"])
+def test_a_known_set_over_a_cuckoo_filter_removes_safely(workdir, redis_server, where):
+    # 20000 added, 20000 never added: removing those is refused, and no added item goes missing.
+    location = (str(workdir / "k.rbf") if where == "file"
+                else redis_server.url + "#pytest-known-cuckoo-" + workdir.name)
+    added = ["added-%d" % i for i in range(20000)]
+    never = ["never-%d" % i for i in range(20000)]
+    with redbloom.KnownSet(location, capacity=20000, error_rate=0.01, kind="cuckoo",
+                           exact=True) as known:
+        assert known.add(added) == 20000
+        assert known.remove(never) == [False] * 20000
+        assert known.find_missing(added, exact=False) == []
+        assert known.remove(added[:10000]) == [True] * 10000
+        assert known.find_missing(added[10000:], exact=False) == []
+        assert known.find_missing(added[:10000]) == added[:10000]
+        assert known.stats()["refused"] == 20000
 
 
 def test_growth_past_the_first_table(workdir):
