@@ -11,8 +11,9 @@
 // Each partition is a chain of cuckoo tables (links): an add that finds its item in no link
 // stores it in the newest link with room, and a full chain grows a link `growth` times larger
 // at a tightened rate. A remove clears one copy of the item's fingerprint. Removing an item that
-// was never added can clear another item's fingerprint (a false negative for that one): keep
-// an exact set beside the filter (docs/cuckoo.md) where that must never happen.
+// was never added (or, in a filter that has grown, rarely one that was) can clear another
+// item's fingerprint (a false negative for that one): remove through a KnownSet with its exact
+// set (known_set.hpp, docs/cuckoo.md) where that must never happen.
 #pragma once
 
 #include <cstdint>

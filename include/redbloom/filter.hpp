@@ -180,8 +180,9 @@ class Filter {
                             std::span<std::uint8_t> present = {}) const;
 
   // A cuckoo filter forgets the item (one copy of its fingerprint); true if it held one.
-  // InvalidArgument for a Bloom filter. Removing an item never added can make another item
-  // absent: with an exact set, use ExactSet-checked removes (exact_set.hpp) instead.
+  // InvalidArgument for a Bloom filter. Removing an item never added (or, in a filter that has
+  // grown, rarely one that was) can make another item absent: KnownSet::remove, with the exact
+  // set, never does (known_set.hpp).
   bool remove(std::string_view item);
   // Each item in order; removed, if not empty, receives one flag per item. Returns how many
   // were removed.
