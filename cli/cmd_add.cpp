@@ -63,6 +63,29 @@ std::string committed_note(const char* verb, std::uint64_t items, Emit emit) {
                                    "as duplicates"));
 }
 
+// A cuckoo filter with an exact set takes the set's answers, and two writers of one item could
+// both print it: dedup is refused over one.
+void check_printing_over(const Filter& filter, const ExactSet* exact, Emit emit,
+                         const FilterLocation& location) {
+  if (exact == nullptr || !filter.shape().cuckoo || emit == Emit::nothing) return;
+  throw InvalidArgument("filter " + location.describe() +
+                        " is a cuckoo filter with an exact set: dedup cannot print each item "
+                        "once over it; add or load its items (they keep the set), or dedup with "
+                        "a cuckoo filter without an exact set");
+}
+
+// One batch into the filter and its exact set, if any: the companion first (the filter must
+// never hold an item it lacks); over a cuckoo filter a copy per item new to the set, so that a
+// safe remove never takes another's. Returns the items newly added.
+std::size_t commit_batch(Filter& filter, ExactSet* exact, std::span<const std::string_view> keyed,
+                         std::span<std::uint8_t> newly) {
+  if (exact != nullptr && filter.shape().cuckoo) {
+    return add_with_exact_set(filter, *exact, keyed, newly);
+  }
+  if (exact != nullptr) add_to_exact(*exact, keyed);
+  return filter.add_many(keyed, newly);
+}
+
 void add_counts(Summary& summary, std::uint64_t items, std::uint64_t added,
                 const Progress& progress) {
   summary.count("read", "read", items)
@@ -118,13 +141,7 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   filter.use_threads(cmd.stream.threads);
   const auto exact = exact_set_for_writing(cmd.location.resolve(), filter, cmd.exact);
-  if (exact && filter.shape().cuckoo && emit != Emit::nothing) {
-    // Its answers would be the exact set's, and two writers of one item could both print it.
-    throw InvalidArgument("filter " + cmd.location.describe() +
-                          " is a cuckoo filter with an exact set: dedup cannot print each item "
-                          "once over it; add or load its items (they keep the set), or dedup "
-                          "with a cuckoo filter without an exact set");
-  }
+  check_printing_over(filter, exact.get(), emit, cmd.location);
   CapacityWatch capacity(filter, cmd.on_full, created, verb, emit != Emit::nothing);
   BatchOutput out(1, reader.delimiter());
   Progress progress(verb, reader.stats(), cmd.stream.quiet);
@@ -151,15 +168,8 @@ int run_add(const AddCommand& cmd, Emit emit, const char* verb) {
       const std::vector<std::string_view>& keyed = keys.items(batch, reader);
       std::size_t batch_added = 0;
       try {
-        // The companion first: the filter must never hold an item the companion lacks.
         if (journal) journal->before_commit(keyed);
-        if (exact && filter.shape().cuckoo) {
-          // A copy per item new to the set, so that a safe remove never takes another's.
-          batch_added = add_with_exact_set(filter, *exact, keyed, newly);
-        } else {
-          if (exact) add_to_exact(*exact, keyed);
-          batch_added = filter.add_many(keyed, newly);
-        }
+        batch_added = commit_batch(filter, exact.get(), keyed, newly);
         if (journal) journal->after_commit(keyed, newly);
       } catch (const IncompleteWrite& e) {
         // Print what is known committed, then say exactly where the input stops being certain.

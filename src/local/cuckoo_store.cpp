@@ -315,12 +315,9 @@ void LocalCuckooStore::contains(std::span<const std::string_view> items,
     }
     return;
   }
-  const std::vector<ItemHash> hashes = hashes_ahead(items);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
-    const ItemHash& h = hashes[i];
-    present[i] = cuckoo_chain::contains(tables_[shape_.partition_of(h)], h) ? 1 : 0;
-  }
+  each_item(items, [&](std::size_t i, auto& links, const ItemHash& h) {
+    present[i] = cuckoo_chain::contains(links, h) ? 1 : 0;
+  });
 }
 
 void LocalCuckooStore::remove(std::span<const std::string_view> items,
@@ -328,12 +325,9 @@ void LocalCuckooStore::remove(std::span<const std::string_view> items,
   require_writable("remove");
   check_flags(items.size(), removed.size());
   Lock lock(*this, true);
-  const std::vector<ItemHash> hashes = hashes_ahead(items);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
-    const ItemHash& h = hashes[i];
-    removed[i] = cuckoo_chain::remove(tables_[shape_.partition_of(h)], h) ? 1 : 0;
-  }
+  each_item(items, [&](std::size_t i, auto& links, const ItemHash& h) {
+    removed[i] = cuckoo_chain::remove(links, h) ? 1 : 0;
+  });
 }
 
 void LocalCuckooStore::remove_known(std::span<const std::string_view> items,
@@ -341,27 +335,18 @@ void LocalCuckooStore::remove_known(std::span<const std::string_view> items,
   require_writable("remove");
   check_flags(items.size(), removed.size());
   Lock lock(*this, true);
-  const std::vector<ItemHash> hashes = hashes_ahead(items);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
-    const ItemHash& h = hashes[i];
-    removed[i] = cuckoo_chain::remove_known(tables_[shape_.partition_of(h)], h) ==
-                         cuckoo_chain::RemoveKnown::removed
-                     ? 1
-                     : 0;
-  }
+  each_item(items, [&](std::size_t i, auto& links, const ItemHash& h) {
+    removed[i] = cuckoo_chain::remove_known(links, h) == cuckoo_chain::RemoveKnown::removed ? 1 : 0;
+  });
 }
 
 void LocalCuckooStore::count(std::span<const std::string_view> items,
                              std::span<std::uint32_t> counts) const {
   if (counts.size() < items.size()) check_flags(items.size(), counts.size());
   Lock lock(*this, false);
-  const std::vector<ItemHash> hashes = hashes_ahead(items);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
-    const ItemHash& h = hashes[i];
-    counts[i] = cuckoo_chain::count(tables_[shape_.partition_of(h)], h);
-  }
+  each_item(items, [&](std::size_t i, auto& links, const ItemHash& h) {
+    counts[i] = cuckoo_chain::count(links, h);
+  });
 }
 
 std::optional<CuckooInfo> LocalCuckooStore::cuckoo_info() const {

@@ -89,6 +89,16 @@ class LocalCuckooStore final : public FilterBackend, public CuckooTables {
   static constexpr std::size_t kAhead = 8;
   [[nodiscard]] std::vector<ItemHash> hashes_ahead(std::span<const std::string_view> items) const;
   void prefetch(const ItemHash& h) const noexcept;
+  // step(i, the links of item i's partition, its hash) for each item in order, the buckets of
+  // the items ahead prefetched (the caller holds the lock).
+  template <class Step>
+  void each_item(std::span<const std::string_view> items, Step&& step) const {
+    const std::vector<ItemHash> hashes = hashes_ahead(items);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i + kAhead < items.size()) prefetch(hashes[i + kAhead]);
+      step(i, tables_[shape_.partition_of(hashes[i])], hashes[i]);
+    }
+  }
   void check_flags(std::size_t items, std::size_t flags) const;
 
   CuckooShape shape_;
