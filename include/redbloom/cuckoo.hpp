@@ -55,7 +55,7 @@ struct CuckooTableSize {
 [[nodiscard]] CuckooTableSize cuckoo_table_size(const CuckooOptions& options,
                                                 std::uint32_t link = 0);
 
-// "cuckoo, 1000000 items at p=0.001 (13-bit fingerprints), growth 2, at most 64 MiB".
+// "cuckoo, 20000 items at p=0.001 (14-bit fingerprints, growth 2, at most 16 links)".
 // InvalidArgument, naming the problem, for options no cuckoo filter can have.
 [[nodiscard]] std::string describe(const CuckooOptions& options);
 

@@ -8,8 +8,8 @@
 // here). A query falsely matches with probability (fingerprints it is compared with) / 2^b:
 //   file:  all n fingerprints, b = 64 bits      -> n / 2^64      (1e7 items: 5.4e-13)
 //   Redis: one bucket of ~n / buckets, b = 48   -> (n / B) / 2^48 (1e7 items, B = 2^18: 1.4e-13)
-// Storage: 8 bytes per item in the file (and 16 per item removed); in Redis 6 bytes per item in bucket strings plus the
-// strings' allocation slack and per-key overhead (measured in the README).
+// Storage: 8 bytes per item in the file (and 16 per item removed); in Redis 6 bytes per item in
+// bucket strings plus the strings' allocation slack and per-key overhead (measured in the README).
 #pragma once
 
 #include <cstdint>
