@@ -192,6 +192,8 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
       .count("first seen", "unique", c.first_seen)
       .count("duplicates", "duplicates", c.duplicates)
       .count_if_any("replayed from decision records", "replayed", c.replayed)
+      .count_if_any("duplicates added meanwhile by another stage", "taken_by_others",
+                    c.taken_by_others)
       .count_if_any("without key skipped", "bad_records_skipped", c.skipped)
       .count_if_any("without key passed", "bad_records_passed", c.passed)
       .count_if_any("transactions aborted", "transactions_aborted", c.aborted)

@@ -34,6 +34,12 @@ void DecisionRecord::mark_first_seen(std::int64_t offset) {
   bits_[i / 8] = static_cast<std::uint8_t>(bits_[i / 8] | 1u << (i % 8));
 }
 
+void DecisionRecord::clear_first_seen(std::int64_t offset) {
+  if (!covers(offset)) throw InvalidArgument("offset outside the decision record's range");
+  const auto i = static_cast<std::uint64_t>(offset - first_);
+  bits_[i / 8] = static_cast<std::uint8_t>(bits_[i / 8] & ~(1u << (i % 8)));
+}
+
 std::string DecisionRecord::encode() const {
   std::string text(kMagic);
   text += std::to_string(first_) + " " + std::to_string(last_) + "\n";

@@ -25,6 +25,7 @@ class DecisionRecord {
   // Offset `offset` (covered) was first seen.
   [[nodiscard]] bool first_seen(std::int64_t offset) const noexcept;
   void mark_first_seen(std::int64_t offset);
+  void clear_first_seen(std::int64_t offset);
 
   // "redbloom-kafka-decisions 1 FIRST LAST\n" and one bit per offset.
   [[nodiscard]] std::string encode() const;

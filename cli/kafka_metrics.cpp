@@ -16,6 +16,9 @@ std::string kafka_metrics_page(const KafkaStage& stage, const std::string& topic
   append_metric(page, "redbloom_replayed_total", "counter",
                 "Records decided by a decision record after a restart or a takeover.",
                 static_cast<double>(c.replayed));
+  append_metric(page, "redbloom_taken_by_others_total", "counter",
+                "Duplicates tested new, then found added by another stage when set.",
+                static_cast<double>(c.taken_by_others));
   append_metric(page, "redbloom_records_without_key_total", "counter",
                 "Records without an item, skipped or passed.",
                 static_cast<double>(c.skipped + c.passed));

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <span>
 #include <unordered_set>
 #include <utility>
 
@@ -312,19 +313,46 @@ struct KafkaStage::State {
     return batch.size();
   }
 
+  // The partition's decision record, read once after each assignment.
+  void load_record(Partition& place, const std::string& key) {
+    if (place.loaded) return;
+    if (const std::optional<std::string> text = decisions.get(key)) {
+      place.record = DecisionRecord::decode(*text);
+    }
+    place.loaded = true;
+  }
+
+  // Adds the items tested new. The test and the decision were not one step with the set:
+  // another writer (a stage holding another partition where the item also is) may have added
+  // one since. The filter's test-and-set is atomic, so exactly one of them finds it new; the
+  // others take it for a duplicate and record that, so a replay does not produce it either.
+  void add_claimed(const std::string& key, const std::vector<Message>& batch,
+                   std::span<const std::string_view> claimed,
+                   std::span<const std::size_t> claimed_at, std::vector<std::uint8_t>& first_seen,
+                   DecisionRecord& record) {
+    std::vector<std::uint8_t> newly(claimed.size(), 0);
+    filter.add_many(claimed, newly);
+    std::size_t lost = 0;
+    for (std::size_t j = 0; j < claimed.size(); ++j) {
+      if (newly[j] != 0) continue;
+      first_seen[claimed_at[j]] = 0;
+      record.clear_first_seen(batch[claimed_at[j]]->offset);
+      ++lost;
+    }
+    if (lost != 0) {
+      counts.taken_by_others += lost;
+      decisions.put(key, record.encode(), options.decision_ttl);
+    }
+  }
+
   // Decides one partition's batch, in the order that makes it replayable: test, store the
-  // decision record, set bits. Appends the records to produce to `out` and returns the offset
-  // to commit (one past the last record decided; -1: none).
+  // decision record, test-and-set. Appends the records to produce to `out` and returns the
+  // offset to commit (one past the last record decided; -1: none).
   std::int64_t decide(int partition, std::vector<Message>& batch,
                       std::vector<const rd_kafka_message_t*>& out) {
     Partition& place = partitions[partition];
     const std::string key = decision_key(partition);
-    if (!place.loaded) {
-      if (const std::optional<std::string> text = decisions.get(key)) {
-        place.record = DecisionRecord::decode(*text);
-      }
-      place.loaded = true;
-    }
+    load_record(place, key);
     std::vector<std::string_view> items;
     std::vector<std::uint8_t> has_item;
     items_of(batch, items, has_item);
@@ -338,41 +366,38 @@ struct KafkaStage::State {
 
     // Tested: the records with a key that no decision record covers.
     std::vector<std::string_view> tested;
-    std::vector<std::size_t> tested_at;
     for (std::size_t i = 0; i < count; ++i) {
       if (has_item[i] != 0 && !(old != nullptr && old->covers(batch[i]->offset))) {
         tested.push_back(items[i]);
-        tested_at.push_back(i);
       }
     }
     std::vector<std::uint8_t> present(tested.size(), 0);
     if (!tested.empty()) filter.contains_many(tested, present);
 
     DecisionRecord record(first, old != nullptr ? std::max(last, old->last()) : last);
+    std::vector<std::uint8_t> first_seen(count, 0);
     std::unordered_set<std::string_view> seen;
-    std::vector<std::string_view> to_set;
+    std::vector<std::string_view> replayed;  // first seen by the record: their bits set again
+    std::vector<std::string_view> claimed;   // first seen by the test: set, and answered
+    std::vector<std::size_t> claimed_at;
     std::size_t next_tested = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const std::int64_t offset = batch[i]->offset;
-      bool first_seen = false;
       if (old != nullptr && old->covers(offset)) {
-        first_seen = old->first_seen(offset);
+        first_seen[i] = old->first_seen(offset) ? 1 : 0;
         ++counts.replayed;
-        if (first_seen && has_item[i] != 0) seen.insert(items[i]);
+        if (first_seen[i] != 0 && has_item[i] != 0 && seen.insert(items[i]).second) {
+          replayed.push_back(items[i]);
+        }
       } else if (has_item[i] == 0) {
-        first_seen = options.on_bad == OnBadRecord::pass;
-        ++(first_seen ? counts.passed : counts.skipped);
-      } else {
-        first_seen = present[next_tested++] == 0 && seen.insert(items[i]).second;
+        first_seen[i] = options.on_bad == OnBadRecord::pass ? 1 : 0;
+        ++(first_seen[i] != 0 ? counts.passed : counts.skipped);
+      } else if (present[next_tested++] == 0 && seen.insert(items[i]).second) {
+        first_seen[i] = 1;
+        claimed.push_back(items[i]);
+        claimed_at.push_back(i);
       }
-      if (first_seen) {
-        record.mark_first_seen(offset);
-        out.push_back(batch[i].get());
-        if (has_item[i] != 0) to_set.push_back(items[i]);
-        ++counts.first_seen;
-      } else if (has_item[i] != 0) {
-        ++counts.duplicates;
-      }
+      if (first_seen[i] != 0) record.mark_first_seen(offset);
     }
     // What a decision record decided past this batch stays decided.
     if (old != nullptr) {
@@ -380,12 +405,21 @@ struct KafkaStage::State {
         if (old->first_seen(offset)) record.mark_first_seen(offset);
       }
     }
-    counts.read += count;
     // The decision is durable before any bit is set: from here a crash replays it.
     if (!tested.empty() || count < batch.size() || old == nullptr) {
       decisions.put(key, record.encode(), options.decision_ttl);
     }
-    if (!to_set.empty()) filter.load_many(to_set);
+    if (!replayed.empty()) filter.load_many(replayed);
+    if (!claimed.empty()) add_claimed(key, batch, claimed, claimed_at, first_seen, record);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (first_seen[i] != 0) {
+        out.push_back(batch[i].get());
+        ++counts.first_seen;
+      } else if (has_item[i] != 0) {
+        ++counts.duplicates;
+      }
+    }
+    counts.read += count;
     place.record = std::move(record);
     place.next = last + 1;
     return last + 1;

@@ -3,16 +3,18 @@
 //
 // Per round, for each partition's batch: the records not covered by the partition's decision
 // record are tested against the filter (without setting bits); the new decision record (which
-// offsets are first seen, replayed ones included) is stored durably; the first-seen items'
-// bits are set; their records are produced. When every record of the round is acknowledged
-// by the brokers (the next round's records are read meanwhile, not decided), the offsets are
-// committed. A crash anywhere leaves either nothing decided
-// (the records are tested again: their bits were not set) or a decision record, from which a
-// restarted stage, or the group member that takes the partition over, produces the batch
-// again without testing it. So no first-seen record is lost; a crash repeats at most the
-// records produced and not yet committed. With a transactional id, each round's records and
-// its offsets go in one Kafka transaction instead (produce, send the offsets, commit), so a
-// read_committed consumer sees each round's records once.
+// offsets are first seen, replayed ones included) is stored durably; the items tested new are
+// added (the filter's atomic test-and-set): one another writer added meanwhile is a duplicate
+// after all, and the record is stored again without it; their records are produced. When
+// every record of the round is acknowledged by the brokers (the next round's records are read
+// meanwhile, not decided), the offsets are committed. A crash anywhere leaves either nothing
+// decided (the records are tested again: their bits were not set) or a decision record, from
+// which a restarted stage, or the group member that takes the partition over, produces the
+// batch again without testing it. So no first-seen record is lost; a crash repeats at most the
+// records produced and not yet committed (and, if it falls between a batch's add and its
+// record's second store, the items another writer had added meanwhile). With a transactional
+// id, each round's records and its offsets go in one Kafka transaction instead (produce, send
+// the offsets, commit), so a read_committed consumer sees each round's records once.
 #pragma once
 
 #include <chrono>
@@ -52,8 +54,11 @@ struct KafkaStageCounts {
   std::uint64_t first_seen = 0;  // produced
   std::uint64_t duplicates = 0;
   std::uint64_t replayed = 0;  // decided by a decision record (produced again if first seen)
-  std::uint64_t skipped = 0;   // no key, --on-bad-record skip
-  std::uint64_t passed = 0;    // no key, --on-bad-record pass: produced unfiltered
+  // Tested new, then found added by another writer (a stage holding another partition with
+  // the item) when their bits were set: duplicates, produced by that writer.
+  std::uint64_t taken_by_others = 0;
+  std::uint64_t skipped = 0;  // no key, --on-bad-record skip
+  std::uint64_t passed = 0;   // no key, --on-bad-record pass: produced unfiltered
   std::uint64_t rounds = 0;
   std::uint64_t errors = 0;   // broker errors librdkafka reported (and retried)
   std::uint64_t aborted = 0;  // transactions aborted, their rounds read again

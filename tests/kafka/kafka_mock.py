@@ -44,14 +44,26 @@ class MockCluster:
     def uri(self, topic):
         return "kafka://%s/%s" % (self.bootstrap, topic)
 
-    def produce(self, topic, records, headers=()):
-        """records: [(key, value)] as text, keyed (kcat's default partitioner hashes the key)."""
+    def produce(self, topic, records, headers=(), partition=None):
+        """records: [(key, value)] as text, keyed (kcat's default partitioner hashes the key,
+        unless `partition` names one)."""
+        made = self.start_producing(topic, records, headers, partition)
+        assert made.wait(timeout=300) == 0, made.stderr.read()
+        made.stderr.close()
+
+    def start_producing(self, topic, records, headers=(), partition=None):
+        """As produce, in the background: the kcat process, its input written and closed."""
         data = "".join("%s\t%s\n" % kv for kv in records)
         args = [kcat_program(), "-P", "-b", self.bootstrap, "-t", topic, "-K", "\t", "-z", "none"]
+        if partition is not None:
+            args += ["-p", str(partition)]
         for h in headers:
             args += ["-H", h]
-        made = subprocess.run(args, input=data, capture_output=True, text=True, timeout=300)
-        assert made.returncode == 0, made.stderr
+        made = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        made.stdin.write(data)
+        made.stdin.close()
+        return made
 
     def consume(self, topic, timeout=120):
         """Every record of the topic, [(key, value, partition, headers)], read to its end."""

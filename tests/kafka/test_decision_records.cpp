@@ -20,6 +20,8 @@ TEST(DecisionRecord, EncodesWhichOffsetsWereFirstSeen) {
   record.mark_first_seen(1000);
   record.mark_first_seen(1007);
   record.mark_first_seen(1012);
+  record.mark_first_seen(1003);
+  record.clear_first_seen(1003);  // taken by another writer after the test
   const DecisionRecord back = DecisionRecord::decode(record.encode());
   EXPECT_EQ(back.first(), 1000);
   EXPECT_EQ(back.last(), 1012);
@@ -39,6 +41,7 @@ TEST(DecisionRecord, RefusesWhatIsNotARecord) {
   EXPECT_THROW((void)DecisionRecord::decode("redbloom-kafka-decisions 1 9 3\n"), FormatError);
   EXPECT_THROW((void)DecisionRecord::decode("something else"), FormatError);
   EXPECT_THROW(record.mark_first_seen(21), InvalidArgument);
+  EXPECT_THROW(record.clear_first_seen(4), InvalidArgument);
 }
 
 void put_and_get(DecisionLog& log) {

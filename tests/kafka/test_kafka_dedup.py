@@ -388,6 +388,47 @@ def test_two_stages_in_one_group_with_a_kill_and_rebalances(make_cluster, tmp_pa
     check_output(cluster, events, 1 + 3 * 2, "two stages", batch=500)
 
 
+def partitions_held(line):
+    return re.findall(r" p(\d+)=", line.split(" lag", 1)[-1]) if " lag p" in line else []
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_two_stages_meeting_one_item_in_two_partitions_produce_it_once(make_cluster, tmp_path,
+                                                                       redis_server, kind):
+    """Every value in both partitions, each partition held by one of two stages, so that they
+    test the same items at about the same moment: the filter's atomic add decides between
+    them, and each value goes out once (no kill, no rebalance while they work)."""
+    cluster = make_cluster("in:2", "out:2")
+    where = ["-f", str(tmp_path / "seen.rbf")] if kind == "file" else \
+        ["--redis", "%s#seen" % redis_server().url]
+    args = stage_args(cluster, "g", [*where, "-n", "100000", "-p", "1e-9"], "--batch", "50",
+                      *FAST_GROUP)
+    a = Stage(args)
+    assert a.wait_for(lambda line: len(partitions_held(line)) == 2, "stage a to hold both")
+    b = Stage(args)
+    assert b.wait_for(lambda line: len(partitions_held(line)) == 1, "stage b to get one")
+    assert a.wait_for(lambda line: len(partitions_held(line)) == 1, "stage a to keep one")
+    values = ["value-%06d" % i for i in range(20000)]
+    producers = [cluster.start_producing("in", [("k%d" % p, v) for v in values], partition=p)
+                 for p in (0, 1)]
+    for made in producers:
+        assert made.wait(timeout=300) == 0, made.stderr.read()
+    for s in (a, b):
+        assert s.wait_for(lambda line: caught_up(line, 1) and
+                          s.read_at_least(len(values))(line), "both stages to catch up")
+    taken = 0
+    for s in (a, b):
+        code, err = s.stop()
+        assert code == 0, err
+        assert summary_count(err, "first seen") + summary_count(err, "duplicates") == len(values)
+        taken += summary_count(err, "duplicates added meanwhile by another stage")
+    out = collections.Counter(v for _, v, _, _ in cluster.consume("out"))
+    print("%s: %d values in two partitions, %d taken by the other stage after their test" % (
+        kind, len(values), taken))
+    assert set(out) == set(values)
+    assert max(out.values()) == 1
+
+
 def test_windowed_filter(make_cluster, tmp_path, redis_server):
     cluster = make_cluster("in:2", "out:2")
     events = make_events(11, count=5000)
