@@ -7,7 +7,10 @@ the mock broker's work on the same cores.
 
 Prints, per case, the median over --reps runs of records/s: the stage's from its --progress
 lines (records read between the first line that counts any and the line where every partition
-is caught up, over the time between them), plain dedup's from its --json summary.
+is caught up, over the time between them), plain dedup's from its --json summary. And the CPU
+time per record, which does not depend on how fast the broker answers: the stage process's
+(user + system, its whole run), the Redis server's while it ran (the module's work), and the
+mock broker's while the stage ran; plain dedup's own and its Redis server's.
   scripts/bench-kafka.py --build=DIR [--n=500000] [--reps=3] [--partitions=3] [--batch=10000]
                         [--stage-arg=ARG ...]
 --stage-arg passes ARG to the stage, e.g. --stage-arg=-X --stage-arg=queued.min.messages=100000.
@@ -15,6 +18,7 @@ DIR holds redbloom, tests/kafka_mock_cluster and module/redbloom.so (a configure
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
@@ -60,7 +64,22 @@ def start_redis(directory, module):
     return server, "redis://127.0.0.1:%d" % port
 
 
-def stage_rate(build, items, filter_args, partitions, batch, tmp):
+def cpu_seconds(pid):
+    """User + system CPU time of a running process so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def finish(process):
+    """Waits for `process`; its CPU seconds (user + system)."""
+    _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = 0
+    return usage.ru_utime + usage.ru_stime
+
+
+def stage_rate(build, items, filter_args, partitions, batch, tmp, server):
+    """(records/s, stage CPU s, server CPU s, broker CPU s) of one stage run."""
     mock = subprocess.Popen([str(build / "tests" / "kafka_mock_cluster"), "1",
                              "in:%d" % partitions, "out:%d" % partitions],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -70,6 +89,8 @@ def stage_rate(build, items, filter_args, partitions, batch, tmp):
                                   input="\n".join(items) + "\n", text=True, capture_output=True)
         if produced.returncode != 0:
             sys.exit(produced.stderr)
+        broker_cpu = cpu_seconds(mock.pid)
+        server_cpu = cpu_seconds(server.pid) if server else 0.0
         stage = subprocess.Popen(
             [str(build / "redbloom"), "dedup", "--from", "kafka://%s/in" % bootstrap, "--to",
              "kafka://%s/out" % bootstrap, "--group", "bench", "--batch", str(batch),
@@ -88,21 +109,32 @@ def stage_rate(build, items, filter_args, partitions, batch, tmp):
             lags = re.findall(r"p\d+=(\d+|\?)", m.group(3))
             if read >= len(items) and len(lags) == partitions and set(lags) == {"0"}:
                 break
+        broker_cpu = cpu_seconds(mock.pid) - broker_cpu
+        server_cpu = (cpu_seconds(server.pid) - server_cpu) if server else 0.0
         stage.send_signal(signal.SIGTERM)
-        stage.communicate(timeout=60)
-        return (read - first[1]) / (seconds - first[0])
+        stage.stderr.read()
+        return (read - first[1]) / (seconds - first[0]), finish(stage), server_cpu, broker_cpu
     finally:
         mock.kill()
         mock.wait()
 
 
-def plain_rate(build, items, filter_args):
-    run = subprocess.run([str(build / "redbloom"), "dedup", "--json", *filter_args],
-                         input="\n".join(items) + "\n", text=True, capture_output=True)
-    if run.returncode != 0:
-        sys.exit(run.stderr)
-    summary = json.loads(run.stderr.strip().splitlines()[-1])
-    return summary["read"] / summary["seconds"]
+def plain_rate(build, items, filter_args, server, tmp):
+    """(items/s, dedup CPU s, server CPU s) of one plain dedup run."""
+    lines = tmp / "items.txt"
+    lines.write_text("\n".join(items) + "\n")
+    server_cpu = cpu_seconds(server.pid) if server else 0.0
+    with open(lines) as source:
+        run = subprocess.Popen([str(build / "redbloom"), "dedup", "--json", *filter_args],
+                               stdin=source, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+        err = run.stderr.read()
+        cpu = finish(run)
+    server_cpu = (cpu_seconds(server.pid) - server_cpu) if server else 0.0
+    summary = json.loads(err.strip().splitlines()[-1])
+    if "read" not in summary:
+        sys.exit(err)
+    return summary["read"] / summary["seconds"], cpu, server_cpu
 
 
 def main():
@@ -134,21 +166,28 @@ def main():
                         stage_filter = ["--redis", url + "#stage", *sizing]
                         plain_filter = ["--redis", url + "#plain", *sizing]
                     s = stage_rate(build, items, [*stage_filter, *args.stage_arg],
-                                   args.partitions, args.batch, tmp)
-                    p = plain_rate(build, items, plain_filter)
+                                   args.partitions, args.batch, tmp, server)
+                    p = plain_rate(build, items, plain_filter, server, tmp)
                 finally:
                     if server is not None:
                         server.kill()
                         server.wait()
-            results.setdefault(case, []).append((s, p))
-            print("rep %d %s: stage %.0f records/s, plain dedup %.0f items/s" % (rep, case, s, p),
-                  file=sys.stderr)
-    print("| filter | stage records/s | plain dedup items/s | stage / plain |")
-    print("|---|---|---|---|")
+            n = len(items)
+            row = (s[0], p[0], s[1] / n * 1e6, s[2] / n * 1e6, s[3] / n * 1e6, p[1] / n * 1e6,
+                   p[2] / n * 1e6)
+            results.setdefault(case, []).append(row)
+            print("rep %d %s: stage %.0f records/s, plain dedup %.0f items/s; CPU µs per record: "
+                  "stage %.2f + server %.2f (broker %.2f), plain %.2f + server %.2f" % (
+                      rep, case, *row), file=sys.stderr)
+    print("| filter | stage records/s | plain dedup items/s | stage / plain | stage CPU µs/record "
+          "(its Redis server's) | mock broker CPU µs/record | plain dedup CPU µs/item (its Redis "
+          "server's) | CPU per record, stage / plain |")
+    print("|---|---|---|---|---|---|---|---|")
     for case, runs in results.items():
-        s = statistics.median(r[0] for r in runs)
-        p = statistics.median(r[1] for r in runs)
-        print("| %s | %.0f | %.0f | %.2f× |" % (case, s, p, s / p))
+        m = [statistics.median(r[i] for r in runs) for i in range(7)]
+        print("| %s | %.0f | %.0f | %.2f× | %.2f (%.2f) | %.2f | %.2f (%.2f) | %.1f× |" % (
+            case, m[0], m[1], m[0] / m[1], m[2], m[3], m[4], m[5], m[6],
+            (m[2] + m[3]) / (m[5] + m[6])))
 
 
 if __name__ == "__main__":
