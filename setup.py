@@ -29,6 +29,7 @@ class CMakeBuild(build_ext):
         subprocess.run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                         "-DREDBLOOM_BUILD_PYTHON=ON", "-DREDBLOOM_BUILD_TESTS=OFF",
                         "-DREDBLOOM_BUILD_BENCH=OFF", "-DREDBLOOM_BUILD_CLI=OFF",
+                        "-DREDBLOOM_BUILD_KAFKA=OFF",
                         "-DREDBLOOM_BUILD_EXAMPLES=OFF", "-DPython_EXECUTABLE=" + sys.executable],
                        check=True)
         subprocess.run(["cmake", "--build", build, "--target", "_redbloom", "-j",

@@ -1,7 +1,7 @@
 // dedup --from kafka://HOST:PORT[,...]/TOPIC --group G --to kafka://HOST:PORT[,...]/TOPIC: the
-// first record of each item, from one Kafka topic to another (kafka_stage.hpp has the order of
-// its steps and what a crash can do). Runs until a stop signal, which ends it after the round
-// in hand, with status 0.
+// first record of each item, from one Kafka topic to another (redbloom/kafka_dedup.hpp has the
+// order of its steps and what a crash can do). Runs until a stop signal, which ends it after the
+// round in hand, with status 0.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -15,11 +15,11 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "kafka_metrics.hpp"
-#include "kafka_stage.hpp"
 #include "metrics_endpoint.hpp"
 #include "records.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/kafka_dedup.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/stream.hpp"
 #include "stop_signals.hpp"
@@ -58,11 +58,11 @@ StagePlace kafka_place(const std::string& text, const char* option) {
   return place;
 }
 
-void print_progress(const KafkaStage& stage, double seconds, std::uint64_t read_before,
+void print_progress(const KafkaDedup& stage, double seconds, std::uint64_t read_before,
                     double interval) {
-  const KafkaStageCounts& c = stage.counts();
+  const KafkaDedupCounts& c = stage.counts();
   std::string lags;
-  for (const PartitionLag& p : stage.lag()) {
+  for (const KafkaPartitionLag& p : stage.lag()) {
     lags += " p" + std::to_string(p.partition) + "=" + (p.lag < 0 ? "?" : std::to_string(p.lag));
   }
   std::fprintf(stderr,
@@ -78,13 +78,13 @@ std::string stage_topic(const KafkaDedupCommand& cmd) {
   return kafka_place(cmd.from, "--from").topic;
 }
 
-KafkaStageOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filter) {
+KafkaDedupOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filter) {
   const StagePlace from = kafka_place(cmd.from, "--from");
   const StagePlace to = kafka_place(cmd.to, "--to");
   if (from.brokers == to.brokers && from.topic == to.topic) {
     throw InvalidArgument("--from and --to name one topic: the output must be another topic");
   }
-  KafkaStageOptions options;
+  KafkaDedupOptions options;
   options.input_brokers = from.brokers;
   options.input_topic = from.topic;
   options.output_brokers = to.brokers;
@@ -92,7 +92,11 @@ KafkaStageOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filt
   options.group = cmd.group;
   options.batch = cmd.batch;
   options.kafka_key = cmd.key == "kafka-key";
-  options.on_bad = cmd.records.on_bad;
+  options.on_missing = cmd.records.on_bad == OnBadRecord::skip   ? OnMissingKey::skip
+                       : cmd.records.on_bad == OnBadRecord::pass ? OnMissingKey::pass
+                                                                 : OnMissingKey::error;
+  options.on_warning = [](const std::string& text) { report_warning(text); };
+  options.on_log = [](const std::string& text) { report_note(text); };
   options.verbose = cmd.verbose;
   options.timeout = std::chrono::milliseconds(parse_duration_ns(cmd.timeout) / 1000000);
   options.transactional_id = cmd.transactional_id;
@@ -128,6 +132,26 @@ KafkaStageOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filt
   return options;
 }
 
+void print_summary(const KafkaDedup& stage, const KafkaDedupCommand& cmd, double seconds,
+                   int status) {
+  const KafkaDedupCounts& c = stage.counts();
+  Summary summary("dedup");
+  summary.count("read", "read", c.read)
+      .count("first seen", "unique", c.first_seen)
+      .count("duplicates", "duplicates", c.duplicates)
+      .count_if_any("replayed from decision records", "replayed", c.replayed)
+      .count_if_any("duplicates added meanwhile by another stage", "taken_by_others",
+                    c.taken_by_others)
+      .count_if_any("without key skipped", "bad_records_skipped", c.skipped)
+      .count_if_any("without key passed", "bad_records_passed", c.passed)
+      .count_if_any("transactions aborted", "transactions_aborted", c.aborted)
+      .number("", "seconds", seconds, "%.2f", "s");
+  if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
+    summary.text("stopped by", "stopped_by", signal_name(signal));
+  }
+  summary.print(cmd.json, cmd.quiet);
+}
+
 int run_kafka_dedup(const KafkaDedupCommand& cmd) {
   const StopSignals stop_signals;
   InputOptions unused_input;
@@ -136,7 +160,7 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
   const std::unique_ptr<DecisionLog> decisions = DecisionLog::beside(cmd.location.resolve());
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
-  KafkaStage stage(filter, *decisions, stage_options(cmd, filter));
+  KafkaDedup stage(filter, *decisions, stage_options(cmd, filter));
 
   std::optional<MetricsEndpoint> metrics;
   FilterEstimate estimate;
@@ -182,27 +206,15 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
     stage.close();
   } catch (const Error& e) {
     failure = e.what();
+    if (stage.stopped_at_missing_item() && dynamic_cast<const InvalidArgument*>(&e) != nullptr) {
+      failure += "; run again with --on-bad-record skip (drop it) or pass (produce it unfiltered)";
+    }
     status = dynamic_cast<const InvalidArgument*>(&e) != nullptr ? kExitUsage : kExitStorage;
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const KafkaStageCounts& c = stage.counts();
-  Summary summary("dedup");
-  summary.count("read", "read", c.read)
-      .count("first seen", "unique", c.first_seen)
-      .count("duplicates", "duplicates", c.duplicates)
-      .count_if_any("replayed from decision records", "replayed", c.replayed)
-      .count_if_any("duplicates added meanwhile by another stage", "taken_by_others",
-                    c.taken_by_others)
-      .count_if_any("without key skipped", "bad_records_skipped", c.skipped)
-      .count_if_any("without key passed", "bad_records_passed", c.passed)
-      .count_if_any("transactions aborted", "transactions_aborted", c.aborted)
-      .number("", "seconds", seconds, "%.2f", "s");
-  if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
-    summary.text("stopped by", "stopped_by", signal_name(signal));
-  }
   if (!failure.empty()) report_error(failure);
-  summary.print(cmd.json, cmd.quiet);
+  print_summary(stage, cmd,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                status);
   return status;
 }
 

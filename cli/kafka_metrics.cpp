@@ -2,9 +2,9 @@
 
 namespace redbloom::cli {
 
-std::string kafka_metrics_page(const KafkaStage& stage, const std::string& topic,
+std::string kafka_metrics_page(const KafkaDedup& stage, const std::string& topic,
                                const FilterEstimate& filter) {
-  const KafkaStageCounts& c = stage.counts();
+  const KafkaDedupCounts& c = stage.counts();
   std::string page;
   append_metric(page, "redbloom_records_in_total", "counter", "Records read from the input topic.",
                 static_cast<double>(c.read));
@@ -27,7 +27,7 @@ std::string kafka_metrics_page(const KafkaStage& stage, const std::string& topic
   page +=
       "# HELP redbloom_partition_lag Records of the partition not yet read.\n"
       "# TYPE redbloom_partition_lag gauge\n";
-  for (const PartitionLag& p : stage.lag()) {
+  for (const KafkaPartitionLag& p : stage.lag()) {
     if (p.lag < 0) continue;
     page += "redbloom_partition_lag{topic=\"" + metric_label(topic) + "\",partition=\"" +
             std::to_string(p.partition) + "\"} " + std::to_string(p.lag) + "\n";

@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "kafka_stage.hpp"
 #include "metrics_page.hpp"
+#include "redbloom/kafka_dedup.hpp"
 
 namespace redbloom::cli {
 
-[[nodiscard]] std::string kafka_metrics_page(const KafkaStage& stage, const std::string& topic,
+[[nodiscard]] std::string kafka_metrics_page(const KafkaDedup& stage, const std::string& topic,
                                              const FilterEstimate& filter);
 
 }  // namespace redbloom::cli

@@ -41,6 +41,10 @@ enum class RecordKeyStatus {
             // an object or array
 };
 
+// What a dedup stage does with a record that has no item: stop before it (error), drop it
+// (skip), or pass it to the output unfiltered (pass).
+enum class OnMissingKey { error, skip, pass };
+
 class RecordKeyExtractor {
  public:
   // Throws InvalidArgument for a spec that cannot select anything (field 0, an empty path or

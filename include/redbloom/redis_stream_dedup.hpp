@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "redbloom/record_key.hpp"
 #include "redbloom/redis_endpoint.hpp"
 
 namespace redbloom {
@@ -44,8 +45,6 @@ class Filter;
 
 // True when the two endpoints reach one keyspace (one server, or nodes of one Cluster).
 [[nodiscard]] bool same_keyspace(const RedisEndpoint& a, const RedisEndpoint& b);
-
-enum class OnMissingKey { error, skip, pass };
 
 struct RedisStreamDedupOptions {
   std::string input;      // the stream read

@@ -18,6 +18,11 @@ cmake -S "$consumer_src" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev
 cmake --build "$scratch/build" --verbose > "$scratch/build.log"
 "$scratch/build/consumer"
 "$scratch/build/core_consumer"
+"$scratch/build/kafka_consumer"
+if readelf -d "$scratch/build/consumer" | grep -q rdkafka; then
+  echo "FAIL: a consumer of redbloom::redbloom needs librdkafka at run time"
+  exit 1
+fi
 link_line=$(grep -E 'core_consumer( |$)' "$scratch/build.log" | grep -- '-o core_consumer' || true)
 if [[ -z "$link_line" ]]; then
   echo "FAIL: no link line for core_consumer in the build log"
@@ -41,4 +46,8 @@ g++ -o "$scratch/pc_consumer" "$consumer_src/main.cpp" $(pkg-config --cflags --l
 g++ -o "$scratch/pc_core_consumer" "$consumer_src/core_main.cpp" \
   $(pkg-config --cflags --libs redbloom-core)
 "$scratch/pc_core_consumer"
+# shellcheck disable=SC2046
+g++ -o "$scratch/pc_kafka_consumer" "$consumer_src/kafka_main.cpp" \
+  $(pkg-config --cflags --libs redbloom-kafka)
+"$scratch/pc_kafka_consumer"
 echo "pkg-config consumers: ok"

@@ -1,4 +1,4 @@
-// Decision records (cli/kafka_decision_record.hpp) and where they are kept (decision_log.hpp):
+// Decision records (src/jobs/kafka_decision_record.hpp) and where they are kept (decision_log.hpp):
 // what is put is what is read back, beside a filter file and in the filter's Redis server.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -6,13 +6,13 @@
 
 #include <cstdio>
 
-#include "kafka_decision_record.hpp"
+#include "jobs/kafka_decision_record.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/error.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
 namespace {
 
 TEST(DecisionRecord, EncodesWhichOffsetsWereFirstSeen) {
@@ -125,4 +125,4 @@ TEST(DecisionLog, RefusesPlacesWithoutOne) {
 }
 
 }  // namespace
-}  // namespace redbloom::cli
+}  // namespace redbloom

@@ -1,5 +1,7 @@
-// The Kafka dedup stage: reads a topic with a consumer group, produces the first record of
-// each item to another topic, then commits the input offsets.
+// Dedup of a Kafka topic into another (`redbloom dedup --from kafka://... --to kafka://...`):
+// reads the topic with a consumer group, produces the first record of each item to the other
+// topic, then commits the input offsets. librdkafka (Debian's librdkafka-dev) does the Kafka
+// work; link redbloom::kafka.
 //
 // Per round, for each partition's batch: the records not covered by the partition's decision
 // record are tested against the filter (without setting bits); the new decision record (which
@@ -19,20 +21,20 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "records.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/record_key.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
 
-struct KafkaStageOptions {
+struct KafkaDedupOptions {
   std::string input_brokers;  // "host:port,host:port"
   std::string input_topic;
   std::string output_brokers;
@@ -42,14 +44,18 @@ struct KafkaStageOptions {
   std::size_t batch = 10000;                                    // records per round, at most
   bool kafka_key = false;                                       // the item is the record's key
   std::optional<RecordKeySpec> record_key;                      // else the item is the whole value
-  OnBadRecord on_bad = OnBadRecord::error;
-  std::chrono::milliseconds decision_ttl{0};  // 0: decision records do not expire
-  std::chrono::milliseconds timeout{30000};   // to reach the brokers, to deliver a round
-  std::string transactional_id;               // empty: idempotent producer, offsets committed
-  bool verbose = false;                       // librdkafka's log lines on stderr
+  OnMissingKey on_missing = OnMissingKey::error;                // a record without the item
+  std::chrono::milliseconds decision_ttl{0};                    // 0: decision records do not expire
+  std::chrono::milliseconds timeout{30000};  // to reach the brokers, to deliver a round
+  std::string transactional_id;              // empty: idempotent producer, offsets committed
+  // Warnings (a broker error retried, a rebalance that refused a commit), and with `verbose`
+  // librdkafka's own log lines. Empty: not reported.
+  std::function<void(const std::string&)> on_warning;
+  std::function<void(const std::string&)> on_log;
+  bool verbose = false;
 };
 
-struct KafkaStageCounts {
+struct KafkaDedupCounts {
   std::uint64_t read = 0;
   std::uint64_t first_seen = 0;  // produced
   std::uint64_t duplicates = 0;
@@ -64,32 +70,34 @@ struct KafkaStageCounts {
   std::uint64_t aborted = 0;  // transactions aborted, their rounds read again
 };
 
-struct PartitionLag {
+struct KafkaPartitionLag {
   int partition = 0;
   std::int64_t lag = -1;  // -1: not known yet
 };
 
-class KafkaStage {
+class KafkaDedup {
  public:
   // Connects and joins the group. Throws StorageError when the brokers cannot be reached in
   // `timeout`, InvalidArgument for a property librdkafka refuses or an input topic that does
   // not exist.
-  KafkaStage(Filter& filter, DecisionLog& decisions, KafkaStageOptions options);
-  ~KafkaStage();
-  KafkaStage(const KafkaStage&) = delete;
-  KafkaStage& operator=(const KafkaStage&) = delete;
+  KafkaDedup(Filter& filter, DecisionLog& decisions, KafkaDedupOptions options);
+  ~KafkaDedup();
+  KafkaDedup(const KafkaDedup&) = delete;
+  KafkaDedup& operator=(const KafkaDedup&) = delete;
 
   // One round: waits up to `wait` for records, then decides, produces and commits them.
   // Returns the number of records read. Throws StorageError when the brokers refuse or do not
   // acknowledge the output (nothing of the round is committed), InvalidArgument for a record
-  // without a key under --on-bad-record error (after committing the records before it).
+  // without an item under OnMissingKey::error (after committing the records before it).
   std::size_t round(std::chrono::milliseconds wait);
   // Leaves the group, so that the others take its partitions over at once.
   void close();
 
-  [[nodiscard]] const KafkaStageCounts& counts() const noexcept;
+  // round() threw because a record has no item (OnMissingKey::error).
+  [[nodiscard]] bool stopped_at_missing_item() const noexcept;
+  [[nodiscard]] const KafkaDedupCounts& counts() const noexcept;
   // Per assigned partition: the high watermark minus the next offset to decide.
-  [[nodiscard]] std::vector<PartitionLag> lag() const;
+  [[nodiscard]] std::vector<KafkaPartitionLag> lag() const;
 
   struct State;
 
@@ -97,4 +105,4 @@ class KafkaStage {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace redbloom::cli
+}  // namespace redbloom

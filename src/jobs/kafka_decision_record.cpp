@@ -1,10 +1,10 @@
-#include "kafka_decision_record.hpp"
+#include "jobs/kafka_decision_record.hpp"
 
 #include <charconv>
 
 #include "redbloom/error.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
 namespace {
 
 constexpr std::string_view kMagic = "redbloom-kafka-decisions 1 ";
@@ -68,4 +68,4 @@ DecisionRecord DecisionRecord::decode(std::string_view text) {
   return record;
 }
 
-}  // namespace redbloom::cli
+}  // namespace redbloom

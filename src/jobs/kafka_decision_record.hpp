@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace redbloom::cli {
+namespace redbloom {
 
 class DecisionRecord {
  public:
@@ -38,4 +38,4 @@ class DecisionRecord {
   std::vector<std::uint8_t> bits_;
 };
 
-}  // namespace redbloom::cli
+}  // namespace redbloom

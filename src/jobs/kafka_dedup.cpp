@@ -1,4 +1,4 @@
-#include "kafka_stage.hpp"
+#include "redbloom/kafka_dedup.hpp"
 
 #include <librdkafka/rdkafka.h>
 
@@ -10,11 +10,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "diagnostics.hpp"
-#include "kafka_decision_record.hpp"
+#include "jobs/kafka_decision_record.hpp"
 #include "redbloom/error.hpp"
 
-namespace redbloom::cli {
+namespace redbloom {
 namespace {
 
 struct HandleDeleter {
@@ -37,7 +36,7 @@ void set(rd_kafka_conf_t* conf, const std::string& name, const std::string& valu
   if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), error, sizeof error) !=
       RD_KAFKA_CONF_OK) {
     rd_kafka_conf_destroy(conf);
-    throw InvalidArgument("-X " + name + "=" + value + ": " + error);
+    throw InvalidArgument("librdkafka property " + name + "=" + value + ": " + error);
   }
 }
 
@@ -80,7 +79,7 @@ bool lost_partitions(rd_kafka_resp_err_t err) {
 
 }  // namespace
 
-struct KafkaStage::State {
+struct KafkaDedup::State {
   struct Partition {
     bool loaded = false;  // the decision record was read since the partition was assigned
     std::optional<DecisionRecord> record;
@@ -91,21 +90,28 @@ struct KafkaStage::State {
 
   Filter& filter;
   DecisionLog& decisions;
-  KafkaStageOptions options;
+  KafkaDedupOptions options;
   std::optional<RecordKeyExtractor> extractor;
   Handle consumer;
   Handle producer;
   std::map<int, Partition> partitions;       // assigned ones
   std::map<int, std::vector<Message>> held;  // read, not yet decided
   std::size_t held_count = 0;
-  KafkaStageCounts counts;
+  KafkaDedupCounts counts;
   std::uint64_t delivery_errors = 0;
   std::string delivery_error;
   std::string stop_error;  // a record without a key stopped the stage
   bool closed = false;
 
-  State(Filter& f, DecisionLog& d, KafkaStageOptions o)
+  State(Filter& f, DecisionLog& d, KafkaDedupOptions o)
       : filter(f), decisions(d), options(std::move(o)) {}
+
+  void warn(const std::string& text) const {
+    if (options.on_warning) options.on_warning(text);
+  }
+  void log(const std::string& text) const {
+    if (options.on_log) options.on_log(text);
+  }
 
   [[nodiscard]] std::string decision_key(int partition) const {
     return "kafka/" + options.group + "/" + options.input_topic + "/" + std::to_string(partition);
@@ -150,14 +156,14 @@ struct KafkaStage::State {
   static void on_log(const rd_kafka_t* handle, int level, const char* facility, const char* text) {
     const auto& state = *static_cast<const State*>(rd_kafka_opaque(handle));
     if (state.options.verbose && level <= 5) {
-      report_note(std::string("kafka ") + rd_kafka_name(handle) + " " + facility + ": " + text);
+      state.log(std::string("kafka ") + rd_kafka_name(handle) + " " + facility + ": " + text);
     }
   }
   static void on_error(rd_kafka_t* handle, int, const char* reason, void*) {
     auto& state = *static_cast<State*>(rd_kafka_opaque(handle));
     ++state.counts.errors;
     if (state.options.verbose)
-      report_note(std::string("kafka ") + rd_kafka_name(handle) + ": " + reason);
+      state.log(std::string("kafka ") + rd_kafka_name(handle) + ": " + reason);
   }
 
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* message, void* opaque) {
@@ -194,7 +200,7 @@ struct KafkaStage::State {
     consumer.reset(rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error));
     if (!consumer) {
       rd_kafka_conf_destroy(conf);
-      throw InvalidArgument(std::string("--from: ") + error);
+      throw InvalidArgument(std::string("input: ") + error);
     }
     rd_kafka_poll_set_consumer(consumer.get());
 
@@ -208,12 +214,12 @@ struct KafkaStage::State {
     producer.reset(rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error));
     if (!producer) {
       rd_kafka_conf_destroy(conf);
-      throw InvalidArgument(std::string("--to: ") + error);
+      throw InvalidArgument(std::string("output: ") + error);
     }
 
-    check_topic(consumer.get(), options.input_brokers, options.input_topic, "--from",
+    check_topic(consumer.get(), options.input_brokers, options.input_topic, "input",
                 options.timeout);
-    check_topic(producer.get(), options.output_brokers, options.output_topic, "--to",
+    check_topic(producer.get(), options.output_brokers, options.output_topic, "output",
                 options.timeout);
     if (!options.transactional_id.empty()) {
       // Fences an earlier producer of this id (a killed stage) and aborts its open transaction.
@@ -221,7 +227,7 @@ struct KafkaStage::State {
               producer.get(), static_cast<int>(options.timeout.count()))) {
         const std::string what = rd_kafka_error_string(e);
         rd_kafka_error_destroy(e);
-        throw StorageError("--transactional-id " + options.transactional_id +
+        throw StorageError("transactional id " + options.transactional_id +
                            ": cannot start transactions on " + options.output_brokers + ": " +
                            what);
       }
@@ -230,7 +236,7 @@ struct KafkaStage::State {
     rd_kafka_topic_partition_list_add(topics.get(), options.input_topic.c_str(),
                                       RD_KAFKA_PARTITION_UA);
     if (const rd_kafka_resp_err_t err = rd_kafka_subscribe(consumer.get(), topics.get())) {
-      throw StorageError("--from: cannot subscribe to '" + options.input_topic +
+      throw StorageError("input: cannot subscribe to '" + options.input_topic +
                          "': " + rd_kafka_err2str(err));
     }
   }
@@ -258,9 +264,9 @@ struct KafkaStage::State {
       if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         const std::string what = rd_kafka_message_errstr(message.get());
         if (ends_the_stage(message->err)) {
-          throw StorageError("--from: topic '" + options.input_topic + "': " + what);
+          throw StorageError("input: topic '" + options.input_topic + "': " + what);
         }
-        report_warning("--from: " + what + " (retrying)");
+        warn("input: " + what + " (retrying)");
         continue;
       }
       // Records of a partition this stage no longer holds are not its to decide.
@@ -293,21 +299,20 @@ struct KafkaStage::State {
     items = std::move(keys);
   }
 
-  // With --on-bad-record error, the records before the first one without a key that no
+  // With OnMissingKey::error, the records before the first one without a key that no
   // decision record covers (stop_error then names it); else all of them.
   std::size_t cut_at_bad_record(int partition, const std::vector<Message>& batch,
                                 const std::vector<std::uint8_t>& has_item,
                                 const DecisionRecord* old) {
-    if (options.on_bad != OnBadRecord::error) return batch.size();
+    if (options.on_missing != OnMissingKey::error) return batch.size();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (has_item[i] != 0 || (old != nullptr && old->covers(batch[i]->offset))) continue;
       stop_error = "record " + std::to_string(batch[i]->offset) + " of partition " +
                    std::to_string(partition) + " of topic '" + options.input_topic + "' has " +
                    (options.kafka_key ? "no Kafka key"
-                    : extractor       ? "no key in its value (--key-field or --json-key)"
+                    : extractor       ? "no key in its value"
                                       : "no value") +
-                   "; the records before it are done and committed; run again with "
-                   "--on-bad-record skip (drop it) or pass (produce it unfiltered)";
+                   "; the records before it are done and committed";
       return i;
     }
     return batch.size();
@@ -390,7 +395,7 @@ struct KafkaStage::State {
           replayed.push_back(items[i]);
         }
       } else if (has_item[i] == 0) {
-        first_seen[i] = options.on_bad == OnBadRecord::pass ? 1 : 0;
+        first_seen[i] = options.on_missing == OnMissingKey::pass ? 1 : 0;
         ++(first_seen[i] != 0 ? counts.passed : counts.skipped);
       } else if (present[next_tested++] == 0 && seen.insert(items[i]).second) {
         first_seen[i] = 1;
@@ -459,7 +464,7 @@ struct KafkaStage::State {
         continue;
       }
       if (headers != nullptr) rd_kafka_headers_destroy(headers);
-      throw StorageError("--to: cannot produce to '" + options.output_topic + "' partition " +
+      throw StorageError("output: cannot produce to '" + options.output_topic + "' partition " +
                          std::to_string(m->partition) + ": " + what +
                          "; nothing of this round is committed");
     }
@@ -476,10 +481,10 @@ struct KafkaStage::State {
     const rd_kafka_resp_err_t err = rd_kafka_outq_len(producer.get()) > 0
                                         ? RD_KAFKA_RESP_ERR__TIMED_OUT
                                         : RD_KAFKA_RESP_ERR_NO_ERROR;
-    throw_if_fatal(producer.get(), "--to");
+    throw_if_fatal(producer.get(), "output");
     if (delivery_errors != 0 || err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       const std::string why = delivery_errors != 0 ? delivery_error : rd_kafka_err2str(err);
-      throw StorageError("--to: the brokers did not acknowledge " +
+      throw StorageError("output: the brokers did not acknowledge " +
                          std::to_string(delivery_errors != 0 ? delivery_errors : produced) +
                          " of the " + std::to_string(produced) + " records produced to '" +
                          options.output_topic + "': " + why +
@@ -501,7 +506,7 @@ struct KafkaStage::State {
     if (rd_kafka_error_t* e = rd_kafka_begin_transaction(producer.get())) {
       const std::string what = rd_kafka_error_string(e);
       rd_kafka_error_destroy(e);
-      throw StorageError("--to: cannot begin a transaction: " + what);
+      throw StorageError("output: cannot begin a transaction: " + what);
     }
   }
 
@@ -532,18 +537,17 @@ struct KafkaStage::State {
     const bool abortable = rd_kafka_error_txn_requires_abort(e) != 0;
     rd_kafka_error_destroy(e);
     if (!abortable) {
-      throw StorageError("--to: cannot commit the round's transaction: " + what +
+      throw StorageError("output: cannot commit the round's transaction: " + what +
                          "; nothing of the round is committed (a restart replays it)");
     }
     if (rd_kafka_error_t* a = rd_kafka_abort_transaction(producer.get(), timeout)) {
       const std::string why = rd_kafka_error_string(a);
       rd_kafka_error_destroy(a);
-      throw StorageError("--to: cannot abort the round's transaction (" + what + "): " + why +
+      throw StorageError("output: cannot abort the round's transaction (" + what + "): " + why +
                          "; nothing of the round is committed (a restart replays it)");
     }
     ++counts.aborted;
-    report_warning("--to: the round's transaction was aborted (" + what +
-                   "); its records are read again");
+    warn("output: the round's transaction was aborted (" + what + "); its records are read again");
     // Reading on past the aborted round would commit offsets beyond records never committed:
     // when the rewind fails, the stage ends instead, and its restart replays the round.
     const PartitionList rewind = offset_list(starts);
@@ -558,7 +562,7 @@ struct KafkaStage::State {
       }
     }
     if (!failed.empty()) {
-      throw StorageError("--from: cannot read the aborted round again: " + failed +
+      throw StorageError("input: cannot read the aborted round again: " + failed +
                          "; nothing of it is committed (a restart replays it)");
     }
     delivery_errors = 0;
@@ -570,33 +574,33 @@ struct KafkaStage::State {
     const rd_kafka_resp_err_t err = rd_kafka_commit(consumer.get(), list.get(), 0);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return;
     if (lost_partitions(err)) {
-      report_warning(std::string("the group rebalanced before the offsets were committed (") +
-                     rd_kafka_err2str(err) +
-                     "): the partitions' next owner produces the round's records again");
+      warn(std::string("the group rebalanced before the offsets were committed (") +
+           rd_kafka_err2str(err) +
+           "): the partitions' next owner produces the round's records again");
       return;
     }
-    throw StorageError("--from: cannot commit the offsets of group '" + options.group +
+    throw StorageError("input: cannot commit the offsets of group '" + options.group +
                        "': " + rd_kafka_err2str(err) +
                        " (the round's records were produced; a restart produces them again)");
   }
 };
 
-KafkaStage::KafkaStage(Filter& filter, DecisionLog& decisions, KafkaStageOptions options)
+KafkaDedup::KafkaDedup(Filter& filter, DecisionLog& decisions, KafkaDedupOptions options)
     : state_(std::make_unique<State>(filter, decisions, std::move(options))) {
   if (state_->options.record_key) state_->extractor.emplace(*state_->options.record_key);
   state_->connect();
 }
 
-KafkaStage::~KafkaStage() {
+KafkaDedup::~KafkaDedup() {
   try {
     close();
   } catch (...) {  // NOLINT: a destructor cannot report; close() is called explicitly first
   }
 }
 
-std::size_t KafkaStage::round(std::chrono::milliseconds wait) {
+std::size_t KafkaDedup::round(std::chrono::milliseconds wait) {
   State& s = *state_;
-  s.throw_if_fatal(s.consumer.get(), "--from");
+  s.throw_if_fatal(s.consumer.get(), "input");
   s.gather(wait);
   if (s.held_count == 0) return 0;
   // The round's records; `held` gathers the next round's while this one is delivered.
@@ -629,7 +633,7 @@ std::size_t KafkaStage::round(std::chrono::milliseconds wait) {
   return static_cast<std::size_t>(s.counts.read - read_before);
 }
 
-void KafkaStage::close() {
+void KafkaDedup::close() {
   State& s = *state_;
   if (s.closed) return;
   s.closed = true;
@@ -639,12 +643,16 @@ void KafkaStage::close() {
   rd_kafka_flush(s.producer.get(), static_cast<int>(s.options.timeout.count()));
 }
 
-const KafkaStageCounts& KafkaStage::counts() const noexcept {
+bool KafkaDedup::stopped_at_missing_item() const noexcept {
+  return !state_->stop_error.empty();
+}
+
+const KafkaDedupCounts& KafkaDedup::counts() const noexcept {
   return state_->counts;
 }
 
-std::vector<PartitionLag> KafkaStage::lag() const {
-  std::vector<PartitionLag> lags;
+std::vector<KafkaPartitionLag> KafkaDedup::lag() const {
+  std::vector<KafkaPartitionLag> lags;
   rd_kafka_topic_partition_list_t* assigned = nullptr;
   if (rd_kafka_assignment(state_->consumer.get(), &assigned) != 0 || assigned == nullptr) {
     return lags;
@@ -692,7 +700,7 @@ std::vector<PartitionLag> KafkaStage::lag() const {
     }
     std::int64_t low = 0;
     std::int64_t high = 0;
-    PartitionLag lag{p.partition, -1};
+    KafkaPartitionLag lag{p.partition, -1};
     if (rd_kafka_get_watermark_offsets(state_->consumer.get(), p.topic, p.partition, &low, &high) ==
             0 &&
         high >= 0 && next >= 0) {
@@ -703,4 +711,4 @@ std::vector<PartitionLag> KafkaStage::lag() const {
   return lags;
 }
 
-}  // namespace redbloom::cli
+}  // namespace redbloom
