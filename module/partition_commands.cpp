@@ -26,8 +26,11 @@ struct PartitionRequest {
   std::uint64_t sealed_length = 0;
   FilterParams params;
   std::uint64_t index = 0;
-  std::vector<std::string_view> items;
+  std::string_view packed;  // the items (packed) or their hashes (16 bytes each)
 };
+
+// How a command's last argument gives the items.
+enum class Items { packed, hashed };
 
 // Parses and checks the request; on a bad one replies with the error and returns false.
 bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, PartitionRequest& request) {
@@ -61,12 +64,7 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, PartitionRequest& requ
                 "2^32 and sealed-length its bytes, with or without the seal byte");
     return false;
   }
-  auto items = packed::split(text(argv[8]));
-  if (!items) {
-    reply_error(ctx, "ERR packed items end inside an item");
-    return false;
-  }
-  request.items = std::move(*items);
+  request.packed = text(argv[8]);
   return true;
 }
 
@@ -89,13 +87,31 @@ std::uint8_t* partition_bytes(RedisModuleCtx* ctx, const OpenKey& key,
   return reinterpret_cast<std::uint8_t*>(RedisModule_StringDMA(key.get(), &length, mode));
 }
 
-// Hashes every item and checks that each belongs to the partition (a client that routes an
-// item elsewhere would read or set bits no lookup of that item ever checks).
-bool hash_for_partition(RedisModuleCtx* ctx, const PartitionRequest& request,
-                        std::vector<ItemHash>& hashes) {
-  hashes.resize(request.items.size());
-  for (std::size_t i = 0; i < request.items.size(); ++i) {
-    hashes[i] = detail::hash_inline(request.items[i]);
+// The items' hashes, each checked to belong to the partition (a client that routes an item
+// elsewhere would read or set bits no lookup of that item ever checks). Hashed items arrive as
+// 16 bytes each, XXH3-128's low then high half, little-endian: the bits the client's own hash
+// of the item gives, so RB.PARTADDH sets exactly what RB.PARTADD of the item would.
+bool hashes_for_partition(RedisModuleCtx* ctx, const PartitionRequest& request, Items form,
+                          std::vector<ItemHash>& hashes) {
+  if (form == Items::hashed) {
+    if (request.packed.size() % packed::kHashedItemBytes != 0) {
+      reply_error(ctx, "ERR hashed items are 16 bytes each");
+      return false;
+    }
+    hashes.resize(request.packed.size() / packed::kHashedItemBytes);
+    for (std::size_t i = 0; i < hashes.size(); ++i) {
+      hashes[i] = packed::read_hash(request.packed.data() + i * packed::kHashedItemBytes);
+    }
+  } else {
+    auto items = packed::split(request.packed);
+    if (!items) {
+      reply_error(ctx, "ERR packed items end inside an item");
+      return false;
+    }
+    hashes.resize(items->size());
+    for (std::size_t i = 0; i < hashes.size(); ++i) hashes[i] = detail::hash_inline((*items)[i]);
+  }
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
     if (layout::partition_of(hashes[i], request.params.partitions) != request.index) {
       reply_error(ctx, ("ERR item " + std::to_string(i) + " belongs to another partition").c_str());
       return false;
@@ -105,13 +121,15 @@ bool hash_for_partition(RedisModuleCtx* ctx, const PartitionRequest& request,
 }
 
 // RB.PARTADD key sealed-length layout hashes partition-bits partitions index packed-items
+// RB.PARTADDH key ... index hashed-items
 // Test-and-set; the reply is one string, a byte per item, 1 when the item was new.
+template <Items form>
 int partition_add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 9) return RedisModule_WrongArity(ctx);
   PartitionRequest request;
   if (!parse(ctx, argv, request)) return module_api::kOk;
   std::vector<ItemHash> hashes;
-  if (!hash_for_partition(ctx, request, hashes)) return module_api::kOk;
+  if (!hashes_for_partition(ctx, request, form, hashes)) return module_api::kOk;
   OpenKey key(ctx, argv[1], module_api::kRead | module_api::kWrite);
   std::uint8_t* bytes = partition_bytes(ctx, key, request, module_api::kWrite);
   if (bytes == nullptr) return module_api::kOk;
@@ -127,13 +145,15 @@ int partition_add(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 }
 
 // RB.PARTEXISTS key sealed-length layout hashes partition-bits partitions index packed-items
+// RB.PARTEXISTSH key ... index hashed-items
 // The reply is one string, a byte per item, 1 when every bit of the item is set.
+template <Items form>
 int partition_exists(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (argc != 9) return RedisModule_WrongArity(ctx);
   PartitionRequest request;
   if (!parse(ctx, argv, request)) return module_api::kOk;
   std::vector<ItemHash> hashes;
-  if (!hash_for_partition(ctx, request, hashes)) return module_api::kOk;
+  if (!hashes_for_partition(ctx, request, form, hashes)) return module_api::kOk;
   OpenKey key(ctx, argv[1], module_api::kRead);
   std::uint8_t* bytes = partition_bytes(ctx, key, request, module_api::kRead);
   if (bytes == nullptr) return module_api::kOk;
@@ -153,8 +173,10 @@ int version(RedisModuleCtx* ctx, RedisModuleString**, int argc) {
 
 bool register_partition_commands(RedisModuleCtx* ctx) noexcept {
   static const Command commands[] = {
-      counted<partition_add>("rb.partadd", "write deny-oom"),
-      counted<partition_exists>("rb.partexists", "readonly fast"),
+      counted<partition_add<Items::packed>>("rb.partadd", "write deny-oom"),
+      counted<partition_exists<Items::packed>>("rb.partexists", "readonly fast"),
+      counted<partition_add<Items::hashed>>("rb.partaddh", "write deny-oom"),
+      counted<partition_exists<Items::hashed>>("rb.partexistsh", "readonly fast"),
       counted<version>("rb.version", "readonly fast", 0, 0, 0),
   };
   return register_commands(ctx, commands);

@@ -41,7 +41,7 @@ check_contains "BF.RESERVE over it names the kind" "redbloom plain filter" \
 # --- info names the engine ---
 run info --redis "$U" --name cli
 check_contains "info: the module's commands" "module redbloom (commands version" "$out"
-check_contains "info: which ones" "RB.PARTADD / RB.PARTEXISTS" "$out"
+check_contains "info: which ones" "RB.PARTADDH / RB.PARTEXISTSH" "$out"
 run create --redis "$S" --name cli -n 1000 -p 0.01 -q
 run info --redis "$S" --name cli --json
 check_contains "info json: stock engine" "\"engines\": [\"redis 127.0.0.1:${redis_port[stock]}: stock Redis commands: BITFIELD" "$out"

@@ -89,8 +89,8 @@ TEST(ModuleStore, OneServerGivesTheStockPathsAnswersAndBits) {
           << "partition " << p;
     }
   }
-  EXPECT_GT(with.calls("rb.partadd"), 0);
-  EXPECT_GT(with.calls("rb.partexists"), 0);
+  EXPECT_GT(with.calls("rb.partaddh"), 0);
+  EXPECT_GT(with.calls("rb.partexistsh"), 0);
   EXPECT_EQ(with.calls("bitfield"), 0);
   EXPECT_GT(without.calls("bitfield"), 0);
 }
@@ -126,8 +126,8 @@ TEST(ModuleStore, ShardedServersUseTheModuleOnlyWhereEveryServerHasIt) {
   const Answers single = exercise(stock);
   EXPECT_EQ(sharded.added, single.added);
   EXPECT_EQ(sharded.present, single.present);
-  EXPECT_GT(a.calls("rb.partadd"), 0);
-  EXPECT_GT(b.calls("rb.partadd"), 0);
+  EXPECT_GT(a.calls("rb.partaddh"), 0);
+  EXPECT_GT(b.calls("rb.partaddh"), 0);
   EXPECT_EQ(a.calls("bitfield") + b.calls("bitfield"), 0);
 }
 
@@ -143,7 +143,7 @@ TEST(ModuleStore, AClusterWithTheModuleOnEveryMasterUsesIt) {
   EXPECT_EQ(on_cluster.present, on_stock.present);
   long long module_calls = 0, bitfields = 0;
   for (std::size_t i = 0; i < cluster.size(); ++i) {
-    module_calls += cluster.node(i).calls("rb.partadd");
+    module_calls += cluster.node(i).calls("rb.partaddh");
     bitfields += cluster.node(i).calls("bitfield");
   }
   EXPECT_GT(module_calls, 0);
@@ -407,7 +407,7 @@ TEST(ModuleStore, InfoNamesTheEngine) {
   ASSERT_EQ(module_engines.size(), 1u);
   EXPECT_TRUE(contains_text(module_engines[0], "module redbloom (commands version"))
       << module_engines[0];
-  EXPECT_TRUE(contains_text(module_engines[0], "RB.PARTADD / RB.PARTEXISTS"));
+  EXPECT_TRUE(contains_text(module_engines[0], "RB.PARTADDH / RB.PARTEXISTSH"));
   const auto stock_engines = on_stock.info().engines;
   ASSERT_EQ(stock_engines.size(), 1u);
   EXPECT_TRUE(contains_text(stock_engines[0], "stock Redis commands: BITFIELD / GETRANGE"))

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/packed_items.hpp"
 #include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/sizing.hpp"
@@ -257,6 +258,34 @@ TEST(PartitionOps, ModuleCommandsSendTheItemsPackedInOneCommand) {
                                  bulk("0") + bulk(packed);
     EXPECT_EQ(out.text(), expected);
     EXPECT_EQ(commands->operation(lookup), lookup ? "RB.PARTEXISTS" : "RB.PARTADD");
+  }
+}
+
+// From module version 5: the items' hashes, 16 bytes each (low then high half, little-endian),
+// the ones the client routed them by.
+TEST(PartitionOps, ModuleCommandsCanSendTheHashesInstead) {
+  const Fixture f;
+  const auto commands = module_partition_commands(f.params, /*hashed=*/true);
+  for (const bool lookup : {false, true}) {
+    CommandBuffer out;
+    const std::size_t sent = lookup ? commands->encode_lookup(out, f.key, f.unit())
+                                    : commands->encode_test_and_set(out, f.key, f.unit());
+    EXPECT_EQ(sent, 1u);
+    std::string hashes;
+    for (const ItemHash& h : {f.hashes[0], f.hashes[1]}) {
+      for (const std::uint64_t half : {h.lo, h.hi}) {
+        for (int i = 0; i < 8; ++i) hashes += static_cast<char>(half >> (8 * i));
+      }
+    }
+    ASSERT_EQ(hashes.size(), 32u);
+    const std::string expected = "*9\r\n" + bulk(lookup ? "RB.PARTEXISTSH" : "RB.PARTADDH") +
+                                 bulk("f:bits:{f:0}") + bulk(std::to_string(f.key.sealed_length)) +
+                                 bulk("classic") + bulk(std::to_string(f.params.hashes)) +
+                                 bulk(std::to_string(f.params.partition_bits)) + bulk("1") +
+                                 bulk("0") + bulk(hashes);
+    EXPECT_EQ(out.text(), expected);
+    EXPECT_EQ(commands->operation(lookup), lookup ? "RB.PARTEXISTSH" : "RB.PARTADDH");
+    EXPECT_EQ(packed::read_hash(hashes.data() + 16), f.hashes[1]);
   }
 }
 

@@ -5,7 +5,7 @@
 namespace redbloom::module_protocol {
 
 // The version this build's module answers.
-inline constexpr long long kVersion = 4;
+inline constexpr long long kVersion = 5;
 // The first version with RB.PARTADD / RB.PARTEXISTS, and with RB.STREAM.
 inline constexpr long long kPartitionCommands = 1;
 inline constexpr long long kStreamCommand = 2;
@@ -15,5 +15,8 @@ inline constexpr long long kStreamCommand = 2;
 inline constexpr long long kGuardedStream = 3;
 // The first version with RB.CUCKOO, a cuckoo filter's unit of items (the cuckoo script's work).
 inline constexpr long long kCuckooCommand = 4;
+// The first version with RB.PARTADDH / RB.PARTEXISTSH: a unit's items sent as the 16-byte
+// hashes the client computed anyway to route them, instead of their bytes.
+inline constexpr long long kHashedItems = 5;
 
 }  // namespace redbloom::module_protocol

@@ -33,4 +33,30 @@ std::optional<std::vector<std::string_view>> split(std::string_view bytes) {
   return items;
 }
 
+namespace {
+
+void append_le64(std::string& out, std::uint64_t value) {
+  char bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(value >> (8 * i));
+  out.append(bytes, 8);
+}
+
+std::uint64_t read_le64(const char* bytes) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes);
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = value << 8 | p[i];
+  return value;
+}
+
+}  // namespace
+
+void append_hash(std::string& out, const ItemHash& hash) {
+  append_le64(out, hash.lo);
+  append_le64(out, hash.hi);
+}
+
+ItemHash read_hash(const char* bytes) noexcept {
+  return ItemHash{read_le64(bytes), read_le64(bytes + 8)};
+}
+
 }  // namespace redbloom::packed

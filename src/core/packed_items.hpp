@@ -1,8 +1,11 @@
 // Many items in one byte string, for commands that take a whole batch as one argument: each
 // item is its length as 4 bytes little-endian, then its bytes. One argument instead of one per
-// item spares the server an object per item when it parses the command.
+// item spares the server an object per item when it parses the command. Or the items' hashes,
+// 16 bytes each (XXH3-128's low then high half, little-endian): the server then neither
+// receives nor hashes the items' bytes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -10,7 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "redbloom/hash.hpp"
+
 namespace redbloom::packed {
+
+inline constexpr std::size_t kHashedItemBytes = 16;
 
 // Appends `item` to `out`.
 void append(std::string& out, std::string_view item);
@@ -18,5 +25,10 @@ void append(std::string& out, std::string_view item);
 void append_all(std::string& out, std::span<const std::string_view> items);
 // Views into `bytes` (which must outlive them), or nullopt when `bytes` ends inside an item.
 [[nodiscard]] std::optional<std::vector<std::string_view>> split(std::string_view bytes);
+
+// Appends `hash`'s 16 bytes to `out`.
+void append_hash(std::string& out, const ItemHash& hash);
+// The hash whose 16 bytes start at `bytes`.
+[[nodiscard]] ItemHash read_hash(const char* bytes) noexcept;
 
 }  // namespace redbloom::packed

@@ -199,13 +199,16 @@ class StockCommands final : public PartitionCommands {
 };
 
 // redbloom's module (module/partition_commands.cpp): one command per unit, the items packed in
-// one argument and hashed on the server, which checks the partition's length itself, in the
-// same command, so no STRLEN brackets are needed.
+// one argument, which checks the partition's length itself, in the same command, so no STRLEN
+// brackets are needed. From version 5 the unit goes as the items' hashes (RB.PARTADDH /
+// RB.PARTEXISTSH): the client hashed them already to route them, and 16 bytes an item are
+// fewer than most items' bytes and their length prefixes to send, encrypt and parse.
 class ModuleCommands final : public PartitionCommands {
  public:
-  explicit ModuleCommands(const FilterParams& params) : params_(params) {}
+  ModuleCommands(const FilterParams& params, bool hashed) : params_(params), hashed_(hashed) {}
 
   [[nodiscard]] std::string_view operation(bool lookup) const override {
+    if (hashed_) return lookup ? "RB.PARTEXISTSH" : "RB.PARTADDH";
     return lookup ? "RB.PARTEXISTS" : "RB.PARTADD";
   }
 
@@ -213,7 +216,7 @@ class ModuleCommands final : public PartitionCommands {
 
   std::size_t encode_test_and_set(CommandBuffer& out, const PartitionKey& partition,
                                   const UnitItems& unit) const override {
-    encode(out, "RB.PARTADD", partition, unit);
+    encode(out, operation(false), partition, unit);
     return 1;
   }
   void decode_test_and_set(Replies replies, const PartitionKey& partition, const UnitItems& unit,
@@ -222,7 +225,7 @@ class ModuleCommands final : public PartitionCommands {
   }
   std::size_t encode_lookup(CommandBuffer& out, const PartitionKey& partition,
                             const UnitItems& unit) const override {
-    encode(out, "RB.PARTEXISTS", partition, unit);
+    encode(out, operation(true), partition, unit);
     return 1;
   }
   void decode_lookup(Replies replies, const PartitionKey& partition, const UnitItems& unit,
@@ -242,7 +245,12 @@ class ModuleCommands final : public PartitionCommands {
               const UnitItems& unit) const {
     // Built per unit: a cluster encodes the units of its masters on several threads.
     std::string packed;
-    for (const std::uint32_t i : unit.order) packed::append(packed, unit.items[i]);
+    if (hashed_) {
+      packed.reserve(unit.order.size() * packed::kHashedItemBytes);
+      for (const std::uint32_t i : unit.order) packed::append_hash(packed, unit.hashes[i]);
+    } else {
+      for (const std::uint32_t i : unit.order) packed::append(packed, unit.items[i]);
+    }
     // A unit's items share one partition (they were grouped by it).
     const std::uint64_t index =
         unit.order.empty() ? 0
@@ -281,6 +289,7 @@ class ModuleCommands final : public PartitionCommands {
   }
 
   FilterParams params_;
+  bool hashed_;
 };
 
 }  // namespace
@@ -289,8 +298,9 @@ std::unique_ptr<PartitionCommands> stock_partition_commands(const FilterParams& 
   return std::make_unique<StockCommands>(params);
 }
 
-std::unique_ptr<PartitionCommands> module_partition_commands(const FilterParams& params) {
-  return std::make_unique<ModuleCommands>(params);
+std::unique_ptr<PartitionCommands> module_partition_commands(const FilterParams& params,
+                                                             bool hashed) {
+  return std::make_unique<ModuleCommands>(params, hashed);
 }
 
 std::size_t encode_length_check(CommandBuffer& out, const PartitionKey& partition) {

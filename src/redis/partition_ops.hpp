@@ -91,8 +91,10 @@ class PartitionCommands {
 //   lookup        RB.PARTEXISTS key (the same arguments)
 // one command per unit, the items packed in one argument (core/packed_items.hpp) and hashed
 // on the server, which checks the sealed length inside the command; same bits as stock Redis.
+// `hashed` (module version kHashedItems): RB.PARTADDH / RB.PARTEXISTSH with the items' hashes
+// instead, 16 bytes each; the same bits.
 [[nodiscard]] std::unique_ptr<PartitionCommands> module_partition_commands(
-    const FilterParams& params);
+    const FilterParams& params, bool hashed = false);
 
 // STRLEN key: the length check alone (the first of a multi-unit transfer).
 std::size_t encode_length_check(CommandBuffer& out, const PartitionKey& partition);

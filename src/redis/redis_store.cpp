@@ -201,7 +201,8 @@ void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& s
   // commands to whichever master serves it).
   module_version = redis::module_version(*router);
   commands = module_version >= module_protocol::kPartitionCommands
-                 ? redis::module_partition_commands(params)
+                 ? redis::module_partition_commands(params,
+                                                    module_version >= module_protocol::kHashedItems)
                  : redis::stock_partition_commands(params);
 }
 
@@ -289,7 +290,10 @@ std::vector<std::string> RedisStore::engines() const {
   const std::string where = "redis " + endpoint().describe() + ": ";
   if (s.module_version >= module_protocol::kPartitionCommands) {
     return {where + "module redbloom (commands version " + std::to_string(s.module_version) +
-            "), hashing on the server: " + used};
+            (s.module_version >= module_protocol::kHashedItems
+                 ? "), hashing on the client, bits on the server: "
+                 : "), hashing on the server: ") +
+            used};
   }
   return {where + "stock Redis commands: " + used};
 }

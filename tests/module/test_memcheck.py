@@ -276,9 +276,11 @@ def random_other(rng):
     batch = items("o%d" % rng.randint(0, 3), rng.randint(0, 30))
     choice = rng.randrange(10)
     if choice < 2:
-        command = [rng.choice(["RB.PARTADD", "RB.PARTEXISTS"]), key, number(513),
-                   rng.choice(["classic", "blocked", "other"]), number(7), number(4096),
-                   number(1), number(0), packed(batch)]
+        name = rng.choice(["RB.PARTADD", "RB.PARTEXISTS", "RB.PARTADDH", "RB.PARTEXISTSH"])
+        data = packed(batch) if not name.endswith("H") else rng.randbytes(
+            rng.choice([0, 15, 16, 160, 161]))
+        command = [name, key, number(513), rng.choice(["classic", "blocked", "other"]),
+                   number(7), number(4096), number(1), number(0), data]
     elif choice < 4:
         data = packed(batch)
         if rng.random() < 0.3:

@@ -102,6 +102,36 @@ def test_items_of_another_partition_are_refused(raw):
     assert isinstance(part(raw, "RB.PARTEXISTS", "p0", batch, partitions=2), Error)
 
 
+def hashed(pairs):
+    """Items given as their 128-bit hashes: (low, high) halves, 16 bytes each."""
+    return b"".join(lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for lo, hi in pairs)
+
+
+def test_hashed_items(raw):
+    """RB.PARTADDH / RB.PARTEXISTSH take the hashes the client routed the items by (the library
+    checks that they set the same bits as RB.PARTADD of the items: test_module_store)."""
+    raw("SET", "h", b"\x00" * SEALED)
+    rng = __import__("random").Random(7)
+    pairs = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(200)]
+
+    def h(command, batch, **kw):
+        return raw(command, "h", SEALED, kw.get("layout", "classic"), 7, BITS,
+                   kw.get("partitions", 1), kw.get("index", 0), hashed(batch))
+    assert h("RB.PARTEXISTSH", pairs) == b"\x00" * 200
+    assert h("RB.PARTADDH", pairs) == b"\x01" * 200
+    assert h("RB.PARTADDH", pairs) == b"\x00" * 200
+    assert h("RB.PARTEXISTSH", pairs) == b"\x01" * 200
+    assert h("RB.PARTEXISTSH", [(1, 2)]) == b"\x00"
+    for command in ("RB.PARTADDH", "RB.PARTEXISTSH"):
+        reply = raw(command, "h", SEALED, "classic", 7, BITS, 1, 0, b"\x00" * 15)
+        assert reply == Error("ERR hashed items are 16 bytes each")
+        # The partition is the low 32 bits of the low half times partitions, over 2^32.
+        assert h(command, [(0xFFFFFFFF, 0)], partitions=2, index=1) in (b"\x00", b"\x01")
+        assert h(command, [(0xFFFFFFFF, 0)], partitions=2, index=0) == \
+            Error("ERR item 0 belongs to another partition")
+    assert raw("RB.VERSION") >= 5
+
+
 # --- the same bits as the library ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -143,7 +143,7 @@ def test_cli_on_a_cluster(cluster):
     assert found.returncode == 0, found.stderr.decode()
     present = found.stdout.splitlines()
     assert present[:2000] == added and len(present) < 2000 + 100
-    calls = sum(int(n.client().info("commandstats").get("cmdstat_rb.partadd", {}).get(
+    calls = sum(int(n.client().info("commandstats").get("cmdstat_rb.partaddh", {}).get(
         "calls", 0)) for n in cluster)
     assert calls > 0
     assert all(n.client().dbsize() > 0 for n in cluster)
