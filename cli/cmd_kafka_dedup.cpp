@@ -36,6 +36,7 @@ struct KafkaDedupCommand {
   std::string to;
   std::string group;
   std::string key = "value";
+  std::string to_partition = "same";
   std::vector<std::string> properties;
   std::size_t batch = 10000;
   std::string timeout = "30s";
@@ -92,6 +93,8 @@ KafkaDedupOptions stage_options(const KafkaDedupCommand& cmd, const Filter& filt
   options.group = cmd.group;
   options.batch = cmd.batch;
   options.kafka_key = cmd.key == "kafka-key";
+  options.output_partition =
+      cmd.to_partition == "key" ? KafkaOutputPartition::by_key : KafkaOutputPartition::same;
   options.on_missing = cmd.records.on_bad == OnBadRecord::skip   ? OnMissingKey::skip
                        : cmd.records.on_bad == OnBadRecord::pass ? OnMissingKey::pass
                                                                  : OnMissingKey::error;
@@ -244,6 +247,11 @@ void register_kafka_dedup(CLI::App& app, int& exit_code) {
                   "The item: the record's value (default; --key-field, --csv or --json-key "
                   "take a part of it) or its Kafka key (kafka-key)")
       ->check(CLI::IsMember({"value", "kafka-key"}));
+  sub->add_option("--to-partition", cmd->to_partition,
+                  "The output partition of a record: the number it had in the input (same, "
+                  "the default; the output needs as many partitions) or the producer's choice "
+                  "by its Kafka key (key)")
+      ->check(CLI::IsMember({"same", "key"}));
   sub->add_option("-X", cmd->properties,
                   "A librdkafka property for both topics' clients, NAME=VALUE (e.g. "
                   "security.protocol=SASL_SSL); may be repeated")

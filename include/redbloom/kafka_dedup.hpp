@@ -34,6 +34,11 @@
 
 namespace redbloom {
 
+// Where a first-seen record goes in the output topic: the partition number it had in the
+// input (which the output must have), or the one the producer's partitioner picks from its
+// Kafka key (librdkafka's default, consistent_random: a record without a key anywhere).
+enum class KafkaOutputPartition { same, by_key };
+
 struct KafkaDedupOptions {
   std::string input_brokers;  // "host:port,host:port"
   std::string input_topic;
@@ -42,12 +47,13 @@ struct KafkaDedupOptions {
   std::string group;
   std::vector<std::pair<std::string, std::string>> properties;  // librdkafka's, for both sides
   std::size_t batch = 10000;                                    // records per round, at most
-  bool kafka_key = false;                                       // the item is the record's key
-  std::optional<RecordKeySpec> record_key;                      // else the item is the whole value
-  OnMissingKey on_missing = OnMissingKey::error;                // a record without the item
-  std::chrono::milliseconds decision_ttl{0};                    // 0: decision records do not expire
-  std::chrono::milliseconds timeout{30000};  // to reach the brokers, to deliver a round
-  std::string transactional_id;              // empty: idempotent producer, offsets committed
+  KafkaOutputPartition output_partition = KafkaOutputPartition::same;
+  bool kafka_key = false;                         // the item is the record's key
+  std::optional<RecordKeySpec> record_key;        // else the item is the whole value
+  OnMissingKey on_missing = OnMissingKey::error;  // a record without the item
+  std::chrono::milliseconds decision_ttl{0};      // 0: decision records do not expire
+  std::chrono::milliseconds timeout{30000};       // to reach the brokers, to deliver a round
+  std::string transactional_id;                   // empty: idempotent producer, offsets committed
   // Warnings (a broker error retried, a rebalance that refused a commit), and with `verbose`
   // librdkafka's own log lines. Empty: not reported.
   std::function<void(const std::string&)> on_warning;

@@ -40,10 +40,11 @@ void set(rd_kafka_conf_t* conf, const std::string& name, const std::string& valu
   }
 }
 
-// A topic of `handle` exists on the brokers; waits up to `timeout` to reach them. Asks for
-// every topic's metadata: a request naming the topic may make a broker create it.
-void check_topic(rd_kafka_t* handle, const std::string& brokers, const std::string& topic,
-                 const char* option, std::chrono::milliseconds timeout) {
+// A topic of `handle` exists on the brokers; returns its number of partitions. Waits up to
+// `timeout` to reach them. Asks for every topic's metadata: a request naming the topic may
+// make a broker create it.
+int check_topic(rd_kafka_t* handle, const std::string& brokers, const std::string& topic,
+                const char* option, std::chrono::milliseconds timeout) {
   const rd_kafka_metadata_t* metadata = nullptr;
   const rd_kafka_resp_err_t err =
       rd_kafka_metadata(handle, 1, nullptr, &metadata, static_cast<int>(timeout.count()));
@@ -53,14 +54,19 @@ void check_topic(rd_kafka_t* handle, const std::string& brokers, const std::stri
                        " s: " + rd_kafka_err2str(err));
   }
   rd_kafka_resp_err_t topic_err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+  int partitions = 0;
   for (int i = 0; i < metadata->topic_cnt; ++i) {
-    if (topic == metadata->topics[i].topic) topic_err = metadata->topics[i].err;
+    if (topic == metadata->topics[i].topic) {
+      topic_err = metadata->topics[i].err;
+      partitions = metadata->topics[i].partition_cnt;
+    }
   }
   rd_kafka_metadata_destroy(metadata);
   if (topic_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     throw InvalidArgument(std::string(option) + ": topic '" + topic + "' on " + brokers + ": " +
                           rd_kafka_err2str(topic_err));
   }
+  return partitions;
 }
 
 // Errors of a consumed record that end the stage: the topic is gone or not ours to read.
@@ -217,10 +223,19 @@ struct KafkaDedup::State {
       throw InvalidArgument(std::string("output: ") + error);
     }
 
-    check_topic(consumer.get(), options.input_brokers, options.input_topic, "input",
-                options.timeout);
-    check_topic(producer.get(), options.output_brokers, options.output_topic, "output",
-                options.timeout);
+    const int in = check_topic(consumer.get(), options.input_brokers, options.input_topic, "input",
+                               options.timeout);
+    const int out = check_topic(producer.get(), options.output_brokers, options.output_topic,
+                                "output", options.timeout);
+    // A record of input partition p goes to output partition p: every round would fail on a
+    // partition the output does not have.
+    if (options.output_partition == KafkaOutputPartition::same && out < in) {
+      throw InvalidArgument("output: topic '" + options.output_topic + "' has " +
+                            std::to_string(out) + " partitions, fewer than the input's " +
+                            std::to_string(in) +
+                            ", so a record cannot keep its partition number: let the producer "
+                            "pick one by the record's key instead (--to-partition key)");
+    }
     if (!options.transactional_id.empty()) {
       // Fences an earlier producer of this id (a killed stage) and aborts its open transaction.
       if (rd_kafka_error_t* e = rd_kafka_init_transactions(
@@ -440,7 +455,9 @@ struct KafkaDedup::State {
     values[n].vtype = RD_KAFKA_VTYPE_TOPIC;
     values[n++].u.cstr = options.output_topic.c_str();
     values[n].vtype = RD_KAFKA_VTYPE_PARTITION;
-    values[n++].u.i32 = m->partition;
+    values[n++].u.i32 = options.output_partition == KafkaOutputPartition::same
+                            ? m->partition
+                            : RD_KAFKA_PARTITION_UA;  // the producer's partitioner, by key
     values[n].vtype = RD_KAFKA_VTYPE_VALUE;
     values[n].u.mem.ptr = m->payload;
     values[n++].u.mem.size = m->len;

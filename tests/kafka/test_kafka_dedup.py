@@ -187,6 +187,25 @@ def test_broker_errors(make_cluster, tmp_path):
     assert r.returncode == 2 and "no.such.property" in r.stderr, r.stderr
 
 
+def test_an_output_with_fewer_partitions_takes_records_by_key(make_cluster, tmp_path):
+    cluster = make_cluster("in:3", "out:1")
+    records = [("k%d" % (i % 40), "v%d" % i) for i in range(300)]
+    cluster.produce("in", records)
+    seen = ["-f", str(tmp_path / "seen.rbf"), "-n", "1000"]
+    r = subprocess.run(stage_args(cluster, "g", seen, "--key", "kafka-key", *FAST_GROUP),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "has 1 partitions, fewer than the input's 3" in r.stderr and \
+        "--to-partition key" in r.stderr, r.stderr
+    code, err = run_until_drained(cluster, stage_args(cluster, "g", seen, "--key", "kafka-key",
+                                                      "--to-partition", "key", *FAST_GROUP),
+                                  len(records))
+    assert code == 0, err
+    out = cluster.consume("out")
+    assert sorted(k for k, _, _, _ in out) == sorted({k for k, _ in records})
+    assert {p for _, _, p, _ in out} == {0}
+
+
 def test_output_partition_without_leader_commits_nothing_past_what_was_produced(make_cluster,
                                                                                tmp_path):
     cluster = make_cluster("in:1", "out:1")
