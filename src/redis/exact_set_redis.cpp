@@ -50,18 +50,16 @@ constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
 // per-key overhead spread over enough items to stay near 1 byte each.
 constexpr std::uint64_t kTagsPerBucket = 64;
 
-// Appends to each bucket KEYS[k] the tags of ARGV[k + 2] (6 bytes each) that it does not
-// hold yet, and returns how many it appended in all. One script, so that of concurrent adders
-// of an item exactly one stores it and counts it new (a GET, then an APPEND, let two of them
-// both do so). ARGV[1] is the seal's length (1, or 0 for version 1 sets): a tag is held only
-// at an offset that is a whole number of tags past the seal. Every bucket is checked before
-// any is written: a missing, unsealed or damaged one is an error naming its k, as a lookup's
-// checks report it, and nothing is appended. ARGV[2] = "1" (one server): the last key is the
-// metadata hash, whose `entries` the script raises by what it appended, so the count moves with
-// the tags even when a later unit of the same add fails. On a cluster the metadata is in
-// another slot, out of a script's reach, and the caller counts (ARGV[2] = "0"). Once a script
-// has written, Redis no longer refuses its writes for maxmemory, so it never stops half way.
-constexpr std::string_view kAddNewTags = R"lua(
+// The start of both tag scripts. ARGV[1] is the seal's length (1, or 0 for version 1 sets): a
+// tag is held only at an offset that is a whole number of tags past the seal (held_at). Every
+// bucket KEYS[k] is read and checked before any is written: a missing, unsealed or damaged one
+// is an error naming its k, as a lookup's checks report it, and nothing is written. ARGV[2] =
+// "1" (one server): the last key is the metadata hash, whose `entries` the script moves by what
+// it changed, so the count moves with the tags even when a later unit of the same call fails.
+// On a cluster the metadata is in another slot, out of a script's reach, and the caller counts
+// (ARGV[2] = "0"). Once a script has written, Redis no longer refuses its writes for maxmemory,
+// so it never stops half way.
+constexpr std::string_view kReadBuckets = R"lua(
 local seal = tonumber(ARGV[1])
 local counted = ARGV[2] == '1'
 local nbuckets = #KEYS
@@ -77,18 +75,28 @@ for k = 1, nbuckets do
   if #bucket % 6 ~= seal then return redis.error_reply('REDBLOOM damaged ' .. k) end
   buckets[k] = bucket
 end
+local function held_at(bucket, tag)
+  local from = seal + 1
+  while true do
+    local at = string.find(bucket, tag, from, true)
+    if not at then return nil end
+    if (at - 1 - seal) % 6 == 0 then return at end
+    from = at + 1
+  end
+end
+)lua";
+
+// Appends to each bucket KEYS[k] the tags of ARGV[k + 2] (6 bytes each) that it does not
+// hold yet, and returns how many it appended in all. One script, so that of concurrent adders
+// of an item exactly one stores it and counts it new (a GET, then an APPEND, let two of them
+// both do so).
+constexpr std::string_view kAddNewTagsBody = R"lua(
 local added = 0
 for k = 1, nbuckets do
   local bucket, tags, new = buckets[k], ARGV[k + 2], {}
   for i = 1, #tags, 6 do
-    local tag, from, held = string.sub(tags, i, i + 5), seal + 1, false
-    while true do
-      local at = string.find(bucket, tag, from, true)
-      if not at then break end
-      if (at - 1 - seal) % 6 == 0 then held = true break end
-      from = at + 1
-    end
-    if not held then new[#new + 1] = tag end
+    local tag = string.sub(tags, i, i + 5)
+    if not held_at(bucket, tag) then new[#new + 1] = tag end
   end
   if #new > 0 then
     redis.call('APPEND', KEYS[k], table.concat(new))
@@ -99,38 +107,14 @@ if counted and added > 0 then redis.call('HINCRBY', KEYS[#KEYS], 'entries', adde
 return added
 )lua";
 
-// Cuts from each bucket KEYS[k] the tags of ARGV[k + 2] that it holds (one copy each, at an
-// offset a whole number of tags past the seal) and returns one character per tag, in order:
-// '1' removed, '0' not held. Buckets are checked first as kAddNewTags checks them, and
-// ARGV[1], ARGV[2] and the metadata key mean what they mean there (`entries` lowered by what
-// it removed).
-constexpr std::string_view kRemoveTags = R"lua(
-local seal = tonumber(ARGV[1])
-local counted = ARGV[2] == '1'
-local nbuckets = #KEYS
-if counted then nbuckets = nbuckets - 1 end
-local buckets = {}
-for k = 1, nbuckets do
-  local bucket = redis.call('GET', KEYS[k])
-  if not bucket then
-    if seal == 1 then return redis.error_reply('REDBLOOM missing ' .. k) end
-    bucket = ''
-  end
-  if seal == 1 and #bucket % 6 == 0 then return redis.error_reply('REDBLOOM unsealed ' .. k) end
-  if #bucket % 6 ~= seal then return redis.error_reply('REDBLOOM damaged ' .. k) end
-  buckets[k] = bucket
-end
+// Cuts from each bucket KEYS[k] the tags of ARGV[k + 2] that it holds (one copy each) and
+// returns one character per tag, in order: '1' removed, '0' not held.
+constexpr std::string_view kRemoveTagsBody = R"lua(
 local flags, removed = {}, 0
 for k = 1, nbuckets do
   local bucket, tags, changed = buckets[k], ARGV[k + 2], false
   for i = 1, #tags, 6 do
-    local tag, from, held = string.sub(tags, i, i + 5), seal + 1, nil
-    while true do
-      local at = string.find(bucket, tag, from, true)
-      if not at then break end
-      if (at - 1 - seal) % 6 == 0 then held = at break end
-      from = at + 1
-    end
+    local held = held_at(bucket, string.sub(tags, i, i + 5))
     if held then
       bucket = string.sub(bucket, 1, held - 1) .. string.sub(bucket, held + 6)
       flags[#flags + 1] = '1'
@@ -145,6 +129,17 @@ end
 if counted and removed > 0 then redis.call('HINCRBY', KEYS[#KEYS], 'entries', -removed) end
 return table.concat(flags)
 )lua";
+
+std::string script_of(std::string_view body) {
+  std::string script;
+  script.reserve(kReadBuckets.size() + body.size());
+  script.append(kReadBuckets);
+  script.append(body);
+  return script;
+}
+
+const std::string kAddNewTags = script_of(kAddNewTagsBody);
+const std::string kRemoveTags = script_of(kRemoveTagsBody);
 
 std::string meta_key(const std::string& name) {
   return redis::exact_meta_key(name);
