@@ -1,11 +1,7 @@
 #include "redis/cuckoo_script.hpp"
 
-#include <openssl/evp.h>
-
-#include <cstdio>
-#include <stdexcept>
-
 #include "partition_ops.hpp"
+#include "script_digest.hpp"
 
 namespace redbloom::redis::cuckoo {
 namespace {
@@ -282,21 +278,7 @@ std::string_view script_text() noexcept {
 }
 
 const std::string& script_sha1() {
-  static const std::string sha = [] {
-    const std::string_view text = script_text();
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha1(), nullptr) != 1) {
-      throw std::runtime_error("SHA1 of the cuckoo script failed (OpenSSL)");
-    }
-    std::string hex;
-    char pair[3];
-    for (unsigned int i = 0; i < length; ++i) {
-      std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-      hex += pair;
-    }
-    return hex;
-  }();
+  static const std::string sha = script_sha1_of(script_text());
   return sha;
 }
 

@@ -1,13 +1,10 @@
 #include "stream_script.hpp"
 
-#include <openssl/evp.h>
-
 #include <charconv>
-#include <cstdio>
-#include <stdexcept>
 #include <string>
 
 #include "partition_ops.hpp"
+#include "script_digest.hpp"
 
 namespace redbloom::redis::stream {
 namespace {
@@ -304,21 +301,7 @@ std::int64_t integer_of(const redisReply& reply, const char* what) {
 }  // namespace
 
 const std::string& script_sha1() {
-  static const std::string sha = [] {
-    const std::string_view text = script_text();
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha1(), nullptr) != 1) {
-      throw std::runtime_error("SHA1 of the stream script failed (OpenSSL)");
-    }
-    std::string hex;
-    char pair[3];
-    for (unsigned int i = 0; i < length; ++i) {
-      std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-      hex += pair;
-    }
-    return hex;
-  }();
+  static const std::string sha = script_sha1_of(script_text());
   return sha;
 }
 
