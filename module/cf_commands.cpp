@@ -238,16 +238,26 @@ int insert_items(RedisModuleCtx* ctx, RedisModuleString* name, RedisModuleString
     replicate_adds(ctx, name, items, done, event);
     return reply_error(ctx, "Maximum expansions reached");
   }
-  const std::uint64_t limit = byte_limit(ctx, filter.bytes());
+  // The memory limit is asked of the server only when an add must grow the filter (rarely):
+  // until then a limit of the bytes held refuses any growth and changes nothing, so that add
+  // is made again with the real limit.
+  std::optional<std::uint64_t> limit;
+  const auto add_one = [&](std::uint64_t hash) {
+    const std::uint64_t bound = limit ? *limit : filter.bytes();
+    Insert result = options.nx ? filter.insert_unique(hash, bound) : filter.insert(hash, bound);
+    if (result == Insert::over_limit && !limit) {
+      limit = byte_limit(ctx, filter.bytes());
+      result = options.nx ? filter.insert_unique(hash, *limit) : filter.insert(hash, *limit);
+    }
+    return result;
+  };
   if (options.multi) RedisModule_ReplyWithArray(ctx, count);
   std::vector<std::uint64_t>& hashes = hashes_of(items, count);
   done.stored.assign(static_cast<std::size_t>(count), 0);
   for (int i = 0; i < std::min(count, kAhead); ++i) filter.prefetch(hashes[i]);
   for (int i = 0; i < count; ++i) {
     if (i + kAhead < count) filter.prefetch(hashes[i + kAhead]);
-    const std::uint64_t hash = hashes[i];
-    const Insert result =
-        options.nx ? filter.insert_unique(hash, limit) : filter.insert(hash, limit);
+    const Insert result = add_one(hashes[i]);
     done.stored[i] = result == Insert::inserted ? 1 : 0;
     done.stored_count += done.stored[i];
     done.growth_refused |= result == Insert::over_limit || result == Insert::cannot_grow;

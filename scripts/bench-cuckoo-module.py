@@ -3,14 +3,15 @@
 RedisBloom, side by side, on private redis-servers (no persistence) on free loopback ports.
 
     scripts/bench-cuckoo-module.py MODULE.so --redisbloom=REDISBLOOM.so [--reps=5]
-        [--n=400000] [--capacity=4000000] [--pipeline=32] [--clients=4]
+        [--n=400000] [--capacity=4000000] [--pipeline=32] [--clients=4] [--maxmemory=BYTES]
 
 Per run and per server: FLUSHALL, CF.RESERVE of `capacity` (no growth), then redis-benchmark
 (Debian's redis-tools) sends each command with random items (`i:__rand_int__` over 2·n
 values, so about half the lookups and deletes find their item) `n` times, `pipeline` in flight
 on each of `clients` connections (n / items-per-command for the commands of 10 and 100
 items). Each command runs on
-both servers back to back, in a random order. Prints a markdown table: the median items/s of
+both servers back to back, in a random order. --maxmemory gives both servers that limit
+(noeviction; the default 0 sets none). Prints a markdown table: the median items/s of
 `reps` runs per command and server, and the median of the runs' ratios.
 """
 
@@ -38,7 +39,7 @@ COMMANDS = [  # shown as, command, arguments after the key, items per command
 
 
 class Server:
-    def __init__(self, name, module, directory):
+    def __init__(self, name, module, directory, maxmemory):
         self.name = name
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -46,7 +47,7 @@ class Server:
         os.makedirs(directory)
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", directory, "--logfile",
+             "--appendonly", "no", "--maxmemory", str(maxmemory), "--dir", directory, "--logfile",
              os.path.join(directory, "redis.log"), "--loadmodule", os.path.abspath(module)])
         for _ in range(100):
             if self.cli("PING") == "PONG":
@@ -84,6 +85,7 @@ def main():
     parser.add_argument("--capacity", type=int, default=4000000)
     parser.add_argument("--pipeline", type=int, default=32)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--maxmemory", type=int, default=0)
     options = parser.parse_args()
     for tool in ("redis-server", "redis-benchmark", "redis-cli"):
         if shutil.which(tool) is None:
@@ -91,8 +93,10 @@ def main():
     top = tempfile.mkdtemp(prefix="bench-cuckoo-")
     servers = []
     try:
-        servers = [Server("redbloom.so", options.module, os.path.join(top, "redbloom")),
-                   Server("RedisBloom", options.redisbloom, os.path.join(top, "redisbloom"))]
+        servers = [Server("redbloom.so", options.module, os.path.join(top, "redbloom"),
+                          options.maxmemory),
+                   Server("RedisBloom", options.redisbloom, os.path.join(top, "redisbloom"),
+                          options.maxmemory)]
         rates = {(s.name, c[0]): [] for s in servers for c in COMMANDS}
         ratios = {c[0]: [] for c in COMMANDS}
         order = random.Random(1)
@@ -110,9 +114,10 @@ def main():
                     pair[server.name] = measure(server, command, args, items, options) * items
                     rates[(server.name, shown)].append(pair[server.name])
                 ratios[shown].append(pair["redbloom.so"] / pair["RedisBloom"])
-        print("machine: %d cores, load average %s; n=%d, pipeline %d, %d clients, %d runs" % (
-            os.cpu_count(), " ".join("%.2f" % x for x in os.getloadavg()), options.n,
-            options.pipeline, options.clients, options.reps))
+        print("machine: %d cores, load average %s; n=%d, pipeline %d, %d clients, %d runs, "
+              "maxmemory %d" % (os.cpu_count(), " ".join("%.2f" % x for x in os.getloadavg()),
+                                options.n, options.pipeline, options.clients, options.reps,
+                                options.maxmemory))
         print()
         print("| command | redbloom.so items/s | RedisBloom items/s | ratio (median of the runs' ratios) |")
         print("|---|---|---|---|")

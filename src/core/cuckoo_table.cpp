@@ -1,9 +1,11 @@
 #include "core/cuckoo_table.hpp"
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "redbloom/error.hpp"
@@ -182,38 +184,90 @@ bool Table::contains(const ItemHash& h) const noexcept {
 
 namespace {
 
+// One bit at the bottom of each of a bucket's 4 lanes of F bits, the lanes `at` bits up.
+template <typename Word, std::uint32_t F>
+constexpr Word lanes_low(std::uint32_t at) noexcept {
+  Word low = 0;
+  for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) low |= Word{1} << (at + j * F);
+  return low;
+}
+
+// Whether a lane of x under `high` (the lanes' top bits) is zero: exact for "any lane", as no
+// borrow starts below the lowest zero lane.
+template <typename Word>
+__attribute__((always_inline)) inline bool any_zero_lane(Word x, Word low, Word high) noexcept {
+  return ((x - low) & ~x & high) != 0;
+}
+
+// A bucket's bytes as a word in the machine's order: for F of 4, 8 or 16 every lane is whole
+// bytes (or a nibble of one), so testing lanes for equality needs no byte swap, only (for 16)
+// the fingerprint's.
+template <typename Word>
+Word load_native(const std::uint8_t* at) noexcept {
+  Word value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
+// The first byte of bucket `bucket` of a table of F-bit fingerprints (bucket·4F/8 bits in).
+template <std::uint32_t F>
+__attribute__((always_inline)) inline const std::uint8_t* bucket_at(const std::uint8_t* bytes,
+                                                                    std::uint64_t bucket) noexcept {
+  return bytes + (F % 2 == 0 ? bucket * (F / 2) : (bucket * F) >> 1);
+}
+
 // Whether a slot of bucket `bucket` of a table of F-bit fingerprints holds `fingerprint`, all
-// four lanes at once (as Table::holds, its shifts constants).
+// four lanes at once (as Table::holds, its shifts constants). The bucket is left at the top of
+// the word read: the bits below it are never borrowed from, so they need no masking.
 template <std::uint32_t F>
 __attribute__((always_inline)) inline bool holds_of(const std::uint8_t* bytes, std::uint64_t bucket,
                                                     std::uint32_t fingerprint) noexcept {
   constexpr std::uint32_t kBucketBits = kSlotsPerBucket * F;
   // An odd F starts every other bucket 4 bits into its byte.
   const unsigned shift = F % 2 == 0 ? 0 : static_cast<unsigned>(bucket & 1) * 4;
-  const std::uint8_t* at = bytes + bucket * kBucketBits / 8;
-  if constexpr (F <= kNarrowBits) {
-    constexpr std::uint64_t kLow = [] {
-      std::uint64_t low = 0;
-      for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) low |= std::uint64_t{1} << (j * F);
-      return low;
-    }();
-    constexpr std::uint64_t kHigh = kLow << (F - 1);
-    const std::uint64_t lanes = (load_be64(at) << shift) >> (64 - kBucketBits);
-    const std::uint64_t x = lanes ^ (fingerprint * kLow);
-    return ((x - kLow) & ~x & kHigh) != 0;
+  const std::uint8_t* at = bucket_at<F>(bytes, bucket);
+  if constexpr (F == 16) {
+    constexpr std::uint64_t kLow = lanes_low<std::uint64_t, F>(0);
+    // Hidden from GCC, which would otherwise spread the fingerprint by 6 shifts and adds where
+    // one multiplication does.
+    std::uint64_t low = kLow;
+    asm("" : "+r"(low));
+    const auto lane = static_cast<std::uint16_t>(fingerprint);
+    const std::uint64_t x =
+        load_native<std::uint64_t>(at) ^
+        ((std::endian::native == std::endian::little ? __builtin_bswap16(lane) : lane) * low);
+    return any_zero_lane(x, kLow, kLow << (F - 1));
+  } else if constexpr (F <= kNarrowBits) {
+    constexpr std::uint64_t kLow = lanes_low<std::uint64_t, F>(64 - kBucketBits);
+    const std::uint64_t x = (load_be64(at) << shift) ^ (fingerprint * kLow);
+    return any_zero_lane(x, kLow, kLow << (F - 1));
   } else {
-    constexpr unsigned __int128 kLow = [] {
-      unsigned __int128 low = 0;
-      for (std::uint32_t j = 0; j < kSlotsPerBucket; ++j) {
-        low |= static_cast<unsigned __int128>(1) << (j * F);
-      }
-      return low;
-    }();
-    constexpr unsigned __int128 kHigh = kLow << (F - 1);
+    constexpr unsigned __int128 kLow = lanes_low<unsigned __int128, F>(128 - kBucketBits);
     const unsigned __int128 word =
         (static_cast<unsigned __int128>(load_be64(at)) << 64) | load_be64(at + 8);
-    const unsigned __int128 x = ((word << shift) >> (128 - kBucketBits)) ^ (fingerprint * kLow);
-    return ((x - kLow) & ~x & kHigh) != 0;
+    const unsigned __int128 x = (word << shift) ^ (fingerprint * kLow);
+    return any_zero_lane(x, kLow, kLow << (F - 1));
+  }
+}
+
+// holds_of for both buckets. For F of 4 and 8 a bucket is 16 or 32 bits: both buckets' lanes
+// fit one word and one test.
+template <std::uint32_t F>
+__attribute__((always_inline)) inline bool holds_either_of(const std::uint8_t* bytes,
+                                                           std::uint64_t first,
+                                                           std::uint64_t second,
+                                                           std::uint32_t fingerprint) noexcept {
+  if constexpr (F == 4 || F == 8) {
+    using Half = std::conditional_t<F == 4, std::uint16_t, std::uint32_t>;
+    constexpr std::uint32_t kBucketBits = kSlotsPerBucket * F;
+    constexpr std::uint64_t kLow =
+        lanes_low<std::uint64_t, F>(0) * ((std::uint64_t{1} << kBucketBits) + 1);
+    const std::uint64_t word =
+        load_native<Half>(bucket_at<F>(bytes, first)) |
+        (std::uint64_t{load_native<Half>(bucket_at<F>(bytes, second))} << kBucketBits);
+    return any_zero_lane(word ^ (fingerprint * kLow), kLow, kLow << (F - 1));
+  } else {
+    return holds_of<F>(bytes, first, fingerprint) | holds_of<F>(bytes, second, fingerprint);
   }
 }
 
@@ -233,11 +287,14 @@ void Table::contains_many_of(std::span<const ItemHash> hashes,
     const std::uint64_t first = fastrange32(static_cast<std::uint32_t>(h.lo >> 32), buckets);
     return Place{first, alternate_bucket(first, fingerprint, buckets), fingerprint};
   };
-  const auto test = [this](std::uint64_t first, std::uint64_t second, std::uint32_t fingerprint) {
-    return static_cast<std::uint8_t>(holds_of<F>(bytes_, first, fingerprint) |
-                                     holds_of<F>(bytes_, second, fingerprint));
+  // A local copy: present's bytes may alias the member, which would be reloaded per item.
+  const std::uint8_t* const bytes = bytes_;
+  const auto test = [bytes](std::uint64_t first, std::uint64_t second, std::uint32_t fingerprint) {
+    return static_cast<std::uint8_t>(holds_either_of<F>(bytes, first, second, fingerprint));
   };
   if (shape_.bytes() <= kCachedBytes) {
+    // Four items an iteration: the loop's own instructions are shared by them.
+#pragma GCC unroll 4
     for (std::size_t i = 0; i < n; ++i) {
       const Place p = place(hashes[i]);
       present[i] = test(p.first, p.second, p.fingerprint);
@@ -254,8 +311,8 @@ void Table::contains_many_of(std::span<const ItemHash> hashes,
     const std::size_t end = std::min(n, start + kGroup);
     for (std::size_t i = start; i < end; ++i) {
       const Place p = place(hashes[i]);
-      __builtin_prefetch(bytes_ + p.first * (kSlotsPerBucket * F) / 8);
-      __builtin_prefetch(bytes_ + p.second * (kSlotsPerBucket * F) / 8);
+      __builtin_prefetch(bucket_at<F>(bytes, p.first));
+      __builtin_prefetch(bucket_at<F>(bytes, p.second));
       first[group][i - start] = p.first;
       second[group][i - start] = p.second;
       fingerprint[group][i - start] = p.fingerprint;

@@ -52,7 +52,8 @@ inline constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 32;
                                                        std::uint32_t fingerprint,
                                                        std::uint64_t buckets) noexcept {
   const std::uint64_t h = fastrange32(fingerprint * 0x5bd1e995u, buckets);
-  return h >= bucket ? h - bucket : h + buckets - bucket;
+  const std::uint64_t difference = h - bucket;
+  return h >= bucket ? difference : difference + buckets;
 }
 // The slot of its bucket the kick numbered `kick` takes for the fingerprint in hand.
 [[nodiscard]] constexpr std::uint32_t victim_slot(std::uint32_t carried,
