@@ -369,13 +369,8 @@ def test_cluster_refuses_streams_in_another_slot(make_setup):
     assert node.xlen("out" + tag) == 1
 
 
-def test_refuses_filters_one_script_cannot_write(make_setup):
+def test_refuses_one_stream_as_input_and_output(make_setup):
     setup = make_setup()
-    r = run_cli("create", "--redis", "%s#w" % setup.uri, "--window", "10m", "-n", "1000", "-q")
-    assert r.returncode == 0, r.stderr
-    r = run_cli(*stage_command(setup, "in", "out", "w", "--create-group")[1:])
-    assert r.returncode == 2
-    assert b"plain redbloom filter" in r.stderr
     r = run_cli(*stage_command(setup, "in", "in", "f", "--create-group")[1:])
     assert r.returncode == 2
     assert b"the output must be another stream" in r.stderr

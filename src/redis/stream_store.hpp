@@ -101,6 +101,8 @@ class RedisStreamStore final : public FilterBackend, public StreamLinks {
 
   // What the store knows (internal: stream_state.hpp).
   struct State;
+  // For a job whose own script writes the filter's keys (redis_stream_dedup.cpp).
+  [[nodiscard]] const State& state() const noexcept { return *state_; }
 
  private:
   explicit RedisStreamStore(std::unique_ptr<State> state);
