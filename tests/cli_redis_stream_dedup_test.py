@@ -464,6 +464,15 @@ def test_cluster_refuses_streams_in_another_slot(make_setup):
     stage.communicate(timeout=120)
     assert stage.returncode == 0
     assert node.xlen("out" + tag) == 1
+    # A windowed filter's keys carry its partition's tag too: the same rule, the same fix.
+    r = run_cli("create", "--redis", "%s#w" % setup.uri, "--window", "10m", "-n", "1000", "-q")
+    assert r.returncode == 0, r.stderr
+    wtag = setup.filter_tag("w")
+    r = run_cli(*stage_command(setup, "in", "out", "w", "--create-group")[1:])
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert "must be in one slot" in err and "slice key" in err, err
+    assert ("'in%s' and 'out%s'" % (wtag, wtag)) in err
 
 
 def test_refuses_one_stream_as_input_and_output(make_setup):
