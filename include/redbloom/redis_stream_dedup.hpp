@@ -23,7 +23,7 @@
 // name), then new ones. So each key reaches the output once, apart from the filter's false
 // positives: a key never seen whose bits were all set already is taken for a repeat.
 //
-// A windowed or growing filter's own add (stream_script.hpp) does step 2, over every live
+// A windowed or growing filter's own add (the script of its adds) does step 2, over every live
 // slice and link, inside the same script. When it must first be answered by the client (a
 // slice to declare, links to describe) or cannot go on (a full filter), the script
 // acknowledges and copies exactly the entries whose keys it set; commit() acts and sends the

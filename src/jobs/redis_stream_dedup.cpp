@@ -630,7 +630,7 @@ RedisKeys script_reach(const Filter& filter) {
 
 // A windowed or growing filter's store state; nullptr for another kind of filter.
 const RedisStreamStore::State* window_reach(const Filter& filter) {
-  const auto* store = dynamic_cast<const RedisStreamStore*>(&filter.backend());
+  const RedisStreamStore* store = filter.backend().redis_stream_store();
   if (store == nullptr) return nullptr;
   if (store->state().routers.size() != 1) {
     throw InvalidArgument(

@@ -77,6 +77,9 @@ class RedisStreamStore final : public FilterBackend, public StreamLinks {
   [[nodiscard]] std::optional<StreamInfo> stream_info() const override;
   [[nodiscard]] StreamLinks* links() noexcept override { return this; }
   [[nodiscard]] const StreamLinks* links() const noexcept override { return this; }
+  [[nodiscard]] const RedisStreamStore* redis_stream_store() const noexcept override {
+    return this;
+  }
   // StreamLinks (stream_copy.cpp): a slice key per partition holds the links that partition
   // grew; a copy writes each key whole (header, links, expiry) and marks it in the roster.
   [[nodiscard]] std::vector<SliceCopy> live_slices() const override;
