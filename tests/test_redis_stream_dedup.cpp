@@ -368,6 +368,38 @@ TEST_P(RedisStreamDedupWindow, AFullFilterLeavesTheRestPending) {
   EXPECT_EQ(pending(server), static_cast<long long>(1000 - out.size()));
 }
 
+// The batch's checks come before the filter's add: a user who may not copy to the output has
+// nothing written, not even a slice of the filter.
+TEST_P(RedisStreamDedupWindow, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
+  test::RedisServer server(server_args());
+  (void)server.command(
+      {"ACL", "SETUSER", "stage", "on", ">secret", "~w*", "~in", "~out", "&*", "+@all", "-xadd"});
+  RedisEndpoint as_stage = server.endpoint();
+  as_stage.user = "stage";
+  as_stage.password = "secret";
+  const StreamOptions window{.capacity = 1000, .error_rate = 1e-6, .window_ns = 600'000'000'000};
+  const Filter filter = Filter::create(Location::redis({as_stage}, "w"), window);
+  add(server, {"a", "b", "a"});
+  RedisStreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(false));
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
+  try {
+    (void)stage.commit();
+    FAIL() << "a batch was committed by a user who cannot copy it";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("may not run XADD out"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pending(server), 3);
+  EXPECT_EQ(server.command({"KEYS", "w:s[0-9]*"}).elements.size(), 0u);
+  (void)server.command({"ACL", "SETUSER", "stage", "+xadd"});
+  const RedisStreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(done.duplicates, 1u);
+  EXPECT_EQ(output(server), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(pending(server), 0);
+  EXPECT_EQ(server.command({"KEYS", "w:s[0-9]*"}).elements.size(), 1u);  // the slice, now made
+}
+
 #ifdef REDBLOOM_MODULE_PATH
 INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "module" : "stock"; });
