@@ -93,12 +93,6 @@ RedisStreamDedupOptions stage_options(const RedisStreamDedupCommand& cmd, const 
         "--from needs the filter in Redis, on the streams' server or Cluster: "
         "--redis URI#NAME");
   }
-  if (requested_stream(cmd.sizing)) {
-    throw InvalidArgument(
-        "--from works with plain filters: a windowed or growing filter's "
-        "writes cannot be part of the batch's one script; leave out --window "
-        "and --growth");
-  }
   return options;
 }
 

@@ -3,20 +3,24 @@
 # stream to another, on one private server (no persistence) without and with redbloom's module.
 # N entries (default 1,000,000), 30% repeats, are put in the input stream first; the time is
 # from the stage's start to the moment the group has every entry read and none pending. The
-# same keys as lines through `redbloom dedup --redis` into a filter of the same size on the same
-# server are the baseline: what the stream work (read, acknowledge, copy) costs on top.
-#   scripts/bench-stream-dedup.sh [--entries N] [--batch B]
+# stage runs on a plain filter and on a windowed one (--window 10m, 4 slices, sized for N per
+# window), each run R times (--runs, default 1) alternately; the figures are the medians. The
+# same keys as lines through `redbloom dedup --redis` into a plain filter of the same size on
+# the same server are the baseline: what the stream work (read, acknowledge, copy) costs on top.
+#   scripts/bench-stream-dedup.sh [--entries N] [--batch B] [--runs R]
 # Uses build-release/redbloom and build-release/module/redbloom.so (scripts/demo.sh builds
 # them), or $REDBLOOM_BIN and $REDBLOOM_MODULE; Debian's python3-redis drives the streams.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 entries=1000000
 batch=1000
+runs=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --entries) entries=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
-    *) echo "usage: $0 [--entries N] [--batch B]" >&2; exit 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    *) echo "usage: $0 [--entries N] [--batch B] [--runs R]" >&2; exit 2 ;;
   esac
 done
 redbloom=$(realpath "${REDBLOOM_BIN:-build-release/redbloom}")
@@ -36,19 +40,17 @@ private_redis_server_args=(--loadmodule "$module")
 private_redis_start_server bench-stream-dedup no
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "server: $("$server_bin" --version | head -n1), no persistence"
-echo "stage dedup --from, $entries entries (30% repeats), --batch $batch:"
+echo "stage dedup --from, $entries entries (30% repeats), --batch $batch, medians of $runs runs:"
 for i in 0 1; do
-  engine=$([[ $i == 0 ]] && echo "stock Redis (BITFIELD in the script)" ||
-    echo "module (RB.PARTADD in the script)")
-  /usr/bin/python3 - "$redbloom" "${ports[$i]}" "$entries" "$batch" "$engine" "$dir" <<'PY'
-import random, signal, subprocess, sys, time
+  engine=$([[ $i == 0 ]] && echo "stock Redis" || echo "with redbloom.so")
+  /usr/bin/python3 - "$redbloom" "${ports[$i]}" "$entries" "$batch" "$engine" "$dir" "$runs" <<'PY'
+import random, signal, statistics, subprocess, sys, time
 import redis
-cli, port, entries, batch, engine, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
-    sys.argv[4], sys.argv[5], sys.argv[6]
+cli, port, entries, batch, engine, work, runs = sys.argv[1], int(sys.argv[2]), \
+    int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7])
 r = redis.Redis(port=port)
 rng = random.Random(1)
 keys, lines = [], []
-pipe = r.pipeline(transaction=False)
 for n in range(entries):
     if keys and rng.random() < 0.3:
         key = rng.choice(keys)
@@ -56,39 +58,66 @@ for n in range(entries):
         key = "evt-%d" % len(keys)
         keys.append(key)
     lines.append(key)
-    pipe.xadd("in", {"id": key, "n": n})
-    if n % 1000 == 999:
-        pipe.execute()
-pipe.execute()
 url = "redis-stream://127.0.0.1:%d" % port
-subprocess.run([cli, "create", "--redis", "redis://127.0.0.1:%d#f" % port, "-n", str(entries),
-                "-p", "1e-6", "-q"], check=True)
-start = time.monotonic()
-stage = subprocess.Popen([cli, "dedup", "--from", url + "#in", "--to", url + "#out", "--group",
-                          "g", "--create-group", "--key-field", "id", "--redis",
-                          "redis://127.0.0.1:%d#f" % port, "--batch", batch, "-q"])
-while True:
-    g = r.xinfo_groups("in")
-    if g and g[0]["entries-read"] == entries and g[0]["pending"] == 0:
-        break
-    if stage.poll() is not None:
-        sys.exit("the stage stopped early")
-    time.sleep(0.01)
-seconds = time.monotonic() - start
-stage.send_signal(signal.SIGTERM)
-stage.wait()
-out = r.xlen("out")
-path = "%s/keys-%d.txt" % (work, port)
-with open(path, "w") as f:
-    f.write("\n".join(lines) + "\n")
-subprocess.run([cli, "create", "--redis", "redis://127.0.0.1:%d#lines" % port, "-n",
-                str(entries), "-p", "1e-6", "-q"], check=True)
-start = time.monotonic()
-subprocess.run([cli, "dedup", "--redis", "redis://127.0.0.1:%d#lines" % port, "-q", path],
-               check=True, stdout=subprocess.DEVNULL)
-plain = time.monotonic() - start
-print("  %-38s stage %8.0f entries/s; dedup of the keys as lines %8.0f items/s; stage / lines "
-      "%.2fx (output %d, distinct keys %d)"
-      % (engine, entries / seconds, entries / plain, plain / seconds, out, len(keys)))
+filter_url = "redis://127.0.0.1:%d#f" % port
+shapes = {"plain": ["-n", str(entries)],
+          "windowed": ["--window", "10m", "-n", str(entries)]}
+
+
+def stage_rate(kind):
+    """The stage's entries/s on a fresh filter of `kind`, and the number copied."""
+    r.flushall()
+    pipe = r.pipeline(transaction=False)
+    for n, key in enumerate(lines):
+        pipe.xadd("in", {"id": key, "n": n})
+        if n % 1000 == 999:
+            pipe.execute()
+    pipe.execute()
+    subprocess.run([cli, "create", "--redis", filter_url, "-p", "1e-6", "-q", *shapes[kind]],
+                   check=True)
+    start = time.monotonic()
+    stage = subprocess.Popen([cli, "dedup", "--from", url + "#in", "--to", url + "#out",
+                              "--group", "g", "--create-group", "--key-field", "id", "--redis",
+                              filter_url, "--batch", batch, "-q"])
+    while True:
+        g = r.xinfo_groups("in")
+        if g and g[0]["entries-read"] == entries and g[0]["pending"] == 0:
+            break
+        if stage.poll() is not None:
+            sys.exit("the stage stopped early")
+        time.sleep(0.01)
+    seconds = time.monotonic() - start
+    stage.send_signal(signal.SIGTERM)
+    stage.wait()
+    return entries / seconds, r.xlen("out")
+
+
+def lines_rate():
+    path = "%s/keys-%d.txt" % (work, port)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    r.flushall()
+    subprocess.run([cli, "create", "--redis", "redis://127.0.0.1:%d#lines" % port, "-n",
+                    str(entries), "-p", "1e-6", "-q"], check=True)
+    start = time.monotonic()
+    subprocess.run([cli, "dedup", "--redis", "redis://127.0.0.1:%d#lines" % port, "-q", path],
+                   check=True, stdout=subprocess.DEVNULL)
+    return entries / (time.monotonic() - start)
+
+
+rates = {"plain": [], "windowed": [], "lines": []}
+copied = {}
+for run in range(runs):
+    for kind in ("plain", "windowed"):
+        rate, copied[kind] = stage_rate(kind)
+        rates[kind].append(rate)
+    rates["lines"].append(lines_rate())
+m = {k: statistics.median(v) for k, v in rates.items()}
+for kind in ("plain", "windowed"):
+    print("  %-16s %-8s stage %8.0f entries/s (runs %s); dedup of the keys as lines %8.0f "
+          "items/s; stage / lines %.2fx; windowed / plain stage %.2fx (output %d, distinct "
+          "keys %d)"
+          % (engine, kind, m[kind], " ".join("%.0f" % x for x in rates[kind]), m["lines"],
+             m[kind] / m["lines"], m[kind] / m["plain"], copied[kind], len(keys)))
 PY
 done

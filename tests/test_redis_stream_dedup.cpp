@@ -3,13 +3,18 @@
 // refuses leaves nothing behind (its entries stay pending, no bit set, nothing copied).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/location.hpp"
 #include "redbloom/redis_stream_dedup.hpp"
 #include "redbloom/sizing.hpp"
+#include "redbloom/stream.hpp"
 #include "redis_server.hpp"
 
 namespace redbloom {
@@ -238,6 +243,170 @@ TEST_P(RedisStreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWr
   EXPECT_EQ(done.unique, 2u);
   EXPECT_EQ(server.integer({"XLEN", "out"}), 2);
 }
+
+// Windowed and growing filters: the filter's own add runs inside the batch's script (a Lua
+// function on a stock server, RB.STREAM with the module).
+class RedisStreamDedupWindow : public ::testing::TestWithParam<bool> {
+ protected:
+  static std::vector<std::string> server_args() {
+#ifdef REDBLOOM_MODULE_PATH
+    if (GetParam()) return {"--loadmodule", REDBLOOM_MODULE_PATH};
+#endif
+    return {};
+  }
+  static void add(const test::RedisServer& server, const std::vector<std::string>& keys) {
+    for (const std::string& key : keys) (void)server.command({"XADD", "in", "*", "id", key});
+  }
+  // The output's keys, in order.
+  static std::vector<std::string> output(const test::RedisServer& server) {
+    std::vector<std::string> keys;
+    for (const auto& entry : server.command({"XRANGE", "out", "-", "+"}).elements) {
+      keys.push_back(entry.elements.at(1).elements.at(1).text);
+    }
+    return keys;
+  }
+  // Reads and commits until nothing is left; the batches' counts summed.
+  static RedisStreamDedupBatch drain(RedisStreamDedup& stage, std::size_t batch) {
+    RedisStreamDedupBatch total;
+    while (stage.read(batch, std::chrono::milliseconds(10)) != 0) {
+      const RedisStreamDedupBatch b = stage.commit();
+      total.entries += b.entries;
+      total.unique += b.unique;
+      total.duplicates += b.duplicates;
+    }
+    return total;
+  }
+};
+
+// A key comes out once within the window and again once its slices have retired; a filter of
+// several partitions (so that a batch calls several adds), its time driven by the test.
+TEST_P(RedisStreamDedupWindow, AKeyComesOutOncePerWindow) {
+  test::RedisServer server(server_args());
+  constexpr std::uint64_t kSlice = 1'000'000'000;
+  // From a slice boundary a little after the real now: every expiry lies in the server's future.
+  const auto now =
+      std::make_shared<std::atomic<std::uint64_t>>((system_now_ns() / kSlice + 2) * kSlice);
+  StreamOptions window{.capacity = 2000, .error_rate = 1e-6, .window_ns = 2 * kSlice, .slices = 2};
+  window.max_partition_bytes = 1024;
+  const Filter filter = Filter::create(Location::redis({server.endpoint()}, "w"), window, false,
+                                       nullptr, [now] { return now->load(); });
+  ASSERT_GT(filter.params().partitions, 2u);
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(true));
+
+  std::vector<std::string> keys;
+  for (int i = 0; i < 600; ++i) keys.push_back("k" + std::to_string(i % 200));
+  add(server, keys);
+  RedisStreamDedupBatch done = drain(stage, 250);
+  EXPECT_EQ(done.entries, 600u);
+  EXPECT_EQ(done.unique, 200u);
+  EXPECT_EQ(done.duplicates, 400u);
+  // A slice later every key is still within the window.
+  *now += kSlice;
+  add(server, {"k1", "k2", "new"});
+  done = drain(stage, 250);
+  EXPECT_EQ(done.unique, 1u);
+  EXPECT_EQ(done.duplicates, 2u);
+  // Once the window has passed, its keys are new again, once.
+  *now += 4 * kSlice;
+  add(server, {"k1", "k1", "new"});
+  done = drain(stage, 250);
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(done.duplicates, 1u);
+  const std::vector<std::string> out = output(server);
+  ASSERT_EQ(out.size(), 203u);
+  EXPECT_EQ(std::set<std::string>(out.begin(), out.begin() + 201).size(), 201u);
+  EXPECT_EQ(out[201], "k1");
+  EXPECT_EQ(out[202], "new");
+  EXPECT_EQ(pending(server), 0);
+}
+
+// A growing filter grows during a batch: the entries after the growth go in a second round of
+// the batch's script, each key still copied once, in its first entry.
+TEST_P(RedisStreamDedupWindow, AGrowingFilterGrowsDuringABatch) {
+  test::RedisServer server(server_args());
+  StreamOptions growing{.capacity = 50, .error_rate = 1e-6, .growth = 2};
+  const Filter filter = Filter::create(Location::redis({server.endpoint()}, "g"), growing);
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(true));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1500; ++i) keys.push_back("k" + std::to_string((i * 7) % 500));
+  add(server, keys);
+  ASSERT_EQ(stage.read(1500, std::chrono::milliseconds(10)), 1500u);
+  const RedisStreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.unique, 500u);
+  EXPECT_EQ(done.duplicates, 1000u);
+  const std::vector<std::string> out = output(server);
+  EXPECT_EQ(out, std::vector<std::string>(keys.begin(), keys.begin() + 500));
+  EXPECT_EQ(pending(server), 0);
+  EXPECT_GT(filter.backend().stream_info()->segments.size(), 3u);
+}
+
+// A filter that cannot grow further: the entries its add reached are done, the rest stay
+// pending (nothing lost, nothing done twice), and the stage says so.
+TEST_P(RedisStreamDedupWindow, AFullFilterLeavesTheRestPending) {
+  test::RedisServer server(server_args());
+  StreamOptions growing{.capacity = 50, .error_rate = 1e-6, .growth = 2, .max_bytes = 600};
+  const Filter filter = Filter::create(Location::redis({server.endpoint()}, "g"), growing);
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(true));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back("k" + std::to_string(i));
+  add(server, keys);
+  ASSERT_EQ(stage.read(1000, std::chrono::milliseconds(10)), 1000u);
+  try {
+    (void)stage.commit();
+    FAIL() << "a full filter took every key";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("is full"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
+  }
+  const std::vector<std::string> out = output(server);
+  ASSERT_GT(out.size(), 0u);
+  ASSERT_LT(out.size(), 1000u);
+  EXPECT_EQ(out, std::vector<std::string>(keys.begin(), keys.begin() + out.size()));
+  EXPECT_EQ(pending(server), static_cast<long long>(1000 - out.size()));
+}
+
+// The batch's checks come before the filter's add: a user who may not copy to the output has
+// nothing written, not even a slice of the filter.
+TEST_P(RedisStreamDedupWindow, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
+  test::RedisServer server(server_args());
+  (void)server.command(
+      {"ACL", "SETUSER", "stage", "on", ">secret", "~w*", "~in", "~out", "&*", "+@all", "-xadd"});
+  RedisEndpoint as_stage = server.endpoint();
+  as_stage.user = "stage";
+  as_stage.password = "secret";
+  const StreamOptions window{.capacity = 1000, .error_rate = 1e-6, .window_ns = 600'000'000'000};
+  const Filter filter = Filter::create(Location::redis({as_stage}, "w"), window);
+  add(server, {"a", "b", "a"});
+  RedisStreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(false));
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
+  try {
+    (void)stage.commit();
+    FAIL() << "a batch was committed by a user who cannot copy it";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("may not run XADD out"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pending(server), 3);
+  EXPECT_EQ(server.command({"KEYS", "w:s[0-9]*"}).elements.size(), 0u);
+  (void)server.command({"ACL", "SETUSER", "stage", "+xadd"});
+  const RedisStreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.unique, 2u);
+  EXPECT_EQ(done.duplicates, 1u);
+  EXPECT_EQ(output(server), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(pending(server), 0);
+  EXPECT_EQ(server.command({"KEYS", "w:s[0-9]*"}).elements.size(), 1u);  // the slice, now made
+}
+
+#ifdef REDBLOOM_MODULE_PATH
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "module" : "stock"; });
+#else
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, ::testing::Values(false),
+                         [](const auto&) { return "stock"; });
+#endif
 
 #ifdef REDBLOOM_MODULE_PATH
 INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, ::testing::Values(false, true),

@@ -19,6 +19,8 @@
 
 namespace redbloom {
 
+class RedisStreamStore;
+
 // A filter kept by a server's own Bloom engine: a key that BF.RESERVE / BF.ADD made (redbloom's
 // module, RedisBloom, Redis 8, valkey-bloom), used through their BF.* commands instead of
 // redbloom's bits, as that server answers BF.INFO.
@@ -211,6 +213,11 @@ class FilterBackend {
   // A windowed or growing filter's links; nullptr for a plain filter.
   [[nodiscard]] virtual StreamLinks* links() noexcept { return nullptr; }
   [[nodiscard]] virtual const StreamLinks* links() const noexcept { return nullptr; }
+  // A windowed or growing filter in Redis, for a job whose own server-side script writes its
+  // keys (the Redis Streams stage); nullptr for any other filter.
+  [[nodiscard]] virtual const RedisStreamStore* redis_stream_store() const noexcept {
+    return nullptr;
+  }
 };
 
 // A plain filter's backend: `store` (one bitmap, a custom store too) behind the interface.

@@ -23,6 +23,12 @@
 // name), then new ones. So each key reaches the output once, apart from the filter's false
 // positives: a key never seen whose bits were all set already is taken for a repeat.
 //
+// A windowed or growing filter's own add (the script of its adds) does step 2, over every live
+// slice and link, inside the same script. When it must first be answered by the client (a
+// slice to declare, links to describe) or cannot go on (a full filter), the script
+// acknowledges and copies exactly the entries whose keys it set; commit() acts and sends the
+// others again, or throws with them still pending.
+//
 // On a Cluster one script reaches one slot: the input, the output and the filter's partition
 // keys must share it (a filter of one partition, streams named with its hash tag); anything
 // else is refused before reading, naming the slots.
@@ -84,11 +90,11 @@ struct RedisStreamBacklog {
 
 class RedisStreamDedup {
  public:
-  // `filter` must be a plain filter on one server or a Cluster whose keyspace also holds the
-  // streams (`endpoint` reaches them). Throws InvalidArgument for another kind of filter
-  // (windowed, growing, sharded over servers, made by BF.RESERVE) and when the streams and the
-  // filter cannot be in one script (another server, other Cluster slots), FormatError for a
-  // filter whose metadata is not a plain filter's.
+  // `filter` must be a plain, windowed or growing filter on one server or a Cluster whose
+  // keyspace also holds the streams (`endpoint` reaches them). Throws InvalidArgument for
+  // another kind of filter (sharded over servers, made by BF.RESERVE) and when the streams and
+  // the filter cannot be in one script (another server, other Cluster slots), FormatError for
+  // a plain filter whose metadata is not a plain filter's.
   RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
                    RedisStreamDedupOptions options);
   ~RedisStreamDedup();

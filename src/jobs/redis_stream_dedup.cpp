@@ -8,6 +8,7 @@
 
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
+#include "core/packed_items.hpp"
 #include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
@@ -16,6 +17,9 @@
 #include "redis/partition_ops.hpp"
 #include "redis/redis_store.hpp"
 #include "redis/router.hpp"
+#include "redis/stream_script.hpp"
+#include "redis/stream_state.hpp"
+#include "redis/stream_store.hpp"
 
 namespace redbloom {
 namespace {
@@ -220,6 +224,216 @@ end
 return {unique, dups, skipped, passed, deleted, done_before}
 )lua";
 
+// One batch through a windowed or growing filter: kWindowBatch after the filter's own add
+// (stream_script.hpp) as the local function stream_add(KEYS, ARGV), or RB.STREAM where the
+// module is there. KEYS: input, output, then per partition the batch touches its keys as the
+// add declares them (roster, slices). ARGV: group, maxlen (0: none), engine ('s' the add
+// function, 'm' RB.STREAM), consumer, the batch's lowest and highest ids, now in ms (-1: the
+// server's TIME), m (partitions), then per partition: its key count, the count h of its add's
+// head arguments, the item arguments per entry, then the h head arguments (RB.STREAM's or the
+// add's, up to the item count); then n (entries) and the entries as kScript takes them.
+// Checks as kScript's come first; then each partition's add. The add can stop before the end
+// of its items (a slice to declare, more links to describe, a filter that is full, a damaged
+// key: statuses of stream_script.hpp); the entries it handled are acknowledged and copied
+// with the rest of the batch, and those it did not are left pending for the client to send
+// again once it has acted. Reply {unique, duplicates, skipped, passed, deleted, done before,
+// {per partition: status, links, slice}, {ids left}}, or the errors of kScript.
+constexpr std::string_view kWindowBatch = R"lua(
+local input, output = KEYS[1], KEYS[2]
+local argv = ARGV
+local group, maxlen, engine = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local consumer, minid, maxid = ARGV[4], ARGV[5], ARGV[6]
+local now = tonumber(ARGV[7])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local m = tonumber(ARGV[8])
+local t = redis.call('TYPE', input).ok
+if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
+t = redis.call('TYPE', output).ok
+if t ~= 'stream' and t ~= 'none' then return redis.error_reply('REDBLOOMDEDUP output ' .. t) end
+local last_id = nil
+if t == 'stream' then
+  local info = redis.call('XINFO', 'STREAM', output)
+  for i = 1, #info - 1, 2 do
+    if info[i] == 'last-generated-id' then last_id = info[i + 1] end
+  end
+end
+local parts = {}
+local pos, kpos = 9, 3
+for j = 1, m do
+  local nk, nh = tonumber(argv[pos]), tonumber(argv[pos + 1])
+  local p = {keys = {}, head = {}, stride = tonumber(argv[pos + 2]), list = {}}
+  for i = 1, nk do p.keys[i] = KEYS[kpos + i - 1] end
+  for i = 1, nh do p.head[i] = argv[pos + 2 + i] end
+  p.head[2] = string.format('%.0f', now)
+  kpos = kpos + nk
+  pos = pos + 3 + nh
+  parts[j] = p
+end
+if redis.acl_check_cmd then
+  local denied = nil
+  if not redis.acl_check_cmd('XACK', input, group, '0-1') then denied = 'XACK ' .. input end
+  if not redis.acl_check_cmd('XADD', output, '*', 'f', 'v') then denied = 'XADD ' .. output end
+  for j = 1, m do
+    local p = parts[j]
+    if engine == 'm' then
+      local call = {'RB.STREAM', #p.keys}
+      for i = 1, #p.keys do call[#call + 1] = p.keys[i] end
+      for i = 1, #p.head do call[#call + 1] = p.head[i] end
+      call[#call + 1] = ''
+      if not redis.acl_check_cmd(unpack(call)) then denied = 'RB.STREAM ' .. p.keys[1] end
+    else
+      for i = 1, #p.keys do
+        local key = p.keys[i]
+        if not redis.acl_check_cmd('BITFIELD', key, 'SET', 'u1', '0', '1') then
+          denied = 'BITFIELD ' .. key
+        elseif not redis.acl_check_cmd('SETRANGE', key, '0', 'x') then
+          denied = 'SETRANGE ' .. key
+        elseif not redis.acl_check_cmd('PEXPIREAT', key, '1') then
+          denied = 'PEXPIREAT ' .. key
+        end
+      end
+    end
+  end
+  if denied then return redis.error_reply('REDBLOOMDEDUP denied ' .. denied) end
+end
+local n = tonumber(argv[pos])
+pos = pos + 1
+-- Only entries still pending for this consumer are handled (see kScript).
+local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
+local pending = {}
+for i = 1, #mine do pending[mine[i][1]] = true end
+local entries = {}
+local done_before, copies = 0, 0
+for e = 1, n do
+  local ent = {id = argv[pos], kind = argv[pos + 1]}
+  pos = pos + 2
+  if ent.kind == 'k' then
+    ent.j = tonumber(argv[pos])
+    ent.item = pos + 1
+    pos = pos + 1 + parts[ent.j].stride
+  end
+  if ent.kind == 'k' or ent.kind == 'p' then
+    ent.nf = tonumber(argv[pos])
+    ent.fields = pos + 1
+    pos = pos + 1 + ent.nf
+    if ent.nf < 2 or ent.nf % 2 ~= 0 then
+      return redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
+    end
+  end
+  ent.live = pending[ent.id] == true
+  if ent.live then
+    if ent.kind == 'k' then table.insert(parts[ent.j].list, ent) end
+    if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
+  else
+    done_before = done_before + 1
+  end
+  entries[e] = ent
+end
+if last_id and copies > 0 then
+  local dash = string.find(last_id, '-', 1, true)
+  if string.sub(last_id, 1, dash - 1) == '18446744073709551615' and
+     tonumber(string.sub(last_id, dash + 1)) + copies + 8192 >= 18446744073709551615 then
+    return redis.error_reply('REDBLOOMDEDUP exhausted ' .. last_id)
+  end
+end
+-- The adds. An add's own refusals (a damaged or lost key) come before it writes, as a reply:
+-- that partition's entries are then left pending, the others go on.
+local results = {}
+for j = 1, m do
+  local p = parts[j]
+  local list = p.list
+  local status, done, flags, links, slice = 'ok', #list, '', -1, 0
+  if #list > 0 then
+    local r
+    if engine == 'm' then
+      local call, packed = {'RB.STREAM', #p.keys}, {}
+      for i = 1, #p.keys do call[#call + 1] = p.keys[i] end
+      for i = 1, #p.head do call[#call + 1] = p.head[i] end
+      for i = 1, #list do packed[i] = argv[list[i].item] end
+      call[#call + 1] = table.concat(packed)
+      r = redis.pcall(unpack(call))
+    else
+      local a, stride = {}, p.stride
+      for i = 1, #p.head do a[i] = p.head[i] end
+      local na = #a + 1
+      a[na] = tostring(#list)
+      for i = 1, #list do
+        local at = list[i].item
+        for b = 0, stride - 1 do a[na + 1 + b] = argv[at + b] end
+        na = na + stride
+      end
+      r = stream_add(p.keys, a)
+    end
+    if r.err then
+      status, done = '!' .. r.err, 0
+    else
+      status, done, flags, links, slice = r[1], r[2], r[3], r[4], r[5]
+    end
+  end
+  for i = 1, #list do
+    local ent = list[i]
+    if i <= done then ent.new = string.byte(flags, i) == 49 else ent.left = true end
+  end
+  results[#results + 1] = status
+  results[#results + 1] = links
+  results[#results + 1] = slice
+end
+local acks, left = {}, {}
+for e = 1, n do
+  local ent = entries[e]
+  if ent.live then
+    if ent.left then left[#left + 1] = ent.id else acks[#acks + 1] = ent.id end
+  end
+end
+-- From here on as kScript: every call through pcall, a refusal reported with what was done.
+local unacked = nil
+for from = 1, #acks, 5000 do
+  local r = redis.pcall('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+  if type(r) == 'table' and r.err then unacked = r.err; break end
+end
+local failed, uncopied, first_uncopied, last_uncopied = nil, 0, '', ''
+local xa = {'*'}
+if maxlen > 0 then xa = {'MAXLEN', '~', ARGV[2], '*'} end
+local head = #xa
+local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
+for e = 1, n do
+  local ent = entries[e]
+  if ent.live and not ent.left then
+    local copy = false
+    if ent.kind == 'k' then
+      if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
+    elseif ent.kind == 'p' then
+      passed = passed + 1; copy = true
+    elseif ent.kind == 's' then
+      skipped = skipped + 1
+    else
+      deleted = deleted + 1
+    end
+    if copy and not failed then
+      local at = ent.fields
+      for f = 0, ent.nf - 1 do xa[head + 1 + f] = argv[at + f] end
+      local r = redis.pcall('XADD', output, unpack(xa, 1, head + ent.nf))
+      if type(r) == 'table' and r.err then failed = r.err end
+    end
+    if copy and failed then
+      uncopied = uncopied + 1
+      if first_uncopied == '' then first_uncopied = ent.id end
+      last_uncopied = ent.id
+    end
+  end
+end
+if failed or unacked then
+  return redis.error_reply('REDBLOOMDEDUP partial ' .. (unique + passed - uncopied) .. ' ' ..
+                           uncopied .. ' ' .. (first_uncopied ~= '' and first_uncopied or '-') ..
+                           ' ' .. (last_uncopied ~= '' and last_uncopied or '-') .. ' ' ..
+                           (unacked and '0' or '1') .. ' ' .. (failed or unacked))
+end
+return {unique, dups, skipped, passed, deleted, done_before, results, left}
+)lua";
+
 // Lua's unpack() takes at most about 8000 values: an entry's fields are copied in one call.
 constexpr std::size_t kMaxFieldStrings = 7000;
 
@@ -266,6 +480,14 @@ struct RedisStreamDedup::State {
   bool module = false;
   std::unique_ptr<redis::PartitionCommands> commands;  // encodes each item's script arguments
   std::string sha;
+  std::string_view script = kScript;  // the text `sha` names
+  // A windowed or growing filter: its store's state, and what the batches learnt of each
+  // partition (as the store's own adds do: the links a live slice has, the newest slice, the
+  // slice the next batch declares its keys around).
+  const RedisStreamStore::State* window = nullptr;
+  std::vector<std::uint32_t> known_links;
+  std::vector<std::int64_t> newest_slice;
+  std::vector<std::int64_t> center;
 
   enum class Phase { own_pending, claiming, fresh } phase = Phase::own_pending;
   std::string history_cursor = "0";
@@ -391,35 +613,75 @@ bool same_keyspace(const RedisEndpoint& a, const RedisEndpoint& b) {
 
 namespace {
 
-// The filter's keys, when one script on their server can write them.
+// The filter's keys, when one script on their server can write them: a plain filter's.
 RedisKeys script_reach(const Filter& filter) {
   const Store* store = filter.backend().bitmap();
   std::optional<RedisKeys> keys = store != nullptr ? store->redis_keys() : std::nullopt;
   if (!keys) {
     throw InvalidArgument(
-        "dedup of a Redis stream works with a plain redbloom filter on one server or a Cluster; " +
+        "dedup of a Redis stream works with a redbloom filter (plain, windowed or growing) on "
+        "one server or a Cluster; " +
         filter.backend().location() +
-        " is not one (windowed or growing, sharded over several servers, or made by "
-        "BF.RESERVE), so its writes cannot be part of the batch's one script");
+        " is not one (sharded over several servers, or made by BF.RESERVE), so its writes "
+        "cannot be part of the batch's one script");
   }
   return std::move(*keys);
 }
 
-}  // namespace
-
-RedisStreamDedup::RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
-                                   RedisStreamDedupOptions options)
-    : state_(std::make_unique<State>()) {
-  const RedisKeys keys = script_reach(filter);
-  State& s = *state_;
-  s.options = std::move(options);
-  s.router = redis::make_router(keys.endpoint);
-  if (RedisStore::keyspace_id(endpoint) != s.router->keyspace_id()) {
-    throw InvalidArgument("the streams (redis " + endpoint.describe() + ") and the filter (redis " +
-                          keys.endpoint.describe() +
-                          ") must be on one server or one Cluster: one script on the server "
-                          "handles each batch");
+// A windowed or growing filter's store state; nullptr for another kind of filter.
+const RedisStreamStore::State* window_reach(const Filter& filter) {
+  const RedisStreamStore* store = filter.backend().redis_stream_store();
+  if (store == nullptr) return nullptr;
+  if (store->state().routers.size() != 1) {
+    throw InvalidArgument(
+        "dedup of a Redis stream works with a filter on one server or a "
+        "Cluster; " +
+        store->location() +
+        " is sharded over several servers, so its writes cannot be part of "
+        "the batch's one script");
   }
+  return &store->state();
+}
+
+// The windowed batch script: the filter's own add as a local function, then kWindowBatch.
+std::string_view window_script() {
+  static const std::string text = "local function stream_add(KEYS, ARGV)\n" +
+                                  std::string(redis::stream::script_text()) + "\nend\n" +
+                                  std::string(kWindowBatch);
+  return text;
+}
+
+// On a Cluster: the input, the output and every key of the filter in one slot, or a refusal
+// that names the slots and the fix. `keys`: one key per partition (a partition's keys share
+// its hash tag), `what` says which ("partition key").
+void check_one_slot(const RedisStreamDedup::State& s, const std::vector<std::string>& keys,
+                    std::string_view what) {
+  const auto where = [](const std::string& key) {
+    return "'" + key + "' in slot " + std::to_string(redis::slot_of(key));
+  };
+  bool same = redis::slot_of(s.options.output) == s.slot;
+  for (const std::string& key : keys) same &= redis::slot_of(key) == s.slot;
+  if (same) return;
+  std::string message =
+      "on a Redis Cluster one script handles each batch, so the input stream, the output "
+      "stream and the filter's keys must be in one slot; input " +
+      where(s.options.input) + ", output " + where(s.options.output) + ", filter '" +
+      s.filter_name + "' " + std::string(what) + " " + where(keys.front());
+  if (keys.size() > 1) {
+    message += " and " + std::to_string(keys.size() - 1) +
+               " more partitions: a filter of several partitions is in several slots; "
+               "create it with one partition (--partition-size above its size, at most "
+               "512MiB)";
+  } else {
+    const std::string tag = hash_tag(keys.front());
+    message += ": name the streams with the filter's hash tag " + tag + ", e.g. '" +
+               s.options.input + tag + "' and '" + s.options.output + tag + "'";
+  }
+  throw InvalidArgument(message);
+}
+
+// Sets up a plain filter's keys and engine.
+void open_plain(RedisStreamDedup::State& s, const Filter& filter, const RedisKeys& keys) {
   s.filter_name = keys.name;
   // The salts and format version decide the keys and their sealed length (format.hpp).
   const auto fields = redis::read_ready(*s.router, s.filter_name, redis::kFilterFormat, "filter",
@@ -432,38 +694,55 @@ RedisStreamDedup::RedisStreamDedup(const Filter& filter, const RedisEndpoint& en
     const std::uint32_t salt = p < metadata.tag_salts.size() ? metadata.tag_salts[p] : 0;
     s.partition_keys.push_back(redis::partition_key(s.filter_name, p, salt));
   }
-  s.slot = redis::slot_of(s.options.input);
-  if (s.router->is_cluster()) {
-    std::string mismatch;
-    const auto where = [](const std::string& key) {
-      return "'" + key + "' in slot " + std::to_string(redis::slot_of(key));
-    };
-    bool same = redis::slot_of(s.options.output) == s.slot;
-    for (const std::string& key : s.partition_keys) same &= redis::slot_of(key) == s.slot;
-    if (!same) {
-      std::string message =
-          "on a Redis Cluster one script handles each batch, so the input stream, the output "
-          "stream and the filter's keys must be in one slot; input " +
-          where(s.options.input) + ", output " + where(s.options.output) + ", filter '" +
-          s.filter_name + "' partition key " + where(s.partition_keys.front());
-      if (s.partition_keys.size() > 1) {
-        message += " and " + std::to_string(s.partition_keys.size() - 1) +
-                   " more partitions: a filter of several partitions is in several slots; "
-                   "create it with one partition (--partition-size above its size, at most "
-                   "512MiB)";
-      } else {
-        const std::string tag = hash_tag(s.partition_keys.front());
-        message += ": name the streams with the filter's hash tag " + tag + ", e.g. '" +
-                   s.options.input + tag + "' and '" + s.options.output + tag + "'";
-      }
-      throw InvalidArgument(message);
-    }
-  }
+  if (s.router->is_cluster()) check_one_slot(s, s.partition_keys, "partition key");
   s.module = redis::module_version(*s.router) >= module_protocol::kPartitionCommands;
   s.commands = s.module ? redis::module_partition_commands(s.params)
                         : redis::stock_partition_commands(s.params);
-  if (s.options.read_ahead) s.reader = redis::make_router(keys.endpoint);
-  Reply sha = s.router->run(s.slot, {"SCRIPT", "LOAD", kScript});
+}
+
+// Sets up a windowed or growing filter's: its store knows the keys, the links and the engine.
+void open_window(RedisStreamDedup::State& s, const RedisStreamStore::State& w) {
+  s.window = &w;
+  s.filter_name = w.name;
+  s.params = w.first;
+  const std::uint64_t partitions = w.shape.partitions();
+  if (s.router->is_cluster()) {
+    std::vector<std::string> keys;
+    for (std::uint64_t p = 0; p < partitions; ++p) keys.push_back(w.slice_key(p, 0));
+    check_one_slot(s, keys, "slice key");
+  }
+  s.module = w.module;
+  s.known_links.assign(partitions, 1);
+  s.newest_slice.assign(partitions, INT64_MIN);
+  s.center.assign(partitions, 0);
+  s.script = window_script();
+}
+
+}  // namespace
+
+RedisStreamDedup::RedisStreamDedup(const Filter& filter, const RedisEndpoint& endpoint,
+                                   RedisStreamDedupOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.options = std::move(options);
+  const RedisStreamStore::State* window = window_reach(filter);
+  const RedisEndpoint where =
+      window != nullptr ? window->routers.front()->endpoint() : script_reach(filter).endpoint;
+  s.router = redis::make_router(where);
+  if (RedisStore::keyspace_id(endpoint) != s.router->keyspace_id()) {
+    throw InvalidArgument("the streams (redis " + endpoint.describe() + ") and the filter (redis " +
+                          where.describe() +
+                          ") must be on one server or one Cluster: one script on the server "
+                          "handles each batch");
+  }
+  s.slot = redis::slot_of(s.options.input);
+  if (window != nullptr) {
+    open_window(s, *window);
+  } else {
+    open_plain(s, filter, script_reach(filter));
+  }
+  if (s.options.read_ahead) s.reader = redis::make_router(where);
+  Reply sha = s.router->run(s.slot, {"SCRIPT", "LOAD", s.script});
   s.sha = std::string(text_of(*sha));
 }
 
@@ -574,6 +853,35 @@ const std::string* key_of(const Entry& entry, const std::string& field) {
   return nullptr;
 }
 
+// The links whose bit offsets a windowed batch sends for partition p's items.
+std::uint32_t described_links(const RedisStreamDedup::State& s, std::uint64_t p) {
+  return std::min<std::uint32_t>(s.known_links[p],
+                                 static_cast<std::uint32_t>(s.window->links.size()));
+}
+
+// A keyed entry's item for a windowed or growing filter: its absolute bit offsets in a slice
+// key for each described link (the store's own encoding), or the packed item for RB.STREAM.
+void append_window_item(const RedisStreamDedup::State& s, std::uint64_t p, const ItemHash& h,
+                        std::string_view key, std::vector<std::string>& out) {
+  if (s.module) {
+    std::string packed;
+    packed::append(packed, key);
+    out.push_back(std::move(packed));
+    return;
+  }
+  const RedisStreamStore::State& w = *s.window;
+  for (std::uint32_t l = 0; l < described_links(s, p); ++l) {
+    const FilterParams& params = w.links[l];
+    const std::uint64_t base = 8 * w.link_start[l];
+    const auto visit = [&](std::uint64_t bit) { out.push_back(std::to_string(base + bit)); };
+    if (params.layout == Layout::blocked) {
+      layout::blocked_probes(h, params.partition_bits, params.hashes, visit);
+    } else {
+      layout::classic_probes(h, params.partition_bits, params.hashes, visit);
+    }
+  }
+}
+
 // Decides each entry's kind and encodes a keyed entry's item with the store's own encoder
 // (partition_ops.hpp): the bits a plain `add` sets, or the module's packed item.
 ClassifiedBatch classify(const RedisStreamDedup::State& s) {
@@ -601,7 +909,11 @@ ClassifiedBatch classify(const RedisStreamDedup::State& s) {
       if (std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) == c.touched.end()) {
         c.touched.push_back(c.partition_of[i]);
       }
-      s.commands->append_script_item(c.item_arguments[i], h, *key);
+      if (s.window != nullptr) {
+        append_window_item(s, c.partition_of[i], h, *key, c.item_arguments[i]);
+      } else {
+        s.commands->append_script_item(c.item_arguments[i], h, *key);
+      }
     }
     if (c.kind[i] != 's' && entry.fields.size() > kMaxFieldStrings) {
       throw InvalidArgument("entry " + entry.id + " of " + s.input_text() + " has " +
@@ -669,7 +981,7 @@ Reply run_script(RedisStreamDedup::State& s, std::vector<std::string_view>& args
     if (redis::is_error(*reply) && text_of(*reply).starts_with("NOSCRIPT")) {
       // The server lost its scripts (a restart, SCRIPT FLUSH): nothing ran; send the text.
       args[0] = "EVAL";
-      args[1] = kScript;
+      args[1] = s.script;
       reply = s.call(args);
     }
     return reply;
@@ -725,7 +1037,9 @@ Reply run_script(RedisStreamDedup::State& s, std::vector<std::string_view>& args
 void decode_counts(const RedisStreamDedup::State& s, const redisReply& reply,
                    RedisStreamDedupBatch& result) {
   s.router->expect(reply, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
-  if (reply.elements != 6) s.router->fail("EVALSHA (stream dedup)", "a reply of another shape");
+  if (reply.elements != (s.window != nullptr ? 8u : 6u)) {
+    s.router->fail("EVALSHA (stream dedup)", "a reply of another shape");
+  }
   std::uint64_t counts[6];
   for (std::size_t i = 0; i < 6; ++i) {
     s.router->expect(*reply.element[i], REDIS_REPLY_INTEGER, "EVALSHA (stream dedup)");
@@ -739,6 +1053,221 @@ void decode_counts(const RedisStreamDedup::State& s, const redisReply& reply,
   result.done_before = counts[5];
 }
 
+// The keys partition p's add declares: its roster, then the slices from one before the live
+// ones around `center` to two after it (as the store's own adds: the script then knows whether
+// a newer slice exists); the one slice of a growing filter. Returns the first one's slice.
+std::int64_t declare(const RedisStreamDedup::State& s, std::uint64_t p,
+                     std::vector<std::string>& keys) {
+  const RedisStreamStore::State& w = *s.window;
+  const std::int64_t older = w.shape.windowed() ? w.shape.slices() : 0;
+  const std::int64_t first = w.shape.windowed() ? s.center[p] - older - 1 : 0;
+  const std::int64_t last = w.shape.windowed() ? s.center[p] + 2 : 0;
+  keys.clear();
+  keys.push_back(w.roster_key(p));
+  for (std::int64_t g = first; g <= last; ++g) keys.push_back(w.slice_key(p, g));
+  return first;
+}
+
+// Partition p's add arguments before its item count (stream_script.hpp): the script's, with
+// the bit offsets of described_links per item, or RB.STREAM's. The time is the batch's.
+std::vector<std::string> add_head(const RedisStreamDedup::State& s, std::uint64_t p,
+                                  std::int64_t first) {
+  const RedisStreamStore::State& w = *s.window;
+  std::vector<std::string> head;
+  head.emplace_back(1, w.guarded ? 'A' : 'a');
+  head.emplace_back("-1");
+  head.push_back(std::to_string(w.shape.slice_ns() / 1'000'000));
+  head.push_back(std::to_string(w.shape.windowed() ? w.shape.slices() : 0));
+  head.push_back(std::to_string(first));
+  head.push_back(std::to_string(redis::stream::kHeaderBytes));
+  head.push_back(std::to_string(w.links.size()));
+  head.push_back(std::to_string(w.budget));
+  if (s.module) {
+    head.push_back(std::to_string(w.shape.partitions()));
+    head.push_back(std::to_string(p));
+    for (std::size_t l = 0; l < w.links.size(); ++l) {
+      head.emplace_back(to_string(w.links[l].layout));
+      head.push_back(std::to_string(w.links[l].hashes));
+      head.push_back(std::to_string(w.links[l].partition_bits));
+      head.push_back(std::to_string(w.link_args[l].capacity));
+    }
+    return head;
+  }
+  head.push_back(std::to_string(described_links(s, p)));
+  for (const redis::stream::LinkArgs& link : w.link_args) {
+    head.push_back(std::to_string(link.bytes));
+    head.push_back(std::to_string(link.capacity));
+    head.push_back(std::to_string(link.hashes));
+  }
+  return head;
+}
+
+// EVALSHA's arguments for kWindowBatch; `declared` gets each touched partition's keys.
+std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
+                                               const ClassifiedBatch& c,
+                                               std::deque<std::string>& text,
+                                               std::vector<std::vector<std::string>>& declared) {
+  const RedisStreamStore::State& w = *s.window;
+  auto keep = [&](std::string value) -> std::string_view {
+    text.push_back(std::move(value));
+    return text.back();
+  };
+  declared.assign(c.touched.size(), {});
+  std::vector<std::vector<std::string>> heads;
+  std::size_t key_count = 2;
+  for (std::size_t j = 0; j < c.touched.size(); ++j) {
+    heads.push_back(add_head(s, c.touched[j], declare(s, c.touched[j], declared[j])));
+    key_count += declared[j].size();
+  }
+  std::vector<std::string_view> args{"EVALSHA", s.sha, keep(std::to_string(key_count)),
+                                     s.options.input, s.options.output};
+  for (const auto& keys : declared) args.insert(args.end(), keys.begin(), keys.end());
+  args.push_back(s.options.group);
+  args.push_back(keep(std::to_string(s.options.maxlen)));
+  args.push_back(s.module ? "m" : "s");
+  args.push_back(s.options.consumer);
+  const auto [lowest, highest] = std::minmax_element(
+      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(c.end),
+      [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
+  args.push_back(lowest->id);
+  args.push_back(highest->id);
+  args.push_back(keep(std::to_string(w.now_ms())));
+  args.push_back(keep(std::to_string(c.touched.size())));
+  for (std::size_t j = 0; j < c.touched.size(); ++j) {
+    args.push_back(keep(std::to_string(declared[j].size())));
+    args.push_back(keep(std::to_string(heads[j].size())));
+    std::uint64_t stride = 1;
+    if (!s.module) {
+      stride = 0;
+      for (std::uint32_t l = 0; l < described_links(s, c.touched[j]); ++l) {
+        stride += w.links[l].hashes;
+      }
+    }
+    args.push_back(keep(std::to_string(stride)));
+    for (std::string& h : heads[j]) args.push_back(keep(std::move(h)));
+  }
+  args.push_back(keep(std::to_string(c.end)));
+  for (std::size_t i = 0; i < c.end; ++i) {
+    const Entry& entry = s.batch[i];
+    args.push_back(entry.id);
+    args.push_back(std::string_view(&c.kind[i], 1));
+    if (c.kind[i] == 'k') {
+      const auto at =
+          std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) - c.touched.begin();
+      args.push_back(keep(std::to_string(at + 1)));
+      for (const std::string& v : c.item_arguments[i]) args.push_back(v);
+    }
+    if (c.kind[i] == 'k' || c.kind[i] == 'p') {
+      args.push_back(keep(std::to_string(entry.fields.size())));
+      for (const std::string& f : entry.fields) args.push_back(f);
+    }
+  }
+  return args;
+}
+
+// Replies in a row that leave entries for another round (a slice to declare, links to
+// describe) before the stage gives up: each answers a finite question, as in the store.
+constexpr int kMaxWindowRounds = 2 * static_cast<int>(kMaxStreamLinks) + 16;
+
+// What one round's adds answered, per touched partition: {status, links, slice}. Learns the
+// links and slices; a full filter or a damaged key is returned as the message to throw.
+std::string learn(RedisStreamDedup::State& s, const ClassifiedBatch& c, const redisReply& results,
+                  const std::vector<std::vector<std::string>>& declared) {
+  const std::string operation = "EVALSHA (stream dedup)";
+  s.router->expect(results, REDIS_REPLY_ARRAY, operation);
+  if (results.elements != 3 * c.touched.size())
+    s.router->fail(operation, "a reply of another shape");
+  const RedisStreamStore::State& w = *s.window;
+  std::string problem;
+  for (std::size_t j = 0; j < c.touched.size(); ++j) {
+    const std::uint64_t p = c.touched[j];
+    const std::string status(text_of(*results.element[3 * j]));
+    const long long links = results.element[3 * j + 1]->integer;
+    const std::int64_t slice = results.element[3 * j + 2]->integer;
+    if (status == "ok") {
+      if (links >= 0)
+        s.known_links[p] = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(links));
+      if (links >= 0) s.newest_slice[p] = std::max(s.newest_slice[p], slice);
+    } else if (status == "time") {
+      s.center[p] = slice;
+    } else if (status == "links") {
+      s.known_links[p] = std::max(s.known_links[p], static_cast<std::uint32_t>(links));
+    } else if (status == "full" && problem.empty()) {
+      const bool exists = static_cast<std::size_t>(links) < w.links.size();
+      problem = "filter '" + s.filter_name + "' is full: partition " + std::to_string(p) +
+                " of slice " + std::to_string(slice) +
+                " holds its links' capacity and needs link " + std::to_string(links) + ", which " +
+                (exists ? "would take its live links past the filter's byte limit"
+                        : "cannot exist: " + w.no_more_links) +
+                " (a slice holds the items of its span of the window: give the filter a larger "
+                "capacity, or --growth)";
+    } else if (status.starts_with("!") && problem.empty()) {
+      redisReply error{};
+      error.type = REDIS_REPLY_ERROR;
+      error.str = const_cast<char*>(status.data() + 1);
+      error.len = status.size() - 1;
+      try {
+        (void)redis::stream::decode(error, declared[j]);
+        problem = status.substr(1);
+      } catch (const redis::ReplyProblem& e) {
+        problem = e.what();
+      }
+    }
+  }
+  return problem;
+}
+
+// Commits a batch through a windowed or growing filter: rounds of kWindowBatch, each acting on
+// what the adds asked for, with the entries the last round left. Every entry is handled once:
+// a round acknowledges exactly the entries whose keys it set.
+void commit_window(RedisStreamDedup::State& s, ClassifiedBatch c, RedisStreamDedupBatch& result) {
+  const std::int64_t guess = s.window->guess_slice();
+  for (const std::uint64_t p : c.touched) s.center[p] = std::max(guess, s.newest_slice[p]);
+  for (int round = 0;; ++round) {
+    std::deque<std::string> text;
+    std::vector<std::vector<std::string>> declared;
+    std::vector<std::string_view> args = window_arguments(s, c, text, declared);
+    const Reply reply = run_script(s, args, c.end);
+    if (redis::is_error(*reply)) refused(s, c, text_of(*reply));
+    RedisStreamDedupBatch counts;
+    decode_counts(s, *reply, counts);
+    result.unique += counts.unique;
+    result.duplicates += counts.duplicates;
+    result.skipped += counts.skipped;
+    result.passed += counts.passed;
+    result.deleted += counts.deleted;
+    result.done_before += counts.done_before;
+    const std::string problem = learn(s, c, *reply->element[6], declared);
+    const redisReply& left = *reply->element[7];
+    s.router->expect(left, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
+    if (left.elements == 0) return;
+    const std::string pending_note =
+        ": " + std::to_string(left.elements) + " entries of the batch (" +
+        std::string(text_of(*left.element[0])) + " to " +
+        std::string(text_of(*left.element[left.elements - 1])) + ") stay pending in group '" +
+        s.options.group +
+        "' and the next run of the stage handles them; the batch's other "
+        "entries are done";
+    if (!problem.empty())
+      throw StorageError(s.router->message("EVALSHA (stream dedup)", problem + pending_note));
+    if (round >= kMaxWindowRounds) {
+      s.router->fail("EVALSHA (stream dedup)",
+                     "the filter's add kept asking for more links or another slice" + pending_note);
+    }
+    // The next round: the entries left, in their order.
+    std::vector<Entry> again;
+    std::size_t next = 0;
+    for (Entry& entry : s.batch) {
+      if (next < left.elements && entry.id == text_of(*left.element[next])) {
+        again.push_back(std::move(entry));
+        ++next;
+      }
+    }
+    s.batch = std::move(again);
+    c = classify(s);
+  }
+}
+
 }  // namespace
 
 RedisStreamDedupBatch RedisStreamDedup::commit() {
@@ -750,13 +1279,18 @@ RedisStreamDedupBatch RedisStreamDedup::commit() {
   result.entries = c.end;
   for (std::size_t i = 0; i < c.end; ++i) result.recovered += s.batch[i].recovered ? 1 : 0;
   if (c.end == 0) return result;
-  std::deque<std::string> numbers;
-  std::vector<std::string_view> args = script_arguments(s, c, numbers);
   if (s.reader && c.stopped_at.empty() && s.next_read_is_fresh()) {
     s.incoming.clear();
     s.ahead = std::async(std::launch::async,
                          [&s] { return s.read_fresh(*s.reader, s.incoming, s.count, s.block); });
   }
+  if (s.window != nullptr) {
+    commit_window(s, c, result);
+    s.batch.clear();
+    return result;
+  }
+  std::deque<std::string> numbers;
+  std::vector<std::string_view> args = script_arguments(s, c, numbers);
   const Reply reply = run_script(s, args, c.end);
   if (redis::is_error(*reply)) refused(s, c, text_of(*reply));
   decode_counts(s, *reply, result);
@@ -791,6 +1325,11 @@ std::optional<RedisStreamBacklog> RedisStreamDedup::backlog() {
 }
 
 std::string RedisStreamDedup::engine() const {
+  if (state_->window != nullptr) {
+    return state_->module ? "module redbloom (RB.STREAM in the batch's script)"
+                          : "stock Redis (the windowed filter's add in the batch's script, "
+                            "hashing in the client)";
+  }
   return state_->module ? "module redbloom (RB.PARTADD in the batch's script)"
                         : "stock Redis (BITFIELD in the batch's script, hashing in the client)";
 }

@@ -77,6 +77,9 @@ class RedisStreamStore final : public FilterBackend, public StreamLinks {
   [[nodiscard]] std::optional<StreamInfo> stream_info() const override;
   [[nodiscard]] StreamLinks* links() noexcept override { return this; }
   [[nodiscard]] const StreamLinks* links() const noexcept override { return this; }
+  [[nodiscard]] const RedisStreamStore* redis_stream_store() const noexcept override {
+    return this;
+  }
   // StreamLinks (stream_copy.cpp): a slice key per partition holds the links that partition
   // grew; a copy writes each key whole (header, links, expiry) and marks it in the roster.
   [[nodiscard]] std::vector<SliceCopy> live_slices() const override;
@@ -101,6 +104,8 @@ class RedisStreamStore final : public FilterBackend, public StreamLinks {
 
   // What the store knows (internal: stream_state.hpp).
   struct State;
+  // For a job whose own script writes the filter's keys (redis_stream_dedup.cpp).
+  [[nodiscard]] const State& state() const noexcept { return *state_; }
 
  private:
   explicit RedisStreamStore(std::unique_ptr<State> state);
