@@ -20,6 +20,13 @@
 namespace redbloom {
 namespace {
 
+// "k<n>", built by appending: GCC 12 at -O3 warns falsely (-Wrestrict) on "k" + std::to_string.
+std::string key_of(int n) {
+  std::string key = "k";
+  key += std::to_string(n);
+  return key;
+}
+
 RedisStreamDedupOptions options_for(const std::string& consumer, OnMissingKey on_missing) {
   // Built whole (not assigned member by member): GCC 12 at -O3 warns falsely (-Wrestrict) on
   // a std::string assigned from a literal.
@@ -295,7 +302,7 @@ TEST_P(RedisStreamDedupWindow, AKeyComesOutOncePerWindow) {
   ASSERT_TRUE(stage.create_group(true));
 
   std::vector<std::string> keys;
-  for (int i = 0; i < 600; ++i) keys.push_back("k" + std::to_string(i % 200));
+  for (int i = 0; i < 600; ++i) keys.push_back(key_of(i % 200));
   add(server, keys);
   RedisStreamDedupBatch done = drain(stage, 250);
   EXPECT_EQ(done.entries, 600u);
@@ -330,7 +337,7 @@ TEST_P(RedisStreamDedupWindow, AGrowingFilterGrowsDuringABatch) {
   RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(true));
   std::vector<std::string> keys;
-  for (int i = 0; i < 1500; ++i) keys.push_back("k" + std::to_string((i * 7) % 500));
+  for (int i = 0; i < 1500; ++i) keys.push_back(key_of((i * 7) % 500));
   add(server, keys);
   ASSERT_EQ(stage.read(1500, std::chrono::milliseconds(10)), 1500u);
   const RedisStreamDedupBatch done = stage.commit();
@@ -351,7 +358,7 @@ TEST_P(RedisStreamDedupWindow, AFullFilterLeavesTheRestPending) {
   RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(true));
   std::vector<std::string> keys;
-  for (int i = 0; i < 1000; ++i) keys.push_back("k" + std::to_string(i));
+  for (int i = 0; i < 1000; ++i) keys.push_back(key_of(i));
   add(server, keys);
   ASSERT_EQ(stage.read(1000, std::chrono::milliseconds(10)), 1000u);
   try {
