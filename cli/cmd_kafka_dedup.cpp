@@ -19,6 +19,7 @@
 #include "records.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/kafka_dedup.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/stream.hpp"
@@ -163,7 +164,11 @@ int run_kafka_dedup(const KafkaDedupCommand& cmd) {
   const std::unique_ptr<DecisionLog> decisions = DecisionLog::beside(cmd.location.resolve());
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
-  KafkaDedup stage(filter, *decisions, stage_options(cmd, filter));
+  const std::unique_ptr<ExactSet> exact =
+      exact_set_for_writing(cmd.location.resolve(), filter, /*create=*/false);
+  KafkaDedupOptions options = stage_options(cmd, filter);
+  options.exact_set = exact.get();
+  KafkaDedup stage(filter, *decisions, std::move(options));
 
   std::optional<MetricsEndpoint> metrics;
   FilterEstimate estimate;

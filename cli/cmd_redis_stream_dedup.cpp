@@ -16,6 +16,7 @@
 #include "exit_codes.hpp"
 #include "filter_options.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/location.hpp"
 #include "redbloom/redis_stream_dedup.hpp"
 #include "redbloom/stream.hpp"
@@ -121,10 +122,13 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   const StopSignals stop_signals;
   const StagePlace from = redis_stream_place(cmd.from, "--from");
   const StagePlace to = redis_stream_place(cmd.to, "--to");
-  const RedisStreamDedupOptions options = stage_options(cmd, from, to);
+  RedisStreamDedupOptions options = stage_options(cmd, from, to);
   StageMetrics metrics(cmd.metrics, cmd.quiet);
   auto [filter, created] = open_for_writing(cmd.location, cmd.sizing, /*create_if_missing=*/true);
   (void)created;
+  const std::unique_ptr<ExactSet> exact =
+      exact_set_for_writing(cmd.location.resolve(), filter, /*create=*/false);
+  options.exact_set = exact.get();
   RedisStreamDedup dedup(filter, from.server, options);
   if (cmd.create_group && dedup.create_group(/*make_stream=*/true)) {
     report_note("created consumer group '" + cmd.group + "' on stream '" + from.stream +

@@ -428,6 +428,27 @@ def test_entries_without_the_key(make_setup):
     assert [f for _, f in node.xrange("out2")] == [{b"other": b"3"}, {b"id": b"c"}]
 
 
+def test_a_filter_with_an_exact_set_gets_the_stages_keys(make_setup):
+    """diff --exact checks the filter's answers against its exact set: a key the stage added to
+    the filter only would be reported as an orphan."""
+    setup = make_setup()
+    node = setup.client_for("in")
+    made = run_cli("create", "--redis", "%s#f" % setup.uri, "-n", "1000", "--exact", "-q")
+    assert made.returncode == 0, made.stderr.decode()
+    for i in range(200):
+        node.xadd("in", {"id": "k%d" % (i % 50)})
+    stage = start_stage(setup, "--batch", "30")
+    wait_handled(node, "in", 200, stage)
+    stage.send_signal(signal.SIGTERM)
+    _, err = stage.communicate(timeout=120)
+    assert stage.returncode == 0, err.decode()
+    checked = "".join("k%d\n" % i for i in range(50)) + "".join("x%d\n" % i for i in range(10))
+    diff = run_cli("diff", "--redis", "%s#f" % setup.uri, "--exact", "-q",
+                   stdin=checked.encode())
+    assert diff.returncode == 0, diff.stderr.decode()
+    assert sorted(diff.stdout.decode().split()) == sorted("x%d" % i for i in range(10))
+
+
 def test_maxlen_trims_the_output(make_setup):
     setup = make_setup()
     node = setup.client_for("in")

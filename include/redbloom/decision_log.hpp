@@ -8,6 +8,8 @@
 // when sharded; in a Redis Cluster the node serving the key's slot, the write then waiting
 // for a replica when the master has one), written with SET before put() returns, so they
 // persist as the server persists. A filter in memory has no place for them (InvalidArgument).
+//
+// Beside them is the round lock that stages sharing the filter take turns on (RoundLock).
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,20 @@ namespace redbloom {
 
 class DecisionLog {
  public:
+  // Held while a stage tests a round's items, stores their decision records and sets their
+  // bits: stages sharing the filter take turns, so none adds an item between another's test
+  // and set, and each record says exactly what its set found new. Released when destroyed.
+  // Beside a file: an flock on FILE.decisions/.lock, which the kernel drops with a killed
+  // holder. On Redis: the key NAME:decisions-lock (SET NX with a lifetime), which a killed
+  // holder leaves until its lifetime ends.
+  class RoundLock {
+   public:
+    virtual ~RoundLock() = default;
+    // Keeps a Redis lock alive in a long round. False when it had expired (the holder
+    // stalled for longer than its lifetime): another stage may have added meanwhile.
+    [[nodiscard]] virtual bool keep() = 0;
+  };
+
   // The records beside the filter at `filter`.
   [[nodiscard]] static std::unique_ptr<DecisionLog> beside(const Location& filter);
 
@@ -32,6 +48,10 @@ class DecisionLog {
                    std::chrono::milliseconds ttl) = 0;
   // The record under `key`, if any.
   [[nodiscard]] virtual std::optional<std::string> get(const std::string& key) = 0;
+  // Waits up to `wait` for the round lock, then throws StorageError. `life`: how long a
+  // Redis lock lasts unless kept, so a killed holder delays the others at most that long.
+  [[nodiscard]] virtual std::unique_ptr<RoundLock> lock_round(std::chrono::milliseconds wait,
+                                                              std::chrono::milliseconds life) = 0;
   // Removes every record (the filter is being dropped); returns how many there were.
   virtual std::size_t remove_all() = 0;
   // Where the records are, for messages: "urls.rbf.decisions/" or "urls:decisions:* on redis

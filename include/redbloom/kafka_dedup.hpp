@@ -3,20 +3,22 @@
 // topic, then commits the input offsets. librdkafka (Debian's librdkafka-dev) does the Kafka
 // work; link redbloom::kafka.
 //
-// Per round, for each partition's batch: the records not covered by the partition's decision
-// record are tested against the filter (without setting bits); the new decision record (which
-// offsets are first seen, replayed ones included) is stored durably; the items tested new are
-// added (the filter's atomic test-and-set): one another writer added meanwhile is a duplicate
-// after all, and the record is stored again without it; their records are produced. When
+// Per round, holding the filter's round lock (DecisionLog::RoundLock: stages sharing the
+// filter decide in turns), for each partition's batch: the records not covered by the
+// partition's decision record are tested against the filter (without setting bits); the new
+// decision record (which offsets are first seen, replayed ones included) is stored durably;
+// the items tested new are added (the filter's atomic test-and-set): one that a writer outside
+// the lock added meanwhile is a duplicate after all, and the record is stored again without
+// it. Then the lock is released and the first-seen records are produced. When
 // every record of the round is acknowledged by the brokers (the next round's records are read
 // meanwhile, not decided), the offsets are committed. A crash anywhere leaves either nothing
 // decided (the records are tested again: their bits were not set) or a decision record, from
 // which a restarted stage, or the group member that takes the partition over, produces the
 // batch again without testing it. So no first-seen record is lost; a crash repeats at most the
 // records produced and not yet committed (and, if it falls between a batch's add and its
-// record's second store, the items another writer had added meanwhile). With a transactional
-// id, each round's records and its offsets go in one Kafka transaction instead (produce, send
-// the offsets, commit), so a read_committed consumer sees each round's records once.
+// record's second store, the items a writer outside the lock had added meanwhile). With a
+// transactional id, each round's records and its offsets go in one Kafka transaction instead
+// (produce, send the offsets, commit), so a read_committed consumer sees each round's records once.
 #pragma once
 
 #include <chrono>
@@ -33,6 +35,8 @@
 #include "redbloom/record_key.hpp"
 
 namespace redbloom {
+
+class ExactSet;
 
 // Where a first-seen record goes in the output topic: the partition number it had in the
 // input (which the output must have), or the one the producer's partitioner picks from its
@@ -54,6 +58,9 @@ struct KafkaDedupOptions {
   std::chrono::milliseconds decision_ttl{0};      // 0: decision records do not expire
   std::chrono::milliseconds timeout{30000};       // to reach the brokers, to deliver a round
   std::string transactional_id;                   // empty: idempotent producer, offsets committed
+  // The filter's exact set, if it has one (exact_set_for_writing): every item the stage adds
+  // goes to it first, so the filter never holds an item the set lacks. Not a cuckoo filter's.
+  ExactSet* exact_set = nullptr;
   // Warnings (a broker error retried, a rebalance that refused a commit), and with `verbose`
   // librdkafka's own log lines. Empty: not reported.
   std::function<void(const std::string&)> on_warning;

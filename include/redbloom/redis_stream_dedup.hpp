@@ -47,6 +47,7 @@
 
 namespace redbloom {
 
+class ExactSet;
 class Filter;
 
 // True when the two endpoints reach one keyspace (one server, or nodes of one Cluster).
@@ -64,6 +65,9 @@ struct RedisStreamDedupOptions {
   // While a batch's script runs, read the next new entries on a second connection (they are
   // then pending for this consumer, as any entry read; finish() handles them at a stop).
   bool read_ahead = false;
+  // The filter's exact set, if it has one (exact_set_for_writing): a batch's keys go to it
+  // before the batch's script, so the filter never holds a key the set lacks.
+  ExactSet* exact_set = nullptr;
 };
 
 // What one batch did (counts of entries).

@@ -3,12 +3,18 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
 #include <vector>
 
 #include "local/posix_file.hpp"
@@ -47,6 +53,36 @@ void fsync_path(const std::string& path, int flags) {
   if (::fsync(fd.get()) != 0) fail_errno("cannot sync", path);
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Tries `take` until it succeeds or `wait` has passed (then StorageError naming `where`),
+// sleeping between tries from 1 ms up to 50 ms: a round holds the lock for milliseconds.
+void take_within(std::chrono::milliseconds wait, const std::string& where,
+                 const std::function<bool()>& take) {
+  const Clock::time_point deadline = Clock::now() + wait;
+  std::chrono::milliseconds pause{1};
+  while (!take()) {
+    if (Clock::now() >= deadline) {
+      throw StorageError("the round lock " + where + " was held by another stage for " +
+                         std::to_string(wait.count() / 1000) +
+                         " s: is a stage on this filter stuck? (a killed one's lock ends by "
+                         "itself)");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+// The descriptor holds the flock; closing it (or the holder's death) releases it.
+class FileRoundLock final : public DecisionLog::RoundLock {
+ public:
+  explicit FileRoundLock(posix::Fd fd) : fd_(std::move(fd)) {}
+  bool keep() override { return true; }
+
+ private:
+  posix::Fd fd_;
+};
+
 class FileDecisionLog final : public DecisionLog {
  public:
   explicit FileDecisionLog(std::string filter_path) : dir_(std::move(filter_path) + ".decisions") {}
@@ -77,6 +113,21 @@ class FileDecisionLog final : public DecisionLog {
     return record;
   }
 
+  std::unique_ptr<RoundLock> lock_round(std::chrono::milliseconds wait,
+                                        std::chrono::milliseconds) override {
+    make_dir();
+    // A record's file name never starts with '.' (file_name_of), so this is no record's.
+    const std::string path = dir_ + "/.lock";
+    posix::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (fd.get() < 0) fail_errno("cannot open the round lock", path);
+    take_within(wait, path, [&] {
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return true;
+      if (errno != EWOULDBLOCK && errno != EINTR) fail_errno("cannot lock", path);
+      return false;
+    });
+    return std::make_unique<FileRoundLock>(std::move(fd));
+  }
+
   std::size_t remove_all() override {
     DIR* dir = ::opendir(dir_.c_str());
     if (dir == nullptr) {
@@ -94,7 +145,7 @@ class FileDecisionLog final : public DecisionLog {
         errno = saved;
         fail_errno("cannot remove", path);
       }
-      if (name.find(".tmp") == std::string_view::npos) ++removed;
+      if (name.find(".tmp") == std::string_view::npos && name.front() != '.') ++removed;
     }
     ::closedir(dir);
     if (::rmdir(dir_.c_str()) != 0 && errno != ENOENT) fail_errno("cannot remove", dir_);
@@ -150,11 +201,126 @@ std::string glob_escape(std::string_view text) {
   return out;
 }
 
+// This machine as a lock holder sees it: the host and the pid namespace, within which a pid
+// names one process, so a holder here can tell whether another holder here is still alive.
+std::string this_machine() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  char ns[64] = {};
+  const ssize_t size = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  return std::string(host) + "/" +
+         (size > 0 ? std::string(ns, static_cast<std::size_t>(size)) : "");
+}
+
+// "MACHINE PID RANDOM": never another holder's (128 random bits), and says who holds it.
+std::string lock_token() {
+  std::random_device random;
+  std::string token = this_machine() + " " + std::to_string(::getpid()) + " ";
+  for (int i = 0; i < 4; ++i) {
+    char word[9];
+    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(random()));
+    token += word;
+  }
+  return token;
+}
+
+// A holder on this machine that has died (a killed stage restarting finds its own old lock).
+bool holder_is_gone(std::string_view token) {
+  const std::size_t random_at = token.rfind(' ');
+  if (random_at == std::string_view::npos || random_at == 0) return false;
+  const std::size_t pid_at = token.rfind(' ', random_at - 1);
+  if (pid_at == std::string_view::npos || token.substr(0, pid_at) != this_machine()) return false;
+  const std::string pid(token.substr(pid_at + 1, random_at - pid_at - 1));
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) return false;
+  return ::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
+}
+
+// Only the holder's token extends or deletes the key: one whose lifetime ended may be another's.
+constexpr std::string_view kKeepLock =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+constexpr std::string_view kTakeOverLock =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return false";
+constexpr std::string_view kReleaseLock =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
+    "return 0";
+
+class RedisRoundLock final : public DecisionLog::RoundLock {
+ public:
+  // Shares the router: the lock may outlive the DecisionLog that took it.
+  RedisRoundLock(std::shared_ptr<redis::Router> router, std::string key, std::string token,
+                 std::chrono::milliseconds life)
+      : router_(std::move(router)),
+        key_(std::move(key)),
+        token_(std::move(token)),
+        life_(life),
+        renewed_(Clock::now()) {}
+  RedisRoundLock(const RedisRoundLock&) = delete;
+  RedisRoundLock& operator=(const RedisRoundLock&) = delete;
+
+  ~RedisRoundLock() override {
+    try {
+      (void)router_->call(redis::slot_of(key_), {"EVAL", kReleaseLock, "1", key_, token_},
+                          redis::OnLostNode::fail);
+    } catch (...) {  // NOLINT: a destructor cannot report; the key's lifetime ends it anyway
+    }
+  }
+
+  bool keep() override {
+    // A third of its life gone at most: it cannot have expired, no round trip needed.
+    if (Clock::now() - renewed_ < life_ / 3) return true;
+    const std::string px = std::to_string(life_.count());
+    const redis::Reply reply = router_->run(
+        redis::slot_of(key_), {"EVAL", kKeepLock, "1", key_, token_, px}, redis::OnLostNode::retry);
+    router_->expect(*reply, REDIS_REPLY_INTEGER, "keep the round lock");
+    renewed_ = Clock::now();
+    return reply->integer == 1;
+  }
+
+ private:
+  std::shared_ptr<redis::Router> router_;
+  std::string key_;
+  std::string token_;
+  std::chrono::milliseconds life_;
+  Clock::time_point renewed_;
+};
+
 // Over a router, so that one server and a Redis Cluster (each key on its slot's node) are alike.
 class RedisDecisionLog final : public DecisionLog {
  public:
-  RedisDecisionLog(const RedisEndpoint& server, std::string name)
-      : router_(redis::make_router(server)), prefix_(std::move(name) + ":decisions:") {}
+  RedisDecisionLog(const RedisEndpoint& server, const std::string& name)
+      : router_(redis::make_router(server)),
+        prefix_(name + ":decisions:"),
+        lock_key_(name + ":decisions-lock") {}
+
+  std::unique_ptr<RoundLock> lock_round(std::chrono::milliseconds wait,
+                                        std::chrono::milliseconds life) override {
+    const std::string token = lock_token();
+    const std::string px = std::to_string(life.count());
+    take_within(wait, lock_key_ + " on redis " + router_->endpoint().describe(), [&] {
+      const redis::Reply reply =
+          router_->run(redis::slot_of(lock_key_), {"SET", lock_key_, token, "NX", "PX", px},
+                       redis::OnLostNode::retry);
+      if (reply->type != REDIS_REPLY_NIL) {
+        router_->expect(*reply, REDIS_REPLY_STATUS, "take the round lock");
+        return true;
+      }
+      // Taken: perhaps by this very SET before a lost connection made the router retry it, or
+      // by a stage here that was killed, whose lock need not be waited out.
+      const redis::Reply holder =
+          router_->run(redis::slot_of(lock_key_), {"GET", lock_key_}, redis::OnLostNode::retry);
+      if (holder->type != REDIS_REPLY_STRING) return false;
+      const std::string_view held = redis::text_of(*holder);
+      if (held == token) return true;
+      if (!holder_is_gone(held)) return false;
+      const redis::Reply taken = router_->run(
+          redis::slot_of(lock_key_), {"EVAL", kTakeOverLock, "1", lock_key_, held, token, px},
+          redis::OnLostNode::retry);
+      return taken->type == REDIS_REPLY_STATUS;
+    });
+    return std::make_unique<RedisRoundLock>(router_, lock_key_, token, life);
+  }
 
   void put(const std::string& key, std::string_view record,
            std::chrono::milliseconds ttl) override {
@@ -222,8 +388,9 @@ class RedisDecisionLog final : public DecisionLog {
   }
 
  private:
-  std::unique_ptr<redis::Router> router_;
+  std::shared_ptr<redis::Router> router_;
   std::string prefix_;
+  std::string lock_key_;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "jobs/kafka_decision_record.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 
 namespace redbloom {
 namespace {
@@ -82,6 +83,10 @@ bool lost_partitions(rd_kafka_resp_err_t err) {
          err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
          err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || err == RD_KAFKA_RESP_ERR__STATE;
 }
+
+// How long a Redis round lock lasts unless kept: how long a stage killed on another machine
+// holds up the others (one killed here is noticed at once).
+constexpr std::chrono::milliseconds kRoundLockLife{10000};
 
 }  // namespace
 
@@ -342,10 +347,11 @@ struct KafkaDedup::State {
     place.loaded = true;
   }
 
-  // Adds the items tested new. The test and the decision were not one step with the set:
-  // another writer (a stage holding another partition where the item also is) may have added
-  // one since. The filter's test-and-set is atomic, so exactly one of them finds it new; the
-  // others take it for a duplicate and record that, so a replay does not produce it either.
+  // Adds the items tested new. Other stages wait for the round lock, but a writer that takes
+  // no lock (another program adding to the filter, or a stage whose lock expired while it
+  // stalled) may have added one since the test. The filter's test-and-set is atomic, so
+  // exactly one finds it new; the others take it for a duplicate and record that, so a replay
+  // does not produce it either.
   void add_claimed(const std::string& key, const std::vector<Message>& batch,
                    std::span<const std::string_view> claimed,
                    std::span<const std::size_t> claimed_at, std::vector<std::uint8_t>& first_seen,
@@ -428,6 +434,11 @@ struct KafkaDedup::State {
     // The decision is durable before any bit is set: from here a crash replays it.
     if (!tested.empty() || count < batch.size() || old == nullptr) {
       decisions.put(key, record.encode(), options.decision_ttl);
+    }
+    if (options.exact_set != nullptr) {
+      // The exact set first, as every add to a filter with one: the filter never holds more.
+      (void)options.exact_set->add(replayed);
+      (void)options.exact_set->add(claimed);
     }
     if (!replayed.empty()) filter.load_many(replayed);
     if (!claimed.empty()) add_claimed(key, batch, claimed, claimed_at, first_seen, record);
@@ -604,6 +615,12 @@ struct KafkaDedup::State {
 
 KafkaDedup::KafkaDedup(Filter& filter, DecisionLog& decisions, KafkaDedupOptions options)
     : state_(std::make_unique<State>(filter, decisions, std::move(options))) {
+  if (state_->options.exact_set != nullptr && filter.shape().cuckoo) {
+    // Two writers of one item would both find it new to the set (add_with_exact_set's rule).
+    throw InvalidArgument(
+        "the filter is a cuckoo filter with an exact set: a stage cannot produce each item "
+        "once over it; use a Bloom filter, or a cuckoo filter without an exact set");
+  }
   if (state_->options.record_key) state_->extractor.emplace(*state_->options.record_key);
   state_->connect();
 }
@@ -628,7 +645,18 @@ std::size_t KafkaDedup::round(std::chrono::milliseconds wait) {
   std::vector<std::pair<int, std::int64_t>> offsets;
   std::vector<std::pair<int, std::int64_t>> starts;
   const std::uint64_t read_before = s.counts.read;
+  // Stages sharing the filter decide in turns (DecisionLog::RoundLock), so no other stage adds
+  // between a batch's test and its test-and-set: the record stored between them is exact.
+  const std::chrono::milliseconds lock_wait = std::max(s.options.timeout, 3 * kRoundLockLife);
+  std::unique_ptr<DecisionLog::RoundLock> lock = s.decisions.lock_round(lock_wait, kRoundLockLife);
   for (auto& [partition, batch] : batches) {
+    if (!lock->keep()) {
+      s.warn("the filter's round lock expired while this stage held it (it stalled for over " +
+             std::to_string(kRoundLockLife.count() / 1000) +
+             " s); another stage may have added meanwhile: the test-and-set still decides");
+      lock.reset();
+      lock = s.decisions.lock_round(lock_wait, kRoundLockLife);
+    }
     const std::int64_t next = s.decide(partition, batch, out);
     if (next >= 0) {
       offsets.emplace_back(partition, next);
@@ -636,6 +664,7 @@ std::size_t KafkaDedup::round(std::chrono::milliseconds wait) {
     }
     if (!s.stop_error.empty()) break;
   }
+  lock.reset();
   const bool transactional = !s.options.transactional_id.empty();
   if (transactional) s.begin_transaction();
   for (const rd_kafka_message_t* m : out) s.produce(m);

@@ -11,6 +11,7 @@
 #include "core/packed_items.hpp"
 #include "core/redis_format.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
 #include "redbloom/hash.hpp"
 #include "redis/object.hpp"
@@ -1283,6 +1284,14 @@ RedisStreamDedupBatch RedisStreamDedup::commit() {
     s.incoming.clear();
     s.ahead = std::async(std::launch::async,
                          [&s] { return s.read_fresh(*s.reader, s.incoming, s.count, s.block); });
+  }
+  if (s.options.exact_set != nullptr) {
+    // Adding a key twice changes nothing: the batch's keys, new or not, before its script.
+    std::vector<std::string_view> keys;
+    for (std::size_t i = 0; i < c.end; ++i) {
+      if (c.kind[i] == 'k') keys.emplace_back(*key_of(s.batch[i], s.options.key_field));
+    }
+    (void)s.options.exact_set->add(keys);
   }
   if (s.window != nullptr) {
     commit_window(s, c, result);

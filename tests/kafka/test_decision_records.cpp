@@ -2,9 +2,12 @@
 // what is put is what is read back, beside a filter file and in the filter's Redis server.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "jobs/kafka_decision_record.hpp"
 #include "redbloom/decision_log.hpp"
@@ -118,6 +121,100 @@ TEST(DecisionLog, RemoveAllOnRedisTakesOnlyTheFiltersRecords) {
   EXPECT_EQ(log->remove_all(), 2u);
   EXPECT_FALSE(log->get("kafka/g/clicks/1").has_value());
   EXPECT_EQ(server.command({"GET", "seenx:decisions:kafka/g/clicks/0"}).text, "kept");
+}
+
+using std::chrono::milliseconds;
+
+// A child process takes the round lock and dies holding it (no destructor runs).
+void die_holding_the_lock(const Location& where) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto lock =
+        DecisionLog::beside(where)->lock_round(milliseconds(2000), milliseconds(60000));
+    ::_exit(lock->keep() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// Stages take turns: a second holder waits for the first (and gives up after its wait, saying
+// so); once the first lets go, the second takes it.
+void takes_turns(const Location& where) {
+  const auto first_log = DecisionLog::beside(where);
+  const auto second_log = DecisionLog::beside(where);
+  auto held = first_log->lock_round(milliseconds(1000), milliseconds(60000));
+  try {
+    (void)second_log->lock_round(milliseconds(150), milliseconds(60000));
+    ADD_FAILURE() << "a second holder took the lock";
+  } catch (const StorageError& e) {
+    EXPECT_NE(std::string(e.what()).find("held by another stage"), std::string::npos) << e.what();
+  }
+  std::thread release([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    held.reset();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto second = second_log->lock_round(milliseconds(5000), milliseconds(60000));
+  release.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(90));  // it waited its turn
+  EXPECT_TRUE(second->keep());
+}
+
+TEST(DecisionLogRoundLock, StagesTakeTurnsBesideAFile) {
+  const testing::TempDir dir;
+  takes_turns(Location::file(dir.file("seen.rbf")));
+  // The lock is no record: remove_all counts only records.
+  DecisionLog::beside(Location::file(dir.file("seen.rbf")))
+      ->put("kafka/g/clicks/0", "r", milliseconds(0));
+  EXPECT_EQ(DecisionLog::beside(Location::file(dir.file("seen.rbf")))->remove_all(), 1u);
+}
+
+TEST(DecisionLogRoundLock, StagesTakeTurnsOnRedis) {
+  const test::RedisServer server;
+  takes_turns(Location::redis({server.endpoint()}, "seen"));
+  // Released, not left to expire.
+  EXPECT_EQ(server.integer({"EXISTS", "seen:decisions-lock"}), 0);
+}
+
+TEST(DecisionLogRoundLock, AKilledHoldersLockIsTakenAtOnce) {
+  const testing::TempDir dir;
+  const test::RedisServer server;
+  for (const Location& where :
+       {Location::file(dir.file("seen.rbf")), Location::redis({server.endpoint()}, "seen")}) {
+    die_holding_the_lock(where);
+    if (where.kind == Location::Kind::redis) {
+      EXPECT_GT(server.integer({"PTTL", "seen:decisions-lock"}), 50000);  // still held
+    }
+    // A Redis lock lives 60 s; the holder's death here is seen, so it is not waited out.
+    const auto start = std::chrono::steady_clock::now();
+    const auto lock =
+        DecisionLog::beside(where)->lock_round(milliseconds(5000), milliseconds(60000));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(3000));
+  }
+}
+
+TEST(DecisionLogRoundLock, ARedisLockHeldElsewhereIsWaitedOutAndKept) {
+  const test::RedisServer server;
+  // A holder on another machine: its lock ends only with its lifetime.
+  (void)server.command({"SET", "seen:decisions-lock", "elsewhere/pid:[1] 1 0123", "PX", "300"});
+  const auto log = DecisionLog::beside(Location::redis({server.endpoint()}, "seen"));
+  EXPECT_THROW((void)log->lock_round(milliseconds(50), milliseconds(600)), StorageError);
+  auto lock = log->lock_round(milliseconds(5000), milliseconds(600));
+  EXPECT_NE(server.command({"GET", "seen:decisions-lock"}).text, "elsewhere/pid:[1] 1 0123");
+  // Kept past its lifetime while its holder works on.
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(milliseconds(250));
+    EXPECT_TRUE(lock->keep());
+  }
+  EXPECT_GT(server.integer({"PTTL", "seen:decisions-lock"}), 0);
+  // Expired (a holder that stalled for longer): keep() says so, and it is not taken back.
+  (void)server.command({"SET", "seen:decisions-lock", "another holder"});
+  std::this_thread::sleep_for(milliseconds(250));
+  EXPECT_FALSE(lock->keep());
+  lock.reset();  // releases only its own
+  EXPECT_EQ(server.command({"GET", "seen:decisions-lock"}).text, "another holder");
 }
 
 TEST(DecisionLog, RefusesPlacesWithoutOne) {

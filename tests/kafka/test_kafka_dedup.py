@@ -138,6 +138,26 @@ def test_first_record_of_each_key_whole(make_cluster, tmp_path):
     assert len(cluster.consume("out")) == len(firsts)
 
 
+def test_a_filter_with_an_exact_set_gets_the_stages_items(make_cluster, tmp_path):
+    """diff --exact checks the filter's answers against its exact set: an item the stage added
+    to the filter only would be reported as an orphan."""
+    cluster = make_cluster("in:2", "out:2")
+    records = [("k%d" % (i % 50), "v%d" % i) for i in range(200)]
+    cluster.produce("in", records)
+    seen = str(tmp_path / "seen.rbf")
+    made = subprocess.run([redbloom_cli(), "create", "-f", seen, "-n", "1000", "--exact", "-q"],
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    code, err = run_until_drained(
+        cluster, stage_args(cluster, "g", ["-f", seen], "--key", "kafka-key"), len(records))
+    assert code == 0, err
+    checked = "".join("k%d\n" % i for i in range(50)) + "".join("x%d\n" % i for i in range(10))
+    diff = subprocess.run([redbloom_cli(), "diff", "-f", seen, "--exact", "-q"], input=checked,
+                          capture_output=True, text=True, timeout=60)
+    assert diff.returncode == 0, diff.stderr
+    assert sorted(diff.stdout.split()) == sorted("x%d" % i for i in range(10))
+
+
 def test_item_from_the_value(make_cluster, tmp_path):
     cluster = make_cluster("in:2", "out:2")
     records = [("k%d" % i, json.dumps({"event": {"id": i % 30}, "n": i})) for i in range(200)]
@@ -413,9 +433,10 @@ def partitions_held(line):
 
 def test_two_stages_meeting_one_item_in_two_partitions_produce_it_once(make_cluster, tmp_path):
     """Every value in both partitions, each partition held by one of two stages, so that they
-    test the same items at about the same moment: the filter's atomic add decides between
-    them, and each value goes out once (no kill, no rebalance while they work). A file filter:
-    the add's atomicity on every store is the library's own tests'."""
+    meet the same items at about the same moment: they decide in turns (the filter's round
+    lock), so each finds the other's items added already when it tests them, none between its
+    test and its add, and each value goes out once (no kill, no rebalance while they work).
+    A file filter: the lock on Redis is the decision records' own tests'."""
     cluster = make_cluster("in:2", "out:2")
     kind = "file"
     where = ["-f", str(tmp_path / "seen.rbf")]
@@ -447,6 +468,9 @@ def test_two_stages_meeting_one_item_in_two_partitions_produce_it_once(make_clus
         kind, len(values), taken))
     assert set(out) == set(values)
     assert max(out.values()) == 1
+    # Without the lock, about a tenth of the values were added by the other stage between a
+    # stage's test and its add.
+    assert taken == 0
 
 
 def test_windowed_filter(make_cluster, tmp_path, redis_server):
@@ -483,7 +507,8 @@ def test_windowed_filter(make_cluster, tmp_path, redis_server):
         len(events))
     assert code == 0, err
     check_output(cluster2, events, 0, "windowed file")
-    assert len(list((tmp_path / "w.rbf.decisions").iterdir())) == 2
+    records = [p for p in (tmp_path / "w.rbf.decisions").iterdir() if p.name != ".lock"]
+    assert len(records) == 2
     dropped = subprocess.run([redbloom_cli(), "drop", "-f", str(tmp_path / "w.rbf"), "--json"],
                              capture_output=True, text=True, timeout=60)
     assert dropped.returncode == 0, dropped.stderr
