@@ -146,6 +146,8 @@ void print_summary(const KafkaDedup& stage, const KafkaDedupCommand& cmd, double
       .count_if_any("replayed from decision records", "replayed", c.replayed)
       .count_if_any("duplicates added meanwhile by another stage", "taken_by_others",
                     c.taken_by_others)
+      .count_if_any("items added for a stage that died mid-round", "rolled_forward",
+                    c.rolled_forward)
       .count_if_any("without key skipped", "bad_records_skipped", c.skipped)
       .count_if_any("without key passed", "bad_records_passed", c.passed)
       .count_if_any("transactions aborted", "transactions_aborted", c.aborted)

@@ -19,6 +19,9 @@ std::string kafka_metrics_page(const KafkaDedup& stage, const std::string& topic
   append_metric(page, "redbloom_taken_by_others_total", "counter",
                 "Duplicates tested new, then found added by another stage when set.",
                 static_cast<double>(c.taken_by_others));
+  append_metric(page, "redbloom_rolled_forward_total", "counter",
+                "Items a stage that died mid-round had decided, added to the filter for it.",
+                static_cast<double>(c.rolled_forward));
   append_metric(page, "redbloom_records_without_key_total", "counter",
                 "Records without an item, skipped or passed.",
                 static_cast<double>(c.skipped + c.passed));

@@ -48,6 +48,9 @@ class DecisionLog {
                    std::chrono::milliseconds ttl) = 0;
   // The record under `key`, if any.
   [[nodiscard]] virtual std::optional<std::string> get(const std::string& key) = 0;
+  // Removes the record under `key` if it still holds `only_if` (one a later holder of the
+  // round lock replaced stays), durably before it returns.
+  virtual void erase(const std::string& key, std::string_view only_if) = 0;
   // Waits up to `wait` for the round lock, then throws StorageError. `life`: how long a
   // Redis lock lasts unless kept, so a killed holder delays the others at most that long.
   [[nodiscard]] virtual std::unique_ptr<RoundLock> lock_round(std::chrono::milliseconds wait,

@@ -5,13 +5,14 @@
 //
 // Per round, holding the filter's round lock (DecisionLog::RoundLock: stages sharing the
 // filter decide in turns), for each partition's batch: the records not covered by the
-// partition's decision record are tested against the filter (without setting bits); the new
-// decision record (which offsets are first seen, replayed ones included) is stored durably;
-// the items tested new are added (the filter's atomic test-and-set): one that a writer outside
-// the lock added meanwhile is a duplicate after all, and the record is stored again without
-// it. Then the lock is released and the first-seen records are produced. When
-// every record of the round is acknowledged by the brokers (the next round's records are read
-// meanwhile, not decided), the offsets are committed. A crash anywhere leaves either nothing
+// partition's decision record are tested against the filter (without setting bits); the items
+// tested new (the round intent: added for this stage by the next lock holder if it dies before
+// adding them) and the new decision record (which offsets are first seen, replayed ones
+// included) are stored durably; the items are added (the filter's atomic test-and-set): one
+// that a writer outside the lock added meanwhile is a duplicate after all, and the record is
+// stored again without it. Then the lock is released and the first-seen records are produced.
+// When every record of the round is acknowledged by the brokers (the next round's records are
+// read meanwhile, not decided), the offsets are committed. A crash anywhere leaves either nothing
 // decided (the records are tested again: their bits were not set) or a decision record, from
 // which a restarted stage, or the group member that takes the partition over, produces the
 // batch again without testing it. So no first-seen record is lost; a crash repeats at most the
@@ -76,6 +77,9 @@ struct KafkaDedupCounts {
   // Tested new, then found added by another writer (a stage holding another partition with
   // the item) when their bits were set: duplicates, produced by that writer.
   std::uint64_t taken_by_others = 0;
+  // Items a stage that died mid-round had decided first seen and not yet added, added for it
+  // before this stage tested anything (that stage's replay produces them).
+  std::uint64_t rolled_forward = 0;
   std::uint64_t skipped = 0;  // no key, --on-bad-record skip
   std::uint64_t passed = 0;   // no key, --on-bad-record pass: produced unfiltered
   std::uint64_t rounds = 0;

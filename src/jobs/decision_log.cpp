@@ -113,6 +113,14 @@ class FileDecisionLog final : public DecisionLog {
     return record;
   }
 
+  // Under the round lock, which a file holder never loses, so reading and removing are one.
+  void erase(const std::string& key, std::string_view only_if) override {
+    if (get(key) != only_if) return;
+    const std::string path = dir_ + "/" + file_name_of(key);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail_errno("cannot remove", path);
+    fsync_path(dir_, O_RDONLY | O_DIRECTORY);
+  }
+
   std::unique_ptr<RoundLock> lock_round(std::chrono::milliseconds wait,
                                         std::chrono::milliseconds) override {
     make_dir();
@@ -235,14 +243,15 @@ bool holder_is_gone(std::string_view token) {
   return ::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH;
 }
 
-// Only the holder's token extends or deletes the key: one whose lifetime ended may be another's.
+// Only the holder's token extends or deletes the lock (one whose lifetime ended may be
+// another's); a record is erased only if it still holds what its writer put there.
 constexpr std::string_view kKeepLock =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 constexpr std::string_view kTakeOverLock =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end return false";
-constexpr std::string_view kReleaseLock =
+constexpr std::string_view kDeleteIfHolds =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
     "return 0";
 
@@ -261,7 +270,7 @@ class RedisRoundLock final : public DecisionLog::RoundLock {
 
   ~RedisRoundLock() override {
     try {
-      (void)router_->call(redis::slot_of(key_), {"EVAL", kReleaseLock, "1", key_, token_},
+      (void)router_->call(redis::slot_of(key_), {"EVAL", kDeleteIfHolds, "1", key_, token_},
                           redis::OnLostNode::fail);
     } catch (...) {  // NOLINT: a destructor cannot report; the key's lifetime ends it anyway
     }
@@ -293,6 +302,19 @@ class RedisDecisionLog final : public DecisionLog {
       : router_(redis::make_router(server)),
         prefix_(name + ":decisions:"),
         lock_key_(name + ":decisions-lock") {}
+
+  void erase(const std::string& key, std::string_view only_if) override {
+    const std::string full = prefix_ + key;
+    redis::for_each_part(
+        *router_, 1, [&](std::uint64_t) { return full; }, "erase decision record",
+        redis::Work::idempotent_write,
+        [&](std::uint64_t, const std::string& k, redis::CommandBuffer& buffer) {
+          buffer.command({"EVAL", kDeleteIfHolds, "1", k, only_if});
+        },
+        [&](std::uint64_t, const redisReply& reply) {
+          router_->expect(reply, REDIS_REPLY_INTEGER, "erase decision record");
+        });
+  }
 
   std::unique_ptr<RoundLock> lock_round(std::chrono::milliseconds wait,
                                         std::chrono::milliseconds life) override {

@@ -7,7 +7,8 @@
 namespace redbloom {
 namespace {
 
-constexpr std::string_view kMagic = "redbloom-kafka-decisions 1 ";
+constexpr std::string_view kMagic = "redbloom-kafka-decisions 2 ";
+constexpr std::string_view kMagicVersion1 = "redbloom-kafka-decisions 1 ";
 
 // At most this many offsets in one record: a batch is far smaller.
 constexpr std::int64_t kMaxSpan = std::int64_t{1} << 30;
@@ -42,7 +43,8 @@ void DecisionRecord::clear_first_seen(std::int64_t offset) {
 
 std::string DecisionRecord::encode() const {
   std::string text(kMagic);
-  text += std::to_string(first_) + " " + std::to_string(last_) + "\n";
+  text +=
+      std::to_string(first_) + " " + std::to_string(last_) + " " + std::to_string(round_) + "\n";
   text.append(reinterpret_cast<const char*>(bits_.data()), bits_.size());
   return text;
 }
@@ -51,17 +53,24 @@ DecisionRecord DecisionRecord::decode(std::string_view text) {
   const auto bad = [] {
     return FormatError("a decision record that is not one: cannot replay it");
   };
-  if (!text.starts_with(kMagic)) throw bad();
+  const bool version1 = text.starts_with(kMagicVersion1);
+  if (!version1 && !text.starts_with(kMagic)) throw bad();
   const char* p = text.data() + kMagic.size();
   const char* end = text.data() + text.size();
   std::int64_t first = 0;
   std::int64_t last = 0;
+  std::uint64_t round = 0;
   auto r = std::from_chars(p, end, first);
   if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ') throw bad();
   r = std::from_chars(r.ptr + 1, end, last);
+  if (!version1) {
+    if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ') throw bad();
+    r = std::from_chars(r.ptr + 1, end, round);
+  }
   if (r.ec != std::errc{} || r.ptr == end || *r.ptr != '\n') throw bad();
   if (first < 0 || last < first || last - first >= kMaxSpan) throw bad();
   DecisionRecord record(first, last);
+  record.round_ = round;
   const std::string_view bits(r.ptr + 1, static_cast<std::size_t>(end - r.ptr - 1));
   if (bits.size() != record.bits_.size()) throw bad();
   std::copy(bits.begin(), bits.end(), record.bits_.begin());

@@ -18,6 +18,10 @@ class DecisionRecord {
   DecisionRecord(std::int64_t first, std::int64_t last);
 
   [[nodiscard]] std::int64_t first() const noexcept { return first_; }
+  // Which decision made it (a random id per partition and round; 0 in a version 1 record):
+  // a RoundIntent names the record it goes with by it.
+  [[nodiscard]] std::uint64_t round() const noexcept { return round_; }
+  void set_round(std::uint64_t round) noexcept { round_ = round; }
   [[nodiscard]] std::int64_t last() const noexcept { return last_; }
   [[nodiscard]] bool covers(std::int64_t offset) const noexcept {
     return offset >= first_ && offset <= last_;
@@ -27,14 +31,16 @@ class DecisionRecord {
   void mark_first_seen(std::int64_t offset);
   void clear_first_seen(std::int64_t offset);
 
-  // "redbloom-kafka-decisions 1 FIRST LAST\n" and one bit per offset.
+  // "redbloom-kafka-decisions 2 FIRST LAST ROUND\n" and one bit per offset.
   [[nodiscard]] std::string encode() const;
-  // Throws FormatError for text that is not a record.
+  // Reads versions 2 and 1 ("redbloom-kafka-decisions 1 FIRST LAST\n": round 0). Throws
+  // FormatError for text that is not a record.
   [[nodiscard]] static DecisionRecord decode(std::string_view text);
 
  private:
   std::int64_t first_ = 0;
   std::int64_t last_ = -1;
+  std::uint64_t round_ = 0;
   std::vector<std::uint8_t> bits_;
 };
 

@@ -6,11 +6,13 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <random>
 #include <span>
 #include <unordered_set>
 #include <utility>
 
 #include "jobs/kafka_decision_record.hpp"
+#include "jobs/kafka_round_intent.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 
@@ -113,6 +115,7 @@ struct KafkaDedup::State {
   std::string delivery_error;
   std::string stop_error;  // a record without a key stopped the stage
   bool closed = false;
+  std::mt19937_64 round_ids{std::random_device{}()};
 
   State(Filter& f, DecisionLog& d, KafkaDedupOptions o)
       : filter(f), decisions(d), options(std::move(o)) {}
@@ -348,27 +351,32 @@ struct KafkaDedup::State {
   }
 
   // Adds the items tested new. Other stages wait for the round lock, but a writer that takes
-  // no lock (another program adding to the filter, or a stage whose lock expired while it
-  // stalled) may have added one since the test. The filter's test-and-set is atomic, so
-  // exactly one finds it new; the others take it for a duplicate and record that, so a replay
-  // does not produce it either.
+  // no lock (another program adding to the filter) may have added one since the test. The
+  // filter's test-and-set is atomic, so exactly one finds it new; the others take it for a
+  // duplicate and record that, so a replay does not produce it either. Unless this stage's
+  // lock expired and the next holder added this round's items for it (its `intent` is gone):
+  // then an item found added may be its own, and it keeps them all.
   void add_claimed(const std::string& key, const std::vector<Message>& batch,
                    std::span<const std::string_view> claimed,
                    std::span<const std::size_t> claimed_at, std::vector<std::uint8_t>& first_seen,
-                   DecisionRecord& record) {
+                   DecisionRecord& record, const std::string& intent) {
     std::vector<std::uint8_t> newly(claimed.size(), 0);
     filter.add_many(claimed, newly);
-    std::size_t lost = 0;
+    const auto lost = static_cast<std::size_t>(std::count(newly.begin(), newly.end(), 0));
+    if (lost == 0) return;
+    if (decisions.get(std::string(RoundIntent::kKey)) != intent) {
+      warn("this stage's round lock expired and another stage added its items for it: " +
+           std::to_string(lost) +
+           " items found added are produced, though another writer may have added some");
+      return;
+    }
     for (std::size_t j = 0; j < claimed.size(); ++j) {
       if (newly[j] != 0) continue;
       first_seen[claimed_at[j]] = 0;
       record.clear_first_seen(batch[claimed_at[j]]->offset);
-      ++lost;
     }
-    if (lost != 0) {
-      counts.taken_by_others += lost;
-      decisions.put(key, record.encode(), options.decision_ttl);
-    }
+    counts.taken_by_others += lost;
+    decisions.put(key, record.encode(), options.decision_ttl);
   }
 
   // Decides one partition's batch, in the order that makes it replayable: test, store the
@@ -401,6 +409,7 @@ struct KafkaDedup::State {
     if (!tested.empty()) filter.contains_many(tested, present);
 
     DecisionRecord record(first, old != nullptr ? std::max(last, old->last()) : last);
+    record.set_round(round_ids());
     std::vector<std::uint8_t> first_seen(count, 0);
     std::unordered_set<std::string_view> seen;
     std::vector<std::string_view> replayed;  // first seen by the record: their bits set again
@@ -431,6 +440,13 @@ struct KafkaDedup::State {
         if (old->first_seen(offset)) record.mark_first_seen(offset);
       }
     }
+    // What is to be added, before the record: from here, if this stage dies before its add,
+    // the next holder of the round lock adds the items for it (roll_forward) before it tests.
+    std::string intent;
+    if (!claimed.empty()) {
+      intent = RoundIntent{record.round(), key, {claimed.begin(), claimed.end()}}.encode();
+      decisions.put(std::string(RoundIntent::kKey), intent, std::chrono::milliseconds(0));
+    }
     // The decision is durable before any bit is set: from here a crash replays it.
     if (!tested.empty() || count < batch.size() || old == nullptr) {
       decisions.put(key, record.encode(), options.decision_ttl);
@@ -441,7 +457,10 @@ struct KafkaDedup::State {
       (void)options.exact_set->add(claimed);
     }
     if (!replayed.empty()) filter.load_many(replayed);
-    if (!claimed.empty()) add_claimed(key, batch, claimed, claimed_at, first_seen, record);
+    if (!claimed.empty()) {
+      add_claimed(key, batch, claimed, claimed_at, first_seen, record, intent);
+      decisions.erase(std::string(RoundIntent::kKey), intent);
+    }
     for (std::size_t i = 0; i < count; ++i) {
       if (first_seen[i] != 0) {
         out.push_back(batch[i].get());
@@ -649,6 +668,7 @@ std::size_t KafkaDedup::round(std::chrono::milliseconds wait) {
   // between a batch's test and its test-and-set: the record stored between them is exact.
   const std::chrono::milliseconds lock_wait = std::max(s.options.timeout, 3 * kRoundLockLife);
   std::unique_ptr<DecisionLog::RoundLock> lock = s.decisions.lock_round(lock_wait, kRoundLockLife);
+  s.counts.rolled_forward += roll_forward(s.filter, s.decisions, s.options.exact_set);
   for (auto& [partition, batch] : batches) {
     if (!lock->keep()) {
       s.warn("the filter's round lock expired while this stage held it (it stalled for over " +
@@ -656,6 +676,7 @@ std::size_t KafkaDedup::round(std::chrono::milliseconds wait) {
              " s); another stage may have added meanwhile: the test-and-set still decides");
       lock.reset();
       lock = s.decisions.lock_round(lock_wait, kRoundLockLife);
+      s.counts.rolled_forward += roll_forward(s.filter, s.decisions, s.options.exact_set);
     }
     const std::int64_t next = s.decide(partition, batch, out);
     if (next >= 0) {

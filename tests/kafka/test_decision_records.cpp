@@ -10,13 +10,18 @@
 #include <thread>
 
 #include "jobs/kafka_decision_record.hpp"
+#include "jobs/kafka_round_intent.hpp"
 #include "redbloom/decision_log.hpp"
 #include "redbloom/error.hpp"
+#include "redbloom/filter.hpp"
+#include "redbloom/params.hpp"
 #include "redis_server.hpp"
 #include "temp_dir.hpp"
 
 namespace redbloom {
 namespace {
+
+using std::chrono::milliseconds;
 
 TEST(DecisionRecord, EncodesWhichOffsetsWereFirstSeen) {
   DecisionRecord record(1000, 1012);
@@ -35,6 +40,102 @@ TEST(DecisionRecord, EncodesWhichOffsetsWereFirstSeen) {
   EXPECT_FALSE(back.covers(999));
   EXPECT_TRUE(back.covers(1012));
   EXPECT_FALSE(back.covers(1013));
+}
+
+TEST(DecisionRecord, KeepsItsRoundAndReadsVersion1) {
+  DecisionRecord record(7, 9);
+  record.set_round(0xfedcba9876543210u);
+  record.mark_first_seen(8);
+  const DecisionRecord back = DecisionRecord::decode(record.encode());
+  EXPECT_EQ(back.round(), 0xfedcba9876543210u);
+  EXPECT_TRUE(back.first_seen(8));
+  // A record an older stage left: round 0, its offsets as they were.
+  const std::string version1 = std::string("redbloom-kafka-decisions 1 7 9\n") + '\x02';
+  const DecisionRecord old = DecisionRecord::decode(version1);
+  EXPECT_EQ(old.round(), 0u);
+  EXPECT_EQ(old.last(), 9);
+  EXPECT_TRUE(old.first_seen(8));
+  EXPECT_FALSE(old.first_seen(7));
+}
+
+TEST(RoundIntent, EncodesItsItemsWhateverTheirBytes) {
+  RoundIntent intent;
+  intent.round = 42;
+  intent.record_key = "kafka/g/clicks/3";
+  intent.items = {"plain", std::string("a\0b\n12:x", 8), "", std::string(300, 'z')};
+  const std::string text = intent.encode();
+  const RoundIntent back = RoundIntent::decode(text);
+  EXPECT_EQ(back.round, 42u);
+  EXPECT_EQ(back.record_key, intent.record_key);
+  EXPECT_EQ(back.items, intent.items);
+  // Cut anywhere, or with a byte more, it is refused rather than misread.
+  for (std::size_t cut = 0; cut < text.size(); ++cut) {
+    EXPECT_THROW((void)RoundIntent::decode(text.substr(0, cut)), FormatError) << cut;
+  }
+  EXPECT_THROW((void)RoundIntent::decode(text + "x"), FormatError);
+  EXPECT_THROW((void)RoundIntent::decode("redbloom-kafka-intent 1 1 99999999999 0\n"), FormatError);
+}
+
+// A stage that died between storing a batch's decision record and adding its items: the next
+// lock holder adds them before it tests anything, and only if that record is the one the
+// intent went with.
+void died_mid_round(const Location& where) {
+  Filter filter = where.kind == Location::Kind::file
+                      ? Filter::create_file(where.path, size_filter(1000, 0.001, Layout::blocked))
+                      : Filter::create_redis(where.servers.front(), where.name,
+                                             size_filter(1000, 0.001, Layout::blocked));
+  const auto log = DecisionLog::beside(where);
+  const auto lock = log->lock_round(milliseconds(1000), milliseconds(60000));
+  EXPECT_EQ(roll_forward(filter, *log, nullptr), 0u);  // none left
+
+  DecisionRecord record(100, 102);
+  record.set_round(7);
+  record.mark_first_seen(100);
+  record.mark_first_seen(102);
+  const RoundIntent intent{7, "kafka/g/clicks/0", {"first", "third"}};
+  log->put(std::string(RoundIntent::kKey), intent.encode(), milliseconds(0));
+  log->put("kafka/g/clicks/0", record.encode(), milliseconds(0));
+  EXPECT_EQ(roll_forward(filter, *log, nullptr), 2u);
+  const std::vector<std::string_view> items{"first", "third", "never"};
+  std::vector<std::uint8_t> present(3);
+  filter.contains_many(items, present);
+  EXPECT_EQ(present, (std::vector<std::uint8_t>{1, 1, 0}));
+  EXPECT_FALSE(log->get(std::string(RoundIntent::kKey)).has_value());  // carried out once
+
+  // Died before storing the record: the record is an older round's, nothing was decided, and
+  // the items are tested again, so they must not be added.
+  const RoundIntent early{8, "kafka/g/clicks/0", {"undecided"}};
+  log->put(std::string(RoundIntent::kKey), early.encode(), milliseconds(0));
+  EXPECT_EQ(roll_forward(filter, *log, nullptr), 0u);
+  std::vector<std::uint8_t> undecided(1);
+  filter.contains_many(std::vector<std::string_view>{"undecided"}, undecided);
+  EXPECT_EQ(undecided[0], 0);
+  EXPECT_FALSE(log->get(std::string(RoundIntent::kKey)).has_value());
+}
+
+TEST(RoundIntent, ADeadStagesItemsAreAddedByTheNextLockHolderBesideAFile) {
+  const testing::TempDir dir;
+  died_mid_round(Location::file(dir.file("seen.rbf")));
+}
+
+TEST(RoundIntent, ADeadStagesItemsAreAddedByTheNextLockHolderOnRedis) {
+  const test::RedisServer server;
+  died_mid_round(Location::redis({server.endpoint()}, "seen"));
+}
+
+TEST(DecisionLog, ErasesOnlyWhatItWasToldIsThere) {
+  const testing::TempDir dir;
+  const test::RedisServer server;
+  for (const Location& where :
+       {Location::file(dir.file("seen.rbf")), Location::redis({server.endpoint()}, "seen")}) {
+    const auto log = DecisionLog::beside(where);
+    log->put("k", "mine", milliseconds(0));
+    log->erase("k", "someone else's");
+    EXPECT_EQ(log->get("k"), "mine");
+    log->erase("k", "mine");
+    EXPECT_FALSE(log->get("k").has_value());
+    log->erase("k", "mine");  // gone already: nothing to do
+  }
 }
 
 TEST(DecisionRecord, RefusesWhatIsNotARecord) {
@@ -122,8 +223,6 @@ TEST(DecisionLog, RemoveAllOnRedisTakesOnlyTheFiltersRecords) {
   EXPECT_FALSE(log->get("kafka/g/clicks/1").has_value());
   EXPECT_EQ(server.command({"GET", "seenx:decisions:kafka/g/clicks/0"}).text, "kept");
 }
-
-using std::chrono::milliseconds;
 
 // A child process takes the round lock and dies holding it (no destructor runs).
 void die_holding_the_lock(const Location& where) {
