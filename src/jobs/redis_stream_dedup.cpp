@@ -29,6 +29,136 @@ using redis::OnLostNode;
 using redis::Reply;
 using redis::text_of;
 
+// What both batch scripts share, as local functions: the streams' checks, reading the
+// entries, the room left in the output's ids, and the tail that acknowledges and copies.
+constexpr std::string_view kBatchParts = R"lua(
+-- The streams' types, and the output's last id (nil: no output yet); or an error reply.
+local function check_streams(input, output)
+  local t = redis.call('TYPE', input).ok
+  if t ~= 'stream' then return nil, redis.error_reply('REDBLOOMDEDUP input ' .. t) end
+  t = redis.call('TYPE', output).ok
+  if t ~= 'stream' and t ~= 'none' then
+    return nil, redis.error_reply('REDBLOOMDEDUP output ' .. t)
+  end
+  local last_id = nil
+  if t == 'stream' then
+    local info = redis.call('XINFO', 'STREAM', output)
+    for i = 1, #info - 1, 2 do
+      if info[i] == 'last-generated-id' then last_id = info[i + 1] end
+    end
+  end
+  return last_id, nil
+end
+
+-- The n entries from ARGV[pos] on: {id, kind, j, item, nf, fields, live}; width(j) is a keyed
+-- entry's count of item arguments in partition j. Returns the entries, how many were done
+-- before and how many live ones are to be copied if new, or an error reply.
+-- Only an entry still pending for this consumer is handled: a batch run again, or an entry
+-- another consumer took over (and finishes, or finished), is left as it is. One range query
+-- answers for the whole batch (what it returns besides the batch's entries is this consumer's
+-- other pending entries in that range, which a running stage does not have).
+local function read_entries(input, group, consumer, minid, maxid, pos, n, width)
+  local argv = ARGV
+  local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
+  local pending = {}
+  for i = 1, #mine do pending[mine[i][1]] = true end
+  local entries, done_before, copies = {}, 0, 0
+  for e = 1, n do
+    local ent = {id = argv[pos], kind = argv[pos + 1]}
+    pos = pos + 2
+    if ent.kind == 'k' then
+      ent.j = tonumber(argv[pos])
+      ent.item = pos + 1
+      pos = pos + 1 + width(ent.j)
+    end
+    if ent.kind == 'k' or ent.kind == 'p' then
+      ent.nf = tonumber(argv[pos])
+      ent.fields = pos + 1
+      pos = pos + 1 + ent.nf
+      if ent.nf < 2 or ent.nf % 2 ~= 0 then
+        return nil, 0, 0, redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
+      end
+    end
+    ent.live = pending[ent.id] == true
+    if ent.live then
+      if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
+    else
+      done_before = done_before + 1
+    end
+    entries[e] = ent
+  end
+  return entries, done_before, copies, nil
+end
+
+-- XADD * raises once the output's last id is the last possible one; below the largest
+-- millisecond it never runs out. Lua's numbers are doubles, so near the end the test errs on
+-- the side of refusing. Returns an error reply, or nil.
+local function check_room(last_id, copies)
+  if last_id and copies > 0 then
+    local dash = string.find(last_id, '-', 1, true)
+    if string.sub(last_id, 1, dash - 1) == '18446744073709551615' and
+       tonumber(string.sub(last_id, dash + 1)) + copies + 8192 >= 18446744073709551615 then
+      return redis.error_reply('REDBLOOMDEDUP exhausted ' .. last_id)
+    end
+  end
+  return nil
+end
+
+-- After the first write: acknowledges `acks` and copies the live entries not left for a
+-- later round (a keyed one if its key was new). The batch is written in part, so a call that
+-- raises must not end the script unreported: nothing here is expected to fail (the checks
+-- before the first write cover what can), and if a call does, the reply says what was done.
+-- Returns {unique, duplicates, skipped, passed, deleted}, or the error reply
+-- "REDBLOOMDEDUP partial <copied> <uncopied> <first> <last> <acked 1|0> <message>".
+local function ack_and_copy(input, output, group, maxlen, entries, acks)
+  local argv = ARGV
+  local unacked = nil
+  for from = 1, #acks, 5000 do
+    local r = redis.pcall('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
+    if type(r) == 'table' and r.err then unacked = r.err; break end
+  end
+  local failed, uncopied, first_uncopied, last_uncopied = nil, 0, '', ''
+  -- XADD's arguments: one table, its head (MAXLEN, '*') set once, the fields written over.
+  local xa = {'*'}
+  if tonumber(maxlen) > 0 then xa = {'MAXLEN', '~', maxlen, '*'} end
+  local head = #xa
+  local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
+  for e = 1, #entries do
+    local ent = entries[e]
+    if ent.live and not ent.left then
+      local copy = false
+      if ent.kind == 'k' then
+        if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
+      elseif ent.kind == 'p' then
+        passed = passed + 1; copy = true
+      elseif ent.kind == 's' then
+        skipped = skipped + 1
+      else
+        deleted = deleted + 1
+      end
+      if copy and not failed then
+        local at = ent.fields
+        for f = 0, ent.nf - 1 do xa[head + 1 + f] = argv[at + f] end
+        local r = redis.pcall('XADD', output, unpack(xa, 1, head + ent.nf))
+        if type(r) == 'table' and r.err then failed = r.err end
+      end
+      if copy and failed then
+        uncopied = uncopied + 1
+        if first_uncopied == '' then first_uncopied = ent.id end
+        last_uncopied = ent.id
+      end
+    end
+  end
+  if failed or unacked then
+    return redis.error_reply('REDBLOOMDEDUP partial ' .. (unique + passed - uncopied) .. ' ' ..
+                             uncopied .. ' ' .. (first_uncopied ~= '' and first_uncopied or '-') ..
+                             ' ' .. (last_uncopied ~= '' and last_uncopied or '-') .. ' ' ..
+                             (unacked and '0' or '1') .. ' ' .. (failed or unacked))
+  end
+  return {unique, dups, skipped, passed, deleted}
+end
+)lua";
+
 // One batch. KEYS: input, output, then the partition keys the batch touches.
 // ARGV: group, sealed length, maxlen (0: none), engine ('b' BITFIELD, 'm' RB.PARTADD), hashes,
 // layout, partition bits, partitions, m (= #KEYS - 2), consumer, the batch's lowest and highest
@@ -41,26 +171,18 @@ using redis::text_of;
 // writes when a later call raises, so every way a later call can refuse is checked before it
 // (types, the user's rights, the room left in the output's ids), and the calls after the first
 // write go through pcall: an unforeseen refusal is reported with what was done, never hidden.
-// Reply {unique, duplicates, skipped, passed, deleted, done before}, or an error
-// "REDBLOOMDEDUP <what> ..." (nothing written), or "REDBLOOMDEDUP partial ..." (see below).
+// Runs after kBatchParts. Reply {unique, duplicates, skipped, passed, deleted, done before},
+// or an error "REDBLOOMDEDUP <what> ..." (nothing written), or "REDBLOOMDEDUP partial ..."
+// (ack_and_copy).
 constexpr std::string_view kScript = R"lua(
 local input, output = KEYS[1], KEYS[2]
 local argv = ARGV
-local group, sealed, maxlen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local group, sealed, maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local engine, k, layout = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local pbits, parts, m = ARGV[7], ARGV[8], tonumber(ARGV[9])
 local consumer, minid, maxid = ARGV[10], ARGV[11], ARGV[12]
-local t = redis.call('TYPE', input).ok
-if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
-t = redis.call('TYPE', output).ok
-if t ~= 'stream' and t ~= 'none' then return redis.error_reply('REDBLOOMDEDUP output ' .. t) end
-local last_id = nil
-if t == 'stream' then
-  local info = redis.call('XINFO', 'STREAM', output)
-  for i = 1, #info - 1, 2 do
-    if info[i] == 'last-generated-id' then last_id = info[i + 1] end
-  end
-end
+local last_id, err = check_streams(input, output)
+if err then return err end
 if redis.acl_check_cmd then
   local denied = nil
   if not redis.acl_check_cmd('XACK', input, group, '0-1') then denied = 'XACK ' .. input end
@@ -87,52 +209,20 @@ for j = 1, m do
 end
 local pos = 13 + m
 local n = tonumber(ARGV[pos])
-pos = pos + 1
--- Only an entry still pending for this consumer is handled: a batch run again, or an entry
--- another consumer took over (and finishes, or finished), is left as it is. One range query
--- answers for the whole batch (what it returns besides the batch's entries is this consumer's
--- other pending entries in that range, which a running stage does not have).
-local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
-local pending = {}
-for i = 1, #mine do pending[mine[i][1]] = true end
-local acks = {}
-local entries, by_part = {}, {}
+local width = engine == 'm' and 1 or k
+local entries, done_before, copies
+entries, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1,
+                                                 n, function() return width end)
+if err then return err end
+err = check_room(last_id, copies)
+if err then return err end
+local acks, by_part = {}, {}
 for j = 1, m do by_part[j] = {} end
-local done_before, copies = 0, 0
 for e = 1, n do
-  local ent = {id = argv[pos], kind = argv[pos + 1]}
-  pos = pos + 2
-  if ent.kind == 'k' then
-    ent.j = tonumber(argv[pos])
-    ent.item = pos + 1
-    pos = pos + 1 + (engine == 'm' and 1 or k)
-  end
-  if ent.kind == 'k' or ent.kind == 'p' then
-    ent.nf = tonumber(argv[pos])
-    ent.fields = pos + 1
-    pos = pos + 1 + ent.nf
-    if ent.nf < 2 or ent.nf % 2 ~= 0 then
-      return redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
-    end
-  end
-  ent.live = pending[ent.id] == true
+  local ent = entries[e]
   if ent.live then
     acks[#acks + 1] = ent.id
     if ent.kind == 'k' then table.insert(by_part[ent.j], ent) end
-    if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
-  else
-    done_before = done_before + 1
-  end
-  entries[e] = ent
-end
--- XADD * raises once the output's last id is the last possible one; below the largest
--- millisecond it never runs out. Lua's numbers are doubles, so near the end the test errs on
--- the side of refusing.
-if last_id and copies > 0 then
-  local dash = string.find(last_id, '-', 1, true)
-  if string.sub(last_id, 1, dash - 1) == '18446744073709551615' and
-     tonumber(string.sub(last_id, dash + 1)) + copies + 8192 >= 18446744073709551615 then
-    return redis.error_reply('REDBLOOMDEDUP exhausted ' .. last_id)
   end
 end
 for j = 1, m do
@@ -175,74 +265,29 @@ for j = 1, m do
     end
   end
 end
--- From here on the batch is written in part: a call that raises must not end the script
--- unreported. Nothing below is expected to fail (the checks above cover what can); if a call
--- does, the reply says what was done.
-local unacked = nil
-for from = 1, #acks, 5000 do
-  local r = redis.pcall('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
-  if type(r) == 'table' and r.err then unacked = r.err; break end
-end
-local failed, uncopied, first_uncopied, last_uncopied = nil, 0, '', ''
--- XADD's arguments: one table, its head (MAXLEN, '*') set once, the fields written over.
-local xa = {'*'}
-if maxlen > 0 then xa = {'MAXLEN', '~', ARGV[3], '*'} end
-local head = #xa
-local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
-for e = 1, n do
-  local ent = entries[e]
-  if ent.live then
-    local copy = false
-    if ent.kind == 'k' then
-      if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
-    elseif ent.kind == 'p' then
-      passed = passed + 1; copy = true
-    elseif ent.kind == 's' then
-      skipped = skipped + 1
-    else
-      deleted = deleted + 1
-    end
-    if copy and not failed then
-      local at = ent.fields
-      for f = 0, ent.nf - 1 do xa[head + 1 + f] = argv[at + f] end
-      local r = redis.pcall('XADD', output, unpack(xa, 1, head + ent.nf))
-      if type(r) == 'table' and r.err then failed = r.err end
-    end
-    if copy and failed then
-      uncopied = uncopied + 1
-      if first_uncopied == '' then first_uncopied = ent.id end
-      last_uncopied = ent.id
-    end
-  end
-end
-if failed or unacked then
-  -- "partial <copied> <uncopied> <first> <last> <acked 1|0> <message>"
-  return redis.error_reply('REDBLOOMDEDUP partial ' .. (unique + passed - uncopied) .. ' ' ..
-                           uncopied .. ' ' .. (first_uncopied ~= '' and first_uncopied or '-') ..
-                           ' ' .. (last_uncopied ~= '' and last_uncopied or '-') .. ' ' ..
-                           (unacked and '0' or '1') .. ' ' .. (failed or unacked))
-end
-return {unique, dups, skipped, passed, deleted, done_before}
+local c = ack_and_copy(input, output, group, maxlen, entries, acks)
+if c.err then return c end
+return {c[1], c[2], c[3], c[4], c[5], done_before}
 )lua";
 
 // One batch through a windowed or growing filter: kWindowBatch after the filter's own add
-// (stream_script.hpp) as the local function stream_add(KEYS, ARGV), or RB.STREAM where the
-// module is there. KEYS: input, output, then per partition the batch touches its keys as the
-// add declares them (roster, slices). ARGV: group, maxlen (0: none), engine ('s' the add
+// (stream_script.hpp) as the local function stream_add(KEYS, ARGV) and kBatchParts, or RB.STREAM
+// where the module is there. KEYS: input, output, then per partition the batch touches its keys as
+// the add declares them (roster, slices). ARGV: group, maxlen (0: none), engine ('s' the add
 // function, 'm' RB.STREAM), consumer, the batch's lowest and highest ids, now in ms (-1: the
-// server's TIME), m (partitions), then per partition: its key count, the count h of its add's
-// head arguments, the item arguments per entry, then the h head arguments (RB.STREAM's or the
-// add's, up to the item count); then n (entries) and the entries as kScript takes them.
-// Checks as kScript's come first; then each partition's add. The add can stop before the end
-// of its items (a slice to declare, more links to describe, a filter that is full, a damaged
-// key: statuses of stream_script.hpp); the entries it handled are acknowledged and copied
-// with the rest of the batch, and those it did not are left pending for the client to send
-// again once it has acted. Reply {unique, duplicates, skipped, passed, deleted, done before,
-// {per partition: status, links, slice}, {ids left}}, or the errors of kScript.
+// server's TIME), m (partitions), then per partition: its key count, the count h of its add's head
+// arguments, the item arguments per entry, then the h head arguments (RB.STREAM's or the add's, up
+// to the item count); then n (entries) and the entries as kScript takes them. Checks as kScript's
+// come first; then each partition's add. The add can stop before the end of its items (a slice to
+// declare, more links to describe, a filter that is full, a damaged key: statuses of
+// stream_script.hpp); the entries it handled are acknowledged and copied with the rest of the
+// batch, and those it did not are left pending for the client to send again once it has acted.
+// Reply {unique, duplicates, skipped, passed, deleted, done before, {per partition: status, links,
+// slice}, {ids left}}, or the errors of kScript.
 constexpr std::string_view kWindowBatch = R"lua(
 local input, output = KEYS[1], KEYS[2]
 local argv = ARGV
-local group, maxlen, engine = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local group, maxlen, engine = ARGV[1], ARGV[2], ARGV[3]
 local consumer, minid, maxid = ARGV[4], ARGV[5], ARGV[6]
 local now = tonumber(ARGV[7])
 if now < 0 then
@@ -250,17 +295,8 @@ if now < 0 then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local m = tonumber(ARGV[8])
-local t = redis.call('TYPE', input).ok
-if t ~= 'stream' then return redis.error_reply('REDBLOOMDEDUP input ' .. t) end
-t = redis.call('TYPE', output).ok
-if t ~= 'stream' and t ~= 'none' then return redis.error_reply('REDBLOOMDEDUP output ' .. t) end
-local last_id = nil
-if t == 'stream' then
-  local info = redis.call('XINFO', 'STREAM', output)
-  for i = 1, #info - 1, 2 do
-    if info[i] == 'last-generated-id' then last_id = info[i + 1] end
-  end
-end
+local last_id, err = check_streams(input, output)
+if err then return err end
 local parts = {}
 local pos, kpos = 9, 3
 for j = 1, m do
@@ -301,44 +337,15 @@ if redis.acl_check_cmd then
   if denied then return redis.error_reply('REDBLOOMDEDUP denied ' .. denied) end
 end
 local n = tonumber(argv[pos])
-pos = pos + 1
--- Only entries still pending for this consumer are handled (see kScript).
-local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
-local pending = {}
-for i = 1, #mine do pending[mine[i][1]] = true end
-local entries = {}
-local done_before, copies = 0, 0
+local entries, done_before, copies
+entries, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1,
+                                                 n, function(j) return parts[j].stride end)
+if err then return err end
+err = check_room(last_id, copies)
+if err then return err end
 for e = 1, n do
-  local ent = {id = argv[pos], kind = argv[pos + 1]}
-  pos = pos + 2
-  if ent.kind == 'k' then
-    ent.j = tonumber(argv[pos])
-    ent.item = pos + 1
-    pos = pos + 1 + parts[ent.j].stride
-  end
-  if ent.kind == 'k' or ent.kind == 'p' then
-    ent.nf = tonumber(argv[pos])
-    ent.fields = pos + 1
-    pos = pos + 1 + ent.nf
-    if ent.nf < 2 or ent.nf % 2 ~= 0 then
-      return redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
-    end
-  end
-  ent.live = pending[ent.id] == true
-  if ent.live then
-    if ent.kind == 'k' then table.insert(parts[ent.j].list, ent) end
-    if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
-  else
-    done_before = done_before + 1
-  end
-  entries[e] = ent
-end
-if last_id and copies > 0 then
-  local dash = string.find(last_id, '-', 1, true)
-  if string.sub(last_id, 1, dash - 1) == '18446744073709551615' and
-     tonumber(string.sub(last_id, dash + 1)) + copies + 8192 >= 18446744073709551615 then
-    return redis.error_reply('REDBLOOMDEDUP exhausted ' .. last_id)
-  end
+  local ent = entries[e]
+  if ent.live and ent.kind == 'k' then table.insert(parts[ent.j].list, ent) end
 end
 -- The adds. An add's own refusals (a damaged or lost key) come before it writes, as a reply:
 -- that partition's entries are then left pending, the others go on.
@@ -389,51 +396,25 @@ for e = 1, n do
     if ent.left then left[#left + 1] = ent.id else acks[#acks + 1] = ent.id end
   end
 end
--- From here on as kScript: every call through pcall, a refusal reported with what was done.
-local unacked = nil
-for from = 1, #acks, 5000 do
-  local r = redis.pcall('XACK', input, group, unpack(acks, from, math.min(#acks, from + 4999)))
-  if type(r) == 'table' and r.err then unacked = r.err; break end
-end
-local failed, uncopied, first_uncopied, last_uncopied = nil, 0, '', ''
-local xa = {'*'}
-if maxlen > 0 then xa = {'MAXLEN', '~', ARGV[2], '*'} end
-local head = #xa
-local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
-for e = 1, n do
-  local ent = entries[e]
-  if ent.live and not ent.left then
-    local copy = false
-    if ent.kind == 'k' then
-      if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
-    elseif ent.kind == 'p' then
-      passed = passed + 1; copy = true
-    elseif ent.kind == 's' then
-      skipped = skipped + 1
-    else
-      deleted = deleted + 1
-    end
-    if copy and not failed then
-      local at = ent.fields
-      for f = 0, ent.nf - 1 do xa[head + 1 + f] = argv[at + f] end
-      local r = redis.pcall('XADD', output, unpack(xa, 1, head + ent.nf))
-      if type(r) == 'table' and r.err then failed = r.err end
-    end
-    if copy and failed then
-      uncopied = uncopied + 1
-      if first_uncopied == '' then first_uncopied = ent.id end
-      last_uncopied = ent.id
-    end
-  end
-end
-if failed or unacked then
-  return redis.error_reply('REDBLOOMDEDUP partial ' .. (unique + passed - uncopied) .. ' ' ..
-                           uncopied .. ' ' .. (first_uncopied ~= '' and first_uncopied or '-') ..
-                           ' ' .. (last_uncopied ~= '' and last_uncopied or '-') .. ' ' ..
-                           (unacked and '0' or '1') .. ' ' .. (failed or unacked))
-end
-return {unique, dups, skipped, passed, deleted, done_before, results, left}
+local c = ack_and_copy(input, output, group, maxlen, entries, acks)
+if c.err then return c end
+return {c[1], c[2], c[3], c[4], c[5], done_before, results, left}
 )lua";
+
+// The plain batch script: the shared parts, then kScript.
+std::string_view plain_script() {
+  static const std::string text = std::string(kBatchParts) + std::string(kScript);
+  return text;
+}
+
+// The windowed batch script: the filter's own add as a local function, the shared parts, then
+// kWindowBatch.
+std::string_view window_script() {
+  static const std::string text = "local function stream_add(KEYS, ARGV)\n" +
+                                  std::string(redis::stream::script_text()) + "\nend\n" +
+                                  std::string(kBatchParts) + std::string(kWindowBatch);
+  return text;
+}
 
 // Lua's unpack() takes at most about 8000 values: an entry's fields are copied in one call.
 constexpr std::size_t kMaxFieldStrings = 7000;
@@ -481,7 +462,7 @@ struct RedisStreamDedup::State {
   bool module = false;
   std::unique_ptr<redis::PartitionCommands> commands;  // encodes each item's script arguments
   std::string sha;
-  std::string_view script = kScript;  // the text `sha` names
+  std::string_view script = plain_script();  // the text `sha` names
   // A windowed or growing filter: its store's state, and what the batches learnt of each
   // partition (as the store's own adds do: the links a live slice has, the newest slice, the
   // slice the next batch declares its keys around).
@@ -642,14 +623,6 @@ const RedisStreamStore::State* window_reach(const Filter& filter) {
         "the batch's one script");
   }
   return &store->state();
-}
-
-// The windowed batch script: the filter's own add as a local function, then kWindowBatch.
-std::string_view window_script() {
-  static const std::string text = "local function stream_add(KEYS, ARGV)\n" +
-                                  std::string(redis::stream::script_text()) + "\nend\n" +
-                                  std::string(kWindowBatch);
-  return text;
 }
 
 // On a Cluster: the input, the output and every key of the filter in one slot, or a refusal
