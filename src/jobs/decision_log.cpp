@@ -19,6 +19,7 @@
 
 #include "local/posix_file.hpp"
 #include "redbloom/error.hpp"
+#include "redis/key_scan.hpp"
 #include "redis/object.hpp"
 #include "redis/router.hpp"
 
@@ -199,16 +200,6 @@ class FileDecisionLog final : public DecisionLog {
   bool made_ = false;
 };
 
-// `text` with the glob characters of SCAN MATCH escaped.
-std::string glob_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // This machine as a lock holder sees it: the host and the pid namespace, within which a pid
 // names one process, so a holder here can tell whether another holder here is still alive.
 std::string this_machine() {
@@ -375,33 +366,10 @@ class RedisDecisionLog final : public DecisionLog {
   }
 
   std::size_t remove_all() override {
-    const std::string pattern = glob_escape(prefix_) + "*";
     std::vector<std::string> found;
-    redis::for_each_master(*router_, [&](std::uint16_t slot) {
-      std::string cursor = "0";
-      do {
-        const redis::Reply reply = router_->run(
-            slot, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, redis::OnLostNode::retry);
-        router_->expect(*reply, REDIS_REPLY_ARRAY, "SCAN");
-        if (reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
-          router_->fail("SCAN", "not a SCAN reply");
-        }
-        cursor = redis::text_of(*reply->element[0]);
-        const redisReply& keys = *reply->element[1];
-        for (std::size_t i = 0; i < keys.elements; ++i) {
-          found.emplace_back(redis::text_of(*keys.element[i]));
-        }
-      } while (cursor != "0");
-    });
-    redis::for_each_part(
-        *router_, found.size(), [&](std::uint64_t i) { return found[i]; }, "UNLINK",
-        redis::Work::idempotent_write,
-        [](std::uint64_t, const std::string& k, redis::CommandBuffer& buffer) {
-          buffer.command({"UNLINK", k});
-        },
-        [&](std::uint64_t, const redisReply& reply) {
-          router_->expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
-        });
+    redis::scan_keys(*router_, redis::glob_escape(prefix_) + "*",
+                     [&](std::string_view key) { found.emplace_back(key); });
+    redis::unlink_keys(*router_, found);
     return found.size();
   }
 

@@ -9,6 +9,7 @@
 
 #include "core/redis_format.hpp"
 #include "core/sharding.hpp"
+#include "key_scan.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redis/redis_store.hpp"
@@ -51,16 +52,6 @@ std::int64_t server_offset_ms(Router& router, const std::string& name) {
   return redis::clock_offset_ms(router, *reply);
 }
 
-// `text` with the glob characters of SCAN MATCH escaped.
-std::string glob_escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // True if `key` is exactly slice key "NAME:s<g>:bits:{NAME:p[:salt]}" of this filter.
 bool is_slice_key(std::string_view key, const std::string& name,
                   const std::vector<std::uint32_t>& salts) {
@@ -84,42 +75,14 @@ bool is_slice_key(std::string_view key, const std::string& name,
   return key == redis::partition_key(name, partition, salts[partition], redis::slice_part(slice));
 }
 
-// Unlinks `keys`, pipelined (one key a unit on a cluster, so each goes to its slot's node).
-void unlink_all(Router& router, const std::vector<std::string>& keys) {
-  redis::for_each_part(
-      router, keys.size(), [&](std::uint64_t i) { return keys[i]; }, "UNLINK",
-      redis::Work::idempotent_write,
-      [](std::uint64_t, const std::string& key, redis::CommandBuffer& buffer) {
-        buffer.command({"UNLINK", key});
-      },
-      [&](std::uint64_t, const redisReply& reply) {
-        router.expect(reply, REDIS_REPLY_INTEGER, "UNLINK");
-      });
-}
-
 // Unlinks every slice key of the filter on this router's servers (every master of a cluster).
 void unlink_slices(Router& router, const std::string& name,
                    const std::vector<std::uint32_t>& salts) {
-  const std::string pattern = glob_escape(name) + ":s*:bits:{*";
   std::vector<std::string> found;
-  redis::for_each_master(router, [&](std::uint16_t slot) {
-    std::string cursor = "0";
-    do {
-      const redis::Reply reply =
-          router.run(slot, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, OnLostNode::retry);
-      router.expect(*reply, REDIS_REPLY_ARRAY, "SCAN");
-      if (reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
-        router.fail("SCAN", "not a SCAN reply");
-      }
-      cursor = redis::text_of(*reply->element[0]);
-      const redisReply& keys = *reply->element[1];
-      for (std::size_t i = 0; i < keys.elements; ++i) {
-        const std::string_view key = redis::text_of(*keys.element[i]);
-        if (is_slice_key(key, name, salts)) found.emplace_back(key);
-      }
-    } while (cursor != "0");
+  redis::scan_keys(router, redis::glob_escape(name) + ":s*:bits:{*", [&](std::string_view key) {
+    if (is_slice_key(key, name, salts)) found.emplace_back(key);
   });
-  unlink_all(router, found);
+  redis::unlink_keys(router, found);
 }
 
 // The metadata at NAME if it is a stream filter's (ready or not); nullopt for anything else
@@ -329,7 +292,7 @@ bool RedisStreamStore::drop_if_stream(const std::vector<RedisEndpoint>& servers,
       if (server_of[p] == r)
         rosters.push_back(redis::partition_key(name, p, m.tag_salts[p], "slices"));
     }
-    unlink_all(router, rosters);
+    redis::unlink_keys(router, rosters);
     router.run(slot_of(name), {"UNLINK", name}, OnLostNode::retry);
     dropped = true;
   }
