@@ -118,6 +118,30 @@ void accumulate(RedisStreamDedupBatch& total, const RedisStreamDedupBatch& b) {
   total.recovered += b.recovered;
 }
 
+// The summary line (or JSON object) of a stage that ran `seconds` and ends with `status`.
+void print_summary(const RedisStreamDedupCommand& cmd, const RedisStreamDedup& dedup,
+                   const RedisStreamDedupBatch& total, double seconds, int status) {
+  Summary summary("dedup");
+  summary.count("read", "read", total.entries)
+      .count("unique", "unique", total.unique)
+      .count("duplicates", "duplicates", total.duplicates)
+      .count_if_any("taken over from stopped consumers", "recovered", total.recovered)
+      .count_if_any("done before", "done_before", total.done_before)
+      .count_if_any("without key skipped", "bad_records_skipped", total.skipped)
+      .count_if_any("without key passed", "bad_records_passed", total.passed)
+      .count_if_any("deleted before handled", "deleted", total.deleted)
+      .number("", "seconds", seconds, "%.2f", "s")
+      .rate("items_per_second",
+            total.entries > 1 && seconds > 0 ? static_cast<double>(total.entries) / seconds
+                                             : std::nan(""),
+            "items/s");
+  if (cmd.verbose) summary.text("engine", "engine", dedup.engine());
+  if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
+    summary.text("stopped by", "stopped_by", signal_name(signal));
+  }
+  summary.print(cmd.json, cmd.quiet);
+}
+
 int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   const StopSignals stop_signals;
   const StagePlace from = redis_stream_place(cmd.from, "--from");
@@ -177,26 +201,8 @@ int run_redis_stream_dedup(const RedisStreamDedupCommand& cmd) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  Summary summary("dedup");
-  summary.count("read", "read", total.entries)
-      .count("unique", "unique", total.unique)
-      .count("duplicates", "duplicates", total.duplicates)
-      .count_if_any("taken over from stopped consumers", "recovered", total.recovered)
-      .count_if_any("done before", "done_before", total.done_before)
-      .count_if_any("without key skipped", "bad_records_skipped", total.skipped)
-      .count_if_any("without key passed", "bad_records_passed", total.passed)
-      .count_if_any("deleted before handled", "deleted", total.deleted)
-      .number("", "seconds", seconds, "%.2f", "s")
-      .rate("items_per_second",
-            total.entries > 1 && seconds > 0 ? static_cast<double>(total.entries) / seconds
-                                             : std::nan(""),
-            "items/s");
-  if (cmd.verbose) summary.text("engine", "engine", dedup.engine());
-  if (const int signal = stop_signal(); signal != 0 && status == kExitOk) {
-    summary.text("stopped by", "stopped_by", signal_name(signal));
-  }
   if (!failure.empty()) report_error(failure);
-  summary.print(cmd.json, cmd.quiet);
+  print_summary(cmd, dedup, total, seconds, status);
   return status;
 }
 

@@ -379,6 +379,37 @@ struct KafkaDedup::State {
     decisions.put(key, record.encode(), options.decision_ttl);
   }
 
+  // A batch's decision made durable and its items added, in the order that makes it
+  // replayable: the intent (what is to be added), the record, then the adds (`replayed`: items
+  // a record decided before; `claimed`: those tested new), the exact set before the filter.
+  void store_and_add(const std::string& key, bool store_record, const std::vector<Message>& batch,
+                     std::span<const std::string_view> replayed,
+                     std::span<const std::string_view> claimed,
+                     std::span<const std::size_t> claimed_at, std::vector<std::uint8_t>& first_seen,
+                     DecisionRecord& record) {
+    // What is to be added, before the record: from here, if this stage dies before its add,
+    // the next holder of the round lock adds the items for it (roll_forward) before it tests.
+    std::string intent;
+    if (!claimed.empty()) {
+      intent = RoundIntent{record.round(), key, {claimed.begin(), claimed.end()}}.encode();
+      decisions.put(std::string(RoundIntent::kKey), intent, std::chrono::milliseconds(0));
+    }
+    // The decision is durable before any bit is set: from here a crash replays it.
+    if (store_record) {
+      decisions.put(key, record.encode(), options.decision_ttl);
+    }
+    if (options.exact_set != nullptr) {
+      // The exact set first, as every add to a filter with one: the filter never holds more.
+      (void)options.exact_set->add(replayed);
+      (void)options.exact_set->add(claimed);
+    }
+    if (!replayed.empty()) filter.load_many(replayed);
+    if (!claimed.empty()) {
+      add_claimed(key, batch, claimed, claimed_at, first_seen, record, intent);
+      decisions.erase(std::string(RoundIntent::kKey), intent);
+    }
+  }
+
   // Decides one partition's batch, in the order that makes it replayable: test, store the
   // decision record, test-and-set. Appends the records to produce to `out` and returns the
   // offset to commit (one past the last record decided; -1: none).
@@ -440,27 +471,8 @@ struct KafkaDedup::State {
         if (old->first_seen(offset)) record.mark_first_seen(offset);
       }
     }
-    // What is to be added, before the record: from here, if this stage dies before its add,
-    // the next holder of the round lock adds the items for it (roll_forward) before it tests.
-    std::string intent;
-    if (!claimed.empty()) {
-      intent = RoundIntent{record.round(), key, {claimed.begin(), claimed.end()}}.encode();
-      decisions.put(std::string(RoundIntent::kKey), intent, std::chrono::milliseconds(0));
-    }
-    // The decision is durable before any bit is set: from here a crash replays it.
-    if (!tested.empty() || count < batch.size() || old == nullptr) {
-      decisions.put(key, record.encode(), options.decision_ttl);
-    }
-    if (options.exact_set != nullptr) {
-      // The exact set first, as every add to a filter with one: the filter never holds more.
-      (void)options.exact_set->add(replayed);
-      (void)options.exact_set->add(claimed);
-    }
-    if (!replayed.empty()) filter.load_many(replayed);
-    if (!claimed.empty()) {
-      add_claimed(key, batch, claimed, claimed_at, first_seen, record, intent);
-      decisions.erase(std::string(RoundIntent::kKey), intent);
-    }
+    const bool store_record = !tested.empty() || count < batch.size() || old == nullptr;
+    store_and_add(key, store_record, batch, replayed, claimed, claimed_at, first_seen, record);
     for (std::size_t i = 0; i < count; ++i) {
       if (first_seen[i] != 0) {
         out.push_back(batch[i].get());
