@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redbloom/error.hpp"
@@ -43,6 +45,42 @@ RedisStreamDedupOptions options_for(const std::string& consumer, OnMissingKey on
 long long pending(const test::RedisServer& server) {
   return server.command({"XPENDING", "in", "g"}).elements.at(0).integer;
 }
+
+// The batch is refused with a StorageError whose message says each of `says`.
+void expect_refused(RedisStreamDedup& stage, std::initializer_list<std::string_view> says,
+                    std::string_view what_went_wrong) {
+  try {
+    (void)stage.commit();
+    ADD_FAILURE() << what_went_wrong;
+  } catch (const StorageError& e) {
+    for (const std::string_view phrase : says) {
+      EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The server as user "stage" (password "secret"), made with `rules` (ACL SETUSER's).
+RedisEndpoint as_stage_user(const test::RedisServer& server,
+                            std::initializer_list<std::string> rules) {
+  std::vector<std::string> command{"ACL", "SETUSER", "stage", "on", ">secret"};
+  command.insert(command.end(), rules);
+  (void)server.command(command);
+  RedisEndpoint endpoint = server.endpoint();
+  endpoint.user = "stage";
+  endpoint.password = "secret";
+  return endpoint;
+}
+
+// A test run on a stock server and (when the module is built) on one with redbloom.so.
+class OnEachEngine : public ::testing::TestWithParam<bool> {
+ protected:
+  static std::vector<std::string> server_args() {
+#ifdef REDBLOOM_MODULE_PATH
+    if (GetParam()) return {"--loadmodule", REDBLOOM_MODULE_PATH};
+#endif
+    return {};
+  }
+};
 
 TEST(RedisStreamDedup, ABatchTakenOverIsDoneOnce) {
   test::RedisServer server;
@@ -124,14 +162,8 @@ TEST(RedisStreamDedup, ARefusedBatchLeavesNothingBehind) {
   RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
-  try {
-    (void)stage.commit();
-    FAIL() << "an output that is not a stream was written to";
-  } catch (const StorageError& e) {
-    EXPECT_NE(std::string(e.what()).find("output key 'out' holds a string"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
-  }
+  expect_refused(stage, {"output key 'out' holds a string", "stay pending"},
+                 "an output that is not a stream was written to");
   EXPECT_EQ(pending(server), 3);
   EXPECT_EQ(server.integer({"BITCOUNT", "f:bits:{f:0}"}), 0);
 
@@ -153,12 +185,8 @@ TEST(RedisStreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
   (void)server.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
-  try {
-    (void)stage.commit();
-    FAIL() << "a batch sent on a closed connection was reported done";
-  } catch (const StorageError& e) {
-    EXPECT_NE(std::string(e.what()).find("ran whole or not at all"), std::string::npos) << e.what();
-  }
+  expect_refused(stage, {"ran whole or not at all"},
+                 "a batch sent on a closed connection was reported done");
   EXPECT_EQ(pending(server), 3);
   // The next attempt (a new connection) does the batch once.
   const RedisStreamDedupBatch done = stage.commit();
@@ -170,14 +198,8 @@ TEST(RedisStreamDedup, ALostConnectionSaysTheBatchRanWholeOrNotAtAll) {
 
 // The refusals that must come before the batch's first write, on a stock server and (when
 // the module is built) on one whose script calls RB.PARTADD.
-class RedisStreamDedupRefusal : public ::testing::TestWithParam<bool> {
+class RedisStreamDedupRefusal : public OnEachEngine {
  protected:
-  static std::vector<std::string> server_args() {
-#ifdef REDBLOOM_MODULE_PATH
-    if (GetParam()) return {"--loadmodule", REDBLOOM_MODULE_PATH};
-#endif
-    return {};
-  }
   // Three entries read and about to be committed: keys a, b and a again.
   static void add_entries(const test::RedisServer& server) {
     for (const char* id : {"a", "b", "a"}) (void)server.command({"XADD", "in", "*", "id", id});
@@ -200,13 +222,8 @@ TEST_P(RedisStreamDedupRefusal, AnOutputAtTheLastPossibleIdIsRefusedBeforeAnyWri
   RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
-  try {
-    (void)stage.commit();
-    FAIL() << "a batch was committed to an output that cannot take it";
-  } catch (const StorageError& e) {
-    EXPECT_NE(std::string(e.what()).find("last possible entry id"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
-  }
+  expect_refused(stage, {"last possible entry id", "stay pending"},
+                 "a batch was committed to an output that cannot take it");
   expect_untouched(server, 1);
 
   // A last id a little below the end leaves too little room for the batch: refused too.
@@ -226,23 +243,15 @@ TEST_P(RedisStreamDedupRefusal, AnOutputAtTheLastPossibleIdIsRefusedBeforeAnyWri
 
 TEST_P(RedisStreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
   test::RedisServer server(server_args());
-  (void)server.command({"ACL", "SETUSER", "stage", "on", ">secret", "~*", "&*", "+@all", "-xadd"});
-  RedisEndpoint as_stage = server.endpoint();
-  as_stage.user = "stage";
-  as_stage.password = "secret";
+  const RedisEndpoint as_stage = as_stage_user(server, {"~*", "&*", "+@all", "-xadd"});
   const Filter filter =
       Filter::create_redis(as_stage, "f", size_filter(1000, 1e-6, Layout::blocked));
   add_entries(server);
   RedisStreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
-  try {
-    (void)stage.commit();
-    FAIL() << "a batch was committed by a user who cannot copy it";
-  } catch (const StorageError& e) {
-    EXPECT_NE(std::string(e.what()).find("may not run XADD out"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
-  }
+  expect_refused(stage, {"may not run XADD out", "stay pending"},
+                 "a batch was committed by a user who cannot copy it");
   expect_untouched(server, 0);
 
   (void)server.command({"ACL", "SETUSER", "stage", "+xadd"});
@@ -253,14 +262,8 @@ TEST_P(RedisStreamDedupRefusal, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWr
 
 // Windowed and growing filters: the filter's own add runs inside the batch's script (a Lua
 // function on a stock server, RB.STREAM with the module).
-class RedisStreamDedupWindow : public ::testing::TestWithParam<bool> {
+class RedisStreamDedupWindow : public OnEachEngine {
  protected:
-  static std::vector<std::string> server_args() {
-#ifdef REDBLOOM_MODULE_PATH
-    if (GetParam()) return {"--loadmodule", REDBLOOM_MODULE_PATH};
-#endif
-    return {};
-  }
   static void add(const test::RedisServer& server, const std::vector<std::string>& keys) {
     for (const std::string& key : keys) (void)server.command({"XADD", "in", "*", "id", key});
   }
@@ -361,13 +364,7 @@ TEST_P(RedisStreamDedupWindow, AFullFilterLeavesTheRestPending) {
   for (int i = 0; i < 1000; ++i) keys.push_back(key_of(i));
   add(server, keys);
   ASSERT_EQ(stage.read(1000, std::chrono::milliseconds(10)), 1000u);
-  try {
-    (void)stage.commit();
-    FAIL() << "a full filter took every key";
-  } catch (const StorageError& e) {
-    EXPECT_NE(std::string(e.what()).find("is full"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("stay pending"), std::string::npos) << e.what();
-  }
+  expect_refused(stage, {"is full", "stay pending"}, "a full filter took every key");
   const std::vector<std::string> out = output(server);
   ASSERT_GT(out.size(), 0u);
   ASSERT_LT(out.size(), 1000u);
@@ -379,23 +376,16 @@ TEST_P(RedisStreamDedupWindow, AFullFilterLeavesTheRestPending) {
 // nothing written, not even a slice of the filter.
 TEST_P(RedisStreamDedupWindow, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWrite) {
   test::RedisServer server(server_args());
-  (void)server.command(
-      {"ACL", "SETUSER", "stage", "on", ">secret", "~w*", "~in", "~out", "&*", "+@all", "-xadd"});
-  RedisEndpoint as_stage = server.endpoint();
-  as_stage.user = "stage";
-  as_stage.password = "secret";
+  const RedisEndpoint as_stage =
+      as_stage_user(server, {"~w*", "~in", "~out", "&*", "+@all", "-xadd"});
   const StreamOptions window{.capacity = 1000, .error_rate = 1e-6, .window_ns = 600'000'000'000};
   const Filter filter = Filter::create(Location::redis({as_stage}, "w"), window);
   add(server, {"a", "b", "a"});
   RedisStreamDedup stage(filter, as_stage, options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(false));
   ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 3u);
-  try {
-    (void)stage.commit();
-    FAIL() << "a batch was committed by a user who cannot copy it";
-  } catch (const StorageError& e) {
-    EXPECT_NE(std::string(e.what()).find("may not run XADD out"), std::string::npos) << e.what();
-  }
+  expect_refused(stage, {"may not run XADD out"},
+                 "a batch was committed by a user who cannot copy it");
   EXPECT_EQ(pending(server), 3);
   EXPECT_EQ(server.command({"KEYS", "w:s[0-9]*"}).elements.size(), 0u);
   (void)server.command({"ACL", "SETUSER", "stage", "+xadd"});
@@ -408,20 +398,15 @@ TEST_P(RedisStreamDedupWindow, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWri
 }
 
 #ifdef REDBLOOM_MODULE_PATH
-INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "module" : "stock"; });
+const auto kEngines = ::testing::Values(false, true);
 #else
-INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, ::testing::Values(false),
-                         [](const auto&) { return "stock"; });
+const auto kEngines = ::testing::Values(false);
 #endif
-
-#ifdef REDBLOOM_MODULE_PATH
-INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "module" : "stock"; });
-#else
-INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, ::testing::Values(false),
-                         [](const auto&) { return "stock"; });
-#endif
+std::string engine_name(const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? "module" : "stock";
+}
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, kEngines, engine_name);
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, kEngines, engine_name);
 
 }  // namespace
 }  // namespace redbloom
