@@ -160,6 +160,46 @@ def proven_false_positive(key, distinct, tmp_path):
     return r.stdout.strip() == b"1"
 
 
+def kill_and_restart(setup, instream, outstream, name, total, thresholds, batch="200"):
+    """Runs the stage, SIGKILLed once the group has read each threshold, then to the end;
+    half the restarts keep the consumer name (its own pending entries come back), half take
+    the default, a new name (the dead consumer's entries are taken over). Returns the last
+    run's summary."""
+    node = setup.client_for(instream)
+    for run, threshold in enumerate(thresholds):
+        extra = ["--batch", batch, "--min-idle", "0", "-q"]
+        extra += ["--consumer", "stage"] if run % 2 == 0 else []
+        if run == 0:
+            extra.append("--create-group")
+        stage = subprocess.Popen(stage_command(setup, instream, outstream, name, *extra),
+                                 stderr=subprocess.PIPE)
+
+        def reached():
+            g = group_info(node, instream)
+            read = g["entries-read"] if g and g["entries-read"] is not None else 0
+            return read >= threshold or stage.poll() is not None
+        wait_until(reached, "the stage to read %d entries" % threshold, timeout=300,
+                   interval=0.002)
+        assert stage.poll() is None, stage.stderr.read().decode()
+        stage.send_signal(signal.SIGKILL)
+        stage.wait()
+        stage.stderr.close()
+    stage = subprocess.Popen(stage_command(setup, instream, outstream, name, "--batch", batch,
+                                           "--min-idle", "0", "--json"),
+                             stderr=subprocess.PIPE)
+
+    def drained():
+        g = group_info(node, instream)
+        return (g["entries-read"] == total and g["pending"] == 0) or stage.poll() is not None
+    wait_until(drained, "the stage to handle every entry", timeout=300)
+    assert stage.poll() is None, stage.stderr.read().decode()
+    stage.send_signal(signal.SIGTERM)
+    _, err = stage.communicate(timeout=120)
+    assert stage.returncode == 0, err.decode()
+    assert group_info(node, instream)["pending"] == 0
+    return json.loads(err.decode().strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("cluster", [False, True], ids=["one_server", "cluster"])
 @pytest.mark.parametrize("module", [False, True], ids=["stock", "module"])
 def test_killed_and_restarted_each_key_once(make_setup, tmp_path, cluster, module):
@@ -180,40 +220,7 @@ def test_killed_and_restarted_each_key_once(make_setup, tmp_path, cluster, modul
         first_n.setdefault(key, n)
 
     thresholds = sorted(rng.sample(range(2000, ENTRIES - 2000), KILLS))
-    for run, threshold in enumerate(thresholds):
-        # Half the restarts keep the consumer name (its own pending entries come back), half
-        # take the default, a new name (the dead consumer's entries are taken over).
-        extra = ["--batch", "200", "--min-idle", "0", "-q"]
-        extra += ["--consumer", "stage"] if run % 2 == 0 else []
-        if run == 0:
-            extra.append("--create-group")
-        stage = subprocess.Popen(stage_command(setup, instream, outstream, name, *extra),
-                                 stderr=subprocess.PIPE)
-
-        def reached():
-            g = group_info(node, instream)
-            read = g["entries-read"] if g and g["entries-read"] is not None else 0
-            return read >= threshold or stage.poll() is not None
-        wait_until(reached, "the stage to read %d entries" % threshold, timeout=300,
-                   interval=0.002)
-        assert stage.poll() is None, stage.stderr.read().decode()
-        stage.send_signal(signal.SIGKILL)
-        stage.wait()
-        stage.stderr.close()
-
-    stage = subprocess.Popen(stage_command(setup, instream, outstream, name, "--batch", "200",
-                                           "--min-idle", "0", "--json"),
-                             stderr=subprocess.PIPE)
-
-    def drained():
-        g = group_info(node, instream)
-        return (g["entries-read"] == ENTRIES and g["pending"] == 0) or stage.poll() is not None
-    wait_until(drained, "the stage to handle every entry", timeout=300)
-    assert stage.poll() is None, stage.stderr.read().decode()
-    stage.send_signal(signal.SIGTERM)
-    _, err = stage.communicate(timeout=120)
-    assert stage.returncode == 0, err.decode()
-    summary = json.loads(err.decode().strip().splitlines()[-1])
+    summary = kill_and_restart(setup, instream, outstream, name, ENTRIES, thresholds)
     assert summary["stopped_by"] == "SIGTERM"
 
     out = node.xrange(outstream)
@@ -254,43 +261,6 @@ def test_killed_and_restarted_each_key_once(make_setup, tmp_path, cluster, modul
 WINDOW_ENTRIES = 10_000
 WINDOW_KILLS = 4
 WINDOW_MS = 2000  # a window of 2 s in 2 slices: slices retire during the run
-
-
-def kill_and_restart(setup, instream, outstream, name, total, thresholds, batch="200"):
-    """Runs the stage, SIGKILLed once the group has read each threshold, then to the end;
-    half the restarts keep the consumer name, half take a new one."""
-    node = setup.client_for(instream)
-    for run, threshold in enumerate(thresholds):
-        extra = ["--batch", batch, "--min-idle", "0", "-q"]
-        extra += ["--consumer", "stage"] if run % 2 == 0 else []
-        if run == 0:
-            extra.append("--create-group")
-        stage = subprocess.Popen(stage_command(setup, instream, outstream, name, *extra),
-                                 stderr=subprocess.PIPE)
-
-        def reached():
-            g = group_info(node, instream)
-            read = g["entries-read"] if g and g["entries-read"] is not None else 0
-            return read >= threshold or stage.poll() is not None
-        wait_until(reached, "the stage to read %d entries" % threshold, timeout=300,
-                   interval=0.002)
-        assert stage.poll() is None, stage.stderr.read().decode()
-        stage.send_signal(signal.SIGKILL)
-        stage.wait()
-        stage.stderr.close()
-    stage = subprocess.Popen(stage_command(setup, instream, outstream, name, "--batch", batch,
-                                           "--min-idle", "0", "--json"),
-                             stderr=subprocess.PIPE)
-
-    def drained():
-        g = group_info(node, instream)
-        return (g["entries-read"] == total and g["pending"] == 0) or stage.poll() is not None
-    wait_until(drained, "the stage to handle every entry", timeout=300)
-    assert stage.poll() is None, stage.stderr.read().decode()
-    stage.send_signal(signal.SIGTERM)
-    _, err = stage.communicate(timeout=120)
-    assert stage.returncode == 0, err.decode()
-    assert group_info(node, instream)["pending"] == 0
 
 
 @pytest.mark.parametrize("kind", ["windowed", "growing"])
