@@ -2,19 +2,22 @@
 // (object.hpp): the metadata claimed on every server, link 0 of each partition made as its
 // parts, then marked ready. Links the script grew later are dropped with the rest, by name.
 #include <cmath>
-#include <set>
 
 #include "core/redis_format.hpp"
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/params.hpp"
 #include "redis/cuckoo_redis_state.hpp"
+#include "shard_servers.hpp"
 
 namespace redbloom {
 namespace {
 
+using redis::check_distinct_servers;
 using redis::OnLostNode;
 using redis::Router;
+using redis::routers_for;
+using redis::shard_text;
 using redis::slot_of;
 
 constexpr std::string_view kNoun = "cuckoo filter";
@@ -23,45 +26,9 @@ std::string where(const Router& router, std::string_view name) {
   return "cuckoo filter '" + std::string(name) + "' on redis " + router.endpoint().describe();
 }
 
-std::vector<std::unique_ptr<Router>> routers_for(const std::vector<RedisEndpoint>& servers,
-                                                 const std::string& name) {
-  redis::validate_filter_name(name);
-  if (servers.empty()) throw InvalidArgument("no Redis server given");
-  std::vector<std::unique_ptr<Router>> routers;
-  for (const RedisEndpoint& server : servers) routers.push_back(redis::make_router(server));
-  return routers;
-}
-
-// Each shard of a sharded filter needs its own server (or database).
-void check_distinct_servers(const std::vector<std::unique_ptr<Router>>& routers) {
-  std::set<std::string> keyspaces;
-  for (const auto& router : routers) {
-    if (!keyspaces.insert(router->keyspace_id()).second) {
-      throw InvalidArgument("redis " + router->endpoint().describe() +
-                            " is listed twice (or under two addresses): each shard needs its "
-                            "own server or database");
-    }
-  }
-}
-
-std::string shard_text(std::uint32_t index, std::uint32_t count) {
-  return count == 1 ? std::string("an unsharded filter")
-                    : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
-}
-
 // The metadata at NAME if it is a cuckoo filter's (ready or not); nullopt for anything else.
 std::optional<redis::Fields> cuckoo_fields(Router& router, const std::string& name) {
-  std::optional<redis::Fields> fields;
-  try {
-    fields = redis::read_metadata(router, name, kNoun);
-  } catch (const FormatError&) {
-    return std::nullopt;  // not a hash
-  }
-  if (!fields || !fields->has("format") || fields->text("format") != redis::kCuckooFormat) {
-    return std::nullopt;
-  }
-  fields->check_format(redis::kCuckooFormat, kNoun, redis::kCuckooVersion);
-  return fields;
+  return redis::metadata_of_kind(router, name, redis::kCuckooFormat, kNoun, redis::kCuckooVersion);
 }
 
 // Router r's partitions, in order.

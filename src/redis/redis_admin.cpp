@@ -5,6 +5,7 @@
 
 #include "core/sharding.hpp"
 #include "redbloom/error.hpp"
+#include "shard_servers.hpp"
 #include "store_state.hpp"
 
 namespace redbloom {
@@ -149,13 +150,9 @@ std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, 
   // wrong for the items of the partitions it does not hold.
   if (metadata.shards != expected.count || metadata.shard != expected.index ||
       (!expected.set_id.empty() && metadata.shard_set != expected.set_id)) {
-    const auto as_text = [](std::uint32_t index, std::uint32_t count) {
-      return count == 1 ? std::string("an unsharded filter")
-                        : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
-    };
     throw FormatError(where(router, state->name) + " holds " +
-                      as_text(metadata.shard, metadata.shards) + " but was opened as " +
-                      as_text(expected.index, expected.count) +
+                      redis::shard_text(metadata.shard, metadata.shards) + " but was opened as " +
+                      redis::shard_text(expected.index, expected.count) +
                       (metadata.shards == expected.count && metadata.shard == expected.index
                            ? " of another set of servers"
                            : "") +

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <exception>
 #include <random>
-#include <set>
 
 #include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
@@ -11,6 +10,7 @@
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "run_each.hpp"
+#include "shard_servers.hpp"
 
 namespace redbloom {
 namespace {
@@ -56,14 +56,9 @@ std::unique_ptr<ShardedRedisStore> ShardedRedisStore::create(
     const std::vector<RedisEndpoint>& servers, const std::string& name, const FilterParams& params,
     bool overwrite) {
   if (servers.empty()) throw InvalidArgument("no Redis server given");
-  std::set<std::string> keyspaces;
-  for (const RedisEndpoint& server : servers) {
-    if (!keyspaces.insert(RedisStore::keyspace_id(server)).second) {
-      throw InvalidArgument("redis " + server.describe() +
-                            " is listed twice (or under two addresses): each shard needs its own "
-                            "server or database");
-    }
-  }
+  std::vector<std::string> keyspaces;
+  for (const RedisEndpoint& server : servers) keyspaces.push_back(RedisStore::keyspace_id(server));
+  redis::check_distinct_servers(servers, keyspaces);
   const auto count = static_cast<std::uint32_t>(servers.size());
   const std::string set_id = redis::random_set_id();
   std::vector<std::unique_ptr<RedisStore>> shards;

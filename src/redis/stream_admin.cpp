@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cstdio>
 #include <random>
-#include <set>
 
 #include "core/redis_format.hpp"
 #include "core/sharding.hpp"
@@ -13,26 +12,21 @@
 #include "object.hpp"
 #include "redbloom/error.hpp"
 #include "redis/redis_store.hpp"
+#include "shard_servers.hpp"
 #include "stream_state.hpp"
 
 namespace redbloom {
 namespace {
 
+using redis::check_distinct_servers;
 using redis::OnLostNode;
 using redis::Router;
+using redis::routers_for;
+using redis::shard_text;
 using redis::slot_of;
 
 std::string where(const Router& router, std::string_view name) {
   return "stream filter '" + std::string(name) + "' on redis " + router.endpoint().describe();
-}
-
-std::vector<std::unique_ptr<Router>> routers_for(const std::vector<RedisEndpoint>& servers,
-                                                 const std::string& name) {
-  redis::validate_filter_name(name);
-  if (servers.empty()) throw InvalidArgument("no Redis server given");
-  std::vector<std::unique_ptr<Router>> routers;
-  for (const RedisEndpoint& server : servers) routers.push_back(redis::make_router(server));
-  return routers;
 }
 
 // Which server holds partition p: the only one, or as a sharded plain filter spreads them.
@@ -88,34 +82,8 @@ void unlink_slices(Router& router, const std::string& name,
 // The metadata at NAME if it is a stream filter's (ready or not); nullopt for anything else
 // (no key, a plain filter, a key of another program: the plain filter's paths name those).
 std::optional<redis::Fields> stream_fields(Router& router, const std::string& name) {
-  std::optional<redis::Fields> fields;
-  try {
-    fields = redis::read_metadata(router, name, "stream filter");
-  } catch (const FormatError&) {
-    return std::nullopt;  // not a hash
-  }
-  if (!fields || !fields->has("format") || fields->text("format") != redis::kStreamFormat) {
-    return std::nullopt;
-  }
-  fields->check_format(redis::kStreamFormat, "stream filter", redis::kStreamVersion);
-  return fields;
-}
-
-std::string shard_text(std::uint32_t index, std::uint32_t count) {
-  return count == 1 ? std::string("an unsharded filter")
-                    : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
-}
-
-// Each shard of a sharded filter needs its own server (or database).
-void check_distinct_servers(const std::vector<std::unique_ptr<Router>>& routers) {
-  std::set<std::string> keyspaces;
-  for (const auto& router : routers) {
-    if (!keyspaces.insert(router->keyspace_id()).second) {
-      throw InvalidArgument("redis " + router->endpoint().describe() +
-                            " is listed twice (or under two addresses): each shard needs its "
-                            "own server or database");
-    }
-  }
+  return redis::metadata_of_kind(router, name, redis::kStreamFormat, "stream filter",
+                                 redis::kStreamVersion);
 }
 
 // The name was claimed by someone else: says by what (a plain filter, a windowed or growing
