@@ -17,7 +17,6 @@ using redis::check_distinct_servers;
 using redis::OnLostNode;
 using redis::Router;
 using redis::routers_for;
-using redis::shard_text;
 using redis::slot_of;
 
 constexpr std::string_view kNoun = "cuckoo filter";
@@ -211,18 +210,10 @@ std::unique_ptr<RedisCuckooStore> RedisCuckooStore::open(
                             ? std::optional<redis::Fields>(first_fields)
                             : redis::read_ready(router, name, redis::kCuckooFormat, kNoun,
                                                 redis::kCuckooVersion, wait_for_creator);
-    if (!fields) {
-      throw FormatError(where(router, name) +
-                        " does not exist, though the first server holds it: give the servers "
-                        "it was created on, in the same order");
-    }
+    if (!fields) redis::throw_missing_shard(where(router, name));
     redis::CuckooMetadata m = redis::parse_cuckoo_metadata(*fields);
-    if (m.shards != count || m.shard != r || (r > 0 && m.shard_set != metadata[0].shard_set)) {
-      throw FormatError(where(router, name) + " holds " + shard_text(m.shard, m.shards) +
-                        " but was opened as " + shard_text(r, count) +
-                        (m.shards == count && m.shard == r ? " of another set of servers" : "") +
-                        ": give the servers it was created on, in the same order");
-    }
+    redis::check_shard(where(router, name), {m.shard, m.shards, m.shard_set},
+                       {r, count, r > 0 ? metadata[0].shard_set : std::string()});
     if (r > 0 && !(m.options == metadata[0].options)) {
       throw FormatError(where(router, name) + " has other options than on " +
                         routers[0]->endpoint().describe());

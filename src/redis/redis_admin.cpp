@@ -148,16 +148,9 @@ std::unique_ptr<RedisStore> RedisStore::open(std::unique_ptr<Router> connected, 
   const redis::FilterMetadata metadata = redis::parse_filter_metadata(*fields);
   // Opened as another shard, or one server of a sharded filter alone, every answer would be
   // wrong for the items of the partitions it does not hold.
-  if (metadata.shards != expected.count || metadata.shard != expected.index ||
-      (!expected.set_id.empty() && metadata.shard_set != expected.set_id)) {
-    throw FormatError(where(router, state->name) + " holds " +
-                      redis::shard_text(metadata.shard, metadata.shards) + " but was opened as " +
-                      redis::shard_text(expected.index, expected.count) +
-                      (metadata.shards == expected.count && metadata.shard == expected.index
-                           ? " of another set of servers"
-                           : "") +
-                      ": give the servers it was created on, in the same order");
-  }
+  redis::check_shard(where(router, state->name),
+                     {metadata.shard, metadata.shards, metadata.shard_set},
+                     {expected.index, expected.count, expected.set_id});
   state->version = metadata.version;
   state->set_partitions(metadata.params, {metadata.shard, metadata.shards, metadata.shard_set},
                         metadata.tag_salts);

@@ -42,6 +42,25 @@ std::string shard_text(std::uint32_t index, std::uint32_t count) {
                     : "shard " + std::to_string(index + 1) + " of " + std::to_string(count);
 }
 
+void check_shard(const std::string& where, const ShardPlace& held, const ShardPlace& opened_as) {
+  if (held.count == opened_as.count && held.index == opened_as.index &&
+      (opened_as.set.empty() || held.set == opened_as.set)) {
+    return;
+  }
+  throw FormatError(where + " holds " + shard_text(held.index, held.count) + " but was opened as " +
+                    shard_text(opened_as.index, opened_as.count) +
+                    (held.count == opened_as.count && held.index == opened_as.index
+                         ? " of another set of servers"
+                         : "") +
+                    ": give the servers it was created on, in the same order");
+}
+
+void throw_missing_shard(const std::string& where) {
+  throw FormatError(where +
+                    " does not exist, though the first server holds it: give the servers it was "
+                    "created on, in the same order");
+}
+
 std::optional<Fields> metadata_of_kind(Router& router, const std::string& name,
                                        std::string_view format, std::string_view noun,
                                        std::uint32_t version) {

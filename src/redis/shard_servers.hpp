@@ -30,6 +30,21 @@ void check_distinct_servers(const std::vector<std::unique_ptr<Router>>& routers)
 // "an unsharded filter" or "shard 2 of 3" (index from 0).
 [[nodiscard]] std::string shard_text(std::uint32_t index, std::uint32_t count);
 
+// A shard as its metadata records it, or as it is opened.
+struct ShardPlace {
+  std::uint32_t index = 0;
+  std::uint32_t count = 1;
+  std::string set;  // the id the shards created together share; opened with "": any
+};
+
+// The server described by `where` holds the shard it is opened as: FormatError naming both
+// otherwise (another shard, or one server of a sharded filter alone, would answer wrongly for
+// the partitions it does not hold).
+void check_shard(const std::string& where, const ShardPlace& held, const ShardPlace& opened_as);
+
+// FormatError: a server after the first lacks the filter the first one holds.
+[[noreturn]] void throw_missing_shard(const std::string& where);
+
 // The metadata at `name` if it is of `format` (ready or not, its version checked against
 // `version`); nullopt for anything else (no key, another kind of filter, a key that is not a
 // hash), which the other kinds' paths name.

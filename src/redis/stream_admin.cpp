@@ -22,7 +22,6 @@ using redis::check_distinct_servers;
 using redis::OnLostNode;
 using redis::Router;
 using redis::routers_for;
-using redis::shard_text;
 using redis::slot_of;
 
 std::string where(const Router& router, std::string_view name) {
@@ -201,18 +200,10 @@ std::unique_ptr<RedisStreamStore> RedisStreamStore::open(
                             ? std::optional<redis::Fields>(first_fields)
                             : redis::read_ready(router, name, redis::kStreamFormat, "stream filter",
                                                 redis::kStreamVersion, wait_for_creator);
-    if (!fields) {
-      throw FormatError(where(router, name) +
-                        " does not exist, though the first server holds it: give the servers "
-                        "it was created on, in the same order");
-    }
+    if (!fields) redis::throw_missing_shard(where(router, name));
     redis::StreamMetadata m = redis::parse_stream_metadata(*fields);
-    if (m.shards != count || m.shard != r || (r > 0 && m.shard_set != metadata[0].shard_set)) {
-      throw FormatError(where(router, name) + " holds " + shard_text(m.shard, m.shards) +
-                        " but was opened as " + shard_text(r, count) +
-                        (m.shards == count && m.shard == r ? " of another set of servers" : "") +
-                        ": give the servers it was created on, in the same order");
-    }
+    redis::check_shard(where(router, name), {m.shard, m.shards, m.shard_set},
+                       {r, count, r > 0 ? metadata[0].shard_set : std::string()});
     if (r > 0 && redis::stream_shape_fields(m) != redis::stream_shape_fields(metadata[0])) {
       throw FormatError(where(router, name) + " has other stream options than on " +
                         routers[0]->endpoint().describe());
