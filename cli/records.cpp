@@ -76,9 +76,10 @@ RecordKeys::RecordKeys(const RecordOptions& options, const char* verb)
 const std::vector<std::string_view>& RecordKeys::items(const std::vector<std::string_view>& records,
                                                        const ItemReader& reader) {
   if (!extractor_) return records;
-  extractor_->extract_all(records, keys_, statuses_);
-  items_.clear();
   batch_records_ = records.size();
+  // Every record has its key (the usual batch): the keys are the items as they are.
+  if (extractor_->extract_all(records, keys_, statuses_) == records.size()) return keys_;
+  items_.clear();
   for (std::size_t r = 0; r < records.size(); ++r) {
     if (statuses_[r] == RecordKeyStatus::ok) {
       items_.push_back(keys_[r]);

@@ -1145,9 +1145,20 @@ TEST_F(RedisExactSetTest, AnUnfinishedCreationIsReported) {
   { (void)create_redis_exact_set(endpoint(), "f", 1000); }
   ASSERT_EQ(server_.integer({"HSET", "f:exact", "state", "creating"}), 0);
   const auto start = std::chrono::steady_clock::now();
-  const std::string message = error_of([&] { (void)open_redis_exact_set(endpoint(), "f"); });
-  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(29));
+  const std::string message = error_of(
+      [&] { (void)open_redis_exact_set(endpoint(), "f", std::chrono::milliseconds(2000)); });
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
   EXPECT_TRUE(contains_text(message, "is still being created")) << message;
+  EXPECT_TRUE(contains_text(message, "after waiting 2 s")) << message;
+  // By default open waits longer than a creator that finishes a few seconds later.
+  std::thread creator([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    (void)server_.integer({"HSET", "f:exact", "state", "ready"});
+  });
+  const auto waited_from = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW((void)open_redis_exact_set(endpoint(), "f"));
+  EXPECT_GE(std::chrono::steady_clock::now() - waited_from, std::chrono::seconds(3));
+  creator.join();
   drop_redis_exact_set(endpoint(), "f");
   EXPECT_EQ(keys(), std::vector<std::string>{});
 }

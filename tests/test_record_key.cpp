@@ -330,6 +330,92 @@ TEST(RecordKeyJson, BatchRefusesBadValuesAfterTheKey) {
   }
 }
 
+// Records as the reader hands them over: views into one buffer, each followed by its newline,
+// so that the runs are parsed where they lie and only the last records (the parser's padding)
+// alone. Every record gives what it gives alone, wherever a bad one falls: in the last records,
+// just before them, at the end of a run, or as the key after a large nested object.
+std::vector<std::string_view> views_in_one_buffer(const std::vector<std::string>& lines,
+                                                  std::string& buffer) {
+  buffer.clear();
+  for (const std::string& line : lines) buffer += line + "\n";
+  std::vector<std::string_view> records;
+  std::size_t at = 0;
+  for (const std::string& line : lines) {
+    records.emplace_back(buffer.data() + at, line.size());
+    at += line.size() + 1;
+  }
+  return records;
+}
+
+void expect_buffer_batch_as_one_by_one(const std::vector<std::string>& lines) {
+  std::string buffer;
+  const std::vector<std::string_view> records = views_in_one_buffer(lines, buffer);
+  RecordKeyExtractor batch_extractor(RecordKeySpec::json("a.id"));
+  RecordKeyExtractor single(RecordKeySpec::json("a.id"));
+  std::vector<std::string_view> keys;
+  std::vector<Status> statuses;
+  const std::size_t found = batch_extractor.extract_all(records, keys, statuses);
+  std::size_t expected_found = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const Got got = key_of(single, records[i]);
+    EXPECT_EQ(statuses[i], got.status) << i << ": " << records[i];
+    EXPECT_EQ(std::string(keys[i]), got.status == Status::ok ? got.key : "") << records[i];
+    expected_found += got.status == Status::ok ? 1 : 0;
+  }
+  EXPECT_EQ(found, expected_found);
+}
+
+TEST(RecordKeyJson, BatchInOneBufferGivesWhatRecordsGiveOneByOne) {
+  std::vector<std::string> good;
+  for (int i = 0; i < 4096; ++i) {
+    good.push_back(R"({"ts":"2026-11-26T08:00:00Z","a":{"kind":"GET","id":"user-)" +
+                   std::to_string(i) + R"(","path":"/items/)" + std::to_string(i) +
+                   R"("},"status":200})");
+  }
+  expect_buffer_batch_as_one_by_one(good);
+  // The key after a large nested object, and bad values after the key, anywhere in the batch.
+  std::string nested = R"({"n":)";
+  for (int depth = 0; depth < 200; ++depth) nested += R"({"x":[1,2.5,"s",true,null],"y":)";
+  nested += "0";
+  for (int depth = 0; depth < 200; ++depth) nested += "}";
+  nested += R"(,"a":{"id":"after-nested"}})";
+  expect_key(RecordKeySpec::json("a.id"), nested, "safter-nested");
+  const std::vector<std::string> odd = {nested,
+                                        R"({"a":{"id":"k"},"x":tru})",
+                                        R"({"a":{"id":"k"},"x":"\q"})",
+                                        R"({"a":{"id":"k"},"x":[1,]})",
+                                        R"({"a":{"id":"k"},"x":"\ud800"})",
+                                        R"({"a":{"id":"k"}}{"a":{"id":"k2"}})",
+                                        R"({"a":{"id":"k"},)",
+                                        "{\"a\":{\"id\":\"\xff\"}}",
+                                        "",
+                                        R"({"a":{"id":null}})"};
+  for (const std::string& record : odd) {
+    // The last record, one inside the last 64 bytes, the one before them, mid-batch, and at
+    // the end of the first run (runs are 256 KiB: about 2,300 of these records).
+    for (const std::size_t where : {good.size() - 1, good.size() - 2, good.size() - 3,
+                                    std::size_t{0}, std::size_t{1500}, std::size_t{2300}}) {
+      auto lines = good;
+      lines[where] = record;
+      expect_buffer_batch_as_one_by_one(lines);
+    }
+  }
+  // The bad value after a key counts as a bad record, not as a key.
+  auto lines = good;
+  lines.back() = R"({"a":{"id":"last"},"x":tru})";
+  std::string buffer;
+  const std::vector<std::string_view> records = views_in_one_buffer(lines, buffer);
+  RecordKeyExtractor extractor(RecordKeySpec::json("a.id"));
+  std::vector<std::string_view> keys;
+  std::vector<Status> statuses;
+  EXPECT_EQ(extractor.extract_all(records, keys, statuses), lines.size() - 1);
+  EXPECT_EQ(statuses.back(), Status::invalid);
+  EXPECT_EQ(keys[lines.size() - 2], "suser-4094");
+  // Short records, all of them within the parser's padding of the batch's end.
+  expect_buffer_batch_as_one_by_one({R"({"a":{"id":1}})", R"({"a":{"id":2}})", "x"});
+  expect_buffer_batch_as_one_by_one({R"({"a":{"id":1}})"});
+}
+
 TEST(RecordKeySpec, RefusesWhatSelectsNothing) {
   EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(0)), InvalidArgument);
   EXPECT_THROW(RecordKeyExtractor(RecordKeySpec::field_of(1, '\n')), InvalidArgument);

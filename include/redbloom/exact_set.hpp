@@ -12,6 +12,7 @@
 // bucket strings plus the strings' allocation slack and per-key overhead (measured in the README).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -129,8 +130,11 @@ bool remove_stale_file_exact_set(const std::string& filter_path);
                                                                std::uint64_t expected_items,
                                                                bool overwrite = false,
                                                                std::uint64_t filter_id = 0);
-[[nodiscard]] std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
-                                                             const std::string& name);
+// A set still being created by another process is waited for, up to `wait_for_creator`
+// (IncompleteFilter after that).
+[[nodiscard]] std::unique_ptr<ExactSet> open_redis_exact_set(
+    const RedisEndpoint& endpoint, const std::string& name,
+    std::chrono::milliseconds wait_for_creator = std::chrono::seconds(30));
 [[nodiscard]] bool redis_exact_set_exists(const RedisEndpoint& endpoint, const std::string& name);
 void drop_redis_exact_set(const RedisEndpoint& endpoint, const std::string& name);
 

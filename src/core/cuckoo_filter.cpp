@@ -374,8 +374,11 @@ std::unique_ptr<Filter> Filter::decode_header(std::string_view header, std::uint
   // Every size is checked before one byte is allocated.
   std::vector<std::uint64_t> sizes;
   std::uint64_t total = 0;
+  // growth_of(expansion, i) one step at a time: a count of 65535 with an expansion of 1 (sizes
+  // that never reach the limit) would otherwise cost count^2 / 2 multiplications.
+  std::uint64_t growth = 1;
   for (std::uint64_t i = 0; i < count; ++i) {
-    const std::uint64_t growth = growth_of(filter->expansion_, i);
+    if (i > 0) growth = growth > kMaxBuckets ? kMaxBuckets + 1 : growth * filter->expansion_;
     if (filter->buckets_ == 0 || growth > kMaxBuckets / filter->buckets_) {
       problem = "sub-filter too large";
       return nullptr;

@@ -400,10 +400,17 @@ std::size_t RecordKeyExtractor::extract_all(const std::vector<std::string_view>&
     // JSON in runs that stay in the cache (the parser reads each run twice), and so that its
     // memory stays bounded whatever the batch.
     constexpr std::size_t kRunBytes = std::size_t{256} << 10;
+    // The last records, whose bytes cover the parser's padding, make a run of their own: the
+    // runs before them are then parsed where they lie, without a copy.
+    std::size_t tail = records.size();
+    for (std::size_t bytes = 0; tail > 0 && bytes <= simdjson::SIMDJSON_PADDING;) {
+      bytes += records[--tail].size() + 1;
+    }
     for (std::size_t first = 0; first < records.size();) {
+      const std::size_t end = first < tail ? tail : records.size();
       std::size_t last = first;
       std::size_t bytes = 0;
-      while (last < records.size() && (last == first || bytes + records[last].size() < kRunBytes)) {
+      while (last < end && (last == first || bytes + records[last].size() < kRunBytes)) {
         bytes += records[last++].size() + 1;
       }
       const std::size_t arena_mark = arena_.size();

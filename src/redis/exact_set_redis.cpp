@@ -42,8 +42,6 @@ using redis::Router;
 using redis::slot_of;
 using redis::Work;
 
-// How long open waits for a concurrent creator to finish sealing the buckets.
-constexpr std::chrono::seconds kCreationWait{30};
 constexpr std::size_t kTagBytes = redis::kExactTagBytes;
 constexpr std::uint64_t kTagMask = (std::uint64_t{1} << (8 * kTagBytes)) - 1;
 // About this many tags per bucket at the expected size: a GET of ~400 bytes per lookup, and
@@ -548,12 +546,13 @@ std::unique_ptr<ExactSet> create_redis_exact_set(const RedisEndpoint& endpoint,
 }
 
 std::unique_ptr<ExactSet> open_redis_exact_set(const RedisEndpoint& endpoint,
-                                               const std::string& name) {
+                                               const std::string& name,
+                                               std::chrono::milliseconds wait_for_creator) {
   redis::validate_filter_name(name);
   auto router = redis::make_router(endpoint);
   // A creator that won a race may still be sealing the buckets (~1 s per million).
   const auto fields = redis::read_ready(*router, meta_key(name), redis::kExactFormat, "exact set",
-                                        redis::kExactVersion, kCreationWait);
+                                        redis::kExactVersion, wait_for_creator);
   if (!fields) {
     throw NotFound("filter '" + name + "' on redis " + endpoint.describe() + " has no exact set: " +
                    how_to_get_exact_set(FilterContents::unknown, true, name));
