@@ -11,6 +11,7 @@
 #include "command_support.hpp"
 #include "command_table.hpp"
 #include "core/item_hash_inline.hpp"
+#include "core/kernel_parts.hpp"
 #include "core/layout.hpp"
 #include "core/packed_items.hpp"
 #include "core/partition_view.hpp"
@@ -22,6 +23,8 @@ namespace {
 
 // RB.STREAM[_RO] numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
 //           partitions index M x (layout hashes partition-bits capacity) packed-items
+// RB.STREAMH[_RO] ... the same with hashed-items: the items' 16-byte hashes (packed_items.hpp),
+//           which the client computed anyway to route them, so the server does not hash.
 // The keys, the header, the roster, the statuses, the reply and the REDBLOOMSTREAM errors are
 // the stream script's (src/redis/stream_script.hpp); instead of bit offsets it takes the items
 // and every link's geometry, so it never answers `links`.
@@ -35,8 +38,12 @@ struct Link {
   std::uint64_t capacity = 0;
 };
 
+// How a command's last argument gives the items.
+enum class Items { packed, hashed };
+
 struct StreamRequest {
-  std::int64_t numkeys = 0;  // the roster and the slices
+  const char* name = "RB.STREAM";  // the write command, as replicated
+  std::int64_t numkeys = 0;        // the roster and the slices
   char mode = 'l';
   bool guarded = false;  // upper-case mode: the roster was made with the filter
   int now_arg = 0;       // where now-ms is in argv
@@ -50,8 +57,9 @@ struct StreamRequest {
   std::uint64_t partitions = 0;
   std::uint64_t index = 0;
   std::vector<Link> links;
-  std::vector<std::uint64_t> start;  // byte offset of link l in a slice key; start[M] its end
-  std::vector<std::string_view> items;
+  std::vector<std::uint64_t> start;     // byte offset of link l in a slice key; start[M] its end
+  std::vector<std::string_view> items;  // packed form
+  std::string_view hashed;              // hashed form: 16 bytes an item
 };
 
 bool bad(RedisModuleCtx* ctx, const char* what) {
@@ -103,7 +111,7 @@ bool parse_links(RedisModuleCtx* ctx, RedisModuleString** argv, int base, int li
   return true;
 }
 
-bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
+bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only, Items form,
            StreamRequest& r) {
   const auto numkeys = integer(argv[1]);
   if (!numkeys || *numkeys < 2 || *numkeys > argc - 2 - kFixedArgs - kLinkArgs - 1) {
@@ -167,6 +175,15 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_on
   r.partitions = static_cast<std::uint64_t>(*partitions);
   r.index = static_cast<std::uint64_t>(*index);
   if (!parse_links(ctx, argv, base, static_cast<int>(*links), r)) return false;
+  if (form == Items::hashed) {
+    r.name = "RB.STREAMH";
+    r.hashed = text(argv[argc - 1]);
+    if (r.hashed.size() % packed::kHashedItemBytes != 0) {
+      reply_error(ctx, "ERR hashed items are 16 bytes each");
+      return false;
+    }
+    return true;
+  }
   auto items = packed::split(text(argv[argc - 1]));
   if (!items) {
     reply_error(ctx, "ERR packed items end inside an item");
@@ -314,6 +331,31 @@ class Place {
   std::uint64_t mask_[kWords] = {};
 };
 
+// How far ahead of the item being tested its lines are requested: far enough that the tests of
+// the items in between cover the misses of a window's slices (out of the caches once the live
+// slices pass L2), near enough that the requested lines are still there.
+constexpr std::size_t kAhead = 16;
+
+// Requests item h's line in links 0 .. links - 1 of every live slice that has them (blocked
+// links; a classic item's bits are spread over its link). Prefetches only: the lines of a
+// stale pointer or a link not made yet cost a wasted request, never a fault.
+template <kernels::parts::Op op>
+void request_lines(const StreamRequest& r, const std::vector<Slice>& live, const ItemHash& h,
+                   std::uint32_t links) noexcept {
+  for (std::uint32_t l = 0; l < links && l < r.links.size(); ++l) {
+    const FilterParams& params = r.links[l].params;
+    if (params.layout != Layout::blocked) continue;
+    const std::uint64_t offset =
+        r.start[l] + layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
+    for (const Slice& slice : live) {
+      if (slice.links > l) kernels::parts::prefetch<op>(slice.bytes + offset);
+    }
+  }
+  // GCC takes a function of prefetches only for one without effects and drops its calls; an
+  // empty volatile asm is an effect it keeps.
+  asm volatile("");
+}
+
 // Replicates the command as it ran, with the time it used: a replica or an AOF replay reading
 // its own clock could pick another slice.
 void replicate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const StreamRequest& r,
@@ -325,7 +367,7 @@ void replicate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const St
   std::vector<RedisModuleString*> args(argv + 1, argv + argc);
   RedisModuleString* pinned = RedisModule_CreateStringFromLongLong(ctx, now);
   args[static_cast<std::size_t>(r.now_arg - 1)] = pinned;
-  RedisModule_Replicate(ctx, "RB.STREAM", "v", args.data(), args.size());
+  RedisModule_Replicate(ctx, r.name, "v", args.data(), args.size());
   RedisModule_FreeString(ctx, pinned);
 }
 
@@ -476,21 +518,29 @@ int reply_info(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Sl
 
 int reply_lookup(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Slice>& live,
                  const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
-  const std::size_t n = hashes.size();
+  std::size_t n = hashes.size();
   const std::int64_t most = most_links(live);
   std::string flags(n, '0');
-  for (std::size_t i = 0; i < n && most > 0; ++i) {
-    bool found = false;
-    for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(most) && !found; ++l) {
-      const Place place(hashes[i], r.links[l].params);
-      // Newest first: most items asked about were added lately.
-      for (std::size_t s = live.size(); s-- > 0 && !found;) {
-        found = live[s].links > l && place.in(live[s].bytes + r.start[l]);
-      }
-    }
-    flags[i] = found ? '1' : '0';
-  }
-  reply_head(ctx, "ok", n, flags, most, current, now);
+  if (most == 0) n = 0;
+  kernels::parts::ahead_pipeline<kAhead>(
+      n,
+      [&](std::size_t i) {
+        request_lines<kernels::parts::Op::test>(r, live, hashes[i],
+                                                static_cast<std::uint32_t>(most));
+        return i;
+      },
+      [&](std::size_t i, std::size_t) {
+        bool found = false;
+        for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(most) && !found; ++l) {
+          const Place place(hashes[i], r.links[l].params);
+          // Newest first: most items asked about were added lately.
+          for (std::size_t s = live.size(); s-- > 0 && !found;) {
+            found = live[s].links > l && place.in(live[s].bytes + r.start[l]);
+          }
+        }
+        flags[i] = found ? '1' : '0';
+      });
+  reply_head(ctx, "ok", hashes.size(), flags, most, current, now);
   return module_api::kOk;
 }
 
@@ -530,17 +580,19 @@ class AddItems {
   int run() {
     const std::size_t n = hashes_.size();
     flags_.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      look_up(i);
-      if (in_current_) {
-        flags_.push_back('0');
-        continue;
-      }
-      if ((links_ == 0 || full_at(links_ - 1)) && !make_link()) {
-        return finish("full", i, links_);
-      }
-      add_one(i);
-    }
+    std::optional<std::size_t> stopped;  // the first item that found no room
+    // Each item's lines in every live slice are requested kAhead items before its turn.
+    kernels::parts::ahead_pipeline<kAhead>(
+        n,
+        [&](std::size_t i) {
+          request_lines<kernels::parts::Op::test_and_set>(r_, live_, hashes_[i],
+                                                          std::max(links_, older_links_));
+          return i;
+        },
+        [&](std::size_t i, std::size_t) {
+          if (!stopped && !add(i)) stopped = i;
+        });
+    if (stopped) return finish("full", *stopped, links_);
     return finish("ok", n, std::max<std::int64_t>(most_, links_));
   }
 
@@ -574,6 +626,18 @@ class AddItems {
         found_ = live_[s].links > l && place_->in(live_[s].bytes + r_.start[l]);
       }
     }
+  }
+
+  // Item i's add; false when it needs a link that cannot be made (the slice is full).
+  bool add(std::size_t i) {
+    look_up(i);
+    if (in_current_) {
+      flags_.push_back('0');
+      return true;
+    }
+    if ((links_ == 0 || full_at(links_ - 1)) && !make_link()) return false;
+    add_one(i);
+    return true;
   }
 
   // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
@@ -688,7 +752,23 @@ class AddItems {
   std::string flags_;
 };
 
-int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only) {
+// The items' hashes: read from the hashed form, or hashed here from the packed one.
+std::vector<ItemHash> hashes_of(const StreamRequest& r) {
+  std::vector<ItemHash> hashes;
+  if (!r.items.empty()) {
+    hashes.resize(r.items.size());
+    for (std::size_t i = 0; i < r.items.size(); ++i) hashes[i] = detail::hash_inline(r.items[i]);
+  } else {
+    hashes.resize(r.hashed.size() / packed::kHashedItemBytes);
+    for (std::size_t i = 0; i < hashes.size(); ++i) {
+      hashes[i] = packed::read_hash(r.hashed.data() + i * packed::kHashedItemBytes);
+    }
+  }
+  return hashes;
+}
+
+int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
+               Items form) {
   if (RedisModule_IsKeysPositionRequest(ctx)) {
     const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
     if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
@@ -698,12 +778,11 @@ int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool rea
   }
   if (argc < 2 + kFixedArgs + kLinkArgs + 1) return RedisModule_WrongArity(ctx);
   StreamRequest r;
-  if (!parse(ctx, argv, argc, read_only, r)) return module_api::kOk;
-  // Every item is hashed and checked first: an item routed to the wrong partition would set
-  // bits that no lookup of it reads.
-  std::vector<ItemHash> hashes(r.items.size());
-  for (std::size_t i = 0; i < r.items.size(); ++i) {
-    hashes[i] = detail::hash_inline(r.items[i]);
+  if (!parse(ctx, argv, argc, read_only, form, r)) return module_api::kOk;
+  // Every item is checked first: an item routed to the wrong partition would set bits that no
+  // lookup of it reads.
+  const std::vector<ItemHash> hashes = hashes_of(r);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
     if (layout::partition_of(hashes[i], r.partitions) != r.index) {
       return reply_error(
           ctx, ("ERR item " + std::to_string(i) + " belongs to another partition").c_str());
@@ -722,13 +801,15 @@ int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool rea
   return AddItems(ctx, argv, argc, r, d, roster, live, hashes, *current, now).run();
 }
 
+template <Items form>
 int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return run_stream(ctx, argv, argc, false);
+  return run_stream(ctx, argv, argc, false, form);
 }
 
 // Lookups and info only, flagged read-only: a read-only replica serves them.
+template <Items form>
 int stream_ro(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return run_stream(ctx, argv, argc, true);
+  return run_stream(ctx, argv, argc, true, form);
 }
 
 }  // namespace
@@ -737,8 +818,10 @@ bool register_stream_commands(RedisModuleCtx* ctx) noexcept {
   // The keys follow numkeys as EVAL's do: getkeys-api names them, for cluster routing and
   // ASK/TRYAGAIN during a migration, as no first/last/step could.
   static const Command commands[] = {
-      counted<stream>("rb.stream", "write deny-oom getkeys-api", 0, 0, 0),
-      counted<stream_ro>("rb.stream_ro", "readonly getkeys-api", 0, 0, 0),
+      counted<stream<Items::packed>>("rb.stream", "write deny-oom getkeys-api", 0, 0, 0),
+      counted<stream_ro<Items::packed>>("rb.stream_ro", "readonly getkeys-api", 0, 0, 0),
+      counted<stream<Items::hashed>>("rb.streamh", "write deny-oom getkeys-api", 0, 0, 0),
+      counted<stream_ro<Items::hashed>>("rb.streamh_ro", "readonly getkeys-api", 0, 0, 0),
   };
   return register_commands(ctx, commands);
 }
