@@ -55,6 +55,13 @@ void append_hash(std::string& out, const ItemHash& hash) {
   append_le64(out, hash.hi);
 }
 
+void write_hash(char* out, const ItemHash& hash) noexcept {
+  for (int i = 0; i < 8; ++i) {
+    out[i] = static_cast<char>(hash.lo >> (8 * i));
+    out[8 + i] = static_cast<char>(hash.hi >> (8 * i));
+  }
+}
+
 ItemHash read_hash(const char* bytes) noexcept {
   return ItemHash{read_le64(bytes), read_le64(bytes + 8)};
 }

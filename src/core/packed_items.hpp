@@ -28,6 +28,8 @@ void append_all(std::string& out, std::span<const std::string_view> items);
 
 // Appends `hash`'s 16 bytes to `out`.
 void append_hash(std::string& out, const ItemHash& hash);
+// Writes `hash`'s 16 bytes at `out`: a batch's hashes into a string sized once for them all.
+void write_hash(char* out, const ItemHash& hash) noexcept;
 // The hash whose 16 bytes start at `bytes`.
 [[nodiscard]] ItemHash read_hash(const char* bytes) noexcept;
 

@@ -94,11 +94,18 @@ struct UnitArgs {
 // Appends partition p's next `count` items for a unit that describes `links` links.
 void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
                  std::size_t count, std::uint32_t links, UnitArgs& out) {
+  if (s.hashed) {
+    const std::size_t at = out.packed.size();
+    out.packed.resize(at + count * packed::kHashedItemBytes);
+    for (std::size_t j = 0; j < count; ++j) {
+      packed::write_hash(out.packed.data() + at + j * packed::kHashedItemBytes,
+                         q.hashes[q.of[p][q.next[p] + j]]);
+    }
+    return;
+  }
   for (std::size_t j = 0; j < count; ++j) {
     const std::uint32_t i = q.of[p][q.next[p] + j];
-    if (s.hashed) {
-      packed::append_hash(out.packed, q.hashes[i]);
-    } else if (s.module) {
+    if (s.module) {
       packed::append(out.packed, q.items[i]);
     } else {
       append_offsets(s, q.hashes[i], links, out.offsets);
