@@ -295,33 +295,32 @@ class Place {
   [[nodiscard]] bool in(const std::uint8_t* link) const noexcept {
     if (!blocked_)
       return PartitionView(const_cast<std::uint8_t*>(link), params_).contains_one(hash_);
-    std::uint64_t missing = 0;
-    for (std::size_t w = 0; w < kWords; ++w) missing |= mask_[w] & ~word(link, w);
-    return missing == 0;
+    std::uint64_t line[kWords];
+    std::memcpy(line, link + offset_, sizeof line);
+    return missing_in(line) == 0;
   }
 
-  // Sets the item's bits in the link at `link`; true iff one of them was 0.
+  // Sets the item's bits in the link at `link`; true iff one of them was 0. The line is read
+  // and written whole (unchanged words as they were): no branch a word.
   bool set_in(std::uint8_t* link) const noexcept {
     if (!blocked_) return PartitionView(link, params_).add_one(hash_);
-    std::uint64_t missing = 0;
-    for (std::size_t w = 0; w < kWords; ++w) {
-      const std::uint64_t old = word(link, w);
-      missing |= mask_[w] & ~old;
-      if ((mask_[w] & ~old) != 0) {
-        const std::uint64_t now = old | mask_[w];
-        std::memcpy(link + offset_ + 8 * w, &now, 8);
-      }
-    }
-    return missing != 0;
+    std::uint64_t line[kWords];
+    std::memcpy(line, link + offset_, sizeof line);
+    if (missing_in(line) == 0) return false;
+#pragma GCC unroll 8
+    for (std::size_t w = 0; w < kWords; ++w) line[w] |= mask_[w];
+    std::memcpy(link + offset_, line, sizeof line);
+    return true;
   }
 
  private:
   static constexpr std::size_t kWords = kBlockBits / 64;
 
-  [[nodiscard]] std::uint64_t word(const std::uint8_t* link, std::size_t w) const noexcept {
-    std::uint64_t value = 0;
-    std::memcpy(&value, link + offset_ + 8 * w, 8);
-    return value;
+  [[nodiscard]] std::uint64_t missing_in(const std::uint64_t (&line)[kWords]) const noexcept {
+    std::uint64_t missing = 0;
+#pragma GCC unroll 8
+    for (std::size_t w = 0; w < kWords; ++w) missing |= mask_[w] & ~line[w];
+    return missing;
   }
 
   const ItemHash& hash_;
@@ -760,9 +759,7 @@ std::vector<ItemHash> hashes_of(const StreamRequest& r) {
     for (std::size_t i = 0; i < r.items.size(); ++i) hashes[i] = detail::hash_inline(r.items[i]);
   } else {
     hashes.resize(r.hashed.size() / packed::kHashedItemBytes);
-    for (std::size_t i = 0; i < hashes.size(); ++i) {
-      hashes[i] = packed::read_hash(r.hashed.data() + i * packed::kHashedItemBytes);
-    }
+    packed::read_hashes(r.hashed.data(), hashes);
   }
   return hashes;
 }

@@ -32,5 +32,7 @@ void append_hash(std::string& out, const ItemHash& hash);
 void write_hash(char* out, const ItemHash& hash) noexcept;
 // The hash whose 16 bytes start at `bytes`.
 [[nodiscard]] ItemHash read_hash(const char* bytes) noexcept;
+// out[i] = the hash at bytes + 16 i, for every i of `out` (bytes holds 16 x out.size()).
+void read_hashes(const char* bytes, std::span<ItemHash> out) noexcept;
 
 }  // namespace redbloom::packed
