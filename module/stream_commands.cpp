@@ -287,7 +287,9 @@ class Place {
       : hash_(h), params_(params), blocked_(params.layout == Layout::blocked) {
     if (blocked_) {
       offset_ = layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
-      layout::blocked_word_masks(h.hi, params.hashes, mask_);
+      std::uint64_t words[kBlockBits / 64];
+      layout::blocked_word_masks(h.hi, params.hashes, words);
+      std::memcpy(mask_, words, sizeof mask_);
     }
   }
 
@@ -295,39 +297,41 @@ class Place {
   [[nodiscard]] bool in(const std::uint8_t* link) const noexcept {
     if (!blocked_)
       return PartitionView(const_cast<std::uint8_t*>(link), params_).contains_one(hash_);
-    std::uint64_t line[kWords];
+    Pair line[kPairs];
     std::memcpy(line, link + offset_, sizeof line);
-    return missing_in(line) == 0;
+    return !any(missing_in(line));
   }
 
   // Sets the item's bits in the link at `link`; true iff one of them was 0. The line is read
   // and written whole (unchanged words as they were): no branch a word.
   bool set_in(std::uint8_t* link) const noexcept {
     if (!blocked_) return PartitionView(link, params_).add_one(hash_);
-    std::uint64_t line[kWords];
+    Pair line[kPairs];
     std::memcpy(line, link + offset_, sizeof line);
-    if (missing_in(line) == 0) return false;
-#pragma GCC unroll 8
-    for (std::size_t w = 0; w < kWords; ++w) line[w] |= mask_[w];
+    if (!any(missing_in(line))) return false;
+    for (std::size_t p = 0; p < kPairs; ++p) line[p] |= mask_[p];
     std::memcpy(link + offset_, line, sizeof line);
     return true;
   }
 
  private:
-  static constexpr std::size_t kWords = kBlockBits / 64;
+  // Two words in one vector register (SSE2 on x86-64, NEON on ARM): the line's words kept in
+  // general registers went through the stack, where a wide reload of narrow stores stalls.
+  using Pair = std::uint64_t __attribute__((vector_size(16)));
+  static constexpr std::size_t kPairs = kBlockBits / 128;
 
-  [[nodiscard]] std::uint64_t missing_in(const std::uint64_t (&line)[kWords]) const noexcept {
-    std::uint64_t missing = 0;
-#pragma GCC unroll 8
-    for (std::size_t w = 0; w < kWords; ++w) missing |= mask_[w] & ~line[w];
+  [[nodiscard]] Pair missing_in(const Pair (&line)[kPairs]) const noexcept {
+    Pair missing = mask_[0] & ~line[0];
+    for (std::size_t p = 1; p < kPairs; ++p) missing |= mask_[p] & ~line[p];
     return missing;
   }
+  static bool any(Pair v) noexcept { return (v[0] | v[1]) != 0; }
 
   const ItemHash& hash_;
   const FilterParams& params_;
   bool blocked_;
   std::uint64_t offset_ = 0;
-  std::uint64_t mask_[kWords] = {};
+  Pair mask_[kPairs] = {};
 };
 
 // How far ahead of the item being tested its lines are requested: far enough that the tests of

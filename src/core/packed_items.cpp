@@ -59,9 +59,14 @@ void append_hash(std::string& out, const ItemHash& hash) {
 }
 
 void write_hash(char* out, const ItemHash& hash) noexcept {
-  for (int i = 0; i < 8; ++i) {
-    out[i] = static_cast<char>(hash.lo >> (8 * i));
-    out[8 + i] = static_cast<char>(hash.hi >> (8 * i));
+  if constexpr (std::endian::native == std::endian::little &&
+                sizeof(ItemHash) == kHashedItemBytes) {
+    std::memcpy(out, &hash, kHashedItemBytes);
+  } else {
+    for (int i = 0; i < 8; ++i) {
+      out[i] = static_cast<char>(hash.lo >> (8 * i));
+      out[8 + i] = static_cast<char>(hash.hi >> (8 * i));
+    }
   }
 }
 
