@@ -289,7 +289,8 @@ class Place {
       offset_ = layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
       std::uint64_t words[kBlockBits / 64];
       layout::blocked_word_masks(h.hi, params.hashes, words);
-      std::memcpy(mask_, words, sizeof mask_);
+      // Word by word: a wide copy of the narrow stores just made would stall as the line did.
+      for (std::size_t p = 0; p < kPairs; ++p) mask_[p] = Pair{words[2 * p], words[2 * p + 1]};
     }
   }
 
