@@ -111,6 +111,26 @@ bool parse_links(RedisModuleCtx* ctx, RedisModuleString** argv, int base, int li
   return true;
 }
 
+// The last argument: the packed items, or their hashes (16 bytes each).
+bool parse_items(RedisModuleCtx* ctx, std::string_view last, Items form, StreamRequest& r) {
+  if (form == Items::hashed) {
+    r.name = "RB.STREAMH";
+    r.hashed = last;
+    if (r.hashed.size() % packed::kHashedItemBytes != 0) {
+      reply_error(ctx, "ERR hashed items are 16 bytes each");
+      return false;
+    }
+    return true;
+  }
+  auto items = packed::split(last);
+  if (!items) {
+    reply_error(ctx, "ERR packed items end inside an item");
+    return false;
+  }
+  r.items = std::move(*items);
+  return true;
+}
+
 bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only, Items form,
            StreamRequest& r) {
   const auto numkeys = integer(argv[1]);
@@ -175,22 +195,7 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_on
   r.partitions = static_cast<std::uint64_t>(*partitions);
   r.index = static_cast<std::uint64_t>(*index);
   if (!parse_links(ctx, argv, base, static_cast<int>(*links), r)) return false;
-  if (form == Items::hashed) {
-    r.name = "RB.STREAMH";
-    r.hashed = text(argv[argc - 1]);
-    if (r.hashed.size() % packed::kHashedItemBytes != 0) {
-      reply_error(ctx, "ERR hashed items are 16 bytes each");
-      return false;
-    }
-    return true;
-  }
-  auto items = packed::split(text(argv[argc - 1]));
-  if (!items) {
-    reply_error(ctx, "ERR packed items end inside an item");
-    return false;
-  }
-  r.items = std::move(*items);
-  return true;
+  return parse_items(ctx, text(argv[argc - 1]), form, r);
 }
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
