@@ -10,7 +10,9 @@
 
 #include "command_support.hpp"
 #include "command_table.hpp"
+#include "core/bit_order.hpp"
 #include "core/item_hash_inline.hpp"
+#include "core/kernel_parts.hpp"
 #include "core/layout.hpp"
 #include "core/packed_items.hpp"
 #include "core/partition_view.hpp"
@@ -22,6 +24,8 @@ namespace {
 
 // RB.STREAM[_RO] numkeys roster slice... mode now-ms slice-ms older first header-bytes M budget
 //           partitions index M x (layout hashes partition-bits capacity) packed-items
+// RB.STREAMH[_RO] ... the same with hashed-items: the items' 16-byte hashes (packed_items.hpp),
+//           which the client computed anyway to route them, so the server does not hash.
 // The keys, the header, the roster, the statuses, the reply and the REDBLOOMSTREAM errors are
 // the stream script's (src/redis/stream_script.hpp); instead of bit offsets it takes the items
 // and every link's geometry, so it never answers `links`.
@@ -35,8 +39,12 @@ struct Link {
   std::uint64_t capacity = 0;
 };
 
+// How a command's last argument gives the items.
+enum class Items { packed, hashed };
+
 struct StreamRequest {
-  std::int64_t numkeys = 0;  // the roster and the slices
+  const char* name = "RB.STREAM";  // the write command, as replicated
+  std::int64_t numkeys = 0;        // the roster and the slices
   char mode = 'l';
   bool guarded = false;  // upper-case mode: the roster was made with the filter
   int now_arg = 0;       // where now-ms is in argv
@@ -50,8 +58,9 @@ struct StreamRequest {
   std::uint64_t partitions = 0;
   std::uint64_t index = 0;
   std::vector<Link> links;
-  std::vector<std::uint64_t> start;  // byte offset of link l in a slice key; start[M] its end
-  std::vector<std::string_view> items;
+  std::vector<std::uint64_t> start;     // byte offset of link l in a slice key; start[M] its end
+  std::vector<std::string_view> items;  // packed form
+  std::string_view hashed;              // hashed form: 16 bytes an item
 };
 
 bool bad(RedisModuleCtx* ctx, const char* what) {
@@ -103,7 +112,27 @@ bool parse_links(RedisModuleCtx* ctx, RedisModuleString** argv, int base, int li
   return true;
 }
 
-bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
+// The last argument: the packed items, or their hashes (16 bytes each).
+bool parse_items(RedisModuleCtx* ctx, std::string_view last, Items form, StreamRequest& r) {
+  if (form == Items::hashed) {
+    r.name = "RB.STREAMH";
+    r.hashed = last;
+    if (r.hashed.size() % packed::kHashedItemBytes != 0) {
+      reply_error(ctx, "ERR hashed items are 16 bytes each");
+      return false;
+    }
+    return true;
+  }
+  auto items = packed::split(last);
+  if (!items) {
+    reply_error(ctx, "ERR packed items end inside an item");
+    return false;
+  }
+  r.items = std::move(*items);
+  return true;
+}
+
+bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only, Items form,
            StreamRequest& r) {
   const auto numkeys = integer(argv[1]);
   if (!numkeys || *numkeys < 2 || *numkeys > argc - 2 - kFixedArgs - kLinkArgs - 1) {
@@ -167,13 +196,7 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_on
   r.partitions = static_cast<std::uint64_t>(*partitions);
   r.index = static_cast<std::uint64_t>(*index);
   if (!parse_links(ctx, argv, base, static_cast<int>(*links), r)) return false;
-  auto items = packed::split(text(argv[argc - 1]));
-  if (!items) {
-    reply_error(ctx, "ERR packed items end inside an item");
-    return false;
-  }
-  r.items = std::move(*items);
-  return true;
+  return parse_items(ctx, text(argv[argc - 1]), form, r);
 }
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
@@ -270,7 +293,7 @@ class Place {
       : hash_(h), params_(params), blocked_(params.layout == Layout::blocked) {
     if (blocked_) {
       offset_ = layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
-      layout::blocked_word_masks(h.hi, params.hashes, mask_);
+      word_masks(h.hi, params.hashes);
     }
   }
 
@@ -278,41 +301,87 @@ class Place {
   [[nodiscard]] bool in(const std::uint8_t* link) const noexcept {
     if (!blocked_)
       return PartitionView(const_cast<std::uint8_t*>(link), params_).contains_one(hash_);
-    std::uint64_t missing = 0;
-    for (std::size_t w = 0; w < kWords; ++w) missing |= mask_[w] & ~word(link, w);
-    return missing == 0;
+    Pair line[kPairs];
+    std::memcpy(line, link + offset_, sizeof line);
+    return !any(missing_in(line));
   }
 
-  // Sets the item's bits in the link at `link`; true iff one of them was 0.
+  // Sets the item's bits in the link at `link`; true iff one of them was 0. The line is read
+  // and written whole (unchanged words as they were): no branch a word.
   bool set_in(std::uint8_t* link) const noexcept {
     if (!blocked_) return PartitionView(link, params_).add_one(hash_);
-    std::uint64_t missing = 0;
-    for (std::size_t w = 0; w < kWords; ++w) {
-      const std::uint64_t old = word(link, w);
-      missing |= mask_[w] & ~old;
-      if ((mask_[w] & ~old) != 0) {
-        const std::uint64_t now = old | mask_[w];
-        std::memcpy(link + offset_ + 8 * w, &now, 8);
-      }
-    }
-    return missing != 0;
+    Pair line[kPairs];
+    std::memcpy(line, link + offset_, sizeof line);
+    if (!any(missing_in(line))) return false;
+    for (std::size_t p = 0; p < kPairs; ++p) line[p] |= mask_[p];
+    std::memcpy(link + offset_, line, sizeof line);
+    return true;
   }
 
  private:
-  static constexpr std::size_t kWords = kBlockBits / 64;
+  // Two words in one vector register (SSE2 on x86-64, NEON on ARM): the line's words kept in
+  // general registers went through the stack, where a wide reload of narrow stores stalls.
+  using Pair = std::uint64_t __attribute__((vector_size(16)));
+  static constexpr std::size_t kPairs = kBlockBits / 128;
 
-  [[nodiscard]] std::uint64_t word(const std::uint8_t* link, std::size_t w) const noexcept {
-    std::uint64_t value = 0;
-    std::memcpy(&value, link + offset_ + 8 * w, 8);
-    return value;
+  [[nodiscard]] Pair missing_in(const Pair (&line)[kPairs]) const noexcept {
+    Pair missing = mask_[0] & ~line[0];
+    for (std::size_t p = 1; p < kPairs; ++p) missing |= mask_[p] & ~line[p];
+    return missing;
+  }
+  static bool any(Pair v) noexcept { return (v[0] | v[1]) != 0; }
+
+  // layout::blocked_word_masks's masks, worked out word by word rather than probe by probe:
+  // round r probes word w with its probe 8r + ((w - start) mod 8), so each word is a shift and
+  // a compare a round, kept in a register. Probe by probe, each probe updated a word in memory
+  // that the next might update again, and an item of a growing filter pays that once per link.
+  // (The module-against-script tests check the bits are the same.)
+  void word_masks(std::uint64_t hi, std::uint32_t k) noexcept {
+    const unsigned start = layout::blocked_start_word(hi);
+    std::uint64_t words[kBlockBits / 64] = {};
+    for (std::uint32_t base = 0; base < k; base += 8) {
+      const std::uint64_t x = hi * layout::kRoundMultipliers[base / 8];
+      const std::uint32_t count = std::min<std::uint32_t>(8, k - base);
+#pragma GCC unroll 8
+      for (unsigned w = 0; w < kBlockBits / 64; ++w) {
+        const std::uint64_t bit = word_mask((x >> layout::blocked_field_shift(w)) & 63);
+        words[w] |= ((w - start) & 7) < count ? bit : 0;
+      }
+    }
+    for (std::size_t p = 0; p < kPairs; ++p) mask_[p] = Pair{words[2 * p], words[2 * p + 1]};
   }
 
   const ItemHash& hash_;
   const FilterParams& params_;
   bool blocked_;
   std::uint64_t offset_ = 0;
-  std::uint64_t mask_[kWords] = {};
+  Pair mask_[kPairs] = {};
 };
+
+// How far ahead of the item being tested its lines are requested: far enough that the tests of
+// the items in between cover the misses of a window's slices (out of the caches once the live
+// slices pass L2), near enough that the requested lines are still there.
+constexpr std::size_t kAhead = 16;
+
+// Requests item h's line in links 0 .. links - 1 of every live slice that has them (blocked
+// links; a classic item's bits are spread over its link). Prefetches only: the lines of a
+// stale pointer or a link not made yet cost a wasted request, never a fault.
+template <kernels::parts::Op op>
+void request_lines(const StreamRequest& r, const std::vector<Slice>& live, const ItemHash& h,
+                   std::uint32_t links) noexcept {
+  for (std::uint32_t l = 0; l < links && l < r.links.size(); ++l) {
+    const FilterParams& params = r.links[l].params;
+    if (params.layout != Layout::blocked) continue;
+    const std::uint64_t offset =
+        r.start[l] + layout::blocked_block_of(h, params.partition_bits) * (kBlockBits / 8);
+    for (const Slice& slice : live) {
+      if (slice.links > l) kernels::parts::prefetch<op>(slice.bytes + offset);
+    }
+  }
+  // GCC takes a function of prefetches only for one without effects and drops its calls; an
+  // empty volatile asm is an effect it keeps.
+  asm volatile("");
+}
 
 // Replicates the command as it ran, with the time it used: a replica or an AOF replay reading
 // its own clock could pick another slice.
@@ -325,7 +394,7 @@ void replicate(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, const St
   std::vector<RedisModuleString*> args(argv + 1, argv + argc);
   RedisModuleString* pinned = RedisModule_CreateStringFromLongLong(ctx, now);
   args[static_cast<std::size_t>(r.now_arg - 1)] = pinned;
-  RedisModule_Replicate(ctx, "RB.STREAM", "v", args.data(), args.size());
+  RedisModule_Replicate(ctx, r.name, "v", args.data(), args.size());
   RedisModule_FreeString(ctx, pinned);
 }
 
@@ -476,21 +545,29 @@ int reply_info(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Sl
 
 int reply_lookup(RedisModuleCtx* ctx, const StreamRequest& r, const std::vector<Slice>& live,
                  const std::vector<ItemHash>& hashes, std::int64_t current, std::int64_t now) {
-  const std::size_t n = hashes.size();
+  std::size_t n = hashes.size();
   const std::int64_t most = most_links(live);
   std::string flags(n, '0');
-  for (std::size_t i = 0; i < n && most > 0; ++i) {
-    bool found = false;
-    for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(most) && !found; ++l) {
-      const Place place(hashes[i], r.links[l].params);
-      // Newest first: most items asked about were added lately.
-      for (std::size_t s = live.size(); s-- > 0 && !found;) {
-        found = live[s].links > l && place.in(live[s].bytes + r.start[l]);
-      }
-    }
-    flags[i] = found ? '1' : '0';
-  }
-  reply_head(ctx, "ok", n, flags, most, current, now);
+  if (most == 0) n = 0;
+  kernels::parts::ahead_pipeline<kAhead>(
+      n,
+      [&](std::size_t i) {
+        request_lines<kernels::parts::Op::test>(r, live, hashes[i],
+                                                static_cast<std::uint32_t>(most));
+        return i;
+      },
+      [&](std::size_t i, std::size_t) {
+        bool found = false;
+        for (std::uint32_t l = 0; l < static_cast<std::uint32_t>(most) && !found; ++l) {
+          const Place place(hashes[i], r.links[l].params);
+          // Newest first: most items asked about were added lately.
+          for (std::size_t s = live.size(); s-- > 0 && !found;) {
+            found = live[s].links > l && place.in(live[s].bytes + r.start[l]);
+          }
+        }
+        flags[i] = found ? '1' : '0';
+      });
+  reply_head(ctx, "ok", hashes.size(), flags, most, current, now);
   return module_api::kOk;
 }
 
@@ -530,17 +607,19 @@ class AddItems {
   int run() {
     const std::size_t n = hashes_.size();
     flags_.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      look_up(i);
-      if (in_current_) {
-        flags_.push_back('0');
-        continue;
-      }
-      if ((links_ == 0 || full_at(links_ - 1)) && !make_link()) {
-        return finish("full", i, links_);
-      }
-      add_one(i);
-    }
+    std::optional<std::size_t> stopped;  // the first item that found no room
+    // Each item's lines in every live slice are requested kAhead items before its turn.
+    kernels::parts::ahead_pipeline<kAhead>(
+        n,
+        [&](std::size_t i) {
+          request_lines<kernels::parts::Op::test_and_set>(r_, live_, hashes_[i],
+                                                          std::max(links_, older_links_));
+          return i;
+        },
+        [&](std::size_t i, std::size_t) {
+          if (!stopped && !add(i)) stopped = i;
+        });
+    if (stopped) return finish("full", *stopped, links_);
     return finish("ok", n, std::max<std::int64_t>(most_, links_));
   }
 
@@ -574,6 +653,18 @@ class AddItems {
         found_ = live_[s].links > l && place_->in(live_[s].bytes + r_.start[l]);
       }
     }
+  }
+
+  // Item i's add; false when it needs a link that cannot be made (the slice is full).
+  bool add(std::size_t i) {
+    look_up(i);
+    if (in_current_) {
+      flags_.push_back('0');
+      return true;
+    }
+    if ((links_ == 0 || full_at(links_ - 1)) && !make_link()) return false;
+    add_one(i);
+    return true;
   }
 
   // Test-and-set in the newest link: its old bits tell whether an earlier item of this unit
@@ -688,7 +779,21 @@ class AddItems {
   std::string flags_;
 };
 
-int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only) {
+// The items' hashes: read from the hashed form, or hashed here from the packed one.
+std::vector<ItemHash> hashes_of(const StreamRequest& r) {
+  std::vector<ItemHash> hashes;
+  if (!r.items.empty()) {
+    hashes.resize(r.items.size());
+    for (std::size_t i = 0; i < r.items.size(); ++i) hashes[i] = detail::hash_inline(r.items[i]);
+  } else {
+    hashes.resize(r.hashed.size() / packed::kHashedItemBytes);
+    packed::read_hashes(r.hashed.data(), hashes);
+  }
+  return hashes;
+}
+
+int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_only,
+               Items form) {
   if (RedisModule_IsKeysPositionRequest(ctx)) {
     const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
     if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
@@ -698,12 +803,11 @@ int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool rea
   }
   if (argc < 2 + kFixedArgs + kLinkArgs + 1) return RedisModule_WrongArity(ctx);
   StreamRequest r;
-  if (!parse(ctx, argv, argc, read_only, r)) return module_api::kOk;
-  // Every item is hashed and checked first: an item routed to the wrong partition would set
-  // bits that no lookup of it reads.
-  std::vector<ItemHash> hashes(r.items.size());
-  for (std::size_t i = 0; i < r.items.size(); ++i) {
-    hashes[i] = detail::hash_inline(r.items[i]);
+  if (!parse(ctx, argv, argc, read_only, form, r)) return module_api::kOk;
+  // Every item is checked first: an item routed to the wrong partition would set bits that no
+  // lookup of it reads.
+  const std::vector<ItemHash> hashes = hashes_of(r);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
     if (layout::partition_of(hashes[i], r.partitions) != r.index) {
       return reply_error(
           ctx, ("ERR item " + std::to_string(i) + " belongs to another partition").c_str());
@@ -722,13 +826,15 @@ int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool rea
   return AddItems(ctx, argv, argc, r, d, roster, live, hashes, *current, now).run();
 }
 
+template <Items form>
 int stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return run_stream(ctx, argv, argc, false);
+  return run_stream(ctx, argv, argc, false, form);
 }
 
 // Lookups and info only, flagged read-only: a read-only replica serves them.
+template <Items form>
 int stream_ro(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
-  return run_stream(ctx, argv, argc, true);
+  return run_stream(ctx, argv, argc, true, form);
 }
 
 }  // namespace
@@ -737,8 +843,10 @@ bool register_stream_commands(RedisModuleCtx* ctx) noexcept {
   // The keys follow numkeys as EVAL's do: getkeys-api names them, for cluster routing and
   // ASK/TRYAGAIN during a migration, as no first/last/step could.
   static const Command commands[] = {
-      counted<stream>("rb.stream", "write deny-oom getkeys-api", 0, 0, 0),
-      counted<stream_ro>("rb.stream_ro", "readonly getkeys-api", 0, 0, 0),
+      counted<stream<Items::packed>>("rb.stream", "write deny-oom getkeys-api", 0, 0, 0),
+      counted<stream_ro<Items::packed>>("rb.stream_ro", "readonly getkeys-api", 0, 0, 0),
+      counted<stream<Items::hashed>>("rb.streamh", "write deny-oom getkeys-api", 0, 0, 0),
+      counted<stream_ro<Items::hashed>>("rb.streamh_ro", "readonly getkeys-api", 0, 0, 0),
   };
   return register_commands(ctx, commands);
 }

@@ -302,5 +302,25 @@ TEST(PackedItems, RoundTripAndTruncation) {
   EXPECT_TRUE(packed::split("")->empty());
 }
 
+// Hashes as 16 bytes each (XXH3-128's low then high half, little-endian): one at a time, into
+// a string sized once, and a batch read back whole.
+TEST(PackedItems, HashesRoundTripOneByOneAndAsABatch) {
+  const std::vector<ItemHash> hashes = {
+      {0x0123456789abcdefull, 0xfedcba9876543210ull}, {1, 2}, hash_item("x")};
+  std::string appended;
+  for (const ItemHash& h : hashes) packed::append_hash(appended, h);
+  std::string written(hashes.size() * packed::kHashedItemBytes, '\0');
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    packed::write_hash(written.data() + i * packed::kHashedItemBytes, hashes[i]);
+  }
+  EXPECT_EQ(written, appended);
+  EXPECT_EQ(appended.substr(0, 16), std::string("\xef\xcd\xab\x89\x67\x45\x23\x01"
+                                                "\x10\x32\x54\x76\x98\xba\xdc\xfe"));
+  std::vector<ItemHash> read(hashes.size());
+  packed::read_hashes(appended.data(), read);
+  EXPECT_EQ(read, hashes);
+  EXPECT_EQ(packed::read_hash(appended.data() + 32), hashes[2]);
+}
+
 }  // namespace
 }  // namespace redbloom

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/layout.hpp"
+#include "core/module_protocol.hpp"
 #include "core/packed_items.hpp"
 #include "core/redis_format.hpp"
 #include "core/stream_shape.hpp"
@@ -183,8 +184,10 @@ void expect_same(bool windowed, Layout layout = Layout::blocked) {
       redis::stream::kHeaderBytes + shape.link_params(0).partition_bytes();
   for (const auto& [key, value] : stock_keys) longer += value.first.size() > one_link ? 1 : 0;
   EXPECT_GT(longer, 0u);
-  // Each server ran its own path.
-  EXPECT_GT(calls_of(with_module, "rb.stream"), 0);
+  // Each server ran its own path: the module's with the items' hashes (RB.STREAMH's equality
+  // with RB.STREAM, which an older module takes, is TheHashedFormIsTheItemsForm's).
+  EXPECT_GT(calls_of(with_module, "rb.streamh"), 0);
+  EXPECT_EQ(calls_of(with_module, "rb.stream"), 0);
   EXPECT_EQ(calls_of(with_module, "evalsha"), 0);
   EXPECT_GT(calls_of(stock, "evalsha"), 0);
 }
@@ -294,6 +297,130 @@ TEST(ModuleStream, ErrorsAreTheScriptsAndWriteNothing) {
   const RedisReply refused = server.command(args);
   EXPECT_EQ(refused.kind, RedisReply::Kind::error);
   EXPECT_TRUE(contains_text(refused.text, "belongs to another partition")) << refused.text;
+  EXPECT_EQ(server.integer({"EXISTS", "r", "k"}), 0);
+}
+
+// A command's arguments, back from the RESP text an encoder wrote.
+std::vector<std::string> args_of(const std::string& resp) {
+  std::vector<std::string> args;
+  std::size_t at = resp.find("\r\n") + 2;
+  while (at < resp.size()) {
+    const std::size_t end = resp.find("\r\n", at);
+    const std::size_t length = std::stoull(resp.substr(at + 1, end - at - 1));
+    args.push_back(resp.substr(end + 2, length));
+    at = end + 2 + length + 2;
+  }
+  return args;
+}
+
+// A reply as text, to compare two replies whole.
+std::string describe(const RedisReply& reply) {
+  std::string out = std::to_string(static_cast<int>(reply.kind)) + ":" + reply.text + ":" +
+                    std::to_string(reply.integer) + "[";
+  for (const RedisReply& element : reply.elements) out += describe(element) + ",";
+  return out + "]";
+}
+
+// RB.STREAMH (module version 6: the items' 16-byte hashes) against RB.STREAM (the items, which
+// a client sends to an older module): the same units, windowed, through slices that come and
+// retire and links made until the last is full, give the same replies and leave the same bytes
+// and expiries. And a client picks the script, RB.STREAM or RB.STREAMH by RB.VERSION.
+TEST(ModuleStream, TheHashedFormIsTheItemsForm) {
+  EXPECT_EQ(redis::stream::engine_for(0), redis::stream::Engine::script);
+  EXPECT_EQ(redis::stream::engine_for(module_protocol::kGuardedStream - 1),
+            redis::stream::Engine::script);
+  for (long long v = module_protocol::kGuardedStream; v < module_protocol::kHashedStream; ++v) {
+    EXPECT_EQ(redis::stream::engine_for(v), redis::stream::Engine::module_items) << v;
+  }
+  EXPECT_EQ(redis::stream::engine_for(module_protocol::kHashedStream),
+            redis::stream::Engine::module_hashes);
+  EXPECT_EQ(redis::stream::engine_for(module_protocol::kVersion),
+            redis::stream::Engine::module_hashes);
+
+  RedisServer server(kWithModule);
+  const StreamShape shape(options_for(true));
+  const std::uint64_t partitions = shape.partitions();
+  std::vector<redis::stream::LinkArgs> links;
+  std::vector<FilterParams> params;
+  for (std::uint32_t l = 0; l < 3; ++l) {
+    params.push_back(shape.link_params(l));
+    links.push_back({params.back().partition_bytes(), 150u << l, params.back().hashes});
+  }
+  const std::int64_t slice_ms = static_cast<std::int64_t>(shape.slice_ns() / kMsNs);
+  const std::int64_t older = shape.slices();
+  std::int64_t now = (static_cast<std::int64_t>(system_now_ns() / kMsNs) / slice_ms + 2) * slice_ms;
+  const auto unit = [&](const std::string& prefix, bool hashed, redis::stream::Mode mode,
+                        const std::vector<std::string>& items) {
+    const std::int64_t center = now / slice_ms;
+    std::vector<std::string> keys{prefix + ":r"};
+    for (std::int64_t g = center - older - 1; g <= center + 2; ++g) {
+      keys.push_back(prefix + ":s" + std::to_string(g));
+    }
+    std::string packed;
+    for (const std::string& item : items) {
+      if (hashed) {
+        packed::append_hash(packed, hash_item(item));
+      } else {
+        packed::append(packed, item);
+      }
+    }
+    redis::stream::Call call;
+    call.mode = mode;
+    call.now_ms = now;
+    call.slice_ms = static_cast<std::uint64_t>(slice_ms);
+    call.older = static_cast<std::uint32_t>(older);
+    call.first = center - older - 1;
+    call.keys = keys;
+    call.links = links;
+    call.link_params = params;
+    call.partitions = partitions;
+    call.partition = 0;
+    call.packed = packed;
+    call.hashed = hashed;
+    redis::CommandBuffer buffer;
+    EXPECT_EQ(redis::stream::encode_module(buffer, call), 1u);
+    const std::vector<std::string> args = args_of(std::string(buffer.text()));
+    const bool add = mode == redis::stream::Mode::add;
+    EXPECT_EQ(args.at(0), std::string(hashed ? "RB.STREAMH" : "RB.STREAM") + (add ? "" : "_RO"));
+    EXPECT_EQ(args.back(), packed);
+    return describe(server.command(args));
+  };
+  const auto mine = [&](const std::string& tag, std::size_t count) {
+    return of_partition(make_items(count, tag), 0, partitions);
+  };
+  std::size_t full = 0;
+  for (int step = 0; step < 14; ++step) {
+    auto items = mine("t" + std::to_string(step) + "-", step == 5 ? 40000 : 4000);
+    const auto again = mine("t" + std::to_string(std::max(0, step - 2)) + "-", 1000);
+    items.insert(items.end(), again.begin(), again.end());
+    items.insert(items.end(), items.begin(), items.begin() + 20);  // twins in one unit
+    const std::string by_items = unit("p", false, redis::stream::Mode::add, items);
+    EXPECT_EQ(by_items, unit("h", true, redis::stream::Mode::add, items)) << "step " << step;
+    full += by_items.find("full") != std::string::npos ? 1 : 0;
+    const auto probes = mine("t" + std::to_string(std::max(0, step - 4)) + "-", 3000);
+    EXPECT_EQ(unit("p", false, redis::stream::Mode::lookup, probes),
+              unit("h", true, redis::stream::Mode::lookup, probes));
+    EXPECT_EQ(unit("p", false, redis::stream::Mode::info, {}),
+              unit("h", true, redis::stream::Mode::info, {}));
+    now += slice_ms / 2 + (step % 3) * slice_ms / 3;
+  }
+  EXPECT_GT(full, 0u);  // the last link filled up
+  const auto by_items = keys_of(server, "p");
+  const auto by_hashes = keys_of(server, "h");
+  EXPECT_GE(by_items.size(), 3u);
+  ASSERT_EQ(by_items.size(), by_hashes.size());
+  for (const auto& [key, value] : by_items) {
+    const auto other = by_hashes.find("h" + key.substr(1));
+    ASSERT_NE(other, by_hashes.end()) << key;
+    EXPECT_TRUE(value == other->second) << key << " differs";
+  }
+  // A hashed unit that ends inside a hash is refused.
+  const RedisReply torn =
+      server.command({"RB.STREAMH", "2", "r", "k", "a", "-1", "0", "0", "0",
+                      std::to_string(redis::stream::kHeaderBytes), "1", "0", "1", "0", "blocked",
+                      "7", "4096", "10", std::string(15, 'x')});
+  EXPECT_EQ(torn.kind, RedisReply::Kind::error);
+  EXPECT_TRUE(contains_text(torn.text, "16 bytes each")) << torn.text;
   EXPECT_EQ(server.integer({"EXISTS", "r", "k"}), 0);
 }
 

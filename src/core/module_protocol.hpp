@@ -5,7 +5,7 @@
 namespace redbloom::module_protocol {
 
 // The version this build's module answers.
-inline constexpr long long kVersion = 5;
+inline constexpr long long kVersion = 6;
 // The first version with RB.PARTADD / RB.PARTEXISTS, and with RB.STREAM.
 inline constexpr long long kPartitionCommands = 1;
 inline constexpr long long kStreamCommand = 2;
@@ -18,5 +18,8 @@ inline constexpr long long kCuckooCommand = 4;
 // The first version with RB.PARTADDH / RB.PARTEXISTSH: a unit's items sent as the 16-byte
 // hashes the client computed anyway to route them, instead of their bytes.
 inline constexpr long long kHashedItems = 5;
+// The first version with RB.STREAMH / RB.STREAMH_RO: a windowed or growing filter's unit as the
+// items' 16-byte hashes, as kHashedItems did for plain filters.
+inline constexpr long long kHashedStream = 6;
 
 }  // namespace redbloom::module_protocol

@@ -1,5 +1,8 @@
 #include "core/packed_items.hpp"
 
+#include <bit>
+#include <cstring>
+
 namespace redbloom::packed {
 
 void append(std::string& out, std::string_view item) {
@@ -55,8 +58,30 @@ void append_hash(std::string& out, const ItemHash& hash) {
   append_le64(out, hash.hi);
 }
 
+void write_hash(char* out, const ItemHash& hash) noexcept {
+  if constexpr (std::endian::native == std::endian::little &&
+                sizeof(ItemHash) == kHashedItemBytes) {
+    std::memcpy(out, &hash, kHashedItemBytes);
+  } else {
+    for (int i = 0; i < 8; ++i) {
+      out[i] = static_cast<char>(hash.lo >> (8 * i));
+      out[8 + i] = static_cast<char>(hash.hi >> (8 * i));
+    }
+  }
+}
+
 ItemHash read_hash(const char* bytes) noexcept {
   return ItemHash{read_le64(bytes), read_le64(bytes + 8)};
+}
+
+void read_hashes(const char* bytes, std::span<ItemHash> out) noexcept {
+  // On a little-endian machine the 16 bytes are the struct's two words as they lie in memory.
+  if constexpr (std::endian::native == std::endian::little &&
+                sizeof(ItemHash) == kHashedItemBytes) {
+    if (!out.empty()) std::memcpy(out.data(), bytes, out.size() * kHashedItemBytes);
+  } else {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = read_hash(bytes + i * kHashedItemBytes);
+  }
 }
 
 }  // namespace redbloom::packed

@@ -28,7 +28,11 @@ void append_all(std::string& out, std::span<const std::string_view> items);
 
 // Appends `hash`'s 16 bytes to `out`.
 void append_hash(std::string& out, const ItemHash& hash);
+// Writes `hash`'s 16 bytes at `out`: a batch's hashes into a string sized once for them all.
+void write_hash(char* out, const ItemHash& hash) noexcept;
 // The hash whose 16 bytes start at `bytes`.
 [[nodiscard]] ItemHash read_hash(const char* bytes) noexcept;
+// out[i] = the hash at bytes + 16 i, for every i of `out` (bytes holds 16 x out.size()).
+void read_hashes(const char* bytes, std::span<ItemHash> out) noexcept;
 
 }  // namespace redbloom::packed

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string>
 
+#include "core/module_protocol.hpp"
 #include "partition_ops.hpp"
 #include "script_digest.hpp"
 
@@ -347,11 +348,18 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   return 1;
 }
 
+Engine engine_for(long long lowest_module_version) noexcept {
+  if (lowest_module_version >= module_protocol::kHashedStream) return Engine::module_hashes;
+  if (lowest_module_version >= module_protocol::kGuardedStream) return Engine::module_items;
+  return Engine::script;
+}
+
 std::size_t encode_module(CommandBuffer& out, const Call& call) {
   out.begin(13 + call.keys.size() + 4 * call.links.size());
   // Lookups and info through the read-only command, which a read-only replica serves.
-  out.arg(call.mode == Mode::add ? std::string_view("RB.STREAM")
-                                 : std::string_view("RB.STREAM_RO"));
+  static constexpr std::string_view kNames[2][2] = {{"RB.STREAM_RO", "RB.STREAM"},
+                                                    {"RB.STREAMH_RO", "RB.STREAMH"}};
+  out.arg(kNames[call.hashed ? 1 : 0][call.mode == Mode::add ? 1 : 0]);
   encode_common(out, call);
   out.arg(call.partitions);
   out.arg(call.partition);

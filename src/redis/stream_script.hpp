@@ -97,16 +97,23 @@ struct Call {
   // items x (sum of hashes of links < K) offsets, item by item, link by link.
   std::span<const std::uint64_t> offsets;
   // RB.STREAM instead: the items packed (core/packed_items.hpp), every link's parameters (as
-  // many as `links`), and the partition.
+  // many as `links`), and the partition. `hashed`: RB.STREAMH, `packed` holds the items'
+  // 16-byte hashes instead.
   std::string_view packed;
+  bool hashed = false;
   std::span<const FilterParams> link_params;
   std::uint64_t partitions = 0;
   std::uint64_t partition = 0;
 };
 
+// What runs a unit, given the lowest RB.VERSION among the masters (0 where one lacks the
+// module): the script; RB.STREAM with the items (an older module); RB.STREAMH with their hashes.
+enum class Engine { script, module_items, module_hashes };
+[[nodiscard]] Engine engine_for(long long lowest_module_version) noexcept;
+
 // EVALSHA sha ... (or EVAL with the script's text when `sha` is empty). Returns 1 (commands).
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha);
-// RB.STREAM ... (offsets and with_offsets unused). Returns 1 (commands).
+// RB.STREAM[H] ... (offsets and with_offsets unused). Returns 1 (commands).
 std::size_t encode_module(CommandBuffer& out, const Call& call);
 
 // A slice as info mode reports it.

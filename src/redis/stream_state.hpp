@@ -45,6 +45,7 @@ struct RedisStreamStore::State {
   std::int64_t server_offset_ms = 0;  // the first server's TIME minus this machine's clock
   std::string sha;                    // of the script (the same on every server)
   bool module = false;                // every master has RB.STREAM: it runs instead of the script
+  bool hashed = false;                // every master has RB.STREAMH: units go as the items' hashes
   bool guarded = false;  // the rosters were made with the filter: a missing one is an error
 
   // Sizes the links and the per-partition state once shape, routers and salts are set.

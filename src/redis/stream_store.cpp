@@ -4,7 +4,8 @@
 // items is not new) while all partitions, servers and masters work at the same time. Between
 // waves the client answers what the script asked for: offsets for more links, or keys around
 // another slice. RB.STREAM (where every master has the module) takes the items instead of
-// offsets and answers the same way, but never asks for links.
+// offsets (or, from module version 6, RB.STREAMH takes their hashes) and answers the same way,
+// but never asks for links.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -84,7 +85,7 @@ Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string
 }
 
 // A unit's items as its command takes them: bit offsets for the script, the items themselves
-// for RB.STREAM (which hashes them).
+// for RB.STREAM (which hashes them), their hashes for RB.STREAMH.
 struct UnitArgs {
   std::vector<std::uint64_t> offsets;
   std::string packed;
@@ -93,6 +94,15 @@ struct UnitArgs {
 // Appends partition p's next `count` items for a unit that describes `links` links.
 void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
                  std::size_t count, std::uint32_t links, UnitArgs& out) {
+  if (s.hashed) {
+    const std::size_t at = out.packed.size();
+    out.packed.resize(at + count * packed::kHashedItemBytes);
+    for (std::size_t j = 0; j < count; ++j) {
+      packed::write_hash(out.packed.data() + at + j * packed::kHashedItemBytes,
+                         q.hashes[q.of[p][q.next[p] + j]]);
+    }
+    return;
+  }
   for (std::size_t j = 0; j < count; ++j) {
     const std::uint32_t i = q.of[p][q.next[p] + j];
     if (s.module) {
@@ -105,7 +115,8 @@ void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_
 
 // The command's name in messages: "EVALSHA (adding to a stream filter)".
 std::string operation_of(const RedisStreamStore::State& s, std::string_view what) {
-  return std::string(s.module ? "RB.STREAM" : "EVALSHA") + " (" + std::string(what) + ")";
+  const char* name = s.hashed ? "RB.STREAMH" : s.module ? "RB.STREAM" : "EVALSHA";
+  return std::string(name) + " (" + std::string(what) + ")";
 }
 
 // The first item (batch index) that some partition has not handled: everything before it is.
@@ -244,6 +255,7 @@ class Waves {
     fill_(p, call, unit);
     call.offsets = unit.offsets;
     call.packed = unit.packed;
+    call.hashed = s_.hashed;
     if (s_.module) return stream::encode_module(buffer, call);
     return stream::encode(buffer, call, by_text_[r] != 0 ? std::string_view{} : s_.sha);
   }
@@ -359,10 +371,11 @@ void RedisStreamStore::State::prepare() {
 }
 
 void RedisStreamStore::State::load_commands() {
-  module = true;
-  for (const auto& router : routers) {
-    if (redis::module_version(*router) < module_protocol::kGuardedStream) module = false;
-  }
+  long long lowest = module_protocol::kVersion;
+  for (const auto& router : routers) lowest = std::min(lowest, redis::module_version(*router));
+  const stream::Engine engine = stream::engine_for(lowest);
+  module = engine != stream::Engine::script;
+  hashed = engine == stream::Engine::module_hashes;
   sha = stream::script_sha1();
 }
 
@@ -469,9 +482,11 @@ std::vector<std::string> RedisStreamStore::engines() const {
   std::vector<std::string> all;
   for (const auto& router : state_->routers) {
     all.push_back("redis " + router->endpoint().describe() + ": " +
-                  (state_->module ? "module redbloom (commands version 3 or later), hashing on "
-                                    "the server: RB.STREAM"
-                                  : "Lua script (EVALSHA), BITFIELD inside it"));
+                  (state_->hashed   ? "module redbloom (commands version 6 or later), hashing on "
+                                      "the client: RB.STREAMH"
+                   : state_->module ? "module redbloom (commands version 3 or later), hashing on "
+                                      "the server: RB.STREAM"
+                                    : "Lua script (EVALSHA), BITFIELD inside it"));
   }
   return all;
 }

@@ -216,7 +216,8 @@ def test_stream_extreme_integers_and_aliased_keys(memcheck):
 
 
 def random_stream(rng):
-    """A mostly valid RB.STREAM with a few fields out of range or keys repeated."""
+    """A mostly valid RB.STREAM (or RB.STREAMH) with a few fields out of range or keys
+    repeated."""
     count = rng.randint(1, 4)
     pool = ["r", "s0", "s1", "s2", "s3", "num", "short", "list", "filter", "part"]
     keys = ["r"] + ["s%d" % g for g in range(count)]
@@ -243,7 +244,10 @@ def random_stream(rng):
         else:
             fields[name] = rng.choice(EXTREME)
     command = stream_command(**fields)
-    if rng.random() < 0.1:  # damaged packed items
+    if rng.random() < 0.3:  # the hashed form: 16 bytes an item
+        command[0] = "RB.STREAMH"
+        command[-1] = rng.randbytes(16 * len(fields["batch"]))
+    if rng.random() < 0.1:  # damaged packed items (or hashes)
         command[-1] = command[-1][:rng.randrange(len(command[-1]) + 1)] + rng.randbytes(
             rng.randint(0, 6))
     return command
@@ -302,7 +306,7 @@ def random_other(rng):
         command = [rng.choice(["BF.MADD", "BF.MEXISTS", "BF.CARD", "BF.INFO", "BF.ADD",
                                "BF.EXISTS"]), key, *batch[:3]]
     else:
-        command = [rng.choice(["RB.VERSION", "RB.PARTADD", "RB.STREAM"]),
+        command = [rng.choice(["RB.VERSION", "RB.PARTADD", "RB.STREAM", "RB.STREAMH"]),
                    *[number(1) for _ in range(rng.randint(0, 3))]]
     return command
 

@@ -42,8 +42,28 @@ def test_add_lookup_and_info_on_a_growing_filter(raw):
 
 
 def test_keys_are_named_for_cluster_routing(raw):
-    assert raw("COMMAND", "GETKEYS", "RB.STREAM", 3, "r", "s0", "s1", "l", -1, 0, 0, 0, HEADER, 1,
-               0, 1, 0, "blocked", 7, BITS, 100, b"") == [b"r", b"s0", b"s1"]
+    for command in ("RB.STREAM", "RB.STREAMH", "RB.STREAM_RO", "RB.STREAMH_RO"):
+        assert raw("COMMAND", "GETKEYS", command, 3, "r", "s0", "s1", "l", -1, 0, 0, 0, HEADER,
+                   1, 0, 1, 0, "blocked", 7, BITS, 100, b"") == [b"r", b"s0", b"s1"]
+
+
+def test_the_hashed_form_takes_16_bytes_an_item(raw):
+    """RB.STREAMH takes the items' hashes (the library checks that it answers and writes as
+    RB.STREAM does: tests/test_module_stream.cpp)."""
+    rng = __import__("random").Random(3)
+    hashes = rng.randbytes(16 * 40)
+
+    def h(mode, batch, command="RB.STREAMH"):
+        return raw(command, 3, "r", "s0", "s1", mode, 5, 0, 0, 0, HEADER, 1, 0, 1, 0, "blocked",
+                   7, BITS, 100, batch)
+    added = h("a", hashes)
+    assert added[:2] == [b"ok", 40] and added[2] == b"1" * 40
+    assert h("a", hashes)[2] == b"0" * 40
+    assert h("l", hashes, "RB.STREAMH_RO")[2] == b"1" * 40
+    assert h("l", rng.randbytes(16 * 5), "RB.STREAMH_RO")[2] == b"0" * 5
+    assert h("a", hashes[:-1]) == Error("ERR hashed items are 16 bytes each")
+    assert isinstance(h("a", hashes, "RB.STREAMH_RO"), Error)  # adds need the write command
+    assert raw("RB.VERSION") >= 6
 
 
 def test_a_window_expires_its_slices_at_retirement(raw):
