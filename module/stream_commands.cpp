@@ -162,6 +162,9 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_on
       !index || *slice_ms < 0 || *older < 0 || *older > INT32_MAX || *budget < 0) {
     return bad(ctx, "now-ms slice-ms older first header-bytes links budget are integers");
   }
+  // Without a window there is one slice: an older one would be looked for and found lost.
+  if (*slice_ms == 0 && *older != 0)
+    return bad(ctx, "older must be 0 without a window (slice-ms 0)");
   if (*links < 1 || *links > kMaxStreamLinks ||
       argc != base + kFixedArgs + kLinkArgs * static_cast<int>(*links) + 1) {
     return bad(ctx, "M links of layout hashes partition-bits capacity, then the packed items");

@@ -86,6 +86,8 @@ def test_a_window_expires_its_slices_at_retirement(raw):
     ({"links": ((b"sideways", 7, BITS, 100),)}, "layout"),
     ({"links": ((b"blocked", 0, BITS, 100),)}, "hashes"),
     ({"slice_ms": -1}, "integers"),
+    # A growing filter's one slice: an add ignored an older one, a lookup then found it lost.
+    ({"slice_ms": 0, "older": 1, "first": -2}, "older must be 0"),
 ])
 def test_bad_arguments_are_refused_and_write_nothing(raw, change, says):
     reply = stream(raw, "a", items("x", 3), **change)
