@@ -1,6 +1,7 @@
 #include "redbloom/sizing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -88,6 +89,23 @@ std::pair<std::uint32_t, double> best_blocked(double lambda) {
   return {best_k, best};
 }
 
+BitsAndHashes size_blocked(double n, double p) {
+  check_items_and_rate(n, p);
+  // The rate falls monotonically as bits per item grow; bisect on bits per item.
+  double lo = 0.5;
+  double hi = 4096.0;
+  if (const double floor = best_blocked(kBlockBits / hi).second; floor > p) {
+    throw InvalidArgument("error rate " + shown(p) + " is below what a blocked filter can reach (" +
+                          shown(floor) + " at 4096 bits per item); use --layout classic for it");
+  }
+  for (int i = 0; i < 100 && hi - lo > 1e-6; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (best_blocked(kBlockBits / mid).second <= p ? hi : lo) = mid;
+  }
+  const std::uint64_t bits = checked_bits(hi * n, n, p);
+  return {bits, blocked_best_hashes(static_cast<double>(bits), n)};
+}
+
 }  // namespace
 
 void check_error_rate(double p) {
@@ -122,20 +140,24 @@ std::uint32_t blocked_best_hashes(double m, double n) {
 }
 
 BitsAndHashes blocked_bits_for(double n, double p) {
-  check_items_and_rate(n, p);
-  // The rate falls monotonically as bits per item grow; bisect on bits per item.
-  double lo = 0.5;
-  double hi = 4096.0;
-  if (const double floor = best_blocked(kBlockBits / hi).second; floor > p) {
-    throw InvalidArgument("error rate " + shown(p) + " is below what a blocked filter can reach (" +
-                          shown(floor) + " at 4096 bits per item); use --layout classic for it");
+  // Bisecting takes thousands of pow() calls, and opening a growing filter sizes each link
+  // again with the same (n, p): the last answers are kept, per thread (the core takes no locks).
+  struct Recent {
+    double n = 0;
+    double p = 0;
+    BitsAndHashes sized{};
+  };
+  thread_local std::array<Recent, 16> recent;
+  thread_local std::size_t filled = 0;
+  thread_local std::size_t next = 0;
+  for (std::size_t i = 0; i < filled; ++i) {
+    if (recent[i].n == n && recent[i].p == p) return recent[i].sized;
   }
-  for (int i = 0; i < 100 && hi - lo > 1e-6; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (best_blocked(kBlockBits / mid).second <= p ? hi : lo) = mid;
-  }
-  const std::uint64_t bits = checked_bits(hi * n, n, p);
-  return {bits, blocked_best_hashes(static_cast<double>(bits), n)};
+  const BitsAndHashes sized = size_blocked(n, p);  // throws for what no filter can be
+  recent[next] = {n, p, sized};
+  next = (next + 1) % recent.size();
+  filled = std::max(filled, next == 0 ? recent.size() : next);
+  return sized;
 }
 
 double classic_estimated_items(double m, double k, double ones) {
