@@ -8,10 +8,13 @@
 # the client process and of the server (its INFO cpu), which a busy machine disturbs less than
 # the wall time.
 #   scripts/bench-tls.sh [--n=1e6] [--reps=5] [--baseline=OLD_REDBLOOM] [--build=DIR]
+#                        [--module-only]
 # --build uses an existing build directory as it is (its CLI, module and Python package; the
 # table names its build type) instead of building build-bench in Release.
-# --baseline adds rows for another redbloom binary (a build from before a change) on the plain
-# ports, in the same shuffled runs, to compare plain TCP before and after.
+# --baseline adds rows for another redbloom binary (a build from before a change) on both
+# transports, in the same shuffled runs, to compare before and after.
+# --module-only leaves out the server without the module (its BITFIELD runs take most of the
+# time), so that more repetitions fit.
 # The server binary is $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH; the build dir
 # is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench (Release; the Python package too).
 set -euo pipefail
@@ -21,15 +24,17 @@ n=1000000
 reps=5
 baseline=""
 existing_build=""
+servers="0 1"
 for arg in "$@"; do
   case "$arg" in
     --n=*) n=$(python3 -c "print(int(float('${arg#--n=}')))") ;;
     --reps=*) reps=${arg#--reps=} ;;
     --baseline=*) baseline=$(realpath "${arg#--baseline=}") ;;
     --build=*) existing_build=$(realpath "${arg#--build=}") ;;
+    --module-only) servers="1" ;;
     *)
       echo "usage: scripts/bench-tls.sh [--n=1e6] [--reps=5] [--baseline=OLD_REDBLOOM]" \
-        "[--build=DIR]" >&2
+        "[--build=DIR] [--module-only]" >&2
       exit 2
       ;;
   esac
@@ -133,12 +138,14 @@ PY
 declare -A results client_cpu server_cpu_of
 cases=()
 for tool in cli python; do
-  for server in 0 1; do
+  for server in $servers; do
     for transport in plain tls; do cases+=("$tool $server $transport"); done
   done
 done
 if [[ -n "$baseline" ]]; then
-  for server in 0 1; do cases+=("baseline $server plain"); done
+  for server in $servers; do
+    for transport in plain tls; do cases+=("baseline $server $transport"); done
+  done
 fi
 for ((rep = 1; rep <= reps; rep++)); do
   mapfile -t order < <(printf '%s\n' "${cases[@]}" | shuf)
@@ -160,7 +167,7 @@ echo
 echo "| Path | Server | plain items/s | TLS items/s | TLS / plain | client CPU µs/item plain / TLS | server CPU µs/item plain / TLS |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 for tool in cli python; do
-  for server in 0 1; do
+  for server in $servers; do
     plain=$(median "${results[$tool $server plain]}")
     tls=$(median "${results[$tool $server tls]}")
     printf '| %s | %s | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f |\n' \
@@ -174,19 +181,26 @@ for tool in cli python; do
 done
 if [[ -n "$baseline" ]]; then
   echo
-  echo "Plain TCP, this build against $baseline:"
+  echo "This build against $baseline, CLI dedup per item:"
   echo
-  echo "| Path | Server | baseline items/s | this build items/s | this build / baseline | client CPU µs/item baseline / this build | server CPU µs/item baseline / this build |"
+  echo "| Server | transport | baseline items/s | this build items/s | this build / baseline | client CPU µs/item baseline / this build | server CPU µs/item baseline / this build |"
   echo "|---|---|---:|---:|---:|---:|---:|"
-  for server in 0 1; do
-    old=$(median "${results[baseline $server plain]}")
-    new=$(median "${results[cli $server plain]}")
-    printf '| CLI dedup, per item | %s | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f |\n' \
+  for server in $servers; do
+    for transport in plain tls; do
+      old=$(median "${results[baseline $server $transport]}")
+      new=$(median "${results[cli $server $transport]}")
+      printf '| %s | %s | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f |\n' \
+        "$([[ $server == 0 ]] && echo "no module (BITFIELD)" || echo "redbloom.so")" \
+        "$transport" "$old" "$new" "$(python3 -c "print($new / $old)")" \
+        "$(median "${client_cpu[baseline $server $transport]}")" \
+        "$(median "${client_cpu[cli $server $transport]}")" \
+        "$(median "${server_cpu_of[baseline $server $transport]}")" \
+        "$(median "${server_cpu_of[cli $server $transport]}")"
+    done
+    old_ratio=$(python3 -c "print($(median "${results[baseline $server tls]}") / $(median "${results[baseline $server plain]}"))")
+    new_ratio=$(python3 -c "print($(median "${results[cli $server tls]}") / $(median "${results[cli $server plain]}"))")
+    printf '| %s | TLS / plain | %.2f | %.2f | | | |\n' \
       "$([[ $server == 0 ]] && echo "no module (BITFIELD)" || echo "redbloom.so")" \
-      "$old" "$new" "$(python3 -c "print($new / $old)")" \
-      "$(median "${client_cpu[baseline $server plain]}")" \
-      "$(median "${client_cpu[cli $server plain]}")" \
-      "$(median "${server_cpu_of[baseline $server plain]}")" \
-      "$(median "${server_cpu_of[cli $server plain]}")"
+      "$old_ratio" "$new_ratio"
   done
 fi

@@ -11,10 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/layout.hpp"
 #include "error_of.hpp"
 #include "redbloom/engine_filter.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/hash.hpp"
 #include "redbloom/transfer.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_cluster.hpp"
@@ -115,6 +117,39 @@ TEST(ModuleStore, APartitionLostUnderTheModuleIsAnError) {
   (void)with.command({"SETBIT", partition_key("lost", 1), "7", "1"});
   const std::string shorter = error_of([&] { filter.contains_many(items, flags); });
   EXPECT_TRUE(contains_text(shorter, "changed length")) << shorter;
+}
+
+// Rounds are sent ahead of the earlier rounds' replies: a later round that fails under the
+// module leaves the rounds before it committed, exactly (three rounds of 2,048 items in
+// partition 0 before the first item of partition 1, whose key is gone).
+TEST(ModuleStore, ARoundSentAheadThatFailsLeavesTheRoundsBeforeItCommitted) {
+  RedisServer with(kWithModule);
+  const FilterParams params = size_filter(100000, 0.01, Layout::blocked, kSmallPartition);
+  ASSERT_GE(params.partitions, 2u);
+  constexpr std::size_t kBefore = 3 * 2048;
+  std::vector<std::string> owned;  // partition 0's items, then partition 1's
+  std::vector<std::string> later;
+  for (std::uint64_t i = 0; owned.size() < kBefore || later.size() < 5000; ++i) {
+    std::string item = "ahead-" + std::to_string(i);
+    const std::uint64_t p = layout::partition_of(hash_item(item), params.partitions);
+    if (p == 0 && owned.size() < kBefore) owned.push_back(std::move(item));
+    if (p == 1 && later.size() < 5000) later.push_back(std::move(item));
+  }
+  owned.insert(owned.end(), later.begin(), later.end());
+  const std::vector<std::string_view> items(owned.begin(), owned.end());
+  Filter filter = Filter::create_redis(with.endpoint(), "ahead", params);
+  (void)with.command({"DEL", partition_key("ahead", 1)});
+  std::vector<std::uint8_t> flags(items.size(), 7);
+  try {
+    filter.add_many(items, flags);
+    ADD_FAILURE() << "add_many succeeded without its partition key";
+  } catch (const IncompleteWrite& e) {
+    EXPECT_EQ(e.committed(), kBefore) << e.what();
+    EXPECT_TRUE(contains_text(e.what(), "vanished")) << e.what();
+  }
+  for (std::size_t i = 0; i < kBefore; ++i) ASSERT_EQ(flags[i], 1) << "item " << i;
+  std::vector<std::uint8_t> present(kBefore);
+  EXPECT_EQ(filter.contains_many(std::span(items).first(kBefore), present), kBefore);
 }
 
 TEST(ModuleStore, ShardedServersUseTheModuleOnlyWhereEveryServerHasIt) {

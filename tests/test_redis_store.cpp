@@ -23,11 +23,13 @@
 #include <vector>
 
 #include "background_add.hpp"
+#include "core/layout.hpp"
 #include "error_of.hpp"
 #include "local/memory_store.hpp"
 #include "redbloom/error.hpp"
 #include "redbloom/exact_set.hpp"
 #include "redbloom/filter.hpp"
+#include "redbloom/hash.hpp"
 #include "redbloom/redis_endpoint.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_server.hpp"
@@ -290,6 +292,40 @@ TEST_F(RedisStoreTest, APartitionThatVanishesWhileOpenStaysAnErrorOnEveryPath) {
     const std::string reopen = error_of([&] { (void)Filter::open_redis(endpoint(), name); });
     EXPECT_TRUE(contains_text(reopen, key)) << reopen;
   }
+}
+
+// A batch's rounds are sent ahead of the replies of the earlier ones: when a later round
+// fails, the rounds before it are still reported committed, exactly, and hold their items.
+// The first 6,144 items (three rounds of 2,048) go to partition 0, the rest to partition 1,
+// whose key is gone, so the fourth round fails while the first ones' replies are unread.
+TEST_F(RedisStoreTest, ARoundSentAheadThatFailsLeavesTheRoundsBeforeItCommitted) {
+  const FilterParams params = size_filter(100000, 0.01, Layout::classic, kSmallPartition);
+  ASSERT_GE(params.partitions, 2u);
+  constexpr std::size_t kBefore = 3 * 2048;
+  std::vector<std::string> owned;  // partition 0's items, then partition 1's
+  std::vector<std::string> later;
+  for (std::uint64_t i = 0; owned.size() < kBefore || later.size() < 5000; ++i) {
+    std::string item = "ahead-" + std::to_string(i);
+    const std::uint64_t p = layout::partition_of(hash_item(item), params.partitions);
+    if (p == 0 && owned.size() < kBefore) owned.push_back(std::move(item));
+    if (p == 1 && later.size() < 5000) later.push_back(std::move(item));
+  }
+  owned.insert(owned.end(), later.begin(), later.end());
+  const std::vector<std::string_view> items(owned.begin(), owned.end());
+  Filter filter = Filter::create_redis(endpoint(), "ahead", params);
+  (void)server_.command({"DEL", partition_key("ahead", 1)});
+  std::vector<std::uint8_t> flags(items.size(), 7);
+  try {
+    filter.add_many(items, flags);
+    ADD_FAILURE() << "add_many succeeded without its partition key";
+  } catch (const IncompleteWrite& e) {
+    EXPECT_EQ(e.committed(), kBefore) << e.what();
+    EXPECT_TRUE(contains_text(e.what(), "vanished")) << e.what();
+  }
+  // The committed rounds' answers were given, and their items are in the filter.
+  for (std::size_t i = 0; i < kBefore; ++i) ASSERT_EQ(flags[i], 1) << "item " << i;
+  std::vector<std::uint8_t> present(kBefore);
+  EXPECT_EQ(filter.contains_many(std::span(items).first(kBefore), present), kBefore);
 }
 
 // Filters of Redis format version 1 have no seal after their bits: they still open, answer
@@ -1029,8 +1065,8 @@ TEST(RedisFaults, KilledServerMidLoadReportsACommittedPrefixThatSurvives) {
 
   testing::BackgroundAdd loader(filter, views);
   // Kill once the load is well under way: 200,000 bits take at least 28,000 items (k = 7), and
-  // with at most 8 BITFIELDs of 1024 items in flight, the client has then read the replies of
-  // the first 18,000 or more: the committed prefix cannot be empty.
+  // with at most 8 rounds of 2,048 items in flight, the client has then read the replies of
+  // the first 11,600 or more: the committed prefix cannot be empty.
   constexpr long long kKillAfterBits = 200000;
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   long long bits = 0;

@@ -12,6 +12,9 @@ namespace {
 constexpr std::size_t kCommandItems = 1024;
 // Blocked lookups: GETRANGE commands per unit.
 constexpr std::size_t kRangeItems = 256;
+// Most items in one module command sent as hashes: 2048 hashes are a 32 KiB argument, which
+// Redis reads straight into its own buffer (a big argument) instead of through its query buffer.
+constexpr std::size_t kHashedCommandItems = 2048;
 constexpr std::uint64_t kBlockBytes = kBlockBits / 8;
 
 // MERGE PARTITION DELTA LENGTH: see encode_delta_merge.
@@ -212,7 +215,9 @@ class ModuleCommands final : public PartitionCommands {
     return lookup ? "RB.PARTEXISTS" : "RB.PARTADD";
   }
 
-  [[nodiscard]] std::size_t unit_items(bool) const override { return kCommandItems; }
+  [[nodiscard]] std::size_t unit_items(bool) const override {
+    return hashed_ ? kHashedCommandItems : kCommandItems;
+  }
 
   std::size_t encode_test_and_set(CommandBuffer& out, const PartitionKey& partition,
                                   const UnitItems& unit) const override {

@@ -181,6 +181,114 @@ void or_into(RedisStore::State& s, std::span<const Delta> deltas) {
       OnLostNode::retry);
 }
 
+// test_and_set on a cluster: every item hashed first, since the router needs each unit's slot
+// before it sends any (each master's units go on their own thread). `committed` follows the
+// rounds whose replies, and those of every earlier round, are all in.
+void add_planned(RedisStore::State& s, std::span<const std::string_view> items,
+                 std::span<std::uint8_t> newly_added, std::size_t& committed) {
+  s.hash_items(items);
+  s.order.clear();
+  struct Command {
+    RedisStore::State::Group group;
+    std::size_t round_end;  // items before this are committed once this round's replies are in
+    bool last_of_round;
+  };
+  std::vector<Command> commands;
+  const std::size_t step = s.commands->unit_items(/*lookup=*/false);
+  for (std::size_t first = 0; first < items.size(); first += kRoundItems) {
+    const std::size_t last = std::min(items.size(), first + kRoundItems);
+    for (const RedisStore::State::Group& g : units_of(s.group(first, last), step)) {
+      commands.push_back({g, last, false});
+    }
+    commands.back().last_of_round = true;
+  }
+  // Replies of different cluster nodes arrive in any order: a round is committed once all of
+  // its commands, and those of every earlier round, have answered.
+  std::vector<std::uint8_t> answered(commands.size(), 0);
+  std::size_t answered_prefix = 0;
+  std::vector<std::uint8_t> flags;
+  s.router->pipeline(
+      commands.size(), s.commands->operation(/*lookup=*/false),
+      [&](std::size_t c) {
+        return UnitRoute{s.slots[commands[c].group.partition], c, true, {}};
+      },
+      [&](std::size_t c, CommandBuffer& buffer) {
+        const RedisStore::State::Group& g = commands[c].group;
+        return s.commands->encode_test_and_set(buffer, s.partition(g.partition), s.unit(g, items));
+      },
+      [&](std::size_t c, Replies replies) {
+        const RedisStore::State::Group& g = commands[c].group;
+        flags.resize(g.end - g.begin);
+        s.decoded(s.commands->operation(/*lookup=*/false), [&] {
+          s.commands->decode_test_and_set(replies, s.partition(g.partition), s.unit(g, items),
+                                          flags.data());
+        });
+        for (std::size_t i = g.begin; i < g.end; ++i) newly_added[s.order[i]] = flags[i - g.begin];
+        answered[c] = 1;
+        for (; answered_prefix < commands.size() && answered[answered_prefix] != 0;
+             ++answered_prefix) {
+          if (commands[answered_prefix].last_of_round) {
+            committed = commands[answered_prefix].round_end;
+          }
+        }
+      });
+}
+
+// test_and_set on one server: a pipeline unit is a round of items, hashed, grouped and encoded
+// only when it is sent, so the client prepares the next rounds while the server works on the
+// ones in flight (at most kPipelineWindow rounds). Replies come in order, so the rounds before
+// the one being read are committed.
+void add_in_rounds(RedisStore::State& s, std::span<const std::string_view> items,
+                   std::span<std::uint8_t> newly_added, std::size_t& committed) {
+  s.hashes.resize(items.size());
+  s.partition_of.resize(items.size());
+  s.order.clear();
+  s.order.reserve(items.size());
+  struct Command {
+    RedisStore::State::Group group;
+    std::size_t replies;
+  };
+  const std::size_t rounds = (items.size() + kRoundItems - 1) / kRoundItems;
+  std::vector<std::vector<Command>> planned(rounds);
+  const std::size_t step = s.commands->unit_items(/*lookup=*/false);
+  const std::string_view operation = s.commands->operation(/*lookup=*/false);
+  std::vector<std::uint8_t> flags;
+  s.router->pipeline(
+      rounds, operation,
+      [](std::size_t r) {
+        return UnitRoute{0, r, true, {}};
+      },
+      [&](std::size_t r, CommandBuffer& buffer) {
+        const std::size_t first = r * kRoundItems;
+        const std::size_t last = std::min(items.size(), first + kRoundItems);
+        s.hash_range(items, first, last);
+        std::size_t written = 0;
+        for (const RedisStore::State::Group& g : units_of(s.group(first, last), step)) {
+          const std::size_t n =
+              s.commands->encode_test_and_set(buffer, s.partition(g.partition), s.unit(g, items));
+          planned[r].push_back({g, n});
+          written += n;
+        }
+        return written;
+      },
+      [&](std::size_t r, Replies replies) {
+        for (const Command& command : planned[r]) {
+          const RedisStore::State::Group& g = command.group;
+          flags.resize(g.end - g.begin);
+          s.decoded(operation, [&] {
+            s.commands->decode_test_and_set(replies.first(command.replies),
+                                            s.partition(g.partition), s.unit(g, items),
+                                            flags.data());
+          });
+          for (std::size_t i = g.begin; i < g.end; ++i) {
+            newly_added[s.order[i]] = flags[i - g.begin];
+          }
+          replies = replies.subspan(command.replies);
+        }
+        committed = std::min(items.size(), (r + 1) * kRoundItems);
+      });
+}
+
 }  // namespace
 
 void RedisStore::State::set_partitions(const FilterParams& p, const ShardSpec& spec,
@@ -214,7 +322,12 @@ void RedisStore::State::hash_items(std::span<const std::string_view> items) {
   if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
   hashes.resize(items.size());
   partition_of.resize(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
+  hash_range(items, 0, items.size());
+}
+
+void RedisStore::State::hash_range(std::span<const std::string_view> items, std::size_t first,
+                                   std::size_t last) {
+  for (std::size_t i = first; i < last; ++i) {
     hashes[i] = detail::hash_inline(items[i]);
     partition_of[i] =
         static_cast<std::uint32_t>(layout::partition_of(hashes[i], params.partitions));
@@ -307,54 +420,16 @@ std::uint64_t RedisStore::partition_slot(std::uint64_t partition) const {
 
 void RedisStore::add(std::span<const std::string_view> items, std::span<std::uint8_t> newly_added) {
   if (newly_added.size() < items.size()) throw InvalidArgument("test_and_set: flag span too small");
+  if (items.size() > UINT32_MAX) throw InvalidArgument("batch of more than 2^32 items");
   State& s = *state_;
-  s.hash_items(items);
-  s.order.clear();
-  struct Command {
-    State::Group group;
-    std::size_t round_end;  // items before this are committed once this round's replies are in
-    bool last_of_round;
-  };
-  std::vector<Command> commands;
-  const std::size_t step = s.commands->unit_items(/*lookup=*/false);
-  for (std::size_t first = 0; first < items.size(); first += kRoundItems) {
-    const std::size_t last = std::min(items.size(), first + kRoundItems);
-    for (const State::Group& g : units_of(s.group(first, last), step)) {
-      commands.push_back({g, last, false});
-    }
-    commands.back().last_of_round = true;
-  }
-  // Replies of different cluster nodes arrive in any order: a round is committed once all of
-  // its commands, and those of every earlier round, have answered.
-  std::vector<std::uint8_t> answered(commands.size(), 0);
-  std::vector<std::uint8_t> flags;
+  std::size_t committed = 0;
   try {
-    s.router->pipeline(
-        commands.size(), s.commands->operation(/*lookup=*/false),
-        [&](std::size_t c) {
-          return UnitRoute{s.slots[commands[c].group.partition], c, true, {}};
-        },
-        [&](std::size_t c, CommandBuffer& buffer) {
-          const State::Group& g = commands[c].group;
-          return s.commands->encode_test_and_set(buffer, s.partition(g.partition),
-                                                 s.unit(g, items));
-        },
-        [&](std::size_t c, Replies replies) {
-          const State::Group& g = commands[c].group;
-          flags.resize(g.end - g.begin);
-          s.decoded(s.commands->operation(/*lookup=*/false), [&] {
-            s.commands->decode_test_and_set(replies, s.partition(g.partition), s.unit(g, items),
-                                            flags.data());
-          });
-          for (std::size_t i = g.begin; i < g.end; ++i)
-            newly_added[s.order[i]] = flags[i - g.begin];
-          answered[c] = 1;
-        });
-  } catch (const StorageError& e) {
-    std::size_t committed = 0;
-    for (std::size_t c = 0; c < commands.size() && answered[c] != 0; ++c) {
-      if (commands[c].last_of_round) committed = commands[c].round_end;
+    if (s.router->is_cluster()) {
+      add_planned(s, items, newly_added, committed);
+    } else {
+      add_in_rounds(s, items, newly_added, committed);
     }
+  } catch (const StorageError& e) {
     // The count is committed(): callers that split batches (Filter) rebase it.
     throw IncompleteWrite(
         std::string(e.what()) + "; later items may be partly written (adding them again is safe)",

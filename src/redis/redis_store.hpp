@@ -17,9 +17,10 @@
 // path moves the partition once. The bulk path is taken when it moves fewer bytes. Both paths
 // give identical answers (tests compare them).
 //
-// Pipelining: commands for a whole batch are sent before the first reply is read, in rounds
-// of consecutive items, so when a connection fails the rounds whose replies arrived are known
-// committed: IncompleteWrite::committed() is exact.
+// Pipelining: a batch's commands go in rounds of consecutive items, several rounds in flight
+// (on one server each round hashed only as it is sent, so the client prepares the next rounds
+// while the server works), so when a connection fails the rounds whose replies arrived are
+// known committed: IncompleteWrite::committed() is exact.
 //
 // Durability is Redis's: a filter survives a restart if the server persists (AOF/RDB).
 // flush() does nothing. Not thread-safe: one RedisStore (one connection) per thread.

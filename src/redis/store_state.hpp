@@ -57,6 +57,8 @@ struct RedisStore::State {
   [[nodiscard]] redis::PartSet owned_parts() const;
 
   void hash_items(std::span<const std::string_view> items);
+  // Items [first, last) only, into `hashes` and `partition_of` already sized for the batch.
+  void hash_range(std::span<const std::string_view> items, std::size_t first, std::size_t last);
 
   struct Group {
     std::uint64_t partition;
