@@ -57,7 +57,7 @@ void fsync_path(const std::string& path, int flags) {
 using Clock = std::chrono::steady_clock;
 
 // Tries `take` until it succeeds or `wait` has passed (then StorageError naming `where`),
-// sleeping between tries from 1 ms up to 50 ms: a round holds the lock for milliseconds.
+// sleeping between tries, each pause twice the last up to a cap: a round holds it briefly.
 void take_within(std::chrono::milliseconds wait, const std::string& where,
                  const std::function<bool()>& take) {
   const Clock::time_point deadline = Clock::now() + wait;

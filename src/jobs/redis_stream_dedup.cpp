@@ -899,6 +899,33 @@ ClassifiedBatch classify(const RedisStreamDedup::State& s) {
   return c;
 }
 
+// The batch's entries as both scripts take them: n, then per entry its id, kind, a keyed
+// entry's partition (its place among the touched ones, from 1) and item arguments, and a
+// copied entry's fields. `text` backs the numbers' text.
+void append_entries(const RedisStreamDedup::State& s, const ClassifiedBatch& c,
+                    std::deque<std::string>& text, std::vector<std::string_view>& args) {
+  auto number = [&](std::uint64_t value) -> std::string_view {
+    text.push_back(std::to_string(value));
+    return text.back();
+  };
+  args.push_back(number(c.end));
+  for (std::size_t i = 0; i < c.end; ++i) {
+    const Entry& entry = s.batch[i];
+    args.push_back(entry.id);
+    args.push_back(std::string_view(&c.kind[i], 1));
+    if (c.kind[i] == 'k') {
+      const auto at =
+          std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) - c.touched.begin();
+      args.push_back(number(static_cast<std::uint64_t>(at) + 1));
+      for (const std::string& v : c.item_arguments[i]) args.push_back(v);
+    }
+    if (c.kind[i] == 'k' || c.kind[i] == 'p') {
+      args.push_back(number(entry.fields.size()));
+      for (const std::string& f : entry.fields) args.push_back(f);
+    }
+  }
+}
+
 // EVALSHA's arguments (kScript's KEYS and ARGV). `numbers` backs the numbers' text.
 std::vector<std::string_view> script_arguments(const RedisStreamDedup::State& s,
                                                const ClassifiedBatch& c,
@@ -929,22 +956,7 @@ std::vector<std::string_view> script_arguments(const RedisStreamDedup::State& s,
   args.push_back(lowest->id);
   args.push_back(highest->id);
   for (const std::uint64_t t : c.touched) args.push_back(number(t));
-  args.push_back(number(c.end));
-  for (std::size_t i = 0; i < c.end; ++i) {
-    const Entry& entry = s.batch[i];
-    args.push_back(entry.id);
-    args.push_back(std::string_view(&c.kind[i], 1));
-    if (c.kind[i] == 'k') {
-      const auto at =
-          std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) - c.touched.begin();
-      args.push_back(number(static_cast<std::uint64_t>(at) + 1));
-      for (const std::string& v : c.item_arguments[i]) args.push_back(v);
-    }
-    if (c.kind[i] == 'k' || c.kind[i] == 'p') {
-      args.push_back(number(entry.fields.size()));
-      for (const std::string& f : entry.fields) args.push_back(f);
-    }
-  }
+  append_entries(s, c, numbers, args);
   return args;
 }
 
@@ -1120,22 +1132,7 @@ std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
     args.push_back(keep(std::to_string(stride)));
     for (std::string& h : heads[j]) args.push_back(keep(std::move(h)));
   }
-  args.push_back(keep(std::to_string(c.end)));
-  for (std::size_t i = 0; i < c.end; ++i) {
-    const Entry& entry = s.batch[i];
-    args.push_back(entry.id);
-    args.push_back(std::string_view(&c.kind[i], 1));
-    if (c.kind[i] == 'k') {
-      const auto at =
-          std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) - c.touched.begin();
-      args.push_back(keep(std::to_string(at + 1)));
-      for (const std::string& v : c.item_arguments[i]) args.push_back(v);
-    }
-    if (c.kind[i] == 'k' || c.kind[i] == 'p') {
-      args.push_back(keep(std::to_string(entry.fields.size())));
-      for (const std::string& f : entry.fields) args.push_back(f);
-    }
-  }
+  append_entries(s, c, text, args);
   return args;
 }
 
