@@ -1,9 +1,13 @@
 // Item lists and message checks shared by the Redis test suites.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/layout.hpp"
+#include "redbloom/hash.hpp"
 
 namespace redbloom::testing {
 
@@ -24,6 +28,23 @@ inline std::vector<std::string> make_items(std::size_t count, const std::string&
 
 inline std::vector<std::string_view> views_of(const std::vector<std::string>& items) {
   return {items.begin(), items.end()};
+}
+
+// `in_first` items of partition 0 (of `partitions`), then `in_second` of partition 1: a batch
+// whose rounds reach partition 1 only after its first `in_first` items.
+inline std::vector<std::string> items_of_two_partitions(std::uint64_t partitions,
+                                                        std::size_t in_first,
+                                                        std::size_t in_second) {
+  std::vector<std::string> first;
+  std::vector<std::string> second;
+  for (std::uint64_t i = 0; first.size() < in_first || second.size() < in_second; ++i) {
+    std::string item = numbered("ahead-", i);
+    const std::uint64_t p = layout::partition_of(hash_item(item), partitions);
+    if (p == 0 && first.size() < in_first) first.push_back(std::move(item));
+    if (p == 1 && second.size() < in_second) second.push_back(std::move(item));
+  }
+  first.insert(first.end(), second.begin(), second.end());
+  return first;
 }
 
 inline bool contains_text(const std::string& haystack, const std::string& needle) {

@@ -127,15 +127,8 @@ TEST(ModuleStore, ARoundSentAheadThatFailsLeavesTheRoundsBeforeItCommitted) {
   const FilterParams params = size_filter(100000, 0.01, Layout::blocked, kSmallPartition);
   ASSERT_GE(params.partitions, 2u);
   constexpr std::size_t kBefore = 3 * 2048;
-  std::vector<std::string> owned;  // partition 0's items, then partition 1's
-  std::vector<std::string> later;
-  for (std::uint64_t i = 0; owned.size() < kBefore || later.size() < 5000; ++i) {
-    std::string item = "ahead-" + std::to_string(i);
-    const std::uint64_t p = layout::partition_of(hash_item(item), params.partitions);
-    if (p == 0 && owned.size() < kBefore) owned.push_back(std::move(item));
-    if (p == 1 && later.size() < 5000) later.push_back(std::move(item));
-  }
-  owned.insert(owned.end(), later.begin(), later.end());
+  const std::vector<std::string> owned =
+      testing::items_of_two_partitions(params.partitions, kBefore, 5000);
   const std::vector<std::string_view> items(owned.begin(), owned.end());
   Filter filter = Filter::create_redis(with.endpoint(), "ahead", params);
   (void)with.command({"DEL", partition_key("ahead", 1)});

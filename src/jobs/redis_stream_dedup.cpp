@@ -899,6 +899,16 @@ ClassifiedBatch classify(const RedisStreamDedup::State& s) {
   return c;
 }
 
+// The lowest and highest ids of the batch's entries, for the scripts' one XPENDING range.
+void append_id_range(const RedisStreamDedup::State& s, const ClassifiedBatch& c,
+                     std::vector<std::string_view>& args) {
+  const auto [lowest, highest] = std::minmax_element(
+      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(c.end),
+      [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
+  args.push_back(lowest->id);
+  args.push_back(highest->id);
+}
+
 // The batch's entries as both scripts take them: n, then per entry its id, kind, a keyed
 // entry's partition (its place among the touched ones, from 1) and item arguments, and a
 // copied entry's fields. `text` backs the numbers' text.
@@ -950,11 +960,7 @@ std::vector<std::string_view> script_arguments(const RedisStreamDedup::State& s,
   args.push_back(number(p.partitions));
   args.push_back(number(c.touched.size()));
   args.push_back(s.options.consumer);
-  const auto [lowest, highest] = std::minmax_element(
-      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(c.end),
-      [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
-  args.push_back(lowest->id);
-  args.push_back(highest->id);
+  append_id_range(s, c, args);
   for (const std::uint64_t t : c.touched) args.push_back(number(t));
   append_entries(s, c, numbers, args);
   return args;
@@ -1112,11 +1118,7 @@ std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
   args.push_back(keep(std::to_string(s.options.maxlen)));
   args.push_back(s.module ? "m" : "s");
   args.push_back(s.options.consumer);
-  const auto [lowest, highest] = std::minmax_element(
-      s.batch.begin(), s.batch.begin() + static_cast<std::ptrdiff_t>(c.end),
-      [](const Entry& a, const Entry& b) { return stream_id(a.id) < stream_id(b.id); });
-  args.push_back(lowest->id);
-  args.push_back(highest->id);
+  append_id_range(s, c, args);
   args.push_back(keep(std::to_string(w.now_ms())));
   args.push_back(keep(std::to_string(c.touched.size())));
   for (std::size_t j = 0; j < c.touched.size(); ++j) {
