@@ -296,21 +296,22 @@ TEST(DecisionLogRoundLock, AKilledHoldersLockIsTakenAtOnce) {
 
 TEST(DecisionLogRoundLock, ARedisLockHeldElsewhereIsWaitedOutAndKept) {
   const test::RedisServer server;
-  // A holder on another machine: its lock ends only with its lifetime.
-  (void)server.command({"SET", "seen:decisions-lock", "elsewhere/pid:[1] 1 0123", "PX", "300"});
+  // A holder on another machine: its lock ends only with its lifetime. Lifetimes of seconds
+  // and pauses of a fraction of them, so that a loaded machine's stalls do not decide.
+  (void)server.command({"SET", "seen:decisions-lock", "elsewhere/pid:[1] 1 0123", "PX", "2000"});
   const auto log = DecisionLog::beside(Location::redis({server.endpoint()}, "seen"));
-  EXPECT_THROW((void)log->lock_round(milliseconds(50), milliseconds(600)), StorageError);
-  auto lock = log->lock_round(milliseconds(5000), milliseconds(600));
+  EXPECT_THROW((void)log->lock_round(milliseconds(50), milliseconds(3000)), StorageError);
+  auto lock = log->lock_round(milliseconds(10000), milliseconds(3000));
   EXPECT_NE(server.command({"GET", "seen:decisions-lock"}).text, "elsewhere/pid:[1] 1 0123");
   // Kept past its lifetime while its holder works on.
-  for (int i = 0; i < 6; ++i) {
-    std::this_thread::sleep_for(milliseconds(250));
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(milliseconds(1100));
     EXPECT_TRUE(lock->keep());
   }
   EXPECT_GT(server.integer({"PTTL", "seen:decisions-lock"}), 0);
   // Expired (a holder that stalled for longer): keep() says so, and it is not taken back.
   (void)server.command({"SET", "seen:decisions-lock", "another holder"});
-  std::this_thread::sleep_for(milliseconds(250));
+  std::this_thread::sleep_for(milliseconds(1100));
   EXPECT_FALSE(lock->keep());
   lock.reset();  // releases only its own
   EXPECT_EQ(server.command({"GET", "seen:decisions-lock"}).text, "another holder");
