@@ -7,7 +7,11 @@
 # window), each run R times (--runs, default 1) alternately; the figures are the medians. The
 # same keys as lines through `redbloom dedup --redis` into a plain filter of the same size on
 # the same server are the baseline: what the stream work (read, acknowledge, copy) costs on top.
-#   scripts/bench-stream-dedup.sh [--entries N] [--batch B] [--runs R]
+# --layout picks the filters' layout (classic, the default, or blocked). --before names another
+# redbloom binary (a build from before a change): its stage runs are interleaved with the
+# others, for a before/after ratio measured side by side.
+#   scripts/bench-stream-dedup.sh [--entries N] [--batch B] [--runs R] [--layout L]
+#                                 [--before BINARY]
 # Uses build-release/redbloom and build-release/module/redbloom.so (scripts/demo.sh builds
 # them), or $REDBLOOM_BIN and $REDBLOOM_MODULE; Debian's python3-redis drives the streams.
 set -euo pipefail
@@ -15,12 +19,17 @@ cd "$(dirname "$0")/.."
 entries=1000000
 batch=1000
 runs=1
+layout=classic
+before=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --entries) entries=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    *) echo "usage: $0 [--entries N] [--batch B] [--runs R]" >&2; exit 2 ;;
+    --layout) layout=$2; shift 2 ;;
+    --before) before=$(realpath "$2"); shift 2 ;;
+    *) echo "usage: $0 [--entries N] [--batch B] [--runs R] [--layout L] [--before BINARY]" >&2
+       exit 2 ;;
   esac
 done
 redbloom=$(realpath "${REDBLOOM_BIN:-build-release/redbloom}")
@@ -40,14 +49,16 @@ private_redis_server_args=(--loadmodule "$module")
 private_redis_start_server bench-stream-dedup no
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "server: $("$server_bin" --version | head -n1), no persistence"
-echo "stage dedup --from, $entries entries (30% repeats), --batch $batch, medians of $runs runs:"
+echo "stage dedup --from, $entries entries (30% repeats), --batch $batch, --layout $layout, medians of $runs runs:"
 for i in 0 1; do
   engine=$([[ $i == 0 ]] && echo "stock Redis" || echo "with redbloom.so")
-  /usr/bin/python3 - "$redbloom" "${ports[$i]}" "$entries" "$batch" "$engine" "$dir" "$runs" <<'PY'
+  /usr/bin/python3 - "$redbloom" "${ports[$i]}" "$entries" "$batch" "$engine" "$dir" "$runs" \
+      "$layout" "$before" <<'PY'
 import random, signal, statistics, subprocess, sys, time
 import redis
 cli, port, entries, batch, engine, work, runs = sys.argv[1], int(sys.argv[2]), \
     int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7])
+layout, before = sys.argv[8], sys.argv[9]
 r = redis.Redis(port=port)
 rng = random.Random(1)
 keys, lines = [], []
@@ -60,11 +71,11 @@ for n in range(entries):
     lines.append(key)
 url = "redis-stream://127.0.0.1:%d" % port
 filter_url = "redis://127.0.0.1:%d#f" % port
-shapes = {"plain": ["-n", str(entries)],
-          "windowed": ["--window", "10m", "-n", str(entries)]}
+shapes = {"plain": ["-n", str(entries), "--layout", layout],
+          "windowed": ["--window", "10m", "-n", str(entries), "--layout", layout]}
 
 
-def stage_rate(kind):
+def stage_rate(kind, program):
     """The stage's entries/s on a fresh filter of `kind`, and the number copied."""
     r.flushall()
     pipe = r.pipeline(transaction=False)
@@ -76,7 +87,7 @@ def stage_rate(kind):
     subprocess.run([cli, "create", "--redis", filter_url, "-p", "1e-6", "-q", *shapes[kind]],
                    check=True)
     start = time.monotonic()
-    stage = subprocess.Popen([cli, "dedup", "--from", url + "#in", "--to", url + "#out",
+    stage = subprocess.Popen([program, "dedup", "--from", url + "#in", "--to", url + "#out",
                               "--group", "g", "--create-group", "--key-field", "id", "--redis",
                               filter_url, "--batch", batch, "-q"])
     while True:
@@ -98,26 +109,37 @@ def lines_rate():
         f.write("\n".join(lines) + "\n")
     r.flushall()
     subprocess.run([cli, "create", "--redis", "redis://127.0.0.1:%d#lines" % port, "-n",
-                    str(entries), "-p", "1e-6", "-q"], check=True)
+                    str(entries), "-p", "1e-6", "--layout", layout, "-q"], check=True)
     start = time.monotonic()
     subprocess.run([cli, "dedup", "--redis", "redis://127.0.0.1:%d#lines" % port, "-q", path],
                    check=True, stdout=subprocess.DEVNULL)
     return entries / (time.monotonic() - start)
 
 
-rates = {"plain": [], "windowed": [], "lines": []}
+rates = {"plain": [], "windowed": [], "lines": [], "plain before": [], "windowed before": []}
 copied = {}
 for run in range(runs):
     for kind in ("plain", "windowed"):
-        rate, copied[kind] = stage_rate(kind)
+        rate, copied[kind] = stage_rate(kind, cli)
         rates[kind].append(rate)
+        if before:
+            rate, copied_before = stage_rate(kind, before)
+            rates[kind + " before"].append(rate)
+            if copied_before != copied[kind]:
+                sys.exit("the binary before copied %d entries, the one after %d"
+                         % (copied_before, copied[kind]))
     rates["lines"].append(lines_rate())
-m = {k: statistics.median(v) for k, v in rates.items()}
+m = {k: statistics.median(v) for k, v in rates.items() if v}
 for kind in ("plain", "windowed"):
     print("  %-16s %-8s stage %8.0f entries/s (runs %s); dedup of the keys as lines %8.0f "
           "items/s; stage / lines %.2fx; windowed / plain stage %.2fx (output %d, distinct "
           "keys %d)"
           % (engine, kind, m[kind], " ".join("%.0f" % x for x in rates[kind]), m["lines"],
              m[kind] / m["lines"], m[kind] / m["plain"], copied[kind], len(keys)))
+    if before:
+        print("  %-16s %-8s before: stage %8.0f entries/s (runs %s); after / before %.2fx"
+              % (engine, kind, m[kind + " before"],
+                 " ".join("%.0f" % x for x in rates[kind + " before"]),
+                 m[kind] / m[kind + " before"]))
 PY
 done

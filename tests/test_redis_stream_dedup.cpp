@@ -6,6 +6,7 @@
 #include <atomic>
 #include <initializer_list>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -397,6 +398,50 @@ TEST_P(RedisStreamDedupWindow, AUserWhoMayNotWriteTheOutputIsRefusedBeforeAnyWri
   EXPECT_EQ(server.command({"KEYS", "w:s[0-9]*"}).elements.size(), 1u);  // the slice, now made
 }
 
+// The stage's test-and-set is a plain add's: the same answers, in order, and the same bits as
+// the library's add_many of the same keys, in both layouts (on a stock server a classic item's
+// bits go as BITFIELD operations, a blocked item's line is read and written whole). Keys repeat
+// across batches and inside one; at p = 1% some new keys are taken for repeats, alike on both.
+class RedisStreamDedupBits : public RedisStreamDedupWindow {};
+
+TEST_P(RedisStreamDedupBits, TheStagesAnswersAndBitsAreAPlainAdds) {
+  test::RedisServer server(server_args());
+  std::mt19937_64 random(7);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3000; ++i) {
+    keys.push_back(key_of(random() % 4 == 0 ? static_cast<int>(random() % (i + 1)) : i));
+  }
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    SCOPED_TRACE(to_string(layout));
+    (void)server.command({"FLUSHALL"});
+    const FilterParams params = size_filter(2000, 0.01, layout);
+    ASSERT_EQ(params.partitions, 1u);
+    const Filter staged = Filter::create_redis(server.endpoint(), "f", params);
+    Filter library = Filter::create_redis(server.endpoint(), "g", params);
+    add(server, keys);
+    RedisStreamDedup stage(staged, server.endpoint(), options_for("c", OnMissingKey::error));
+    ASSERT_TRUE(stage.create_group(false));
+    const RedisStreamDedupBatch total = drain(stage, 500);
+    EXPECT_EQ(total.entries, keys.size());
+
+    std::vector<std::uint8_t> fresh(keys.size());
+    const std::size_t unique = library.add_many(views, fresh);
+    std::vector<std::string> expected;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (fresh[i] != 0) expected.push_back(keys[i]);
+    }
+    EXPECT_EQ(total.unique, unique);
+    EXPECT_LT(unique, 2400u);  // the repeats were taken for repeats
+    EXPECT_EQ(output(server), expected);
+    const std::string bits = server.command({"GET", "f:bits:{f:0}"}).text;
+    const std::string same = server.command({"GET", "g:bits:{g:0}"}).text;
+    ASSERT_GE(bits.size(), params.partition_bytes());
+    ASSERT_GE(same.size(), params.partition_bytes());
+    EXPECT_EQ(bits.substr(0, params.partition_bytes()), same.substr(0, params.partition_bytes()));
+  }
+}
+
 #ifdef REDBLOOM_MODULE_PATH
 const auto kEngines = ::testing::Values(false, true);
 #else
@@ -407,6 +452,7 @@ std::string engine_name(const ::testing::TestParamInfo<bool>& info) {
 }
 INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupWindow, kEngines, engine_name);
 INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupRefusal, kEngines, engine_name);
+INSTANTIATE_TEST_SUITE_P(Engines, RedisStreamDedupBits, kEngines, engine_name);
 
 }  // namespace
 }  // namespace redbloom

@@ -50,9 +50,12 @@ local function check_streams(input, output)
   return last_id, nil
 end
 
--- The n entries from ARGV[pos] on: {id, kind, j, item, nf, fields, live}; width(j) is a keyed
--- entry's count of item arguments in partition j. Returns the entries, how many were done
--- before and how many live ones are to be copied if new, or an error reply.
+-- The n entries from ARGV[pos] on, as one array per attribute indexed by entry (a table per
+-- entry costs more than the rest of its reading): id, kind, j (partition), item (its first
+-- item argument), nf and fields (its field strings' count and first), live; `new` and `left`
+-- are for the adds to fill. width(j) is a keyed entry's count of item arguments in partition
+-- j. Returns the entries, how many were done before and how many live ones are to be copied
+-- if new, or an error reply.
 -- Only an entry still pending for this consumer is handled: a batch run again, or an entry
 -- another consumer took over (and finishes, or finished), is left as it is. One range query
 -- answers for the whole batch (what it returns besides the batch's entries is this consumer's
@@ -62,32 +65,37 @@ local function read_entries(input, group, consumer, minid, maxid, pos, n, width)
   local mine = redis.call('XPENDING', input, group, minid, maxid, 1000000000, consumer)
   local pending = {}
   for i = 1, #mine do pending[mine[i][1]] = true end
-  local entries, done_before, copies = {}, 0, 0
+  local E = {n = n, id = {}, kind = {}, j = {}, item = {}, nf = {}, fields = {}, live = {},
+             new = {}, left = {}}
+  local id, kind, js, item, nf, fields, live = E.id, E.kind, E.j, E.item, E.nf, E.fields, E.live
+  local done_before, copies = 0, 0
   for e = 1, n do
-    local ent = {id = argv[pos], kind = argv[pos + 1]}
+    local this, what = argv[pos], argv[pos + 1]
+    id[e], kind[e] = this, what
     pos = pos + 2
-    if ent.kind == 'k' then
-      ent.j = tonumber(argv[pos])
-      ent.item = pos + 1
-      pos = pos + 1 + width(ent.j)
+    if what == 'k' then
+      local j = tonumber(argv[pos])
+      js[e], item[e] = j, pos + 1
+      pos = pos + 1 + width(j)
     end
-    if ent.kind == 'k' or ent.kind == 'p' then
-      ent.nf = tonumber(argv[pos])
-      ent.fields = pos + 1
-      pos = pos + 1 + ent.nf
-      if ent.nf < 2 or ent.nf % 2 ~= 0 then
-        return nil, 0, 0, redis.error_reply('REDBLOOMDEDUP fields ' .. ent.id)
+    local copied = what == 'k' or what == 'p'
+    if copied then
+      local count = tonumber(argv[pos])
+      nf[e], fields[e] = count, pos + 1
+      pos = pos + 1 + count
+      if count < 2 or count % 2 ~= 0 then
+        return nil, 0, 0, redis.error_reply('REDBLOOMDEDUP fields ' .. this)
       end
     end
-    ent.live = pending[ent.id] == true
-    if ent.live then
-      if ent.kind == 'k' or ent.kind == 'p' then copies = copies + 1 end
+    if pending[this] then
+      live[e] = true
+      if copied then copies = copies + 1 end
     else
+      live[e] = false
       done_before = done_before + 1
     end
-    entries[e] = ent
   end
-  return entries, done_before, copies, nil
+  return E, done_before, copies, nil
 end
 
 -- XADD * raises once the output's last id is the last possible one; below the largest
@@ -110,7 +118,7 @@ end
 -- before the first write cover what can), and if a call does, the reply says what was done.
 -- Returns {unique, duplicates, skipped, passed, deleted}, or the error reply
 -- "REDBLOOMDEDUP partial <copied> <uncopied> <first> <last> <acked 1|0> <message>".
-local function ack_and_copy(input, output, group, maxlen, entries, acks)
+local function ack_and_copy(input, output, group, maxlen, E, acks)
   local argv = ARGV
   local unacked = nil
   for from = 1, #acks, 5000 do
@@ -123,29 +131,30 @@ local function ack_and_copy(input, output, group, maxlen, entries, acks)
   if tonumber(maxlen) > 0 then xa = {'MAXLEN', '~', maxlen, '*'} end
   local head = #xa
   local unique, dups, skipped, passed, deleted = 0, 0, 0, 0, 0
-  for e = 1, #entries do
-    local ent = entries[e]
-    if ent.live and not ent.left then
-      local copy = false
-      if ent.kind == 'k' then
-        if ent.new then unique = unique + 1; copy = true else dups = dups + 1 end
-      elseif ent.kind == 'p' then
+  local id, kind, nf, fields, live = E.id, E.kind, E.nf, E.fields, E.live
+  local new, left = E.new, E.left
+  for e = 1, E.n do
+    if live[e] and not left[e] then
+      local copy, what = false, kind[e]
+      if what == 'k' then
+        if new[e] then unique = unique + 1; copy = true else dups = dups + 1 end
+      elseif what == 'p' then
         passed = passed + 1; copy = true
-      elseif ent.kind == 's' then
+      elseif what == 's' then
         skipped = skipped + 1
       else
         deleted = deleted + 1
       end
       if copy and not failed then
-        local at = ent.fields
-        for f = 0, ent.nf - 1 do xa[head + 1 + f] = argv[at + f] end
-        local r = redis.pcall('XADD', output, unpack(xa, 1, head + ent.nf))
+        local at, count = fields[e], nf[e]
+        for f = 0, count - 1 do xa[head + 1 + f] = argv[at + f] end
+        local r = redis.pcall('XADD', output, unpack(xa, 1, head + count))
         if type(r) == 'table' and r.err then failed = r.err end
       end
       if copy and failed then
         uncopied = uncopied + 1
-        if first_uncopied == '' then first_uncopied = ent.id end
-        last_uncopied = ent.id
+        if first_uncopied == '' then first_uncopied = id[e] end
+        last_uncopied = id[e]
       end
     end
   end
@@ -160,11 +169,13 @@ end
 )lua";
 
 // One batch. KEYS: input, output, then the partition keys the batch touches.
-// ARGV: group, sealed length, maxlen (0: none), engine ('b' BITFIELD, 'm' RB.PARTADD), hashes,
+// ARGV: group, sealed length, maxlen (0: none), engine ('b' BITFIELD, 'l' GETRANGE and SETRANGE
+// of a blocked item's line, 'm' RB.PARTADD), hashes,
 // layout, partition bits, partitions, m (= #KEYS - 2), consumer, the batch's lowest and highest
 // ids, m partition indexes, n (entries), then
 // per entry: id, kind ('k' keyed, 'p' passed unfiltered, 's' skipped, 'd' deleted), and
-//   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b') or the packed item ('m')
+//   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b'), the line's offset and
+//   its (byte, mask) pairs ('l') or the packed item ('m')
 //   'k', 'p': the count of field and value strings, then them.
 // Reads and checks everything first; the first write is the test-and-set, whose deny-oom
 // refusal (a full server) then comes before anything was written. Redis keeps a script's
@@ -194,6 +205,12 @@ if redis.acl_check_cmd then
                                  ARGV[12 + j], '') then
         denied = 'RB.PARTADD ' .. key
       end
+    elseif engine == 'l' then
+      if not redis.acl_check_cmd('GETRANGE', key, '0', '63') then
+        denied = 'GETRANGE ' .. key
+      elseif not redis.acl_check_cmd('SETRANGE', key, '0', 'x') then
+        denied = 'SETRANGE ' .. key
+      end
     elseif not redis.acl_check_cmd('BITFIELD', key, 'SET', 'u1', '0', '1') then
       denied = 'BITFIELD ' .. key
     end
@@ -209,20 +226,23 @@ for j = 1, m do
 end
 local pos = 13 + m
 local n = tonumber(ARGV[pos])
-local width = engine == 'm' and 1 or k
-local entries, done_before, copies
-entries, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1,
-                                                 n, function() return width end)
+local width = engine == 'm' and 1 or (engine == 'l' and 2 or k)
+local E, done_before, copies
+E, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1, n,
+                                           function() return width end)
 if err then return err end
 err = check_room(last_id, copies)
 if err then return err end
 local acks, by_part = {}, {}
+local ids, kinds, js, items, new = E.id, E.kind, E.j, E.item, E.new
 for j = 1, m do by_part[j] = {} end
 for e = 1, n do
-  local ent = entries[e]
-  if ent.live then
-    acks[#acks + 1] = ent.id
-    if ent.kind == 'k' then table.insert(by_part[ent.j], ent) end
+  if E.live[e] then
+    acks[#acks + 1] = ids[e]
+    if kinds[e] == 'k' then
+      local list = by_part[js[e]]
+      list[#list + 1] = e
+    end
   end
 end
 for j = 1, m do
@@ -231,10 +251,38 @@ for j = 1, m do
     for from = 1, #list, 1024 do
       local last = math.min(#list, from + 1023)
       local packed = {}
-      for i = from, last do packed[i - from + 1] = argv[list[i].item] end
+      for i = from, last do packed[i - from + 1] = argv[items[list[i]]] end
       local flags = redis.call('RB.PARTADD', key, sealed, layout, k, pbits, parts,
                                ARGV[12 + j], table.concat(packed))
-      for i = from, last do list[i].new = string.byte(flags, i - from + 1) ~= 0 end
+      for i = from, last do new[list[i]] = string.byte(flags, i - from + 1) ~= 0 end
+    end
+  elseif engine == 'l' then
+    -- A blocked item's bits are in one 64-byte line: read whole, tested and set here, and
+    -- written back only for a new item; two calls an item instead of k bit operations.
+    -- Arguments: the line's offset, then (byte in the line, mask) pairs.
+    local band, bor, byte = bit.band, bit.bor, string.byte
+    for i = 1, #list do
+      local e = list[i]
+      local at = tonumber(argv[items[e]])
+      local bits = argv[items[e] + 1]
+      local line = redis.call('GETRANGE', key, at, at + 63)
+      local fresh = false
+      for q = 1, #bits, 2 do
+        local b, mask = byte(bits, q, q + 1)
+        if band(byte(line, b + 1), mask) ~= mask then
+          fresh = true
+          break
+        end
+      end
+      if fresh then
+        local bytes = {byte(line, 1, 64)}
+        for q = 1, #bits, 2 do
+          local b, mask = byte(bits, q, q + 1)
+          bytes[b + 1] = bor(bytes[b + 1], mask)
+        end
+        redis.call('SETRANGE', key, at, string.char(unpack(bytes)))
+      end
+      new[e] = fresh
     end
   else
     -- One argument table for every call, filled by a counter: the per-bit work is most of
@@ -244,7 +292,7 @@ for j = 1, m do
       local last = math.min(#list, from + per - 1)
       local na = 0
       for i = from, last do
-        local at = list[i].item
+        local at = items[list[i]]
         for b = 0, k - 1 do
           bf[na + 1] = 'SET'
           bf[na + 2] = 'u1'
@@ -260,12 +308,12 @@ for j = 1, m do
         for b = 1, k do
           if old[base + b] == 0 then fresh = true end
         end
-        list[i].new = fresh
+        new[list[i]] = fresh
       end
     end
   end
 end
-local c = ack_and_copy(input, output, group, maxlen, entries, acks)
+local c = ack_and_copy(input, output, group, maxlen, E, acks)
 if c.err then return c end
 return {c[1], c[2], c[3], c[4], c[5], done_before}
 )lua";
@@ -337,15 +385,18 @@ if redis.acl_check_cmd then
   if denied then return redis.error_reply('REDBLOOMDEDUP denied ' .. denied) end
 end
 local n = tonumber(argv[pos])
-local entries, done_before, copies
-entries, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1,
-                                                 n, function(j) return parts[j].stride end)
+local E, done_before, copies
+E, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1, n,
+                                           function(j) return parts[j].stride end)
 if err then return err end
 err = check_room(last_id, copies)
 if err then return err end
+local ids, items, live = E.id, E.item, E.live
 for e = 1, n do
-  local ent = entries[e]
-  if ent.live and ent.kind == 'k' then table.insert(parts[ent.j].list, ent) end
+  if live[e] and E.kind[e] == 'k' then
+    local list = parts[E.j[e]].list
+    list[#list + 1] = e
+  end
 end
 -- The adds. An add's own refusals (a damaged or lost key) come before it writes, as a reply:
 -- that partition's entries are then left pending, the others go on.
@@ -360,7 +411,7 @@ for j = 1, m do
       local call, packed = {'RB.STREAM', #p.keys}, {}
       for i = 1, #p.keys do call[#call + 1] = p.keys[i] end
       for i = 1, #p.head do call[#call + 1] = p.head[i] end
-      for i = 1, #list do packed[i] = argv[list[i].item] end
+      for i = 1, #list do packed[i] = argv[items[list[i]]] end
       call[#call + 1] = table.concat(packed)
       r = redis.pcall(unpack(call))
     else
@@ -369,7 +420,7 @@ for j = 1, m do
       local na = #a + 1
       a[na] = tostring(#list)
       for i = 1, #list do
-        local at = list[i].item
+        local at = items[list[i]]
         for b = 0, stride - 1 do a[na + 1 + b] = argv[at + b] end
         na = na + stride
       end
@@ -382,8 +433,8 @@ for j = 1, m do
     end
   end
   for i = 1, #list do
-    local ent = list[i]
-    if i <= done then ent.new = string.byte(flags, i) == 49 else ent.left = true end
+    local e = list[i]
+    if i <= done then E.new[e] = string.byte(flags, i) == 49 else E.left[e] = true end
   end
   results[#results + 1] = status
   results[#results + 1] = links
@@ -391,12 +442,11 @@ for j = 1, m do
 end
 local acks, left = {}, {}
 for e = 1, n do
-  local ent = entries[e]
-  if ent.live then
-    if ent.left then left[#left + 1] = ent.id else acks[#acks + 1] = ent.id end
+  if live[e] then
+    if E.left[e] then left[#left + 1] = ids[e] else acks[#acks + 1] = ids[e] end
   end
 end
-local c = ack_and_copy(input, output, group, maxlen, entries, acks)
+local c = ack_and_copy(input, output, group, maxlen, E, acks)
 if c.err then return c end
 return {c[1], c[2], c[3], c[4], c[5], done_before, results, left}
 )lua";
@@ -953,7 +1003,7 @@ std::vector<std::string_view> script_arguments(const RedisStreamDedup::State& s,
   args.push_back(s.options.group);
   args.push_back(number(s.sealed_length));
   args.push_back(number(s.options.maxlen));
-  args.push_back(s.module ? "m" : "b");
+  args.push_back(s.module ? "m" : p.layout == Layout::blocked ? "l" : "b");
   args.push_back(number(p.hashes));
   args.push_back(to_string(p.layout));
   args.push_back(number(p.partition_bits));

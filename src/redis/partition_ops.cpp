@@ -1,5 +1,7 @@
 #include "partition_ops.hpp"
 
+#include <array>
+
 #include "core/layout.hpp"
 #include "core/packed_items.hpp"
 #include "redbloom/sizing.hpp"
@@ -153,7 +155,25 @@ class StockCommands final : public PartitionCommands {
 
   void append_script_item(std::vector<std::string>& out, const ItemHash& hash,
                           std::string_view) const override {
-    probes(hash, [&](std::uint64_t bit) { out.push_back(std::to_string(bit)); });
+    if (params_.layout != Layout::blocked) {
+      probes(hash, [&](std::uint64_t bit) { out.push_back(std::to_string(bit)); });
+      return;
+    }
+    // The line's byte offset, then each byte of it that holds the item's bits once, with its
+    // mask (BITFIELD's bit order: bit 0 is a byte's highest).
+    std::array<std::uint8_t, kBlockBytes> masks{};
+    layout::blocked_probes_in_block(hash, params_.hashes, [&](std::uint64_t bit) {
+      masks[bit / 8] |= static_cast<std::uint8_t>(0x80u >> (bit % 8));
+    });
+    std::string pairs;
+    for (std::size_t b = 0; b < kBlockBytes; ++b) {
+      if (masks[b] == 0) continue;
+      pairs.push_back(static_cast<char>(b));
+      pairs.push_back(static_cast<char>(masks[b]));
+    }
+    out.push_back(
+        std::to_string(layout::blocked_block_of(hash, params_.partition_bits) * kBlockBytes));
+    out.push_back(std::move(pairs));
   }
 
  private:

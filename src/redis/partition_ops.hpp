@@ -71,8 +71,9 @@ class PartitionCommands {
                              std::uint8_t* present) const = 0;
   // One item's arguments for a server-side script that runs the test-and-set command itself
   // (the Redis Streams stage, redis_stream_dedup.cpp): stock, the item's bit offsets in its
-  // partition (BITFIELD SET u1 <bit> 1 each); module, the item packed (RB.PARTADD's items
-  // argument).
+  // partition (BITFIELD SET u1 <bit> 1 each), or for a blocked layout its line's byte offset
+  // and a string of (byte in the line, mask) pairs (GETRANGE, then SETRANGE if new); module,
+  // the item packed (RB.PARTADD's items argument).
   virtual void append_script_item(std::vector<std::string>& out, const ItemHash& hash,
                                   std::string_view item) const = 0;
 };
