@@ -14,7 +14,11 @@
 # Prints `uptime` before and after, since the machine may be shared.
 # --layout picks the filters' layout (classic, the default, or blocked: an item's bits in one
 # 64-byte line of each slice, fewer cache lines an event at about a third more memory).
+# --partition-size (default 4MiB) splits each slice's first link into 3 partitions, so the
+# filter spreads over the 3 masters (3 servers): with one partition, one of them holds it all
+# and does all its work.
 #   scripts/bench-job-day.sh [--events=7e6] [--stock-events=2e5] [--reps=3] [--layout=classic]
+#                            [--partition-size=4MiB]
 # The build dir is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench (Release); the server is
 # $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH. Every server is killed by pid on exit.
 set -euo pipefail
@@ -23,15 +27,17 @@ events=7e6
 stock_events=2e5
 reps=3
 layout=classic
+partition_size=4MiB
 for arg in "$@"; do
   case $arg in
     --events=*) events=${arg#--events=} ;;
     --stock-events=*) stock_events=${arg#--stock-events=} ;;
     --reps=*) reps=${arg#--reps=} ;;
     --layout=*) layout=${arg#--layout=} ;;
+    --partition-size=*) partition_size=${arg#--partition-size=} ;;
     *)
       echo "usage: scripts/bench-job-day.sh [--events=7e6] [--stock-events=2e5] [--reps=3]" \
-        "[--layout=classic]" >&2
+        "[--layout=classic] [--partition-size=4MiB]" >&2
       exit 2
       ;;
   esac
@@ -68,7 +74,7 @@ echo "servers: $("$server_bin" --version | head -n1), no persistence; a cluster 
   "with redbloom.so (ports ${ports[*]:0:3}), three servers without it (ports ${ports[*]:3:3}," \
   "TLS ${tls_ports[*]:3:3})"
 echo "events: $count click-log lines (the first $stock_count without the module), a third of" \
-  "them repeats; layout $layout; reps: $reps (medians shown)"
+  "them repeats; layout $layout, partitions of at most $partition_size; reps: $reps (medians shown)"
 
 # Click-log-shaped lines (as scripts/bench-stream.sh), a third of them redeliveries.
 awk -v n="$count" 'BEGIN { srand(7); for (i = 0; i < n; i++)
@@ -80,7 +86,8 @@ head -n "$stock_count" "$dir/events.txt" >"$dir/stock-events.txt"
 seconds() {
   local start end
   start=$EPOCHREALTIME
-  "$cli" dedup --redis "$1" --name "$2" -n 7e6 -p 1e-6 --window 10m --slices 4 --layout "$layout" -q \
+  "$cli" dedup --redis "$1" --name "$2" -n 7e6 -p 1e-6 --window 10m --slices 4 --layout "$layout" \
+    --partition-size "$partition_size" -q \
     "$3" >"$dir/out-$2.txt"
   end=$EPOCHREALTIME
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'

@@ -51,6 +51,14 @@ for m in 0 1 2; do
   [[ $keys -ge $((partitions / 3)) ]] && spread=ok || spread="master $m holds $keys keys of $partitions"
   check "partitions spread over master $m" ok "$spread"
 done
+check "a filter of many partitions on a cluster: no warning of idle masters" "no" \
+  "$(grep -q 'so only' <<< "$err" && echo yes || echo no)"
+run create --redis "$C" --name small --window 10m -n 1000
+check "a windowed filter of one partition on a cluster is made" 0 "$rc"
+check_contains "and the warning says one master does its work, and how to spread it" \
+  "has 1 partition, so only 1 of its 3 masters holds it" "$err"
+check_contains "and that a stage on a cluster needs one partition" "keep one partition there" "$err"
+"$redbloom" drop --redis "$C" --name small >/dev/null
 run dedup --redis "$C" --name urls a.txt
 check "dedup a" 0 "$rc"
 check "dedup a lines" 20000 "$(wc -l <<< "$out")"

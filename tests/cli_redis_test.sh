@@ -193,8 +193,21 @@ check "source kept" "$("$redbloom" exists -f local.rbf -c b.txt)" \
 start_redis shard2
 start_redis shard3
 S="$U,$(redis_uri shard2),$(redis_uri shard3)"
+run create --redis "$S" --name one-partition -n 1000
+check "a filter of one partition on three servers is made" 0 "$rc"
+check_contains "and the warning says only one server works, and how to spread it" \
+  "has 1 partition, so only 1 of its 3 servers holds it" "$err"
+check_contains "the partition size that spreads it" "(--partition-size) spread it over all" "$err"
+run create --redis "$S" --name four-partitions -n 100000 --partition-size 32KiB
+check "four partitions on three servers: made" 0 "$rc"
+check "four partitions on three servers: no such warning" "no" \
+  "$(grep -q 'so only' <<< "$err" && echo yes || echo no)"
+"$redbloom" drop --redis "$S" --name one-partition >/dev/null
+"$redbloom" drop --redis "$S" --name four-partitions >/dev/null
 run dedup --redis "$S" --name sharded -n 100000 --partition-size 8KiB a.txt
 check "sharded dedup" 0 "$rc"
+check "a filter spread over the three servers: no warning" "no" \
+  "$(grep -q 'so only' <<< "$err" && echo yes || echo no)"
 check "sharded dedup lines" 20000 "$(wc -l <<< "$out")"
 run dedup --redis "$S" --name sharded b.txt
 check "sharded dedup: only the new half" "$(seq 20001 30000 | sed 's/^/url-/')" "$out"

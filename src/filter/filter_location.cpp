@@ -81,6 +81,39 @@ void note_eviction_risks(const Location& location, std::vector<std::string>& war
   }
 }
 
+// A filter of fewer partitions than its servers (a cluster's masters) leaves the others
+// idle: its memory and its work all on some of them. `link_bytes`: its first link's bytes.
+void note_unspread(const Location& location, std::uint64_t partitions, std::uint64_t link_bytes,
+                   std::vector<std::string>& warnings) {
+  std::size_t holders = location.servers.size();
+  std::string what = "servers";
+  const bool cluster = holders == 1;
+  if (cluster) {
+    try {
+      holders = RedisStore::masters(location.servers.front());
+    } catch (const Error&) {
+      return;  // the eviction check says what is wrong with the server
+    }
+    what = "masters";
+  }
+  if (partitions >= holders) return;
+  const std::string count = std::to_string(partitions);
+  std::string warning = "filter '" + location.name + "' has " + count +
+                        (partitions == 1 ? " partition, so only 1 of its "
+                                         : " partitions, so only " + count + " of its ");
+  warning += std::to_string(holders) + " " + what +
+             (partitions == 1 ? " holds it and does" : " hold it and do") +
+             " its work; partitions of at most " +
+             format_bytes(static_cast<double>(link_bytes) / static_cast<double>(holders)) +
+             " (--partition-size) spread it over all";
+  if (cluster) {
+    warning +=
+        " (but a Redis Streams stage on a cluster needs the filter in one slot: keep "
+        "one partition there)";
+  }
+  warnings.push_back(std::move(warning));
+}
+
 // The server that holds a Redis filter's exact set: the first (of a sharded filter).
 const RedisEndpoint& exact_home(const Location& location) {
   return location.servers.front();
@@ -110,7 +143,11 @@ Filter Filter::create(const Location& location, const FilterParams& params, bool
                     : create_file_filter(location.path, params, overwrite));
   if (report) {
     report->created = true;
-    if (location.in_redis()) note_eviction_risks(location, report->warnings);
+    if (location.in_redis()) {
+      note_eviction_risks(location, report->warnings);
+      note_unspread(location, params.partitions, params.partitions * params.partition_bytes(),
+                    report->warnings);
+    }
   }
   return filter;
 }
@@ -133,7 +170,12 @@ Filter Filter::create(const Location& location, const StreamOptions& stream, boo
   }
   if (report) {
     report->created = true;
-    if (location.in_redis()) note_eviction_risks(location, report->warnings);
+    if (location.in_redis()) {
+      note_eviction_risks(location, report->warnings);
+      const FilterParams first = shape.link_params(0);
+      note_unspread(location, shape.partitions(), first.partitions * first.partition_bytes(),
+                    report->warnings);
+    }
   }
   return Filter(std::move(store));
 }

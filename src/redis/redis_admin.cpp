@@ -242,6 +242,10 @@ std::unique_ptr<RedisStore> RedisStore::create(const RedisEndpoint& endpoint, st
   return std::unique_ptr<RedisStore>(new RedisStore(std::move(state)));
 }
 
+std::size_t RedisStore::masters(const RedisEndpoint& endpoint) {
+  return redis::make_router(endpoint)->masters();
+}
+
 std::vector<std::string> RedisStore::eviction_risks(const RedisEndpoint& endpoint) {
   const auto router = redis::make_router(endpoint);
   std::vector<std::string> risks;

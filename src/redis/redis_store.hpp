@@ -109,6 +109,8 @@ class RedisStore final : public Store {
   // when full: a maxmemory limit with an allkeys-* policy (the volatile-* ones take only keys
   // with a TTL, which a filter's never have). Empty if none, or where CONFIG is not allowed.
   static std::vector<std::string> eviction_risks(const RedisEndpoint& endpoint);
+  // The masters that hold keys: a cluster's, else 1.
+  static std::size_t masters(const RedisEndpoint& endpoint);
   // The server's run_id and the endpoint's db ("<run_id>/<db>"): equal for two endpoints that
   // reach the same keyspace under different addresses (localhost, 127.0.0.1, an alias).
   static std::string keyspace_id(const RedisEndpoint& endpoint);
