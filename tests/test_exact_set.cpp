@@ -1163,6 +1163,35 @@ TEST_F(RedisExactSetTest, AnUnfinishedCreationIsReported) {
   EXPECT_EQ(keys(), std::vector<std::string>{});
 }
 
+// A filter opened with a short wait for its creator gives its exact set the same wait: a set
+// whose creation never finishes is reported after that wait, not after the default 30 s.
+TEST_F(RedisExactSetTest, TheFilterOpenedWithAShortWaitGivesItToItsExactSet) {
+  const Location where = Location::redis({endpoint()}, "f");
+  {
+    const Filter made = Filter::create(where, size_filter(1000, 0.01, Layout::blocked));
+    (void)create_exact_set(where, made);
+  }
+  ASSERT_EQ(server_.integer({"HSET", "f:exact", "state", "creating"}), 0);
+  OpenOptions options;
+  options.wait_for_creator = std::chrono::milliseconds(300);
+  const Filter filter = Filter::open(where, options);
+  EXPECT_EQ(filter.wait_for_creator(), std::chrono::milliseconds(300));
+  for (const bool through_writing : {false, true}) {
+    SCOPED_TRACE(through_writing);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(
+        {
+          if (through_writing)
+            (void)exact_set_for_writing(where, filter, /*create=*/false);
+          else
+            (void)open_exact_set(where, filter);
+        },
+        IncompleteFilter);
+    // Well under the default wait even on a loaded machine.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  }
+}
+
 // A key of another program at a bucket's name stops the creation, is left as it was, and
 // nothing of the set stays behind (so no later drop can mistake that key for a bucket).
 TEST_F(RedisExactSetTest, AForeignKeyAtABucketNameStopsCreateAndIsKept) {

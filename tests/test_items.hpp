@@ -47,6 +47,13 @@ inline std::vector<std::string> items_of_two_partitions(std::uint64_t partitions
   return first;
 }
 
+// Partition `partition` of the plain Redis filter `name`: the key layout of
+// src/core/redis_format.hpp, spelled out here on purpose, so that a change to the layout shows
+// up as a failing test, not followed silently.
+inline std::string partition_key(const std::string& name, std::uint64_t partition) {
+  return name + ":bits:{" + name + ":" + std::to_string(partition) + "}";
+}
+
 inline bool contains_text(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }

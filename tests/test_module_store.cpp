@@ -21,6 +21,7 @@
 #include "redis/redis_store.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
+#include "rounds_sent_ahead.hpp"
 #include "test_items.hpp"
 
 namespace redbloom {
@@ -29,6 +30,7 @@ namespace {
 using test::RedisServer;
 using testing::contains_text;
 using testing::error_of;
+using testing::partition_key;
 
 const std::vector<std::string> kWithModule = {"--loadmodule", REDBLOOM_MODULE_PATH};
 constexpr std::uint64_t kSmallPartition = 64 * 1024;
@@ -65,10 +67,6 @@ Answers exercise(Filter& filter) {
   }
   filter.contains_many(probe_views, answers.present);
   return answers;
-}
-
-std::string partition_key(const std::string& name, std::uint64_t partition) {
-  return name + ":bits:{" + name + ":" + std::to_string(partition) + "}";
 }
 
 TEST(ModuleStore, OneServerGivesTheStockPathsAnswersAndBits) {
@@ -119,30 +117,11 @@ TEST(ModuleStore, APartitionLostUnderTheModuleIsAnError) {
   EXPECT_TRUE(contains_text(shorter, "changed length")) << shorter;
 }
 
-// Rounds are sent ahead of the earlier rounds' replies: a later round that fails under the
-// module leaves the rounds before it committed, exactly (three rounds of 2,048 items in
-// partition 0 before the first item of partition 1, whose key is gone).
+// Rounds are sent ahead of the earlier rounds' replies under the module too
+// (rounds_sent_ahead.hpp).
 TEST(ModuleStore, ARoundSentAheadThatFailsLeavesTheRoundsBeforeItCommitted) {
   RedisServer with(kWithModule);
-  const FilterParams params = size_filter(100000, 0.01, Layout::blocked, kSmallPartition);
-  ASSERT_GE(params.partitions, 2u);
-  constexpr std::size_t kBefore = 3 * 2048;
-  const std::vector<std::string> owned =
-      testing::items_of_two_partitions(params.partitions, kBefore, 5000);
-  const std::vector<std::string_view> items(owned.begin(), owned.end());
-  Filter filter = Filter::create_redis(with.endpoint(), "ahead", params);
-  (void)with.command({"DEL", partition_key("ahead", 1)});
-  std::vector<std::uint8_t> flags(items.size(), 7);
-  try {
-    filter.add_many(items, flags);
-    ADD_FAILURE() << "add_many succeeded without its partition key";
-  } catch (const IncompleteWrite& e) {
-    EXPECT_EQ(e.committed(), kBefore) << e.what();
-    EXPECT_TRUE(contains_text(e.what(), "vanished")) << e.what();
-  }
-  for (std::size_t i = 0; i < kBefore; ++i) ASSERT_EQ(flags[i], 1) << "item " << i;
-  std::vector<std::uint8_t> present(kBefore);
-  EXPECT_EQ(filter.contains_many(std::span(items).first(kBefore), present), kBefore);
+  testing::expect_rounds_before_a_failed_one_committed(with, Layout::blocked);
 }
 
 TEST(ModuleStore, ShardedServersUseTheModuleOnlyWhereEveryServerHasIt) {

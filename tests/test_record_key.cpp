@@ -240,16 +240,14 @@ TEST(RecordKeyJson, BatchKeysPointIntoOneArena) {
   EXPECT_EQ(keys.back(), "skey-2999");
 }
 
-// The batch path (records parsed as one stream) must give what the records give one by one,
-// whatever the mix: good batches, and batches where the stream does not apply.
-void expect_batch_as_one_by_one(const std::vector<std::string>& lines) {
+// The batch path (records parsed as one stream) must give what the records give one by one.
+void expect_records_as_one_by_one(const std::vector<std::string_view>& records) {
   RecordKeyExtractor batch_extractor(RecordKeySpec::json("a.id"));
   RecordKeyExtractor single(RecordKeySpec::json("a.id"));
-  const std::vector<std::string_view> records(lines.begin(), lines.end());
   std::vector<std::string_view> keys;
   std::vector<Status> statuses;
-  std::size_t expected_found = 0;
   const std::size_t found = batch_extractor.extract_all(records, keys, statuses);
+  std::size_t expected_found = 0;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const Got got = key_of(single, records[i]);
     EXPECT_EQ(statuses[i], got.status) << i << ": " << records[i];
@@ -257,6 +255,11 @@ void expect_batch_as_one_by_one(const std::vector<std::string>& lines) {
     expected_found += got.status == Status::ok ? 1 : 0;
   }
   EXPECT_EQ(found, expected_found);
+}
+
+// Whatever the mix: good batches, and batches where the stream does not apply.
+void expect_batch_as_one_by_one(const std::vector<std::string>& lines) {
+  expect_records_as_one_by_one({lines.begin(), lines.end()});
 }
 
 TEST(RecordKeyJson, BatchGivesWhatRecordsGiveOneByOne) {
@@ -349,20 +352,7 @@ std::vector<std::string_view> views_in_one_buffer(const std::vector<std::string>
 
 void expect_buffer_batch_as_one_by_one(const std::vector<std::string>& lines) {
   std::string buffer;
-  const std::vector<std::string_view> records = views_in_one_buffer(lines, buffer);
-  RecordKeyExtractor batch_extractor(RecordKeySpec::json("a.id"));
-  RecordKeyExtractor single(RecordKeySpec::json("a.id"));
-  std::vector<std::string_view> keys;
-  std::vector<Status> statuses;
-  const std::size_t found = batch_extractor.extract_all(records, keys, statuses);
-  std::size_t expected_found = 0;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const Got got = key_of(single, records[i]);
-    EXPECT_EQ(statuses[i], got.status) << i << ": " << records[i];
-    EXPECT_EQ(std::string(keys[i]), got.status == Status::ok ? got.key : "") << records[i];
-    expected_found += got.status == Status::ok ? 1 : 0;
-  }
-  EXPECT_EQ(found, expected_found);
+  expect_records_as_one_by_one(views_in_one_buffer(lines, buffer));
 }
 
 TEST(RecordKeyJson, BatchInOneBufferGivesWhatRecordsGiveOneByOne) {

@@ -33,6 +33,7 @@
 #include "redbloom/redis_endpoint.hpp"
 #include "redis/redis_store.hpp"
 #include "redis_server.hpp"
+#include "rounds_sent_ahead.hpp"
 #include "test_items.hpp"
 
 namespace redbloom {
@@ -41,6 +42,7 @@ namespace {
 using redbloom::testing::contains_text;
 using redbloom::testing::error_of;
 using redbloom::testing::make_items;
+using redbloom::testing::partition_key;
 using redbloom::testing::views_of;
 
 using namespace std::chrono_literals;
@@ -53,12 +55,6 @@ constexpr std::uint64_t kSmallPartition = 64 * 1024;
 
 RedisStore& redis_store(Filter& filter) {
   return dynamic_cast<RedisStore&>(filter.store());
-}
-
-// The key layout documented in src/redis_keys.hpp, spelled out here on purpose: a change to
-// the layout must show up as a failing test, not follow silently.
-std::string partition_key(const std::string& name, std::uint64_t partition) {
-  return name + ":bits:{" + name + ":" + std::to_string(partition) + "}";
 }
 
 std::vector<std::uint8_t> partition_bytes(const Store& store, std::uint64_t partition) {
@@ -294,31 +290,9 @@ TEST_F(RedisStoreTest, APartitionThatVanishesWhileOpenStaysAnErrorOnEveryPath) {
   }
 }
 
-// A batch's rounds are sent ahead of the replies of the earlier ones: when a later round
-// fails, the rounds before it are still reported committed, exactly, and hold their items.
-// The first 6,144 items (three rounds of 2,048) go to partition 0, the rest to partition 1,
-// whose key is gone, so the fourth round fails while the first ones' replies are unread.
+// A batch's rounds are sent ahead of the replies of the earlier ones (rounds_sent_ahead.hpp).
 TEST_F(RedisStoreTest, ARoundSentAheadThatFailsLeavesTheRoundsBeforeItCommitted) {
-  const FilterParams params = size_filter(100000, 0.01, Layout::classic, kSmallPartition);
-  ASSERT_GE(params.partitions, 2u);
-  constexpr std::size_t kBefore = 3 * 2048;
-  const std::vector<std::string> owned =
-      testing::items_of_two_partitions(params.partitions, kBefore, 5000);
-  const std::vector<std::string_view> items(owned.begin(), owned.end());
-  Filter filter = Filter::create_redis(endpoint(), "ahead", params);
-  (void)server_.command({"DEL", partition_key("ahead", 1)});
-  std::vector<std::uint8_t> flags(items.size(), 7);
-  try {
-    filter.add_many(items, flags);
-    ADD_FAILURE() << "add_many succeeded without its partition key";
-  } catch (const IncompleteWrite& e) {
-    EXPECT_EQ(e.committed(), kBefore) << e.what();
-    EXPECT_TRUE(contains_text(e.what(), "vanished")) << e.what();
-  }
-  // The committed rounds' answers were given, and their items are in the filter.
-  for (std::size_t i = 0; i < kBefore; ++i) ASSERT_EQ(flags[i], 1) << "item " << i;
-  std::vector<std::uint8_t> present(kBefore);
-  EXPECT_EQ(filter.contains_many(std::span(items).first(kBefore), present), kBefore);
+  testing::expect_rounds_before_a_failed_one_committed(server_, Layout::classic);
 }
 
 // Filters of Redis format version 1 have no seal after their bits: they still open, answer

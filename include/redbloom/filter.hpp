@@ -220,9 +220,15 @@ class Filter {
   // one per link (backend().links()).
   [[nodiscard]] Store& store();
   [[nodiscard]] const Store& store() const;
+  // How long opening the filter's exact set waits for another process still creating it: the
+  // open options' wait_for_creator when Filter::open made this filter, else their default.
+  [[nodiscard]] std::chrono::milliseconds wait_for_creator() const noexcept {
+    return wait_for_creator_;
+  }
 
  private:
   std::unique_ptr<FilterBackend> backend_;
+  std::chrono::milliseconds wait_for_creator_ = OpenOptions{}.wait_for_creator;
   FilterShape shape_;
   FilterParams params_;
   // The store's one-item paths (store.hpp), called inline by add and contains.

@@ -2,6 +2,7 @@
 // store. The CLI, KnownSet and the bindings all come through here.
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "core/stream_shape.hpp"
 #include "local/cuckoo_store.hpp"
@@ -207,11 +208,19 @@ Filter Filter::open(const Location& location, const OpenOptions& options, OpenRe
       !options.cuckoo) {
     throw InvalidArgument("open: create_if_missing and require_params need the parameters");
   }
+  // Its exact set, opened later, waits for its creator as long as the filter would.
+  const auto remembering_wait = [&](Filter filter) {
+    filter.wait_for_creator_ = options.wait_for_creator;
+    return filter;
+  };
   // Creates the filter the options describe.
   const auto create_asked = [&](bool overwrite) {
-    if (options.stream) return create(location, *options.stream, overwrite, report, options.clock);
-    if (options.cuckoo) return create(location, *options.cuckoo, overwrite, report);
-    return create(location, *options.params, overwrite, report);
+    if (options.stream) {
+      return remembering_wait(create(location, *options.stream, overwrite, report, options.clock));
+    }
+    if (options.cuckoo)
+      return remembering_wait(create(location, *options.cuckoo, overwrite, report));
+    return remembering_wait(create(location, *options.params, overwrite, report));
   };
   if (location.kind == Location::Kind::memory) {
     if (!options.create_if_missing) {
@@ -230,7 +239,7 @@ Filter Filter::open(const Location& location, const OpenOptions& options, OpenRe
   }
   Filter filter = open_existing(location, options);
   check_parameters(filter, options, location);
-  return filter;
+  return remembering_wait(std::move(filter));
 }
 
 bool Filter::exists(const Location& location) {
@@ -284,7 +293,7 @@ std::unique_ptr<ExactSet> open_exact_set(const Location& location, const Filter&
       set = open_file_exact_set(location.path, writable);
       break;
     case Location::Kind::redis:
-      set = open_redis_exact_set(exact_home(location), location.name);
+      set = open_redis_exact_set(exact_home(location), location.name, filter.wait_for_creator());
       break;
   }
   if (!belongs_to(*set, filter)) {
@@ -336,7 +345,8 @@ void drop_stale_exact_set(const Location& location, const Filter& filter) {
       break;
   }
   if (!exact_set_exists(location)) return;
-  const auto set = open_redis_exact_set(exact_home(location), location.name);
+  const auto set =
+      open_redis_exact_set(exact_home(location), location.name, filter.wait_for_creator());
   if (!belongs_to(*set, filter)) drop_redis_exact_set(exact_home(location), location.name);
 }
 
