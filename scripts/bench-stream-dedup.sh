@@ -9,9 +9,11 @@
 # the same server are the baseline: what the stream work (read, acknowledge, copy) costs on top.
 # --layout picks the filters' layout (classic, the default, or blocked). --before names another
 # redbloom binary (a build from before a change): its stage runs are interleaved with the
-# others, for a before/after ratio measured side by side.
+# others, for a before/after ratio measured side by side. --stats prints, for the last run of
+# each case, the server's time per entry in each command (INFO commandstats; the batch
+# scripts' time includes the commands they call) and its CPU per entry.
 #   scripts/bench-stream-dedup.sh [--entries N] [--batch B] [--runs R] [--layout L]
-#                                 [--before BINARY]
+#                                 [--before BINARY] [--stats]
 # Uses build-release/redbloom and build-release/module/redbloom.so (scripts/demo.sh builds
 # them), or $REDBLOOM_BIN and $REDBLOOM_MODULE; Debian's python3-redis drives the streams.
 set -euo pipefail
@@ -21,6 +23,7 @@ batch=1000
 runs=1
 layout=classic
 before=""
+stats=no
 while [[ $# -gt 0 ]]; do
   case $1 in
     --entries) entries=$2; shift 2 ;;
@@ -28,7 +31,8 @@ while [[ $# -gt 0 ]]; do
     --runs) runs=$2; shift 2 ;;
     --layout) layout=$2; shift 2 ;;
     --before) before=$(realpath "$2"); shift 2 ;;
-    *) echo "usage: $0 [--entries N] [--batch B] [--runs R] [--layout L] [--before BINARY]" >&2
+    --stats) stats=yes; shift ;;
+    *) echo "usage: $0 [--entries N] [--batch B] [--runs R] [--layout L] [--before BINARY] [--stats]" >&2
        exit 2 ;;
   esac
 done
@@ -53,12 +57,13 @@ echo "stage dedup --from, $entries entries (30% repeats), --batch $batch, --layo
 for i in 0 1; do
   engine=$([[ $i == 0 ]] && echo "stock Redis" || echo "with redbloom.so")
   /usr/bin/python3 - "$redbloom" "${ports[$i]}" "$entries" "$batch" "$engine" "$dir" "$runs" \
-      "$layout" "$before" <<'PY'
+      "$layout" "$before" "$stats" <<'PY'
 import random, signal, statistics, subprocess, sys, time
 import redis
 cli, port, entries, batch, engine, work, runs = sys.argv[1], int(sys.argv[2]), \
     int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7])
-layout, before = sys.argv[8], sys.argv[9]
+layout, before, stats = sys.argv[8], sys.argv[9], sys.argv[10] == "yes"
+profile = {}  # case: (server CPU µs/entry, {command: µs/entry}), of its last run
 r = redis.Redis(port=port)
 rng = random.Random(1)
 keys, lines = [], []
@@ -75,7 +80,13 @@ shapes = {"plain": ["-n", str(entries), "--layout", layout],
           "windowed": ["--window", "10m", "-n", str(entries), "--layout", layout]}
 
 
-def stage_rate(kind, program):
+def server_cpu():
+    """The server's CPU seconds so far (INFO cpu)."""
+    cpu = r.info("cpu")
+    return cpu["used_cpu_user"] + cpu["used_cpu_sys"]
+
+
+def stage_rate(kind, program, case):
     """The stage's entries/s on a fresh filter of `kind`, and the number copied."""
     r.flushall()
     pipe = r.pipeline(transaction=False)
@@ -86,6 +97,8 @@ def stage_rate(kind, program):
     pipe.execute()
     subprocess.run([cli, "create", "--redis", filter_url, "-p", "1e-6", "-q", *shapes[kind]],
                    check=True)
+    r.config_resetstat()
+    cpu = server_cpu()
     start = time.monotonic()
     stage = subprocess.Popen([program, "dedup", "--from", url + "#in", "--to", url + "#out",
                               "--group", "g", "--create-group", "--key-field", "id", "--redis",
@@ -98,6 +111,10 @@ def stage_rate(kind, program):
             sys.exit("the stage stopped early")
         time.sleep(0.01)
     seconds = time.monotonic() - start
+    cpu = server_cpu() - cpu
+    commands = {name[len("cmdstat_"):] if name.startswith("cmdstat_") else name:
+                v["usec"] / entries for name, v in r.info("commandstats").items()}
+    profile[case] = (cpu * 1e6 / entries, commands)
     stage.send_signal(signal.SIGTERM)
     stage.wait()
     return entries / seconds, r.xlen("out")
@@ -120,10 +137,10 @@ rates = {"plain": [], "windowed": [], "lines": [], "plain before": [], "windowed
 copied = {}
 for run in range(runs):
     for kind in ("plain", "windowed"):
-        rate, copied[kind] = stage_rate(kind, cli)
+        rate, copied[kind] = stage_rate(kind, cli, kind)
         rates[kind].append(rate)
         if before:
-            rate, copied_before = stage_rate(kind, before)
+            rate, copied_before = stage_rate(kind, before, kind + " before")
             rates[kind + " before"].append(rate)
             if copied_before != copied[kind]:
                 sys.exit("the binary before copied %d entries, the one after %d"
@@ -141,5 +158,10 @@ for kind in ("plain", "windowed"):
               % (engine, kind, m[kind + " before"],
                  " ".join("%.0f" % x for x in rates[kind + " before"]),
                  m[kind] / m[kind + " before"]))
+if stats:
+    for case, (cpu, commands) in profile.items():
+        shown = sorted(((v, k) for k, v in commands.items() if v >= 0.01), reverse=True)
+        print("  %-16s %-15s server CPU %.2f us/entry; commands, us/entry: %s"
+              % (engine, case, cpu, ", ".join("%s %.2f" % (k, v) for v, k in shown)))
 PY
 done
