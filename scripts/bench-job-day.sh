@@ -14,11 +14,12 @@
 # Prints `uptime` before and after, since the machine may be shared.
 # --layout picks the filters' layout (classic, the default, or blocked: an item's bits in one
 # 64-byte line of each slice, fewer cache lines an event at about a third more memory).
-# --partition-size (default 4MiB) splits each slice's first link into 3 partitions, so the
-# filter spreads over the 3 masters (3 servers): with one partition, one of them holds it all
-# and does all its work.
+# --partition-size (default 1MiB) splits each slice's first link into about 4 partitions a
+# master (server): the filter spreads over all 3 (with one partition, one of them holds it all
+# and does all its work), and each round of the add gives each master several commands to
+# work through while the client prepares the next.
 #   scripts/bench-job-day.sh [--events=7e6] [--stock-events=2e5] [--reps=3] [--layout=classic]
-#                            [--partition-size=4MiB]
+#                            [--partition-size=1MiB]
 # The build dir is $REDBLOOM_BENCH_BUILD_DIR if set, else build-bench (Release); the server is
 # $REDBLOOM_REDIS_SERVER if set, else redis-server on PATH. Every server is killed by pid on exit.
 set -euo pipefail
@@ -27,7 +28,7 @@ events=7e6
 stock_events=2e5
 reps=3
 layout=classic
-partition_size=4MiB
+partition_size=1MiB
 for arg in "$@"; do
   case $arg in
     --events=*) events=${arg#--events=} ;;
@@ -37,7 +38,7 @@ for arg in "$@"; do
     --partition-size=*) partition_size=${arg#--partition-size=} ;;
     *)
       echo "usage: scripts/bench-job-day.sh [--events=7e6] [--stock-events=2e5] [--reps=3]" \
-        "[--layout=classic] [--partition-size=4MiB]" >&2
+        "[--layout=classic] [--partition-size=1MiB]" >&2
       exit 2
       ;;
   esac
