@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -298,11 +299,25 @@ TEST(PartitionOps, ScriptItemsAreWhatTheCommandsSend) {
     std::vector<std::string> stock;
     stock_partition_commands(f.params)->append_script_item(stock, f.hashes[0], "a");
     std::vector<std::string> probes;
-    const auto visit = [&](std::uint64_t bit) { probes.push_back(std::to_string(bit)); };
     if (layout == Layout::blocked) {
-      layout::blocked_probes(f.hashes[0], f.params.partition_bits, f.params.hashes, visit);
+      // The item's line (its byte offset), then each byte of it holding its bits, once, with
+      // the mask of those bits (BITFIELD's order: bit 0 is a byte's highest).
+      std::map<std::uint64_t, std::uint8_t> masks;
+      layout::blocked_probes(f.hashes[0], f.params.partition_bits, f.params.hashes,
+                             [&](std::uint64_t bit) {
+                               masks[bit / 8] |= static_cast<std::uint8_t>(0x80u >> (bit % 8));
+                             });
+      const std::uint64_t line = masks.begin()->first / 64 * 64;
+      std::string pairs;
+      for (const auto& [byte, mask] : masks) {
+        ASSERT_EQ(byte / 64 * 64, line);  // one line
+        pairs.push_back(static_cast<char>(byte - line));
+        pairs.push_back(static_cast<char>(mask));
+      }
+      probes = {std::to_string(line), pairs};
     } else {
-      layout::classic_probes(f.hashes[0], f.params.partition_bits, f.params.hashes, visit);
+      layout::classic_probes(f.hashes[0], f.params.partition_bits, f.params.hashes,
+                             [&](std::uint64_t bit) { probes.push_back(std::to_string(bit)); });
     }
     EXPECT_EQ(stock, probes);
     std::vector<std::string> module;
