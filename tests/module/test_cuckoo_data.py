@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from module_util import start_server, wait_until
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom_cuckoo"
@@ -22,16 +24,27 @@ RECORDED = json.loads((FIXTURES / "cuckoo.json").read_text())
 DEBUG = ("--enable-debug-command", "yes")
 
 
-def server_on(tmp_path, *options, files=()):
-    directory = tmp_path / "data"
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in files:
-        source = FIXTURES / name
-        if source.is_dir():
-            shutil.copytree(source, directory / name)
-        else:
-            shutil.copy(source, directory / name)
-    return start_server(directory, options=DEBUG + options)
+@pytest.fixture
+def server_on(tmp_path):
+    """Starts a server on copies of fixture files (server_on(*options, files=...)); the test's
+    servers are stopped by pid when it ends."""
+    started = []
+
+    def start(*options, files=()):
+        directory = tmp_path / "data"
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            source = FIXTURES / name
+            if source.is_dir():
+                shutil.copytree(source, directory / name)
+            else:
+                shutil.copy(source, directory / name)
+        started.append(start_server(directory, options=DEBUG + options))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.kill()
 
 
 def same_held(r, with_dump=True):
@@ -44,16 +57,16 @@ def same_held(r, with_dump=True):
             assert held[key][field] == value, (key, field)
 
 
-def test_the_sequence_answers_and_holds_as_redisbloom(tmp_path):
-    r = server_on(tmp_path).client()
+def test_the_sequence_answers_and_holds_as_redisbloom(server_on):
+    r = server_on().client()
     replies = maker.run_sequence(r)
     for step, (ours, theirs) in enumerate(zip(replies, RECORDED["replies"])):
         assert ours == theirs, (step, maker.SEQUENCE[step])
     same_held(r)
 
 
-def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
-    server = server_on(tmp_path, files=("dump.rdb",))
+def test_rdb_of_redisbloom_answers_as_redisbloom(server_on):
+    server = server_on(files=("dump.rdb",))
     r = server.client()
     assert sorted(k.decode() for k in r.keys()) == sorted(maker.KEYS)
     same_held(r)
@@ -63,14 +76,14 @@ def test_rdb_of_redisbloom_answers_as_redisbloom(tmp_path):
     same_held(server.client())
 
 
-def test_aof_of_redisbloom_replays(tmp_path):
-    server = server_on(tmp_path, "--appendonly", "yes", "--aof-use-rdb-preamble", "no",
+def test_aof_of_redisbloom_replays(server_on):
+    server = server_on("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                        files=("appendonlydir",))
     same_held(server.client())
 
 
-def test_the_aof_rewrite_is_redisbloom_s(tmp_path):
-    server = server_on(tmp_path, files=("dump.rdb",))
+def test_the_aof_rewrite_is_redisbloom_s(server_on):
+    server = server_on(files=("dump.rdb",))
     r = server.client()
     r.config_set("aof-use-rdb-preamble", "no")
     r.config_set("appendonly", "yes")
