@@ -300,8 +300,8 @@ TEST(PartitionOps, ScriptItemsAreWhatTheCommandsSend) {
     stock_partition_commands(f.params)->append_script_item(stock, f.hashes[0], "a");
     std::vector<std::string> probes;
     if (layout == Layout::blocked) {
-      // The item's line (its byte offset), then each byte of it holding its bits, once, with
-      // the mask of those bits (BITFIELD's order: bit 0 is a byte's highest).
+      // The item's line (its first and last byte offsets), then each byte of it holding its
+      // bits, once, with the mask of those bits (BITFIELD's order: bit 0 is a byte's highest).
       std::map<std::uint64_t, std::uint8_t> masks;
       layout::blocked_probes(f.hashes[0], f.params.partition_bits, f.params.hashes,
                              [&](std::uint64_t bit) {
@@ -314,7 +314,7 @@ TEST(PartitionOps, ScriptItemsAreWhatTheCommandsSend) {
         pairs.push_back(static_cast<char>(byte - line));
         pairs.push_back(static_cast<char>(mask));
       }
-      probes = {std::to_string(line), pairs};
+      probes = {std::to_string(line), std::to_string(line + 63), pairs};
     } else {
       layout::classic_probes(f.hashes[0], f.params.partition_bits, f.params.hashes,
                              [&](std::uint64_t bit) { probes.push_back(std::to_string(bit)); });

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "redbloom/hash.hpp"
+#include "redbloom/params.hpp"
 #include "redis/partition_ops.hpp"
 #include "redis/stream_script.hpp"
 
@@ -47,15 +50,18 @@ TEST(StreamScript, AnAddSendsItsKeysShapeAndOffsets) {
   call.links = links;
   call.with_offsets = 1;
   call.items = 2;
-  call.offsets = offsets;
+  CommandBuffer items;
+  for (const std::uint64_t offset : offsets) items.arg(offset);
+  call.item_args = items.text();
+  call.item_arg_count = offsets.size();
   CommandBuffer out;
   EXPECT_EQ(encode(out, call, "abc"), 1u);
-  std::string expected = "*" + std::to_string(3 + 2 + 10 + 6 + 6) + "\r\n";
+  std::string expected = "*" + std::to_string(3 + 2 + 11 + 6 + 6) + "\r\n";
   for (const std::string_view arg : {"EVALSHA", "abc", "2"}) expected += bulk(arg);
   for (const std::string& key : kKeys) expected += bulk(key);
   for (const std::string_view arg : {"a", "1234", "500", "1", "9"}) expected += bulk(arg);
   expected += bulk(std::to_string(kHeaderBytes));
-  for (const std::string_view arg : {"2", "0", "1", "64", "10", "3", "128", "20", "4", "2"}) {
+  for (const std::string_view arg : {"2", "0", "1", "b", "64", "10", "3", "128", "20", "4", "2"}) {
     expected += bulk(arg);
   }
   for (const std::uint64_t offset : offsets) expected += bulk(std::to_string(offset));
@@ -66,6 +72,57 @@ TEST(StreamScript, AnAddSendsItsKeysShapeAndOffsets) {
   encode(text, call, "");
   EXPECT_NE(text.text().find(bulk("EVAL") + bulk(script_text())), std::string::npos);
   EXPECT_NE(text.text().find(bulk("a") + bulk("-1")), std::string::npos);
+}
+
+// A blocked filter's items go as their lines: in each link, the line's first and last byte in
+// the slice key and the (byte, mask) pairs of exactly the bits a bit-by-bit add sets.
+TEST(StreamScript, ABlockedItemGoesAsItsLineInEachLink) {
+  const std::vector<FilterParams> blocked{size_filter(1000, 0.01, Layout::blocked),
+                                          size_filter(3000, 0.005, Layout::blocked)};
+  const std::vector<FilterParams> classic{size_filter(1000, 0.01, Layout::classic)};
+  EXPECT_EQ(item_form(blocked), ItemForm::lines);
+  EXPECT_EQ(item_form(classic), ItemForm::bits);
+  EXPECT_EQ(item_arguments(ItemForm::lines, blocked[1]), 3u);
+  EXPECT_EQ(item_arguments(ItemForm::bits, blocked[1]), blocked[1].hashes);
+  const std::vector<std::uint64_t> start{kHeaderBytes, kHeaderBytes + blocked[0].partition_bytes()};
+  for (int i = 0; i < 200; ++i) {
+    std::string item = "item ";
+    item += std::to_string(i);
+    const ItemHash h = hash_item(item);
+    std::vector<std::uint64_t> bits;
+    append_item_arguments(
+        ItemForm::bits, blocked, start, h, 2, [&](std::uint64_t bit) { bits.push_back(bit); },
+        [](std::string_view) { FAIL() << "bits are numbers"; });
+    std::vector<std::uint64_t> numbers;
+    std::vector<std::string> texts;
+    append_item_arguments(
+        ItemForm::lines, blocked, start, h, 2, [&](std::uint64_t n) { numbers.push_back(n); },
+        [&](std::string_view t) { texts.emplace_back(t); });
+    ASSERT_EQ(numbers.size(), 4u);
+    ASSERT_EQ(texts.size(), 2u);
+    std::vector<std::uint64_t> from_lines;
+    for (std::size_t l = 0; l < 2; ++l) {
+      const std::uint64_t first = numbers[2 * l];
+      EXPECT_EQ(numbers[2 * l + 1], first + 63);
+      EXPECT_EQ((first - start[l]) % 64, 0u);
+      const std::string& pairs = texts[l];
+      ASSERT_EQ(pairs.size() % 2, 0u);
+      for (std::size_t q = 0; q < pairs.size(); q += 2) {
+        const auto byte = static_cast<unsigned char>(pairs[q]);
+        const auto mask = static_cast<unsigned char>(pairs[q + 1]);
+        ASSERT_LT(byte, 64u);
+        if (q > 0) {
+          EXPECT_GT(byte, static_cast<unsigned char>(pairs[q - 2]));  // each byte once
+        }
+        for (unsigned b = 0; b < 8; ++b) {
+          if (mask & (0x80u >> b)) from_lines.push_back(8 * (first + byte) + b);
+        }
+      }
+    }
+    std::sort(bits.begin(), bits.end());
+    bits.erase(std::unique(bits.begin(), bits.end()), bits.end());
+    EXPECT_EQ(from_lines, bits) << "item " << i;
+  }
 }
 
 TEST(StreamScript, RepliesSayHowFarAUnitGotAndWhatItNeeds) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <type_traits>
@@ -111,6 +112,24 @@ inline void blocked_word_masks(std::uint64_t hi, std::uint32_t k,
       mask[w] |= word_mask((x >> blocked_field_shift(w)) & 63);
     }
   }
+}
+
+// A blocked item's bits as the bytes of its line that hold them: a (byte in the line, mask)
+// pair per such byte, in byte order, masks in Redis bit order (bit 0 is a byte's highest). How
+// the server-side scripts test a line read whole (GETRANGE) and set it. Returns the bytes written.
+inline std::size_t blocked_line_pairs(const ItemHash& h, std::uint32_t k,
+                                      std::array<char, 2 * kBlockBits / 8>& out) noexcept {
+  std::array<std::uint8_t, kBlockBits / 8> masks{};
+  blocked_probes_in_block(h, k, [&](std::uint64_t bit) {
+    masks[bit / 8] |= static_cast<std::uint8_t>(0x80u >> (bit % 8));
+  });
+  std::size_t n = 0;
+  for (std::size_t b = 0; b < masks.size(); ++b) {
+    if (masks[b] == 0) continue;
+    out[n++] = static_cast<char>(b);
+    out[n++] = static_cast<char>(masks[b]);
+  }
+  return n;
 }
 
 template <class Visit>

@@ -174,8 +174,8 @@ end
 // layout, partition bits, partitions, m (= #KEYS - 2), consumer, the batch's lowest and highest
 // ids, m partition indexes, n (entries), then
 // per entry: id, kind ('k' keyed, 'p' passed unfiltered, 's' skipped, 'd' deleted), and
-//   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b'), the line's offset and
-//   its (byte, mask) pairs ('l') or the packed item ('m')
+//   'k': j (its partition key is KEYS[2 + j]), then k bit offsets ('b'), the line's first and
+//   last byte offsets and its (byte, mask) pairs ('l') or the packed item ('m')
 //   'k', 'p': the count of field and value strings, then them.
 // Reads and checks everything first; the first write is the test-and-set, whose deny-oom
 // refusal (a full server) then comes before anything was written. Redis keeps a script's
@@ -226,7 +226,7 @@ for j = 1, m do
 end
 local pos = 13 + m
 local n = tonumber(ARGV[pos])
-local width = engine == 'm' and 1 or (engine == 'l' and 2 or k)
+local width = engine == 'm' and 1 or (engine == 'l' and 3 or k)
 local E, done_before, copies
 E, done_before, copies, err = read_entries(input, group, consumer, minid, maxid, pos + 1, n,
                                            function() return width end)
@@ -259,13 +259,13 @@ for j = 1, m do
   elseif engine == 'l' then
     -- A blocked item's bits are in one 64-byte line: read whole, tested and set here, and
     -- written back only for a new item; two calls an item instead of k bit operations.
-    -- Arguments: the line's offset, then (byte in the line, mask) pairs.
+    -- Arguments: the line's first and last byte offsets, then (byte in the line, mask) pairs.
     local band, bor, byte = bit.band, bit.bor, string.byte
     for i = 1, #list do
       local e = list[i]
-      local at = tonumber(argv[items[e]])
-      local bits = argv[items[e] + 1]
-      local line = redis.call('GETRANGE', key, at, at + 63)
+      local at = argv[items[e]]
+      local bits = argv[items[e] + 2]
+      local line = redis.call('GETRANGE', key, at, argv[items[e] + 1])
       local fresh = false
       for q = 1, #bits, 2 do
         local b, mask = byte(bits, q, q + 1)
@@ -374,6 +374,8 @@ if redis.acl_check_cmd then
         local key = p.keys[i]
         if not redis.acl_check_cmd('BITFIELD', key, 'SET', 'u1', '0', '1') then
           denied = 'BITFIELD ' .. key
+        elseif p.head[10] == 'l' and not redis.acl_check_cmd('GETRANGE', key, '0', '63') then
+          denied = 'GETRANGE ' .. key
         elseif not redis.acl_check_cmd('SETRANGE', key, '0', 'x') then
           denied = 'SETRANGE ' .. key
         elseif not redis.acl_check_cmd('PEXPIREAT', key, '1') then
@@ -877,14 +879,14 @@ const std::string* key_of(const Entry& entry, const std::string& field) {
   return nullptr;
 }
 
-// The links whose bit offsets a windowed batch sends for partition p's items.
+// The links whose item arguments a windowed batch sends for partition p's items.
 std::uint32_t described_links(const RedisStreamDedup::State& s, std::uint64_t p) {
   return std::min<std::uint32_t>(s.known_links[p],
                                  static_cast<std::uint32_t>(s.window->links.size()));
 }
 
-// A keyed entry's item for a windowed or growing filter: its absolute bit offsets in a slice
-// key for each described link (the store's own encoding), or the packed item for RB.STREAM.
+// A keyed entry's item for a windowed or growing filter: its arguments for each described link
+// (the store's own encoding, stream_script.hpp), or the packed item for RB.STREAM.
 void append_window_item(const RedisStreamDedup::State& s, std::uint64_t p, const ItemHash& h,
                         std::string_view key, std::vector<std::string>& out) {
   if (s.module) {
@@ -894,16 +896,10 @@ void append_window_item(const RedisStreamDedup::State& s, std::uint64_t p, const
     return;
   }
   const RedisStreamStore::State& w = *s.window;
-  for (std::uint32_t l = 0; l < described_links(s, p); ++l) {
-    const FilterParams& params = w.links[l];
-    const std::uint64_t base = 8 * w.link_start[l];
-    const auto visit = [&](std::uint64_t bit) { out.push_back(std::to_string(base + bit)); };
-    if (params.layout == Layout::blocked) {
-      layout::blocked_probes(h, params.partition_bits, params.hashes, visit);
-    } else {
-      layout::classic_probes(h, params.partition_bits, params.hashes, visit);
-    }
-  }
+  redis::stream::append_item_arguments(
+      w.form, w.links, w.link_start, h, described_links(s, p),
+      [&](std::uint64_t value) { out.push_back(std::to_string(value)); },
+      [&](std::string_view text) { out.emplace_back(text); });
 }
 
 // Decides each entry's kind and encodes a keyed entry's item with the store's own encoder
@@ -1111,7 +1107,7 @@ std::int64_t declare(const RedisStreamDedup::State& s, std::uint64_t p,
 }
 
 // Partition p's add arguments before its item count (stream_script.hpp): the script's, with
-// the bit offsets of described_links per item, or RB.STREAM's. The time is the batch's.
+// the item arguments of described_links per item, or RB.STREAM's. The time is the batch's.
 std::vector<std::string> add_head(const RedisStreamDedup::State& s, std::uint64_t p,
                                   std::int64_t first) {
   const RedisStreamStore::State& w = *s.window;
@@ -1136,6 +1132,7 @@ std::vector<std::string> add_head(const RedisStreamDedup::State& s, std::uint64_
     return head;
   }
   head.push_back(std::to_string(described_links(s, p)));
+  head.emplace_back(1, static_cast<char>(w.form));
   for (const redis::stream::LinkArgs& link : w.link_args) {
     head.push_back(std::to_string(link.bytes));
     head.push_back(std::to_string(link.capacity));
@@ -1178,7 +1175,7 @@ std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
     if (!s.module) {
       stride = 0;
       for (std::uint32_t l = 0; l < described_links(s, c.touched[j]); ++l) {
-        stride += w.links[l].hashes;
+        stride += redis::stream::item_arguments(w.form, w.links[l]);
       }
     }
     args.push_back(keep(std::to_string(stride)));

@@ -159,21 +159,16 @@ class StockCommands final : public PartitionCommands {
       probes(hash, [&](std::uint64_t bit) { out.push_back(std::to_string(bit)); });
       return;
     }
-    // The line's byte offset, then each byte of it that holds the item's bits once, with its
-    // mask (BITFIELD's bit order: bit 0 is a byte's highest).
-    std::array<std::uint8_t, kBlockBytes> masks{};
-    layout::blocked_probes_in_block(hash, params_.hashes, [&](std::uint64_t bit) {
-      masks[bit / 8] |= static_cast<std::uint8_t>(0x80u >> (bit % 8));
-    });
-    std::string pairs;
-    for (std::size_t b = 0; b < kBlockBytes; ++b) {
-      if (masks[b] == 0) continue;
-      pairs.push_back(static_cast<char>(b));
-      pairs.push_back(static_cast<char>(masks[b]));
-    }
-    out.push_back(
-        std::to_string(layout::blocked_block_of(hash, params_.partition_bits) * kBlockBytes));
-    out.push_back(std::move(pairs));
+    // The line's first and last byte offsets (as text: Lua's number-to-text conversion of
+    // a call's arguments costs the script more than the line's test), then its (byte, mask)
+    // pairs.
+    std::array<char, 2 * kBlockBytes> pairs;
+    const std::size_t n = layout::blocked_line_pairs(hash, params_.hashes, pairs);
+    const std::uint64_t first =
+        layout::blocked_block_of(hash, params_.partition_bits) * kBlockBytes;
+    out.push_back(std::to_string(first));
+    out.push_back(std::to_string(first + kBlockBytes - 1));
+    out.emplace_back(pairs.data(), n);
   }
 
  private:

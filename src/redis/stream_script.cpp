@@ -31,22 +31,23 @@ local H = tonumber(ARGV[6])
 local M = tonumber(ARGV[7])
 local budget = tonumber(ARGV[8])
 local K = tonumber(ARGV[9])
+local lines = ARGV[10] == 'l'
 local size, cap, hashes, start, koff = {}, {}, {}, {}, {}
 local at, stride = H, 0
 for l = 0, M - 1 do
-  size[l] = tonumber(ARGV[10 + 3 * l])
-  cap[l] = tonumber(ARGV[11 + 3 * l])
-  hashes[l] = tonumber(ARGV[12 + 3 * l])
+  size[l] = tonumber(ARGV[11 + 3 * l])
+  cap[l] = tonumber(ARGV[12 + 3 * l])
+  hashes[l] = tonumber(ARGV[13 + 3 * l])
   start[l] = at
   at = at + size[l]
   if l < K then
     koff[l] = stride
-    stride = stride + hashes[l]
+    stride = stride + (lines and 3 or hashes[l])
   end
 end
 start[M] = at
-local n = tonumber(ARGV[10 + 3 * M])
-local base = 11 + 3 * M
+local n = tonumber(ARGV[11 + 3 * M])
+local base = 12 + 3 * M
 local roster = KEYS[1]
 local last = first + #KEYS - 2
 local function int(x) return string.format('%.0f', x) end
@@ -117,12 +118,40 @@ if mode == 'i' then
 end
 if need > 0 then return {'links', 0, '', need, G, now} end
 
+-- Lines: an item's bits in a blocked link are (byte in its line, mask) pairs; the line, read
+-- whole, holds the item when every pair's bits are set, and gets them by one write.
+local band, bor, byte, char = bit.band, bit.bor, string.byte, string.char
+local function holds(line, pairs)
+  for q = 1, #pairs, 2 do
+    local b, mask = byte(pairs, q, q + 1)
+    if band(byte(line, b + 1), mask) ~= mask then return false end
+  end
+  return true
+end
+local function with(line, pairs)
+  local bytes = {byte(line, 1, 64)}
+  for q = 1, #pairs, 2 do
+    local b, mask = byte(pairs, q, q + 1)
+    bytes[b + 1] = bor(bytes[b + 1], mask)
+  end
+  return char(unpack(bytes))
+end
+
 -- found[i] = true for the items whose bits are all set in link l of `key`. The bits are read in
 -- rounds (one bit a round up to the sixth, then the rest), each for the items whose bits so far
 -- were all set: in a link about half full, an item absent from it is ruled out by two bits on
 -- average, against 2.75 with rounds of 1, 1 and the rest.
 local rounds = {1, 2, 3, 4, 5, 6}
 local function probe(key, l, found)
+  if lines then
+    for i = 1, n do
+      if not found[i] then
+        local o = base + (i - 1) * stride + koff[l]
+        found[i] = holds(redis.call('GETRANGE', key, ARGV[o], ARGV[o + 1]), ARGV[o + 2])
+      end
+    end
+    return
+  end
   local h = hashes[l]
   local cand, nc = {}, 0
   for i = 1, n do
@@ -272,19 +301,30 @@ for i = 1, n do
       count = 0
       counted = 0
     end
-    local h = hashes[links - 1]
     local o = base + (i - 1) * stride + koff[links - 1]
-    for j = o, o + h - 1 do
-      sets[ns + 1] = 'SET'
-      sets[ns + 2] = 'u1'
-      sets[ns + 3] = ARGV[j]
-      sets[ns + 4] = '1'
-      ns = ns + 4
+    if lines then
+      local line = redis.call('GETRANGE', key, ARGV[o], ARGV[o + 1])
+      if holds(line, ARGV[o + 2]) then
+        flags[i] = '0'
+      else
+        redis.call('SETRANGE', key, ARGV[o], with(line, ARGV[o + 2]))
+        count = count + 1
+        flags[i] = found[i] and '0' or '1'
+      end
+    else
+      local h = hashes[links - 1]
+      for j = o, o + h - 1 do
+        sets[ns + 1] = 'SET'
+        sets[ns + 2] = 'u1'
+        sets[ns + 3] = ARGV[j]
+        sets[ns + 4] = '1'
+        ns = ns + 4
+      end
+      nq = nq + 1
+      queued[nq] = i
+      -- Lua 5.1 unpacks at most ~8000 values.
+      if ns + 4 * h > 7000 then flush() end
     end
-    nq = nq + 1
-    queued[nq] = i
-    -- Lua 5.1 unpacks at most ~8000 values.
-    if ns + 4 * h > 7000 then flush() end
   end
 end
 flush()
@@ -332,20 +372,33 @@ void encode_common(CommandBuffer& out, const Call& call) {
 }  // namespace
 
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
-  const std::size_t fixed = 10 + 3 * call.links.size();
-  out.begin(3 + call.keys.size() + fixed + call.offsets.size());
+  const std::size_t fixed = 11 + 3 * call.links.size();
+  out.begin(3 + call.keys.size() + fixed + call.item_arg_count);
   out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
   out.arg(sha.empty() ? kScript : sha);
   encode_common(out, call);
   out.arg(std::uint64_t{call.with_offsets});
+  const char form = static_cast<char>(call.form);
+  out.arg(std::string_view(&form, 1));
   for (const LinkArgs& link : call.links) {
     out.arg(link.bytes);
     out.arg(link.capacity);
     out.arg(std::uint64_t{link.hashes});
   }
   out.arg(std::uint64_t{call.items});
-  for (const std::uint64_t offset : call.offsets) out.arg(offset);
+  out.append_raw(call.item_args, 0);
   return 1;
+}
+
+ItemForm item_form(std::span<const FilterParams> links) noexcept {
+  for (const FilterParams& link : links) {
+    if (link.layout != Layout::blocked) return ItemForm::bits;
+  }
+  return ItemForm::lines;
+}
+
+std::uint64_t item_arguments(ItemForm form, const FilterParams& link) noexcept {
+  return form == ItemForm::lines ? 3 : link.hashes;
 }
 
 Engine engine_for(long long lowest_module_version) noexcept {

@@ -24,9 +24,11 @@
 //   TIME), slice_ms (0: no
 //         window), older (live slices before the current one), first, kHeaderBytes, M (links
 //         described), budget (bytes the partition's live links may hold; 0: no limit), K (links
-//         with offsets), M x (bytes, capacity per partition, hashes), n (items), then per item
-//         and per link l < K its k_l absolute bit offsets in the key (the client hashes: Lua's
-//         numbers are doubles)
+//         with offsets), the item form ('b' bits, 'l' lines: ItemForm), M x (bytes, capacity
+//         per partition, hashes), n (items), then per item and per link l < K its arguments:
+//         bits, its k_l absolute bit offsets in the key; lines (blocked links), its line's first
+//         and last absolute byte offsets in the key and the line's (byte, mask) pairs (the
+//         client hashes: Lua's numbers are doubles)
 //   The current slice G is the one of now, or the newest declared slice that exists (time never
 //   goes back for a partition, whatever the writers' clocks say); live are G - older .. G.
 //   Reply {status, done, flags, links, G, now_ms[, info...]}:
@@ -52,6 +54,7 @@
 // replicas serve it (RB.VERSION 3 and later, as the guarded modes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -59,6 +62,7 @@
 #include <vector>
 
 #include "connection.hpp"
+#include "core/layout.hpp"
 #include "redbloom/params.hpp"
 #include "redbloom/stream.hpp"
 
@@ -74,6 +78,43 @@ inline constexpr std::uint64_t kHeaderBytes = 8 * kHeaderFields;
 [[nodiscard]] const std::string& script_sha1();
 
 enum class Mode : char { add = 'a', lookup = 'l', info = 'i' };
+
+// How a call sends an item's bits in a link. Lines (every link blocked): the script reads the
+// item's 64-byte line whole (GETRANGE), tests it, and writes it back (SETRANGE) only for a new
+// item, instead of one bit operation per hash; the offsets go as text, since converting a Lua
+// number into a command's argument costs the script more than the test.
+enum class ItemForm : char { bits = 'b', lines = 'l' };
+[[nodiscard]] ItemForm item_form(std::span<const FilterParams> links) noexcept;
+// The arguments of one item in one link.
+[[nodiscard]] std::uint64_t item_arguments(ItemForm form, const FilterParams& link) noexcept;
+
+// Calls number(value) or text(bytes) for each argument of an item in links 0..count-1, whose
+// bytes start at link_start[l] in a slice key.
+template <class Number, class Text>
+void append_item_arguments(ItemForm form, std::span<const FilterParams> links,
+                           std::span<const std::uint64_t> link_start, const ItemHash& h,
+                           std::uint32_t count, Number&& number, Text&& text) {
+  for (std::uint32_t l = 0; l < count; ++l) {
+    const FilterParams& p = links[l];
+    if (form == ItemForm::lines) {
+      std::array<char, 2 * kBlockBits / 8> pairs;
+      const std::size_t n = layout::blocked_line_pairs(h, p.hashes, pairs);
+      const std::uint64_t first =
+          link_start[l] + layout::blocked_block_of(h, p.partition_bits) * (kBlockBits / 8);
+      number(first);
+      number(first + kBlockBits / 8 - 1);
+      text(std::string_view(pairs.data(), n));
+      continue;
+    }
+    const std::uint64_t base = 8 * link_start[l];
+    const auto visit = [&](std::uint64_t bit) { number(base + bit); };
+    if (p.layout == Layout::blocked) {
+      layout::blocked_probes(h, p.partition_bits, p.hashes, visit);
+    } else {
+      layout::classic_probes(h, p.partition_bits, p.hashes, visit);
+    }
+  }
+}
 
 // One link as the script needs it.
 struct LinkArgs {
@@ -94,8 +135,11 @@ struct Call {
   std::span<const LinkArgs> links;  // every link that can exist
   std::uint32_t with_offsets = 0;   // K
   std::size_t items = 0;
-  // items x (sum of hashes of links < K) offsets, item by item, link by link.
-  std::span<const std::uint64_t> offsets;
+  ItemForm form = ItemForm::bits;
+  // The items' arguments (append_item_arguments), item by item, link by link, RESP-encoded as
+  // CommandBuffer::arg writes them: item_arg_count of them.
+  std::string_view item_args;
+  std::size_t item_arg_count = 0;
   // RB.STREAM instead: the items packed (core/packed_items.hpp), every link's parameters (as
   // many as `links`), and the partition. `hashed`: RB.STREAMH, `packed` holds the items'
   // 16-byte hashes instead.
@@ -113,7 +157,7 @@ enum class Engine { script, module_items, module_hashes };
 
 // EVALSHA sha ... (or EVAL with the script's text when `sha` is empty). Returns 1 (commands).
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha);
-// RB.STREAM[H] ... (offsets and with_offsets unused). Returns 1 (commands).
+// RB.STREAM[H] ... (the item arguments, form and with_offsets unused). Returns 1 (commands).
 std::size_t encode_module(CommandBuffer& out, const Call& call);
 
 // A slice as info mode reports it.

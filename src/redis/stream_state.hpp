@@ -36,6 +36,7 @@ struct RedisStreamStore::State {
   std::vector<FilterParams> links;
   std::vector<redis::stream::LinkArgs> link_args;
   std::vector<std::uint64_t> link_start;  // byte offset of link l in a slice key
+  redis::stream::ItemForm form = redis::stream::ItemForm::bits;  // how the script takes items
   std::string no_more_links;
   std::uint64_t budget = 0;  // bytes of links a partition's live slices may hold (0: any)
 

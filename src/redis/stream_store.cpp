@@ -46,19 +46,12 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
 }
 
-// The item's absolute bit offsets in a slice key for links 0..links-1, appended to `out`.
-void append_offsets(const RedisStreamStore::State& s, const ItemHash& h, std::uint32_t links,
-                    std::vector<std::uint64_t>& out) {
-  for (std::uint32_t l = 0; l < links; ++l) {
-    const FilterParams& p = s.links[l];
-    const std::uint64_t base = 8 * s.link_start[l];
-    const auto visit = [&](std::uint64_t bit) { out.push_back(base + bit); };
-    if (p.layout == Layout::blocked) {
-      layout::blocked_probes(h, p.partition_bits, p.hashes, visit);
-    } else {
-      layout::classic_probes(h, p.partition_bits, p.hashes, visit);
-    }
-  }
+// The item's arguments for links 0..links-1 (stream_script.hpp), appended to `out`.
+void append_item(const RedisStreamStore::State& s, const ItemHash& h, std::uint32_t links,
+                 CommandBuffer& out) {
+  stream::append_item_arguments(
+      s.form, s.links, s.link_start, h, links, [&](std::uint64_t value) { out.arg(value); },
+      [&](std::string_view text) { out.arg(text); });
 }
 
 // A call's items queued by partition, in batch order.
@@ -84,10 +77,12 @@ Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string
   return q;
 }
 
-// A unit's items as its command takes them: bit offsets for the script, the items themselves
-// for RB.STREAM (which hashes them), their hashes for RB.STREAMH.
+// A unit's items as its command takes them: the script's item arguments (RESP-encoded, and
+// how many), the items themselves for RB.STREAM (which hashes them), their hashes for
+// RB.STREAMH.
 struct UnitArgs {
-  std::vector<std::uint64_t> offsets;
+  CommandBuffer item_args;
+  std::size_t item_arg_count = 0;
   std::string packed;
 };
 
@@ -108,9 +103,13 @@ void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_
     if (s.module) {
       packed::append(out.packed, q.items[i]);
     } else {
-      append_offsets(s, q.hashes[i], links, out.offsets);
+      append_item(s, q.hashes[i], links, out.item_args);
     }
   }
+  if (s.module) return;
+  std::size_t per_item = 0;
+  for (std::uint32_t l = 0; l < links; ++l) per_item += stream::item_arguments(s.form, s.links[l]);
+  out.item_arg_count += count * per_item;
 }
 
 // The command's name in messages: "EVALSHA (adding to a stream filter)".
@@ -250,10 +249,13 @@ class Waves {
     call.link_params = s_.links;
     call.partitions = partitions_;
     call.partition = p;
-    unit.offsets.clear();
+    unit.item_args.clear();
+    unit.item_arg_count = 0;
     unit.packed.clear();
     fill_(p, call, unit);
-    call.offsets = unit.offsets;
+    call.form = s_.form;
+    call.item_args = unit.item_args.text();
+    call.item_arg_count = unit.item_arg_count;
     call.packed = unit.packed;
     call.hashed = s_.hashed;
     if (s_.module) return stream::encode_module(buffer, call);
@@ -363,6 +365,7 @@ void RedisStreamStore::State::prepare() {
     link_args.push_back({params.partition_bytes(), capacity, params.hashes});
     link_start.push_back(link_start[l] + params.partition_bytes());
   }
+  form = stream::item_form(links);
   budget = shape.options().max_bytes / partitions;
   known_links.assign(partitions, 1);
   newest_slice.assign(partitions, INT64_MIN);
