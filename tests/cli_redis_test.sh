@@ -197,7 +197,12 @@ run create --redis "$S" --name one-partition -n 1000
 check "a filter of one partition on three servers is made" 0 "$rc"
 check_contains "and the warning says only one server works, and how to spread it" \
   "has 1 partition, so only 1 of its 3 servers holds it" "$err"
-check_contains "the partition size that spreads it" "(--partition-size) spread it over all" "$err"
+check_contains "the partition size that spreads it" "or less spreads it over all" "$err"
+spread=$(sed -n 's/.*\(--partition-size [0-9]*[KMG]*i*B\) or less spreads it.*/\1/p' <<< "$err")
+"$redbloom" drop --redis "$S" --name one-partition >/dev/null
+run create --redis "$S" --name one-partition -n 1000 $spread
+check "the warning's partition size ($spread) spreads the filter over the three servers" \
+  "0 no" "$rc $(grep -q 'so only' <<< "$err" && echo yes || echo no)"
 run create --redis "$S" --name four-partitions -n 100000 --partition-size 32KiB
 check "four partitions on three servers: made" 0 "$rc"
 check "four partitions on three servers: no such warning" "no" \

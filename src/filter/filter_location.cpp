@@ -98,15 +98,26 @@ void note_unspread(const Location& location, std::uint64_t partitions, std::uint
     what = "masters";
   }
   if (partitions >= holders) return;
+  // A power of two of at least a 64-byte line: a size a user would type, and still small
+  // enough to give every holder a partition.
+  std::uint64_t spread = 64;
+  while (2 * spread <= link_bytes / holders) spread *= 2;
+  // As --partition-size takes it.
+  std::string size = std::to_string(spread) + "B";
+  for (const auto& [unit, bytes] :
+       {std::pair{"GiB", 1ull << 30}, std::pair{"MiB", 1ull << 20}, std::pair{"KiB", 1ull << 10}}) {
+    if (spread >= bytes) {
+      size = std::to_string(spread / bytes) + unit;
+      break;
+    }
+  }
   const std::string count = std::to_string(partitions);
   std::string warning = "filter '" + location.name + "' has " + count +
                         (partitions == 1 ? " partition, so only 1 of its "
                                          : " partitions, so only " + count + " of its ");
   warning += std::to_string(holders) + " " + what +
              (partitions == 1 ? " holds it and does" : " hold it and do") +
-             " its work; partitions of at most " +
-             format_bytes(static_cast<double>(link_bytes) / static_cast<double>(holders)) +
-             " (--partition-size) spread it over all";
+             " its work; --partition-size " + size + " or less spreads it over all";
   if (cluster) {
     warning +=
         " (but a Redis Streams stage on a cluster needs the filter in one slot: keep "

@@ -172,12 +172,24 @@ class RawReplies(Raw):
         return super().call(*args).decode("latin-1")
 
 
-def server_on_fixture(fixtures, tmp_path, *options):
-    """A server (DEBUG allowed) started on the dump.rdb of a fixtures directory."""
+def data_from_fixtures(fixtures, tmp_path, names=("dump.rdb",)):
+    """A server's data directory under tmp_path holding copies of the named files (or
+    directories) of a fixtures directory."""
     directory = tmp_path / "data"
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(fixtures / "dump.rdb", directory / "dump.rdb")
-    return start_server(directory, options=("--enable-debug-command", "yes") + options)
+    for name in names:
+        source = fixtures / name
+        if source.is_dir():
+            shutil.copytree(source, directory / name)
+        else:
+            shutil.copy(source, directory / name)
+    return directory
+
+
+def server_on_fixture(fixtures, tmp_path, *options):
+    """A server (DEBUG allowed) started on the dump.rdb of a fixtures directory."""
+    return start_server(data_from_fixtures(fixtures, tmp_path),
+                        options=("--enable-debug-command", "yes") + options)
 
 
 def dumps_restore_byte_for_byte(r, key_type):

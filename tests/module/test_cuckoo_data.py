@@ -8,12 +8,11 @@ started on RedisBloom's RDB or AOF must hold what RedisBloom held."""
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from module_util import start_server, wait_until
+from module_util import data_from_fixtures, start_server, wait_until
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom_cuckoo"
 _spec = importlib.util.spec_from_file_location("make_cuckoo_fixtures",
@@ -31,14 +30,7 @@ def server_on(tmp_path):
     started = []
 
     def start(*options, files=()):
-        directory = tmp_path / "data"
-        directory.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            source = FIXTURES / name
-            if source.is_dir():
-                shutil.copytree(source, directory / name)
-            else:
-                shutil.copy(source, directory / name)
+        directory = data_from_fixtures(FIXTURES, tmp_path, files)
         started.append(start_server(directory, options=DEBUG + options))
         return started[-1]
 

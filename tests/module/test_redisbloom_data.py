@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from module_util import free_port, module_path, start_server, wait_until, with_crc
+from module_util import (data_from_fixtures, free_port, module_path, start_server, wait_until,
+                         with_crc)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redisbloom"
 REPLIES = json.loads((FIXTURES / "replies.json").read_text())
@@ -80,14 +81,7 @@ def recorded_pieces(key):
 
 
 def server_on(tmp_path, *options, files=("dump.rdb",), module_args=()):
-    directory = tmp_path / "data"
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in files:
-        source = FIXTURES / name
-        if source.is_dir():
-            shutil.copytree(source, directory / name)
-        else:
-            shutil.copy(source, directory / name)
+    directory = data_from_fixtures(FIXTURES, tmp_path, files)
     return start_server(directory, *module_args, options=DEBUG + options)
 
 
