@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # How a stock-Redis script should read a blocked filter's bits: bench/window_lua_read.lua looks
 # the same random items up in one link (random bytes: about half its bits set, as a link in use)
-# by BITFIELD_RO rounds, as the stream store's script does, and by one GETRANGE of each item's
-# line. Starts a private redis-server (no persistence) on a free loopback port in a temp dir,
+# by BITFIELD_RO rounds, as the stream store's script reads a classic item's bits, by one
+# GETRANGE of each item's line with offsets computed in Lua (numbers as the command's arguments),
+# and as the script reads a blocked item's line (the offsets as text and the line's (byte, mask)
+# pairs, as the client sends them). Starts a private redis-server (no persistence) on a free loopback port in a temp dir,
 # killed by pid on exit; prints the median microseconds a lookup of --reps runs, the two ways
 # interleaved, and their ratio. Exit status 1 if the two ways found different items.
 #   scripts/bench-window-lua.sh [--items=5000] [--bytes=1200000] [--hashes=7] [--reps=5]
@@ -59,7 +61,7 @@ script=$("${cli[@]}" SCRIPT LOAD "$(cat bench/window_lua_read.lua)")
 
 declare -A times found
 for ((rep = 0; rep < reps; rep++)); do
-  for way in rounds line; do
+  for way in rounds line text-line; do
     mapfile -t reply < <("${cli[@]}" EVALSHA "$script" 1 link "$items" "$way" "$hashes" "$rep")
     times[$way]+="${reply[1]} "
     found[$way]+="${reply[0]} "
@@ -73,12 +75,14 @@ echo
 echo "| way | items found a run | µs a lookup (median) | × rounds |"
 echo "|---|---|---|---|"
 rounds=$(median <<<"${times[rounds]}")
-for way in rounds line; do
+for way in rounds line text-line; do
   t=$(median <<<"${times[$way]}")
   awk -v w="$way" -v f="${found[$way]% }" -v t="$t" -v r="$rounds" -v n="$items" \
     'BEGIN { printf "| %s | %s | %.2f | %.2f× |\n", w, f, t / n, t / r }'
 done
-if [[ ${found[rounds]} != "${found[line]}" ]]; then
-  echo "bench-window-lua: the two ways found different items: ${found[rounds]}/ ${found[line]}" >&2
-  exit 1
-fi
+for way in line text-line; do
+  if [[ ${found[rounds]} != "${found[$way]}" ]]; then
+    echo "bench-window-lua: rounds and $way found different items: ${found[rounds]}/ ${found[$way]}" >&2
+    exit 1
+  fi
+done
