@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -63,6 +64,34 @@ TEST(FileStore, RoundTripsAndMatchesMemoryByteForByte) {
   EXPECT_EQ(reopened.info().set_bits, memory.info().set_bits);
   // The bitmap starts on a page boundary after the header.
   EXPECT_EQ(read_file(path).size(), kFileHeaderBytes + params.total_bytes());
+}
+
+// A memory filter of a few MiB (a windowed filter's slice) is mapped in whole 2 MiB pages from
+// a 2 MiB boundary, the only memory the kernel backs with huge pages; one that would grow by
+// more than an eighth keeps its size. Its bits work the same either way.
+TEST(MemoryStore, AFilterOfAFewMiBIsMappedInWholeHugePages) {
+  constexpr std::uint64_t kHuge = std::uint64_t{2} << 20;
+  const FilterParams near = size_filter(1.6e6, 0.01, Layout::blocked);
+  const FilterParams small = size_filter(8e5, 0.01, Layout::blocked);
+  ASSERT_GT(near.total_bytes(), kHuge * 7 / 8);
+  ASSERT_LT(near.total_bytes(), kHuge);
+  ASSERT_LT(small.total_bytes(), kHuge * 7 / 8);
+  const auto items = make_items(1000, "item-");
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  for (const FilterParams* shape : {&near, &small}) {
+    const FilterParams& params = *shape;
+    Filter filter = Filter::in_memory(params);
+    auto& store = dynamic_cast<MemoryStore&>(filter.store());
+    if (shape == &near) {
+      EXPECT_EQ(store.storage_bytes(), kHuge);
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(store.bytes().data()) % kHuge, 0u);
+    } else {
+      EXPECT_EQ(store.storage_bytes(), params.total_bytes());
+    }
+    EXPECT_EQ(store.bytes().size(), params.total_bytes());
+    EXPECT_GT(filter.add_many(views), 990u);
+    EXPECT_EQ(filter.contains_many(views), items.size());
+  }
 }
 
 TEST(FileStore, CreateRefusesAnExistingFilterUnlessForced) {
