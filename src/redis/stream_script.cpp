@@ -10,9 +10,9 @@
 namespace redbloom::redis::stream {
 namespace {
 
-// The protocol is in stream_script.hpp. Reads go through BITFIELD_RO, so that lookups run on
-// a read-only replica. Lua 5.1 unpacks at most ~8000 values onto its stack,
-// so bulk reads go in calls of at most ~2000 probes. Numbers written back into keys (times,
+// The protocol is in stream_script.hpp. Reads go through BITFIELD_RO and GETRANGE, so that
+// lookups run on a read-only replica. Lua 5.1 unpacks at most ~8000 values onto its stack, so
+// bulk reads go in calls of at most ~2000 probes. Numbers written back into keys (times,
 // expiries) are formatted with %.0f: Lua's own conversion switches to exponents past 14 digits.
 constexpr std::string_view kScript = R"lua(
 local mode = ARGV[1]

@@ -43,7 +43,7 @@
 //   A key of another type, of a length its header does not explain, or gone while the roster
 //   says it was made and it is live, is an error reply "REDBLOOMSTREAM <wrongtype|damaged|lost|
 //   roster|gone> <key index> <detail>" and nothing is written ("gone 1 0": a guarded roster is
-//   missing). Lookups and info read with BITFIELD_RO only, so they run on a read-only replica.
+//   missing). Lookups and info read with BITFIELD_RO and GETRANGE only, so they run on a replica.
 //
 // Where every master has redbloom's module (core/module_protocol.hpp), RB.STREAM does the same
 // on the same keys and bytes (module/stream_commands.cpp), hashing on the server:
