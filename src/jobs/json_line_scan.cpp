@@ -1,0 +1,184 @@
+#include "json_line_scan.hpp"
+
+#include <cstring>
+
+namespace redbloom {
+
+namespace {
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// Member names are short: a loop costs less than a call to memcmp.
+bool same_name(const char* name, std::size_t size, const std::string& segment) {
+  if (size != segment.size()) return false;
+  for (std::size_t i = 0; i < size; ++i) {
+    if (name[i] != segment[i]) return false;
+  }
+  return true;
+}
+
+// The deepest container the scan follows; deeper records go to the parser.
+constexpr std::uint32_t kMaxDepth = 63;
+
+}  // namespace
+
+bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& path,
+                     RecordKeyStatus* statuses, JsonLineKey* keys) {
+  // long: one state machine over the tokens, its states code positions (as in simdjson's own
+  // second stage), so that each token costs one well-predicted test.
+  const char* const base = run.base;
+  const std::uint32_t* const ix = run.index;
+  const std::uint32_t n = run.index_count;
+  const std::size_t segments = path.size();
+  // A string with an escape is left to the parser; then every string here is its own bytes.
+  if (std::memchr(base, '\\', run.starts[run.count]) != nullptr) return false;
+  std::uint32_t t = 0;
+  for (std::size_t r = 0; r < run.count; ++r) {
+    const std::size_t line_end = run.starts[r + 1];
+    if (t >= n || ix[t] < run.starts[r] || ix[t] >= line_end || base[ix[t]] != '{') return false;
+    ++t;
+    std::uint64_t arrays = 0;  // bit d: the container at depth d is an array
+    std::uint32_t depth = 1;
+    std::uint32_t on = 1;  // the depth of the deepest open object that the path reaches
+    bool matched = false;  // that object's member of the path has been read
+    int role = 0;          // the value about to be read: 0 none, 1 a step of the path, 2 the key
+    RecordKeyStatus status = RecordKeyStatus::missing;
+    JsonLineKey key;
+    char c = 0;
+    const char* p = nullptr;  // the token
+    const char* e = nullptr;  // where the next token starts
+// The next token, or false at the end of the run.
+#define REDBLOOM_NEXT_TOKEN() \
+  do {                        \
+    if (t >= n) return false; \
+    p = base + ix[t];         \
+    e = base + ix[t + 1];     \
+    c = *p;                   \
+    ++t;                      \
+  } while (false)
+// A scalar token ends before the blanks that precede the next token.
+#define REDBLOOM_TRIM_TOKEN()                       \
+  do {                                              \
+    if (static_cast<unsigned char>(e[-1]) <= ' ') { \
+      while (e > p && is_blank(e[-1])) --e;         \
+    }                                               \
+  } while (false)
+  object_field:
+    REDBLOOM_NEXT_TOKEN();
+    if (c == '}') goto scope_end;
+  object_key:
+    if (c != '"') return false;
+    REDBLOOM_TRIM_TOKEN();
+    if (e - p < 2 || e[-1] != '"') return false;
+    role = 0;
+    if (on == depth && !matched && depth <= segments &&
+        same_name(p + 1, static_cast<std::size_t>(e - p - 2), path[depth - 1])) {
+      matched = true;
+      role = depth == segments ? 2 : 1;
+    }
+    REDBLOOM_NEXT_TOKEN();
+    if (c != ':') return false;
+    REDBLOOM_NEXT_TOKEN();
+    goto value;
+  object_continue:
+    REDBLOOM_NEXT_TOKEN();
+    if (c == ',') {
+      REDBLOOM_NEXT_TOKEN();
+      goto object_key;
+    }
+    if (c != '}') return false;
+    goto scope_end;
+  array_element:
+    REDBLOOM_NEXT_TOKEN();
+    if (c == ']') goto scope_end;
+    goto value;
+  array_continue:
+    REDBLOOM_NEXT_TOKEN();
+    if (c == ',') {
+      REDBLOOM_NEXT_TOKEN();
+      goto value;
+    }
+    if (c != ']') return false;
+    goto scope_end;
+  value:
+    switch (c) {
+      case '{':
+        if (depth == kMaxDepth) return false;
+        ++depth;
+        arrays &= ~(std::uint64_t{1} << depth);
+        if (role == 1) {
+          on = depth;
+          matched = false;
+        } else if (role == 2) {
+          status = RecordKeyStatus::invalid;  // an object is not a key
+        }
+        role = 0;
+        goto object_field;
+      case '[':
+        if (depth == kMaxDepth) return false;
+        ++depth;
+        arrays |= std::uint64_t{1} << depth;
+        if (role == 2) status = RecordKeyStatus::invalid;  // nor is an array
+        role = 0;
+        goto array_element;
+      case '"':
+        REDBLOOM_TRIM_TOKEN();
+        if (e - p < 2 || e[-1] != '"') return false;
+        if (role == 2) {
+          status = RecordKeyStatus::ok;
+          key = {'s', std::string_view(p + 1, static_cast<std::size_t>(e - p - 2))};
+        }
+        break;
+      case 't':
+      case 'f':
+      case 'n': {
+        REDBLOOM_TRIM_TOKEN();
+        const std::string_view atom(p, static_cast<std::size_t>(e - p));
+        if (atom != "true" && atom != "false" && atom != "null") return false;
+        if (role == 2 && c != 'n') {  // null is no key: missing
+          status = RecordKeyStatus::ok;
+          key = {'b', atom};
+        }
+        break;
+      }
+      default: {
+        // An integer: -?(0|[1-9][0-9]*), at most 18 digits (always an int64); any other
+        // number goes to the parser.
+        REDBLOOM_TRIM_TOKEN();
+        const char* digits = p + (c == '-' ? 1 : 0);
+        if (digits == e || e - digits > 18 || (*digits == '0' && e - digits != 1)) return false;
+        for (const char* d = digits; d < e; ++d) {
+          if (*d < '0' || *d > '9') return false;
+        }
+        if (role == 2) {
+          status = RecordKeyStatus::ok;
+          key = {'n', std::string_view(p, static_cast<std::size_t>(e - p))};
+        }
+        break;
+      }
+    }
+    role = 0;
+    if ((arrays >> depth) & 1) goto array_continue;
+    goto object_continue;
+  scope_end:
+    if (on == depth) {  // the path's object closes: its parent's member was the step to it
+      --on;
+      matched = true;
+    }
+    if (--depth == 0) goto record_end;
+    if ((arrays >> depth) & 1) goto array_continue;
+    goto object_continue;
+  record_end:
+    // The root object closes on the record's line, and nothing follows it there.
+    if (p >= base + line_end - 1 || (t < n && ix[t] < line_end)) return false;
+    statuses[r] = status;
+    keys[r] = key;
+#undef REDBLOOM_NEXT_TOKEN
+#undef REDBLOOM_TRIM_TOKEN
+  }
+  return true;
+}
+
+}  // namespace redbloom
