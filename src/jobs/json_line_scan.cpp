@@ -69,14 +69,17 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
     REDBLOOM_NEXT_TOKEN();
     if (c == '}') goto scope_end;
   object_key:
+    // Stage 1 has closed every string, and without backslashes a string ends at its next
+    // quote: a string's token is the string and the blanks after it, checked where it is read.
     if (c != '"') return false;
-    REDBLOOM_TRIM_TOKEN();
-    if (e - p < 2 || e[-1] != '"') return false;
     role = 0;
-    if (on == depth && !matched && depth <= segments &&
-        same_name(p + 1, static_cast<std::size_t>(e - p - 2), path[depth - 1])) {
-      matched = true;
-      role = depth == segments ? 2 : 1;
+    if (on == depth && !matched && depth <= segments) {
+      REDBLOOM_TRIM_TOKEN();
+      if (e - p < 2 || e[-1] != '"') return false;
+      if (same_name(p + 1, static_cast<std::size_t>(e - p - 2), path[depth - 1])) {
+        matched = true;
+        role = depth == segments ? 2 : 1;
+      }
     }
     REDBLOOM_NEXT_TOKEN();
     if (c != ':') return false;
@@ -103,6 +106,15 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
     if (c != ']') return false;
     goto scope_end;
   value:
+    if (c == '"') {  // the most frequent value first
+      if (role == 2) {
+        REDBLOOM_TRIM_TOKEN();
+        if (e - p < 2 || e[-1] != '"') return false;
+        status = RecordKeyStatus::ok;
+        key = {'s', std::string_view(p + 1, static_cast<std::size_t>(e - p - 2))};
+      }
+      goto value_end;
+    }
     switch (c) {
       case '{':
         if (depth == kMaxDepth) return false;
@@ -123,14 +135,6 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
         if (role == 2) status = RecordKeyStatus::invalid;  // nor is an array
         role = 0;
         goto array_element;
-      case '"':
-        REDBLOOM_TRIM_TOKEN();
-        if (e - p < 2 || e[-1] != '"') return false;
-        if (role == 2) {
-          status = RecordKeyStatus::ok;
-          key = {'s', std::string_view(p + 1, static_cast<std::size_t>(e - p - 2))};
-        }
-        break;
       case 't':
       case 'f':
       case 'n': {
@@ -159,6 +163,7 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
         break;
       }
     }
+  value_end:
     role = 0;
     if ((arrays >> depth) & 1) goto array_continue;
     goto object_continue;
