@@ -22,6 +22,55 @@ bool same_name(const char* name, std::size_t size, const std::string& segment) {
 // The deepest container the scan follows; deeper records go to the parser.
 constexpr std::uint32_t kMaxDepth = 63;
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A string token [p, e) (the string, then blanks) that holds `next`, the run's next backslash:
+// true if each escape in it is one the parser decodes whatever follows (\" \\ \/ \b \f \n \r \t,
+// \u and four hex digits outside the surrogates), and then `next` moves past the string.
+bool plain_escapes(const char* p, const char* e, const char*& next, const char* run_end) {
+  while (e > p && is_blank(e[-1])) --e;
+  const char* const end = e - 1;  // the closing quote
+  if (next < p || e - p < 2 || *end != '"') return false;
+  for (const char* b = next; b != nullptr && b < end;) {
+    switch (b[1]) {
+      case '"':
+      case '\\':
+      case '/':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        b += 2;
+        break;
+      case 'u': {
+        if (end - b < 6) return false;
+        int value = 0;
+        for (int i = 2; i < 6; ++i) {
+          const int digit = hex_value(b[i]);
+          if (digit < 0) return false;
+          value = value * 16 + digit;
+        }
+        if (value >= 0xd800 && value <= 0xdfff) return false;  // pairs are the parser's
+        b += 6;
+        break;
+      }
+      default:
+        return false;
+    }
+    if (b >= end) break;
+    b = static_cast<const char*>(std::memchr(b, '\\', static_cast<std::size_t>(end - b)));
+  }
+  next = static_cast<const char*>(std::memchr(e, '\\', static_cast<std::size_t>(run_end - e)));
+  if (next == nullptr) next = run_end;
+  return true;
+}
+
 }  // namespace
 
 bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& path,
@@ -32,8 +81,12 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
   const std::uint32_t* const ix = run.index;
   const std::uint32_t n = run.index_count;
   const std::size_t segments = path.size();
-  // A string with an escape is left to the parser; then every string here is its own bytes.
-  if (std::memchr(base, '\\', run.starts[run.count]) != nullptr) return false;
+  // Escapes are checked in the strings that hold one (the run's backslashes in turn); a name
+  // on the path or a key with one is left to the parser: then those are their own bytes.
+  const char* const run_end = base + run.starts[run.count];
+  const char* next_backslash =
+      static_cast<const char*>(std::memchr(base, '\\', run.starts[run.count]));
+  if (next_backslash == nullptr) next_backslash = run_end;
   std::uint32_t t = 0;
   for (std::size_t r = 0; r < run.count; ++r) {
     const std::size_t line_end = run.starts[r + 1];
@@ -69,11 +122,14 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
     REDBLOOM_NEXT_TOKEN();
     if (c == '}') goto scope_end;
   object_key:
-    // Stage 1 has closed every string, and without backslashes a string ends at its next
-    // quote: a string's token is the string and the blanks after it, checked where it is read.
+    // Stage 1 has closed every string (a quote inside one is escaped): a string's token is the
+    // string and the blanks after it, its bytes checked only where they are read.
     if (c != '"') return false;
     role = 0;
-    if (on == depth && !matched && depth <= segments) {
+    if (next_backslash < e) {
+      if (on == depth && !matched && depth <= segments) return false;
+      if (!plain_escapes(p, e, next_backslash, run_end)) return false;
+    } else if (on == depth && !matched && depth <= segments) {
       REDBLOOM_TRIM_TOKEN();
       if (e - p < 2 || e[-1] != '"') return false;
       if (same_name(p + 1, static_cast<std::size_t>(e - p - 2), path[depth - 1])) {
@@ -107,7 +163,9 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
     goto scope_end;
   value:
     if (c == '"') {  // the most frequent value first
-      if (role == 2) {
+      if (next_backslash < e) {
+        if (role == 2 || !plain_escapes(p, e, next_backslash, run_end)) return false;
+      } else if (role == 2) {
         REDBLOOM_TRIM_TOKEN();
         if (e - p < 2 || e[-1] != '"') return false;
         status = RecordKeyStatus::ok;

@@ -2,8 +2,9 @@
 // the structural characters and of each value's first byte, the UTF-8, closed quotes and no raw
 // control characters in strings already checked), without building a document: the rest of
 // the grammar checked token by token, and each record's key found on the way. It covers the
-// records of everyday logs (strings without escapes, integers of at most 18 digits, nesting up
-// to 63 deep) and says when a run holds anything else, which the document parser then takes.
+// records of everyday logs (integers of at most 18 digits, escapes other than surrogates, the
+// key and the names on its path without escapes, nesting up to 63 deep) and says when a run
+// holds anything else, which the document parser then takes.
 #pragma once
 
 #include <cstddef>
