@@ -71,37 +71,38 @@ bool plain_escapes(const char* p, const char* e, const char*& next, const char* 
   return true;
 }
 
-}  // namespace
+// The state of a run's scan between records.
+struct RunScan {
+  const char* base;
+  const std::uint32_t* ix;
+  std::uint32_t n;
+  std::uint32_t t;             // the next token: the record's first
+  const char* next_backslash;  // the run's next backslash, or its end
+  const char* run_end;
+};
 
-bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& path,
-                     RecordKeyStatus* statuses, JsonLineKey* keys) {
+// One record, whose first token '{' has been read, up to the end of its line. kEscapes: the
+// record holds a backslash (in a string, or it is not JSON): each string is checked for one.
+template <bool kEscapes>
+bool scan_record(RunScan& scan, std::size_t line_end, const std::vector<std::string>& path,
+                 RecordKeyStatus& status_out, JsonLineKey& key_out) {
   // long: one state machine over the tokens, its states code positions (as in simdjson's own
   // second stage), so that each token costs one well-predicted test.
-  const char* const base = run.base;
-  const std::uint32_t* const ix = run.index;
-  const std::uint32_t n = run.index_count;
+  const char* const base = scan.base;
+  const std::uint32_t* const ix = scan.ix;
+  const std::uint32_t n = scan.n;
   const std::size_t segments = path.size();
-  // Escapes are checked in the strings that hold one (the run's backslashes in turn); a name
-  // on the path or a key with one is left to the parser: then those are their own bytes.
-  const char* const run_end = base + run.starts[run.count];
-  const char* next_backslash =
-      static_cast<const char*>(std::memchr(base, '\\', run.starts[run.count]));
-  if (next_backslash == nullptr) next_backslash = run_end;
-  std::uint32_t t = 0;
-  for (std::size_t r = 0; r < run.count; ++r) {
-    const std::size_t line_end = run.starts[r + 1];
-    if (t >= n || ix[t] < run.starts[r] || ix[t] >= line_end || base[ix[t]] != '{') return false;
-    ++t;
-    std::uint64_t arrays = 0;  // bit d: the container at depth d is an array
-    std::uint32_t depth = 1;
-    std::uint32_t on = 1;  // the depth of the deepest open object that the path reaches
-    bool matched = false;  // that object's member of the path has been read
-    int role = 0;          // the value about to be read: 0 none, 1 a step of the path, 2 the key
-    RecordKeyStatus status = RecordKeyStatus::missing;
-    JsonLineKey key;
-    char c = 0;
-    const char* p = nullptr;  // the token
-    const char* e = nullptr;  // where the next token starts
+  std::uint32_t t = scan.t;
+  std::uint64_t arrays = 0;  // bit d: the container at depth d is an array
+  std::uint32_t depth = 1;
+  std::uint32_t on = 1;  // the depth of the deepest open object that the path reaches
+  bool matched = false;  // that object's member of the path has been read
+  int role = 0;          // the value about to be read: 0 none, 1 a step of the path, 2 the key
+  RecordKeyStatus status = RecordKeyStatus::missing;
+  JsonLineKey key;
+  char c = 0;
+  const char* p = nullptr;  // the token
+  const char* e = nullptr;  // where the next token starts
 // The next token, or false at the end of the run.
 #define REDBLOOM_NEXT_TOKEN() \
   do {                        \
@@ -118,128 +119,156 @@ bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& pat
       while (e > p && is_blank(e[-1])) --e;         \
     }                                               \
   } while (false)
-  object_field:
+object_field:
+  REDBLOOM_NEXT_TOKEN();
+  if (c == '}') goto scope_end;
+object_key:
+  // Stage 1 has closed every string (a quote inside one is escaped): a string's token is the
+  // string and the blanks after it, its bytes checked only where they are read.
+  if (c != '"') return false;
+  role = 0;
+  if (kEscapes && scan.next_backslash < e) {
+    if (on == depth && !matched && depth <= segments) return false;
+    if (!plain_escapes(p, e, scan.next_backslash, scan.run_end)) return false;
+  } else if (on == depth && !matched && depth <= segments) {
+    REDBLOOM_TRIM_TOKEN();
+    if (e - p < 2 || e[-1] != '"') return false;
+    if (same_name(p + 1, static_cast<std::size_t>(e - p - 2), path[depth - 1])) {
+      matched = true;
+      role = depth == segments ? 2 : 1;
+    }
+  }
+  REDBLOOM_NEXT_TOKEN();
+  if (c != ':') return false;
+  REDBLOOM_NEXT_TOKEN();
+  goto value;
+object_continue:
+  REDBLOOM_NEXT_TOKEN();
+  if (c == ',') {
     REDBLOOM_NEXT_TOKEN();
-    if (c == '}') goto scope_end;
-  object_key:
-    // Stage 1 has closed every string (a quote inside one is escaped): a string's token is the
-    // string and the blanks after it, its bytes checked only where they are read.
-    if (c != '"') return false;
-    role = 0;
-    if (next_backslash < e) {
-      if (on == depth && !matched && depth <= segments) return false;
-      if (!plain_escapes(p, e, next_backslash, run_end)) return false;
-    } else if (on == depth && !matched && depth <= segments) {
+    goto object_key;
+  }
+  if (c != '}') return false;
+  goto scope_end;
+array_element:
+  REDBLOOM_NEXT_TOKEN();
+  if (c == ']') goto scope_end;
+  goto value;
+array_continue:
+  REDBLOOM_NEXT_TOKEN();
+  if (c == ',') {
+    REDBLOOM_NEXT_TOKEN();
+    goto value;
+  }
+  if (c != ']') return false;
+  goto scope_end;
+value:
+  if (c == '"') {  // the most frequent value first
+    if (kEscapes && scan.next_backslash < e) {
+      if (role == 2 || !plain_escapes(p, e, scan.next_backslash, scan.run_end)) return false;
+    } else if (role == 2) {
       REDBLOOM_TRIM_TOKEN();
       if (e - p < 2 || e[-1] != '"') return false;
-      if (same_name(p + 1, static_cast<std::size_t>(e - p - 2), path[depth - 1])) {
-        matched = true;
-        role = depth == segments ? 2 : 1;
-      }
+      status = RecordKeyStatus::ok;
+      key = {'s', std::string_view(p + 1, static_cast<std::size_t>(e - p - 2))};
     }
-    REDBLOOM_NEXT_TOKEN();
-    if (c != ':') return false;
-    REDBLOOM_NEXT_TOKEN();
-    goto value;
-  object_continue:
-    REDBLOOM_NEXT_TOKEN();
-    if (c == ',') {
-      REDBLOOM_NEXT_TOKEN();
-      goto object_key;
-    }
-    if (c != '}') return false;
-    goto scope_end;
-  array_element:
-    REDBLOOM_NEXT_TOKEN();
-    if (c == ']') goto scope_end;
-    goto value;
-  array_continue:
-    REDBLOOM_NEXT_TOKEN();
-    if (c == ',') {
-      REDBLOOM_NEXT_TOKEN();
-      goto value;
-    }
-    if (c != ']') return false;
-    goto scope_end;
-  value:
-    if (c == '"') {  // the most frequent value first
-      if (next_backslash < e) {
-        if (role == 2 || !plain_escapes(p, e, next_backslash, run_end)) return false;
+    goto value_end;
+  }
+  switch (c) {
+    case '{':
+      if (depth == kMaxDepth) return false;
+      ++depth;
+      arrays &= ~(std::uint64_t{1} << depth);
+      if (role == 1) {
+        on = depth;
+        matched = false;
       } else if (role == 2) {
-        REDBLOOM_TRIM_TOKEN();
-        if (e - p < 2 || e[-1] != '"') return false;
+        status = RecordKeyStatus::invalid;  // an object is not a key
+      }
+      role = 0;
+      goto object_field;
+    case '[':
+      if (depth == kMaxDepth) return false;
+      ++depth;
+      arrays |= std::uint64_t{1} << depth;
+      if (role == 2) status = RecordKeyStatus::invalid;  // nor is an array
+      role = 0;
+      goto array_element;
+    case 't':
+    case 'f':
+    case 'n': {
+      REDBLOOM_TRIM_TOKEN();
+      const std::string_view atom(p, static_cast<std::size_t>(e - p));
+      if (atom != "true" && atom != "false" && atom != "null") return false;
+      if (role == 2 && c != 'n') {  // null is no key: missing
         status = RecordKeyStatus::ok;
-        key = {'s', std::string_view(p + 1, static_cast<std::size_t>(e - p - 2))};
+        key = {'b', atom};
       }
-      goto value_end;
+      break;
     }
-    switch (c) {
-      case '{':
-        if (depth == kMaxDepth) return false;
-        ++depth;
-        arrays &= ~(std::uint64_t{1} << depth);
-        if (role == 1) {
-          on = depth;
-          matched = false;
-        } else if (role == 2) {
-          status = RecordKeyStatus::invalid;  // an object is not a key
-        }
-        role = 0;
-        goto object_field;
-      case '[':
-        if (depth == kMaxDepth) return false;
-        ++depth;
-        arrays |= std::uint64_t{1} << depth;
-        if (role == 2) status = RecordKeyStatus::invalid;  // nor is an array
-        role = 0;
-        goto array_element;
-      case 't':
-      case 'f':
-      case 'n': {
-        REDBLOOM_TRIM_TOKEN();
-        const std::string_view atom(p, static_cast<std::size_t>(e - p));
-        if (atom != "true" && atom != "false" && atom != "null") return false;
-        if (role == 2 && c != 'n') {  // null is no key: missing
-          status = RecordKeyStatus::ok;
-          key = {'b', atom};
-        }
-        break;
+    default: {
+      // An integer: -?(0|[1-9][0-9]*), at most 18 digits (always an int64); any other
+      // number goes to the parser.
+      REDBLOOM_TRIM_TOKEN();
+      const char* digits = p + (c == '-' ? 1 : 0);
+      if (digits == e || e - digits > 18 || (*digits == '0' && e - digits != 1)) return false;
+      for (const char* d = digits; d < e; ++d) {
+        if (*d < '0' || *d > '9') return false;
       }
-      default: {
-        // An integer: -?(0|[1-9][0-9]*), at most 18 digits (always an int64); any other
-        // number goes to the parser.
-        REDBLOOM_TRIM_TOKEN();
-        const char* digits = p + (c == '-' ? 1 : 0);
-        if (digits == e || e - digits > 18 || (*digits == '0' && e - digits != 1)) return false;
-        for (const char* d = digits; d < e; ++d) {
-          if (*d < '0' || *d > '9') return false;
-        }
-        if (role == 2) {
-          status = RecordKeyStatus::ok;
-          key = {'n', std::string_view(p, static_cast<std::size_t>(e - p))};
-        }
-        break;
+      if (role == 2) {
+        status = RecordKeyStatus::ok;
+        key = {'n', std::string_view(p, static_cast<std::size_t>(e - p))};
       }
+      break;
     }
-  value_end:
-    role = 0;
-    if ((arrays >> depth) & 1) goto array_continue;
-    goto object_continue;
-  scope_end:
-    if (on == depth) {  // the path's object closes: its parent's member was the step to it
-      --on;
-      matched = true;
-    }
-    if (--depth == 0) goto record_end;
-    if ((arrays >> depth) & 1) goto array_continue;
-    goto object_continue;
-  record_end:
-    // The root object closes on the record's line, and nothing follows it there.
-    if (p >= base + line_end - 1 || (t < n && ix[t] < line_end)) return false;
-    statuses[r] = status;
-    keys[r] = key;
+  }
+value_end:
+  role = 0;
+  if ((arrays >> depth) & 1) goto array_continue;
+  goto object_continue;
+scope_end:
+  if (on == depth) {  // the path's object closes: its parent's member was the step to it
+    --on;
+    matched = true;
+  }
+  if (--depth == 0) goto record_end;
+  if ((arrays >> depth) & 1) goto array_continue;
+  goto object_continue;
+record_end:
+  // The root object closes on the record's line, and nothing follows it there.
+  if (p >= base + line_end - 1 || (t < n && ix[t] < line_end)) return false;
+  scan.t = t;
+  status_out = status;
+  key_out = key;
+  return true;
 #undef REDBLOOM_NEXT_TOKEN
 #undef REDBLOOM_TRIM_TOKEN
+}
+
+}  // namespace
+
+bool scan_json_lines(const JsonLineRun& run, const std::vector<std::string>& path,
+                     RecordKeyStatus* statuses, JsonLineKey* keys) {
+  // Escapes are checked in the strings that hold one (the run's backslashes in turn); a name
+  // on the path or a key with one is left to the parser: then those are their own bytes.
+  const char* const run_end = run.base + run.starts[run.count];
+  const char* next_backslash =
+      static_cast<const char*>(std::memchr(run.base, '\\', run.starts[run.count]));
+  RunScan scan{
+      run.base, run.index, run.index_count, 0, next_backslash == nullptr ? run_end : next_backslash,
+      run_end};
+  for (std::size_t r = 0; r < run.count; ++r) {
+    const std::size_t line_end = run.starts[r + 1];
+    const std::uint32_t t = scan.t;
+    if (t >= scan.n || scan.ix[t] < run.starts[r] || scan.ix[t] >= line_end ||
+        run.base[scan.ix[t]] != '{') {
+      return false;
+    }
+    ++scan.t;
+    const bool ok = scan.next_backslash < run.base + line_end
+                        ? scan_record<true>(scan, line_end, path, statuses[r], keys[r])
+                        : scan_record<false>(scan, line_end, path, statuses[r], keys[r]);
+    if (!ok) return false;
   }
   return true;
 }
