@@ -506,6 +506,8 @@ TEST(RecordKeyJson, BatchScanGivesWhatTheParserGives) {
       R"({"a":{"id":1},"x":"\u12G4"})",
       R"({"a":{"id":1},"x":"\U0041"})",
       R"({"a":{"id":1},"x":"\x"})",
+      R"({"a":{"id":1},"x":"a\nb\qc"})",
+      R"({"a":{"id":1},"x":"\u0041\u12x4"})",
       R"({"a":{"id":1},"x":"\\"})",
       R"({"a":{"id":1},"x":"\\\""})",
       R"({"a":{"id":1},"x":"a\\"b"})",
