@@ -36,7 +36,7 @@ bool plain_escapes(const char* p, const char* e, const char*& next, const char* 
   while (e > p && is_blank(e[-1])) --e;
   const char* const end = e - 1;  // the closing quote
   if (next < p || e - p < 2 || *end != '"') return false;
-  for (const char* b = next; b < end;) {
+  for (const char* b = next; b != nullptr && b < end;) {
     switch (b[1]) {
       case '"':
       case '\\':
@@ -63,7 +63,8 @@ bool plain_escapes(const char* p, const char* e, const char*& next, const char* 
       default:
         return false;
     }
-    while (b < end && *b != '\\') ++b;  // strings are short: no call to memchr
+    if (b >= end) break;
+    b = static_cast<const char*>(std::memchr(b, '\\', static_cast<std::size_t>(end - b)));
   }
   next = static_cast<const char*>(std::memchr(e, '\\', static_cast<std::size_t>(run_end - e)));
   if (next == nullptr) next = run_end;
