@@ -10,7 +10,7 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-// Member names are short: a loop costs less than a call to memcmp.
+// Whether a member name (its bytes, no escapes) is the path's segment; names are short.
 bool same_name(const char* name, std::size_t size, const std::string& segment) {
   if (size != segment.size()) return false;
   for (std::size_t i = 0; i < size; ++i) {
