@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Records benchmark: redbloom dedup on whole lines against dedup with a key (--key-field on
-# tab-separated lines, --key-field --csv on CSV lines, --json-key on JSON Lines), the same
-# records each time, into a new local filter in a temp dir, output to /dev/null. Prints the
-# median items/s (from the command's --json summary) of --reps runs of each case, interleaved,
-# side by side with the whole-line rate of the same file, and the same ratio by CPU time (user +
-# system, from bash's time).
+# tab-separated lines, --key-field --csv on CSV lines, --json-key on JSON Lines, plain and with
+# escaped slashes), the same records each time, into a new local filter in a temp dir, output
+# to /dev/null. Prints the median items/s (from the command's --json summary) of --reps runs of
+# each case, interleaved, side by side with the whole-line rate of the same file, and the same
+# ratio by CPU time (user + system, from bash's time).
 #   scripts/bench-records.sh [--n=2000000] [--reps=5] [--build=DIR] [--before=BINARY]
 # The binary is DIR/redbloom (default build-bench, configured and built in Release if missing).
 # --before: another redbloom binary (an older build) whose --json-key runs are interleaved with
@@ -44,11 +44,16 @@ awk -v n="$n" -v dir="$dir" 'BEGIN {
     printf "%s,%s,GET,\"%s,x\",200\n", t, key, p > dir "/r.csv"
     printf "{\"ts\":\"%s\",\"event\":{\"kind\":\"GET\",\"id\":\"%s\",", t, key > dir "/r.jsonl"
     printf "\"path\":\"%s\"},\"status\":200}\n", p > dir "/r.jsonl"
+    # The same JSON with its slashes escaped, as some encoders write them.
+    e = p
+    gsub("/", "\\/", e)
+    printf "{\"ts\":\"%s\",\"event\":{\"kind\":\"GET\",\"id\":\"%s\",", t, key > dir "/r-esc.jsonl"
+    printf "\"path\":\"%s\"},\"status\":200}\n", e > dir "/r-esc.jsonl"
   }
 }'
 
-cases=(tsv-line tsv-key csv-line csv-key json-line json-key)
-[[ -n $before ]] && cases+=(json-key-before)
+cases=(tsv-line tsv-key csv-line csv-key json-line json-key json-esc-line json-esc-key)
+[[ -n $before ]] && cases+=(json-key-before json-esc-key-before)
 args_of() {
   case $1 in
     tsv-line) echo "$dir/r.tsv" ;;
@@ -57,6 +62,8 @@ args_of() {
     csv-key) echo "--key-field 2 --csv $dir/r.csv" ;;
     json-line) echo "$dir/r.jsonl" ;;
     json-key | json-key-before) echo "--json-key event.id $dir/r.jsonl" ;;
+    json-esc-line) echo "$dir/r-esc.jsonl" ;;
+    json-esc-key | json-esc-key-before) echo "--json-key event.id $dir/r-esc.jsonl" ;;
   esac
 }
 declare -A rates cpus
@@ -94,6 +101,8 @@ row() {
 row tsv tsv-key "--key-field 2"
 row csv csv-key "--key-field 2 --csv"
 row json json-key "--json-key event.id"
+row json-esc json-esc-key "--json-key event.id"
 if [[ -n $before ]]; then
   row "json (before: $before)" json-key-before "--json-key event.id"
+  row "json-esc (before: $before)" json-esc-key-before "--json-key event.id"
 fi

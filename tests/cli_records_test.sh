@@ -108,6 +108,23 @@ run dedup $(new json_err) --json-key event.id -q t.jsonl
 check "--json-key: a record without the key stops the command" 2 "$rc"
 check_contains "--json-key: the missing member is named" "t.jsonl line 6: no member event.id" \
   "$err"
+# Plain records (no escapes, integers), whose keys come from simdjson's first stage: a bad
+# value after the key, or text after the object, still stops the command at its line, with the
+# lines before it printed.
+awk 'BEGIN { for (i = 1; i <= 5000; i++)
+  printf "{\"ts\":\"t%d\",\"event\":{\"kind\":\"GET\",\"id\":\"k%d\"},\"n\":%d}\n", i, i, i }' \
+  > plain.jsonl
+for bad in '{"event":{"id":"k"},"x":tru}' '{"event":{"id":"k"}} x' \
+  '{"event":{"id":"k"},"x":[1,]}'; do
+  awk -v bad="$bad" 'NR == 3000 { print bad; next } { print }' plain.jsonl > plain_bad.jsonl
+  run dedup $(new plain_bad) --json-key event.id -q plain_bad.jsonl
+  check "plain JSON, $bad on line 3000: exit 2" 2 "$rc"
+  check_contains "plain JSON, $bad: named" "plain_bad.jsonl line 3000: not valid JSON" "$err"
+  check "plain JSON, $bad: the lines before it printed" 2999 "$(printf '%s\n' "$out" | wc -l)"
+  rm -f plain_bad.rbf
+done
+run dedup $(new plain) --json-key event.id -q plain.jsonl
+check "plain JSON: every record has its key" 5000 "$(printf '%s\n' "$out" | wc -l)"
 # A NUL byte makes a JSON line invalid; with --key-field it is a byte of the key.
 printf '{"id":"a\0b"}\n{"id":"ab"}\n' > nul.jsonl
 run dedup $(new nul) --json-key id --on-bad-record skip -q nul.jsonl

@@ -2,6 +2,7 @@
 // have none.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -404,6 +405,175 @@ TEST(RecordKeyJson, BatchInOneBufferGivesWhatRecordsGiveOneByOne) {
   // Short records, all of them within the parser's padding of the batch's end.
   expect_buffer_batch_as_one_by_one({R"({"a":{"id":1}})", R"({"a":{"id":2}})", "x"});
   expect_buffer_batch_as_one_by_one({R"({"a":{"id":1}})"});
+}
+
+// Records as everyday logs write them (no escapes, integers), which the batch reads from the
+// parser's first stage alone, give what the document parser gives them one by one: keys of
+// every type, paths that are not there, and records that break the grammar anywhere, before or
+// after the key, each in a batch of good records in one buffer.
+TEST(RecordKeyJson, BatchScanGivesWhatTheParserGives) {
+  std::vector<std::string> good;
+  for (int i = 0; i < 64; ++i) {
+    good.push_back(R"({"ts":"t)" + std::to_string(i) + R"(","a":{"k":[1,{"x":null}],"id":)" +
+                   std::to_string(i * 7919) + R"(,"p":"/i?q=)" + std::to_string(i) +
+                   R"("},"s":true})");
+  }
+  std::string deep = R"({"d":)";
+  for (int depth = 0; depth < 40; ++depth) deep += R"({"x":[1,-2,"s",true,false,null,{}],"y":)";
+  deep += "[]";
+  for (int depth = 0; depth < 40; ++depth) deep += "}";
+  const std::vector<std::string> odd = {
+      deep + R"(,"a":{"id":"after-deep"}})",
+      R"({"a":{"id":"k"},"b":)" + deep.substr(5) + "}",
+      R"({"a":{"id":"s"}})",
+      R"({"a":{"id":-0}})",
+      R"({"a":{"id":0}})",
+      R"({"a":{"id":-17}})",
+      R"({"a":{"id":123456789012345678}})",
+      R"({"a":{"id":-123456789012345678}})",
+      R"({"a":{"id":1234567890123456789}})",
+      R"({"a":{"id":18446744073709551615}})",
+      R"({"a":{"id":18446744073709551616}})",
+      R"({"a":{"id":1.0}})",
+      R"({"a":{"id":1e2}})",
+      R"({"a":{"id":true}})",
+      R"({"a":{"id":false}})",
+      R"({"a":{"id":null}})",
+      R"({"a":{"id":{}}})",
+      R"({"a":{"id":[]}})",
+      R"({"a":{"id":[1]}})",
+      R"({"a":{}})",
+      R"({})",
+      R"({"a":[{"id":1}]})",
+      R"({"a":"id"})",
+      R"({"a":null})",
+      R"({"a":7})",
+      R"({"a":{"id":1,"id":2}})",
+      R"({"a":{"x":1},"a":{"id":2}})",
+      R"({"a":{"id":1},"a":{"id":2}})",
+      R"({"a":{"idx":1,"i":2,"id":3}})",
+      R"({"aa":{"id":1},"a":{"id":4}})",
+      R"({"x":{"a":{"id":5}},"a":{"y":{"id":6},"id":7}})",
+      R"({"a":{"b":{"id":8}}})",
+      " {\t\"a\" :\r{ \"id\"\t: \"spaced\" } } \r",
+      "{\"a\":{\"id\":\"caf\xc3\xa9\"}}",
+      R"(["a"])",
+      R"("a")",
+      "5",
+      "null",
+      R"({"a":{"id":1}} )",
+      R"({"a":{"id":1}}})",
+      R"({"a":{"id":1}},)",
+      R"({"a":{"id":1}} x)",
+      R"({"a":{"id":1}}{})",
+      R"({"a":{"id":1})",
+      R"({"a":{"id":1},"x":tru})",
+      R"({"a":{"id":1},"x":truex})",
+      R"({"a":{"id":1},"x":nul})",
+      R"({"a":{"id":1},"x":01})",
+      R"({"a":{"id":1},"x":-})",
+      R"({"a":{"id":1},"x":--1})",
+      R"({"a":{"id":1},"x":1.})",
+      R"({"a":{"id":1},"x":1.5e3})",
+      R"({"a":{"id":1},"x":+1})",
+      R"({"a":{"id":1},"x":[1,]})",
+      R"({"a":{"id":1},"x":[,1]})",
+      R"({"a":{"id":1},"x":[1 2]})",
+      R"({"a":{"id":1},"x":{"y"}})",
+      R"({"a":{"id":1},"x":{"y":}})",
+      R"({"a":{"id":1},"x"})",
+      R"({"a":{"id":1},})",
+      R"({"a":{"id":1}:1})",
+      R"({"a":{"id":1},"x":[}})",
+      R"({"a":{"id" 1}})",
+      R"({"a":{"id":1},"x":"y""z"})",
+      R"({"a":{"id":1},"x":1"z"})",
+      R"({"a":{"id":1},"x":{1:2}})",
+      R"({"a":{"id":1},"x":"\u0041"})",
+      R"({"a":{"id":"\u0041"}})",
+      R"({"a":{"i\u0064":1}})",
+      R"({"a":{"id":1},"x":"\q"})",
+      R"({"a":{"id":1},"x":"\/i\u00e9\n\"q\\","y":["\t\b\f\r","\uABCD\uffff\u0000"]})",
+      R"({"a":{"id":"k\u0041"}})",
+      R"({"a":{"id":"k\n"}})",
+      R"({"x\u00e9":1,"a":{"id":2}})",
+      R"({"a":{"x\n":1,"id":2}})",
+      R"({"a":{"id":3,"x\n":1}})",
+      R"({"a":{"id":1},"x":"\ud83d\ude00"})",
+      R"({"a":{"id":1},"x":"\udc00"})",
+      R"({"a":{"id":1},"x":"\ud800x"})",
+      R"({"a":{"id":1},"x":"\u12"})",
+      R"({"a":{"id":1},"x":"\u12G4"})",
+      R"({"a":{"id":1},"x":"\U0041"})",
+      R"({"a":{"id":1},"x":"\x"})",
+      R"({"a":{"id":1},"x":"a\nb\qc"})",
+      R"({"a":{"id":1},"x":"\u0041\u12x4"})",
+      R"({"a":{"id":1},"x":"\\"})",
+      R"({"a":{"id":1},"x":"\\\""})",
+      R"({"a":{"id":1},"x":"a\\"b"})",
+      R"({"a":{"id":1},"x":"\"})",
+      R"({"a":{"id":1},"x":"\\\"})",
+      R"({"a":{"id":1},"x":tr\ue})",
+      R"({"a":{"id":1},"x":1\2})",
+      R"({"a":{"id":1},"x":\"s"})",
+      "{\"a\":{\"id\":1},\"x\":\"t\tab\"}",
+      "{\"a\":{\"id\":1},\"x\":\"\xff\"}",
+      "{\"a\":{\"id\":1},\"x\":\x01}",
+      R"({"a":{"id":"open})",
+      R"({"a":{"id":1},"x":")",
+      "",
+      "  ",
+      R"({"a":{"id":1})"
+      "\n"
+      R"(})"};
+  // First, mid-run, and the last of the run before the batch's last record (parsed alone).
+  for (const std::string& record : odd) {
+    for (const std::size_t where : {std::size_t{0}, std::size_t{20}, good.size() - 2}) {
+      auto lines = good;
+      lines[where] = record;
+      expect_buffer_batch_as_one_by_one(lines);
+      expect_batch_as_one_by_one(lines);
+    }
+  }
+  // A record whose object closes on the next line, where another object follows.
+  for (const std::size_t where : {std::size_t{0}, std::size_t{20}, good.size() - 3}) {
+    auto lines = good;
+    lines[where] = R"({"a":{"id":1},)";
+    lines[where + 1] = R"("x":2}{"a":{"id":3}})";
+    expect_buffer_batch_as_one_by_one(lines);
+  }
+  // Random edits of good records: a byte dropped, added or changed, anywhere.
+  const std::string bytes = "{}[]:,\"\\ \ttfnrue0123456789-+.eEaidx\x01\xc3\xff";
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&state](std::size_t below) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<std::size_t>(state % below);
+  };
+  std::vector<std::string> lines = good;
+  lines.push_back(R"({"a":{"id":"k","z":[true,false,null,-3,{"w":[]}]},"b":[[],{}]})");
+  lines.push_back(R"({"a":{"q":1},"a":{"id":2}, "b" : { "a" : { "id" : 3 } } })");
+  lines.push_back(R"({"a":{"id":"k"},"p":"\/x\u00e9\n\"q\\","b":["\t",{"\u0041":"\u00e9"}]})");
+  for (int edit = 0; edit < 3000; ++edit) {
+    const std::size_t where = next(lines.size() - 4);
+    std::string record = lines[next(lines.size())];
+    const std::size_t at = next(record.size() + 1);
+    switch (next(3)) {
+      case 0:
+        if (at < record.size()) record.erase(at, 1);
+        break;
+      case 1:
+        record.insert(at, 1, bytes[next(bytes.size())]);
+        break;
+      default:
+        if (at < record.size()) record[at] = bytes[next(bytes.size())];
+        break;
+    }
+    auto batch = lines;
+    batch[where] = record;
+    expect_buffer_batch_as_one_by_one(batch);
+  }
 }
 
 TEST(RecordKeySpec, RefusesWhatSelectsNothing) {

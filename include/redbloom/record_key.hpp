@@ -79,6 +79,10 @@ class RecordKeyExtractor {
   // arena; false when that does not apply (the caller then takes them one by one).
   bool json_all(const std::vector<std::string_view>& records, std::size_t first, std::size_t last,
                 std::vector<RecordKeyStatus>& statuses, std::size_t& found);
+  // The same from the first stage's index alone (scan_json_lines), where base holds the run
+  // (starts_ filled, padded); false when the scan does not cover its records.
+  bool json_scan(const char* base, std::size_t length, std::size_t first, std::size_t last,
+                 std::vector<RecordKeyStatus>& statuses, std::size_t& found);
 
   RecordKeySpec spec_;
   std::vector<std::string> path_;

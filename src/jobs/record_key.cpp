@@ -7,12 +7,20 @@
 #include <cmath>
 #include <cstring>
 
+#include "json_line_scan.hpp"
 #include "redbloom/error.hpp"
 
 namespace redbloom {
 
 struct RecordKeyExtractor::Json {
   simdjson::dom::parser parser;
+  // Only its first stage runs, for scan_json_lines: the structural indexes it leaves are the
+  // parser's own (the member simdjson keeps public for such access).
+  simdjson::dom::parser index;
+  std::vector<JsonLineKey> keys;
+  // Runs left to the document parser without trying the scan, after a run it could not take
+  // (input whose records the scan does not cover would pay for both).
+  int scan_rest = 0;
 };
 
 RecordKeySpec RecordKeySpec::field_of(std::size_t field, char delimiter) {
@@ -322,6 +330,7 @@ bool RecordKeyExtractor::json_all(const std::vector<std::string_view>& records, 
     std::memset(at, 0, simdjson::SIMDJSON_PADDING);
     base = padded_.data();
   }
+  if (json_scan(base, length, first, last, statuses, found)) return true;
   simdjson::dom::document_stream stream;
   const std::size_t window = std::max(length, simdjson::dom::DEFAULT_BATCH_SIZE);
   if (json_->parser.parse_many(reinterpret_cast<const std::uint8_t*>(base), length, window)
@@ -352,6 +361,51 @@ bool RecordKeyExtractor::json_all(const std::vector<std::string_view>& records, 
     ++r;
   }
   return r == last && stream.truncated_bytes() == 0;
+}
+
+bool RecordKeyExtractor::json_scan(const char* base, std::size_t length, std::size_t first,
+                                   std::size_t last, std::vector<RecordKeyStatus>& statuses,
+                                   std::size_t& found) {
+  // After a run it could not take, the scan sits out this many.
+  constexpr int kScanPause = 16;
+  Json& json = *json_;
+  if (json.scan_rest > 0) {
+    --json.scan_rest;
+    return false;
+  }
+  json.scan_rest = kScanPause;
+  if (json.index.capacity() < length && json.index.allocate(length) != simdjson::SUCCESS) {
+    return false;
+  }
+  simdjson::internal::dom_parser_implementation& stage = *json.index.implementation;
+  if (stage.stage1(reinterpret_cast<const std::uint8_t*>(base), length,
+                   simdjson::stage1_mode::regular) != simdjson::SUCCESS) {
+    return false;
+  }
+  const std::size_t count = last - first;
+  json.keys.resize(count);
+  const JsonLineRun run{base, starts_.data(), count, stage.structural_indexes.get(),
+                        stage.n_structural_indexes};
+  if (!scan_json_lines(run, path_, statuses.data() + first, json.keys.data())) return false;
+  json.scan_rest = 0;
+  found = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (statuses[first + i] != RecordKeyStatus::ok) continue;
+    const JsonLineKey& key = json.keys[i];
+    const std::size_t before = arena_.size();
+    arena_.push_back(key.type);
+    if (key.type == 'n') {
+      // As the document parser reads it: an int64 (18 digits always fit), "-0" as 0.
+      std::int64_t value = 0;
+      std::from_chars(key.text.data(), key.text.data() + key.text.size(), value);
+      append_number(arena_, value);
+    } else {
+      arena_.append(key.text);
+    }
+    owned_.push_back({first + i, before, arena_.size() - before});
+    ++found;
+  }
+  return true;
 }
 
 std::size_t RecordKeyExtractor::extract_all(const std::vector<std::string_view>& records,
