@@ -182,9 +182,9 @@ end
 // writes when a later call raises, so every way a later call can refuse is checked before it
 // (types, the user's rights, the room left in the output's ids), and the calls after the first
 // write go through pcall: an unforeseen refusal is reported with what was done, never hidden.
-// Runs after kBatchParts. Reply {unique, duplicates, skipped, passed, deleted, done before},
-// or an error "REDBLOOMDEDUP <what> ..." (nothing written), or "REDBLOOMDEDUP partial ..."
-// (ack_and_copy).
+// Runs after kBatchParts and line_functions(). Reply {unique, duplicates, skipped, passed, deleted,
+// done before}, or an error "REDBLOOMDEDUP <what> ..." (nothing written), or "REDBLOOMDEDUP partial
+// ..." (ack_and_copy).
 constexpr std::string_view kScript = R"lua(
 local input, output = KEYS[1], KEYS[2]
 local argv = ARGV
@@ -259,29 +259,15 @@ for j = 1, m do
   elseif engine == 'l' then
     -- A blocked item's bits are in one 64-byte line: read whole, tested and set here, and
     -- written back only for a new item; two calls an item instead of k bit operations.
-    -- Arguments: the line's first and last byte offsets, then (byte in the line, mask) pairs.
-    local band, bor, byte = bit.band, bit.bor, string.byte
+    -- Arguments: the line's first and last byte offsets, then (byte in the line, mask) pairs
+    -- (holds and with: the stream script's line functions).
     for i = 1, #list do
       local e = list[i]
       local at = argv[items[e]]
       local bits = argv[items[e] + 2]
       local line = redis.call('GETRANGE', key, at, argv[items[e] + 1])
-      local fresh = false
-      for q = 1, #bits, 2 do
-        local b, mask = byte(bits, q, q + 1)
-        if band(byte(line, b + 1), mask) ~= mask then
-          fresh = true
-          break
-        end
-      end
-      if fresh then
-        local bytes = {byte(line, 1, 64)}
-        for q = 1, #bits, 2 do
-          local b, mask = byte(bits, q, q + 1)
-          bytes[b + 1] = bor(bytes[b + 1], mask)
-        end
-        redis.call('SETRANGE', key, at, string.char(unpack(bytes)))
-      end
+      local fresh = not holds(line, bits)
+      if fresh then redis.call('SETRANGE', key, at, with(line, bits)) end
       new[e] = fresh
     end
   else
@@ -455,7 +441,9 @@ return {c[1], c[2], c[3], c[4], c[5], done_before, results, left}
 
 // The plain batch script: the shared parts, then kScript.
 std::string_view plain_script() {
-  static const std::string text = std::string(kBatchParts) + std::string(kScript);
+  static const std::string text = std::string(kBatchParts) +
+                                  std::string(redis::stream::line_functions()) +
+                                  std::string(kScript);
   return text;
 }
 

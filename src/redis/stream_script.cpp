@@ -10,6 +10,28 @@
 namespace redbloom::redis::stream {
 namespace {
 
+// line_functions(): the test and the set of a blocked item's line, in Lua. Its bits are (byte in
+// the line, mask) pairs: the line, read whole, holds the item when every pair's bits are set,
+// and gets them by one write.
+constexpr std::string_view kLineFunctions = R"lua(
+local band, bor, byte, char = bit.band, bit.bor, string.byte, string.char
+local function holds(line, pairs)
+  for q = 1, #pairs, 2 do
+    local b, mask = byte(pairs, q, q + 1)
+    if band(byte(line, b + 1), mask) ~= mask then return false end
+  end
+  return true
+end
+local function with(line, pairs)
+  local bytes = {byte(line, 1, 64)}
+  for q = 1, #pairs, 2 do
+    local b, mask = byte(pairs, q, q + 1)
+    bytes[b + 1] = bor(bytes[b + 1], mask)
+  end
+  return char(unpack(bytes))
+end
+)lua";
+
 // The protocol is in stream_script.hpp. Reads go through BITFIELD_RO and GETRANGE, so that
 // lookups run on a read-only replica. Lua 5.1 unpacks at most ~8000 values onto its stack, so
 // bulk reads go in calls of at most ~2000 probes. Numbers written back into keys (times,
@@ -117,25 +139,6 @@ if mode == 'i' then
   return out
 end
 if need > 0 then return {'links', 0, '', need, G, now} end
-
--- Lines: an item's bits in a blocked link are (byte in its line, mask) pairs; the line, read
--- whole, holds the item when every pair's bits are set, and gets them by one write.
-local band, bor, byte, char = bit.band, bit.bor, string.byte, string.char
-local function holds(line, pairs)
-  for q = 1, #pairs, 2 do
-    local b, mask = byte(pairs, q, q + 1)
-    if band(byte(line, b + 1), mask) ~= mask then return false end
-  end
-  return true
-end
-local function with(line, pairs)
-  local bytes = {byte(line, 1, 64)}
-  for q = 1, #pairs, 2 do
-    local b, mask = byte(pairs, q, q + 1)
-    bytes[b + 1] = bor(bytes[b + 1], mask)
-  end
-  return char(unpack(bytes))
-end
 
 -- found[i] = true for the items whose bits are all set in link l of `key`. The bits are read in
 -- rounds (one bit a round up to the sixth, then the rest), each for the items whose bits so far
@@ -347,7 +350,12 @@ const std::string& script_sha1() {
 }
 
 std::string_view script_text() noexcept {
-  return kScript;
+  static const std::string text = std::string(kLineFunctions) + std::string(kScript);
+  return text;
+}
+
+std::string_view line_functions() noexcept {
+  return kLineFunctions;
 }
 
 namespace {
@@ -375,7 +383,7 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   const std::size_t fixed = 11 + 3 * call.links.size();
   out.begin(3 + call.keys.size() + fixed + call.item_arg_count);
   out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
-  out.arg(sha.empty() ? kScript : sha);
+  out.arg(sha.empty() ? script_text() : sha);
   encode_common(out, call);
   out.arg(std::uint64_t{call.with_offsets});
   const char form = static_cast<char>(call.form);

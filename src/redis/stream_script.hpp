@@ -72,6 +72,9 @@ inline constexpr std::uint64_t kHeaderFields = 1 + 2 * std::uint64_t{kMaxStreamL
 inline constexpr std::uint64_t kHeaderBytes = 8 * kHeaderFields;
 
 [[nodiscard]] std::string_view script_text() noexcept;
+// The Lua functions holds(line, pairs) and with(line, pairs) that test and set a blocked item's
+// line (ItemForm::lines), as locals: the script's first part, and the Redis Streams stage's.
+[[nodiscard]] std::string_view line_functions() noexcept;
 // Its SHA1 in hex, the name EVALSHA calls it by: computed here, so opening a filter needs no
 // SCRIPT LOAD round trip (a server that does not have it yet answers NOSCRIPT, and the call is
 // sent again as EVAL, which also caches it there).
