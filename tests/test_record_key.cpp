@@ -259,6 +259,18 @@ void expect_records_as_one_by_one(const std::vector<std::string_view>& records) 
 }
 
 // Whatever the mix: good batches, and batches where the stream does not apply.
+// `lines` with `records` in place of its lines from `where` on.
+std::vector<std::string> replaced(std::vector<std::string> lines, std::size_t where,
+                                  std::initializer_list<std::string_view> records) {
+  for (const std::string_view record : records) lines.at(where++) = std::string(record);
+  return lines;
+}
+
+// A record that is not valid JSON alone, whose document runs on into the next line, where a
+// second document follows.
+constexpr std::string_view kRunsOn = R"({"a":{"id":1},)";
+constexpr std::string_view kRunOn = R"("x":2}{"a":{"id":3}})";
+
 void expect_batch_as_one_by_one(const std::vector<std::string>& lines) {
   expect_records_as_one_by_one({lines.begin(), lines.end()});
 }
@@ -285,18 +297,13 @@ TEST(RecordKeyJson, BatchGivesWhatRecordsGiveOneByOne) {
        {R"({"a":{"id":1}} {"a":{"id":2}})"s, R"({"a":{"id":)"s, ""s, "   "s,
         "{\"a\":{\"id\":\"n\0\"}}"s, "{\"a\":{\"id\":\"\xff\"}}"s, "}"s}) {
     for (const std::size_t where : {std::size_t{0}, std::size_t{250}, good.size() - 1}) {
-      auto lines = good;
-      lines[where] = odd;
-      expect_batch_as_one_by_one(lines);
+      expect_batch_as_one_by_one(replaced(good, where, {odd}));
     }
   }
   // A record that is not valid JSON alone, whose document runs on into the next line, where a
   // second document follows: each line must still be judged alone.
   for (const std::size_t where : {std::size_t{0}, std::size_t{250}, good.size() - 2}) {
-    auto lines = good;
-    lines[where] = R"({"a":{"id":1},)";
-    lines[where + 1] = R"("x":2}{"a":{"id":3}})";
-    expect_batch_as_one_by_one(lines);
+    expect_batch_as_one_by_one(replaced(good, where, {kRunsOn, kRunOn}));
   }
   // A record holding a line end (NUL-delimited input) is still one record.
   auto with_lf = good;
@@ -386,9 +393,7 @@ TEST(RecordKeyJson, BatchInOneBufferGivesWhatRecordsGiveOneByOne) {
     // the end of the first run (runs are 256 KiB: about 2,300 of these records).
     for (const std::size_t where : {good.size() - 1, good.size() - 2, good.size() - 3,
                                     std::size_t{0}, std::size_t{1500}, std::size_t{2300}}) {
-      auto lines = good;
-      lines[where] = record;
-      expect_buffer_batch_as_one_by_one(lines);
+      expect_buffer_batch_as_one_by_one(replaced(good, where, {record}));
     }
   }
   // The bad value after a key counts as a bad record, not as a key.
@@ -529,18 +534,14 @@ TEST(RecordKeyJson, BatchScanGivesWhatTheParserGives) {
   // First, mid-run, and the last of the run before the batch's last record (parsed alone).
   for (const std::string& record : odd) {
     for (const std::size_t where : {std::size_t{0}, std::size_t{20}, good.size() - 2}) {
-      auto lines = good;
-      lines[where] = record;
+      const auto lines = replaced(good, where, {record});
       expect_buffer_batch_as_one_by_one(lines);
       expect_batch_as_one_by_one(lines);
     }
   }
   // A record whose object closes on the next line, where another object follows.
   for (const std::size_t where : {std::size_t{0}, std::size_t{20}, good.size() - 3}) {
-    auto lines = good;
-    lines[where] = R"({"a":{"id":1},)";
-    lines[where + 1] = R"("x":2}{"a":{"id":3}})";
-    expect_buffer_batch_as_one_by_one(lines);
+    expect_buffer_batch_as_one_by_one(replaced(good, where, {kRunsOn, kRunOn}));
   }
   // Random edits of good records: a byte dropped, added or changed, anywhere.
   const std::string bytes = "{}[]:,\"\\ \ttfnrue0123456789-+.eEaidx\x01\xc3\xff";
