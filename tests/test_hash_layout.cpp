@@ -28,6 +28,37 @@ TEST(Hash, IsXxh3_128AsPrintedByXxh128sum) {
   EXPECT_NE(hash_item(std::string_view("a\0b", 3)), hash_item("a"));
 }
 
+// The batch hash (eight items a vector with AVX-512) gives each item's own hash, whatever the
+// mix of lengths in a group of eight and wherever the batch ends.
+TEST(Hash, BatchHashIsEachItemsHash) {
+  std::string bytes;
+  for (int i = 0; i < 700; ++i) bytes.push_back(static_cast<char>((i * 131 + 7) % 256));
+  std::vector<std::string_view> mixed;
+  for (std::size_t i = 0; i < 2000; ++i) {
+    const std::size_t length = (i * 37) % 300;  // 0 to 299: every XXH3 length class
+    mixed.emplace_back(bytes.data() + i % 400, length);
+  }
+  std::vector<std::string_view> ids;  // a batch of 8-byte ids takes its own loop
+  for (std::size_t i = 0; i < 100; ++i) ids.emplace_back(bytes.data() + i * 3, 8);
+  for (kernels::Simd simd : testing::simd_levels()) {
+    const kernels::Simd previous = kernels::use_simd(simd);
+    SCOPED_TRACE(testing::to_string(simd));
+    for (const auto& items : {mixed, ids}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+                            std::size_t{17}, items.size()}) {
+        const std::span<const std::string_view> batch(items.data(), n);
+        std::vector<ItemHash> hashes(n);
+        kernels::hash_items(batch, hashes.data());
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(hashes[i], hash_item(batch[i]))
+              << "item " << i << " of " << n << ", " << batch[i].size() << " bytes";
+        }
+      }
+    }
+    kernels::use_simd(previous);
+  }
+}
+
 // Hash scheme 1 is frozen: these positions must never change, or every stored filter breaks.
 TEST(Layout, Scheme1PositionsArePinned) {
   const ItemHash h = hash_item("hello");

@@ -335,12 +335,15 @@ inline void blocked_any_pipeline(std::span<const Bitmap* const> bitmaps, Source 
     std::uint64_t offset;
     std::uint64_t hi;
   };
-  ahead_pipeline<16>(
+  // An item reads a line in every bitmap, so its lines are requested into L2 only, and from
+  // further ahead: prefetches into L1 stall once its few fill buffers are taken
+  // (docs/benchmarks.md has the comparison).
+  ahead_pipeline<32>(
       hash_of.size(),
       [&](std::size_t i) {
         const ItemHash h = hash_of(i);
         const auto offset = static_cast<std::uint64_t>(geometry.line(h) - geometry.words);
-        for (std::size_t b = 0; b < count; ++b) prefetch<Op::test>(words[b] + offset);
+        for (std::size_t b = 0; b < count; ++b) __builtin_prefetch(words[b] + offset, 0, 1);
         return Slot{offset, h.hi};
       },
       [&](std::size_t i, const Slot& slot) {
@@ -566,9 +569,10 @@ void test(const Bitmap& bitmap, std::span<const std::string_view> items, std::ui
 }
 
 // flatten: an out-of-line XXH3 call (its dispatch over lengths) would cost more than the rest of
-// a hash-and-route loop.
+// a hash-and-route loop. With AVX-512, eight items share each XXH3 instruction.
 __attribute__((flatten)) void hash_items(std::span<const std::string_view> items,
                                          ItemHash* hashes) {
+  if (g_simd >= Simd::avx512 && eight_lane_hash_fits()) return eight_lane_hash(items, hashes);
   for (std::size_t i = 0; i < items.size(); ++i) hashes[i] = detail::hash_inline(items[i]);
 }
 

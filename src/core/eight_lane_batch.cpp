@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace redbloom::kernels::parts {
@@ -607,6 +608,38 @@ void run_groups(const Bitmap& bitmap, std::span<const std::string_view> items, s
   }
 }
 
+// The first and last eight items pick the hashing for a batch: a batch of 64-bit ids keeps the
+// loop made for them (registers held for it alone), any other takes the one that also hashes
+// 9- to 240-byte items (names, URLs, hex digests) in vectors. Both hash every length.
+bool batch_of_ids(std::span<const std::string_view> items) noexcept {
+  const auto id_sized = [](std::string_view item) { return item.size() - 4 <= 4; };
+  const std::size_t ends = std::min<std::size_t>(8, items.size());
+  return std::all_of(items.begin(), items.begin() + ends, id_sized) &&
+         std::all_of(items.end() - ends, items.end(), id_sized);
+}
+
+template <bool kAnyLength>
+__attribute__((target("avx512f,avx512dq"))) void hash_groups(
+    std::span<const std::string_view> items, ItemHash* hashes) noexcept {
+  static_assert(sizeof(ItemHash) == 16 && offsetof(ItemHash, hi) == 8);
+  const std::size_t whole = items.size() / 8 * 8;
+  for (std::size_t i = 0; i < whole; i += 8) {
+    __m512i lo, hi;
+    hash8<kAnyLength>(items.data() + i, lo, hi);
+    // Items 0-3, then 4-7, as ItemHash {lo, hi} pairs.
+    const __m512i pairs_even = _mm512_unpacklo_epi64(lo, hi);  // items 0, 2, 4, 6
+    const __m512i pairs_odd = _mm512_unpackhi_epi64(lo, hi);   // items 1, 3, 5, 7
+    auto* out = reinterpret_cast<__m512i*>(hashes + i);
+    _mm512_storeu_si512(
+        out, _mm512_permutex2var_epi64(pairs_even, _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0),
+                                       pairs_odd));
+    _mm512_storeu_si512(
+        out + 1, _mm512_permutex2var_epi64(pairs_even, _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4),
+                                           pairs_odd));
+  }
+  for (std::size_t i = whole; i < items.size(); ++i) hashes[i] = detail::hash_inline(items[i]);
+}
+
 #pragma GCC diagnostic pop
 
 }  // namespace
@@ -620,15 +653,16 @@ bool eight_lane_batch_fits(const Bitmap& bitmap) noexcept {
 template <Op op>
 void eight_lane_batch(const Bitmap& bitmap, std::span<const std::string_view> items,
                       std::uint8_t* out, Simd level) {
-  // The first and last eight items pick the hashing for the batch: a batch of 64-bit ids keeps
-  // the loop made for them (registers held for it alone), any other takes the one that also
-  // hashes 9- to 240-byte items (names, URLs, hex digests) in vectors. Both hash every length.
-  const auto id_sized = [](std::string_view item) { return item.size() - 4 <= 4; };
-  const std::size_t ends = std::min<std::size_t>(8, items.size());
-  const bool ids = std::all_of(items.begin(), items.begin() + ends, id_sized) &&
-                   std::all_of(items.end() - ends, items.end(), id_sized);
-  ids ? run_groups<op, false>(bitmap, items, out, level)
-      : run_groups<op, true>(bitmap, items, out, level);
+  batch_of_ids(items) ? run_groups<op, false>(bitmap, items, out, level)
+                      : run_groups<op, true>(bitmap, items, out, level);
+}
+
+bool eight_lane_hash_fits() noexcept {
+  return g_view_is_size_then_data;
+}
+
+void eight_lane_hash(std::span<const std::string_view> items, ItemHash* hashes) {
+  batch_of_ids(items) ? hash_groups<false>(items, hashes) : hash_groups<true>(items, hashes);
 }
 
 template void eight_lane_batch<Op::test_and_set>(const Bitmap&, std::span<const std::string_view>,

@@ -21,6 +21,15 @@ template <Op op>
 void eight_lane_batch(const Bitmap& bitmap, std::span<const std::string_view> items,
                       std::uint8_t* out, Simd level);
 
+// Whether eight_lane_hash can run (the CPU has AVX-512F/DQ besides): std::string_view is laid
+// out as it reads it.
+[[nodiscard]] bool eight_lane_hash_fits() noexcept;
+
+// hash_item of each of `items` into `hashes`, eight at a time in vectors (the batch's hashing
+// without its probes): the paths that hash a batch before routing or testing it in several
+// bitmaps.
+void eight_lane_hash(std::span<const std::string_view> items, ItemHash* hashes);
+
 extern template void eight_lane_batch<Op::test_and_set>(const Bitmap&,
                                                         std::span<const std::string_view>,
                                                         std::uint8_t*, Simd);

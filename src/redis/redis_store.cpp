@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/bitmap_buffer.hpp"
-#include "core/item_hash_inline.hpp"
+#include "core/bitmap_kernels.hpp"
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/sharding.hpp"
@@ -327,8 +327,8 @@ void RedisStore::State::hash_items(std::span<const std::string_view> items) {
 
 void RedisStore::State::hash_range(std::span<const std::string_view> items, std::size_t first,
                                    std::size_t last) {
+  kernels::hash_items(items.subspan(first, last - first), hashes.data() + first);
   for (std::size_t i = first; i < last; ++i) {
-    hashes[i] = detail::hash_inline(items[i]);
     partition_of[i] =
         static_cast<std::uint32_t>(layout::partition_of(hashes[i], params.partitions));
   }

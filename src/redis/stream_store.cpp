@@ -12,8 +12,8 @@
 #include <mutex>
 #include <optional>
 
+#include "core/bitmap_kernels.hpp"
 #include "core/filter_shape.hpp"
-#include "core/item_hash_inline.hpp"
 #include "core/layout.hpp"
 #include "core/module_protocol.hpp"
 #include "core/packed_items.hpp"
@@ -70,8 +70,8 @@ Queues queue_items(const RedisStreamStore::State& s, std::span<const std::string
   q.hashes.resize(items.size());
   q.of.resize(partitions);
   q.next.assign(partitions, 0);
+  kernels::hash_items(items, q.hashes.data());
   for (std::size_t i = 0; i < items.size(); ++i) {
-    q.hashes[i] = detail::hash_inline(items[i]);
     q.of[layout::partition_of(q.hashes[i], partitions)].push_back(static_cast<std::uint32_t>(i));
   }
   return q;
