@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <string_view>
 #include <type_traits>
 
 #include "core/bit_order.hpp"
@@ -132,11 +133,29 @@ inline std::size_t blocked_line_pairs(const ItemHash& h, std::uint32_t k,
   return n;
 }
 
+// A blocked item's line as a script reads and writes it whole: its first byte (from `base`, the
+// byte where its partition starts in the key), its last, and blocked_line_pairs.
+struct BlockedLine {
+  std::uint64_t first = 0;
+  std::array<char, 2 * kBlockBits / 8> pair_bytes;
+  std::size_t pair_count = 0;  // bytes of pair_bytes in use
+  [[nodiscard]] std::uint64_t last() const noexcept { return first + kBlockBits / 8 - 1; }
+  [[nodiscard]] std::string_view pairs() const noexcept { return {pair_bytes.data(), pair_count}; }
+};
+
 template <class Visit>
 inline void blocked_probes(const ItemHash& h, std::uint64_t partition_bits, std::uint32_t k,
                            Visit&& visit) {
   const std::uint64_t base = blocked_block_of(h, partition_bits) * kBlockBits;
   blocked_probes_in_block(h, k, [&](std::uint64_t bit) { visit(base + bit); });
+}
+
+inline BlockedLine blocked_line(const ItemHash& h, std::uint64_t partition_bits, std::uint32_t k,
+                                std::uint64_t base) noexcept {
+  BlockedLine line;
+  line.first = base + blocked_block_of(h, partition_bits) * (kBlockBits / 8);
+  line.pair_count = blocked_line_pairs(h, k, line.pair_bytes);
+  return line;
 }
 
 }  // namespace redbloom::layout

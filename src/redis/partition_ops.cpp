@@ -162,13 +162,11 @@ class StockCommands final : public PartitionCommands {
     // The line's first and last byte offsets (as text: Lua's number-to-text conversion of
     // a call's arguments costs the script more than the line's test), then its (byte, mask)
     // pairs.
-    std::array<char, 2 * kBlockBytes> pairs;
-    const std::size_t n = layout::blocked_line_pairs(hash, params_.hashes, pairs);
-    const std::uint64_t first =
-        layout::blocked_block_of(hash, params_.partition_bits) * kBlockBytes;
-    out.push_back(std::to_string(first));
-    out.push_back(std::to_string(first + kBlockBytes - 1));
-    out.emplace_back(pairs.data(), n);
+    const layout::BlockedLine line =
+        layout::blocked_line(hash, params_.partition_bits, params_.hashes, 0);
+    out.push_back(std::to_string(line.first));
+    out.push_back(std::to_string(line.last()));
+    out.emplace_back(line.pairs());
   }
 
  private:

@@ -100,13 +100,11 @@ void append_item_arguments(ItemForm form, std::span<const FilterParams> links,
   for (std::uint32_t l = 0; l < count; ++l) {
     const FilterParams& p = links[l];
     if (form == ItemForm::lines) {
-      std::array<char, 2 * kBlockBits / 8> pairs;
-      const std::size_t n = layout::blocked_line_pairs(h, p.hashes, pairs);
-      const std::uint64_t first =
-          link_start[l] + layout::blocked_block_of(h, p.partition_bits) * (kBlockBits / 8);
-      number(first);
-      number(first + kBlockBits / 8 - 1);
-      text(std::string_view(pairs.data(), n));
+      const layout::BlockedLine line =
+          layout::blocked_line(h, p.partition_bits, p.hashes, link_start[l]);
+      number(line.first);
+      number(line.last());
+      text(line.pairs());
       continue;
     }
     const std::uint64_t base = 8 * link_start[l];
