@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "command_support.hpp"
-#include "core/item_hash_inline.hpp"
+#include "core/bitmap_kernels.hpp"
+#include "core/kernel_parts.hpp"
 #include "core/layout.hpp"
 #include "core/partition_view.hpp"
 #include "redbloom/error.hpp"
@@ -106,8 +107,8 @@ std::optional<std::string> over_partitions(RedisModuleCtx* ctx, std::string_view
   const FilterParams& params = m.params;
   std::vector<ItemHash> hashes(items.size());
   std::vector<std::uint64_t> partition(items.size());
+  kernels::hash_items(items, hashes.data());
   for (std::size_t i = 0; i < items.size(); ++i) {
-    hashes[i] = detail::hash_inline(items[i]);
     partition[i] = layout::partition_of(hashes[i], params.partitions);
   }
   const std::uint64_t sealed = params.partition_bytes() + redis::seal_bytes(m.version);
@@ -139,10 +140,19 @@ std::optional<std::string> over_partitions(RedisModuleCtx* ctx, std::string_view
         RedisModule_StringDMA(key.get(), &length, write ? module_api::kWrite : module_api::kRead));
     bytes_of.emplace(p, bytes);
   }
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    PartitionView view(bytes_of[partition[i]], params);
-    work(view, i, hashes[i]);
-  }
+  std::vector<std::uint8_t*> item_bytes(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) item_bytes[i] = bytes_of[partition[i]];
+  // Each item's bits are requested a few items before its turn (PartitionView::prefetch).
+  kernels::parts::ahead_pipeline<PartitionView::kPrefetchAhead>(
+      items.size(),
+      [&](std::size_t i) {
+        PartitionView(item_bytes[i], params).prefetch(hashes[i], write);
+        return i;
+      },
+      [&](std::size_t i, std::size_t) {
+        PartitionView view(item_bytes[i], params);
+        work(view, i, hashes[i]);
+      });
   return std::nullopt;
 }
 

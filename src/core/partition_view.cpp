@@ -1,9 +1,11 @@
 #include "core/partition_view.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/bit_order.hpp"
-#include "core/item_hash_inline.hpp"
+#include "core/bitmap_kernels.hpp"
+#include "core/kernel_parts.hpp"
 #include "core/layout.hpp"
 
 namespace redbloom {
@@ -70,43 +72,85 @@ bool PartitionView::contains_one(const ItemHash& h) const noexcept {
   return all;
 }
 
+void PartitionView::prefetch(const ItemHash& h, bool write) const noexcept {
+  // __builtin_prefetch takes its read/write argument as a constant.
+  const auto request = [write](const void* address) {
+    write ? __builtin_prefetch(address, 1, 3) : __builtin_prefetch(address, 0, 3);
+  };
+  if (layout_ == Layout::blocked) {
+    // A line at any alignment may straddle two cache lines.
+    request(block_of(h));
+    request(block_of(h) + kBlockBits / 8 - 1);
+  } else {
+    // k lines an item, into L2 only: more in flight than L1's fill buffers track.
+    probes(h, [&](std::uint64_t bit) { __builtin_prefetch(bytes_ + redis_byte_index(bit), 0, 1); });
+  }
+  // GCC drops calls to a function of prefetches alone, which it takes for one without effects;
+  // an empty volatile asm is an effect it keeps.
+  asm volatile("");
+}
+
+namespace {
+
+// Items hashed a chunk at a time (kernels::hash_items), each chunk then given to `batch`.
+template <class Batch>
+std::size_t hashed_in_chunks(std::span<const std::string_view> items, Batch&& batch) {
+  constexpr std::size_t kChunk = 256;
+  ItemHash hashes[kChunk];
+  std::size_t count = 0;
+  for (std::size_t at = 0; at < items.size(); at += kChunk) {
+    const std::size_t n = std::min(kChunk, items.size() - at);
+    kernels::hash_items(items.subspan(at, n), hashes);
+    count += batch(std::span<const ItemHash>(hashes, n), at);
+  }
+  return count;
+}
+
+}  // namespace
+
 std::size_t PartitionView::add(std::span<const ItemHash> hashes, std::uint8_t* newly) noexcept {
   std::size_t fresh = 0;
-  for (std::size_t i = 0; i < hashes.size(); ++i) {
-    newly[i] = add_one(hashes[i]) ? 1 : 0;
-    fresh += newly[i];
-  }
+  kernels::parts::ahead_pipeline<kPrefetchAhead>(
+      hashes.size(),
+      [&](std::size_t i) {
+        prefetch(hashes[i], true);
+        return i;
+      },
+      [&](std::size_t i, std::size_t) {
+        newly[i] = add_one(hashes[i]) ? 1 : 0;
+        fresh += newly[i];
+      });
   return fresh;
 }
 
 std::size_t PartitionView::contains(std::span<const ItemHash> hashes,
                                     std::uint8_t* present) const noexcept {
   std::size_t found = 0;
-  for (std::size_t i = 0; i < hashes.size(); ++i) {
-    present[i] = contains_one(hashes[i]) ? 1 : 0;
-    found += present[i];
-  }
+  kernels::parts::ahead_pipeline<kPrefetchAhead>(
+      hashes.size(),
+      [&](std::size_t i) {
+        prefetch(hashes[i], false);
+        return i;
+      },
+      [&](std::size_t i, std::size_t) {
+        present[i] = contains_one(hashes[i]) ? 1 : 0;
+        found += present[i];
+      });
   return found;
 }
 
 std::size_t PartitionView::add(std::span<const std::string_view> items,
                                std::uint8_t* newly) noexcept {
-  std::size_t fresh = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const ItemHash h = detail::hash_inline(items[i]);
-    fresh += add(std::span<const ItemHash>(&h, 1), newly + i);
-  }
-  return fresh;
+  return hashed_in_chunks(items, [&](std::span<const ItemHash> hashes, std::size_t at) {
+    return add(hashes, newly + at);
+  });
 }
 
 std::size_t PartitionView::contains(std::span<const std::string_view> items,
                                     std::uint8_t* present) const noexcept {
-  std::size_t found = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const ItemHash h = detail::hash_inline(items[i]);
-    found += contains(std::span<const ItemHash>(&h, 1), present + i);
-  }
-  return found;
+  return hashed_in_chunks(items, [&](std::span<const ItemHash> hashes, std::size_t at) {
+    return contains(hashes, present + at);
+  });
 }
 
 }  // namespace redbloom

@@ -12,6 +12,7 @@
 //                                          runs single-threaded). Same bits, same answers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -39,6 +40,13 @@ class PartitionView {
   // One item: true iff some bit of it was 0 (add, which sets them) / every bit is set.
   bool add_one(const ItemHash& h) noexcept;
   [[nodiscard]] bool contains_one(const ItemHash& h) const noexcept;
+  // Requests item h's line (blocked) or bytes (classic) into the cache, for an add (`write`) or a
+  // lookup a few items later: a batch over a partition larger than the caches then pays its
+  // misses in parallel. add and contains over a batch do it themselves.
+  void prefetch(const ItemHash& h, bool write) const noexcept;
+  // How many items ahead a batch requests: enough items in between to cover a miss out of
+  // memory, few enough that a classic item's k requests stay in flight.
+  static constexpr std::size_t kPrefetchAhead = 8;
   // The same, hashing the items first (hash scheme 1).
   std::size_t add(std::span<const std::string_view> items, std::uint8_t* newly) noexcept;
   std::size_t contains(std::span<const std::string_view> items,
