@@ -92,6 +92,25 @@ void PartitionView::prefetch(const ItemHash& h, bool write) const noexcept {
 
 namespace {
 
+// out[i] = answer(item i) for the items in order, each item's bits requested
+// kPrefetchAhead items before its turn. Returns how many answered true.
+template <class Answer>
+std::size_t each_ahead(const PartitionView& view, std::span<const ItemHash> hashes, bool write,
+                       std::uint8_t* out, Answer&& answer) {
+  std::size_t count = 0;
+  kernels::parts::ahead_pipeline<PartitionView::kPrefetchAhead>(
+      hashes.size(),
+      [&](std::size_t i) {
+        view.prefetch(hashes[i], write);
+        return i;
+      },
+      [&](std::size_t i, std::size_t) {
+        out[i] = answer(hashes[i]) ? 1 : 0;
+        count += out[i];
+      });
+  return count;
+}
+
 // Items hashed a chunk at a time (kernels::hash_items), each chunk then given to `batch`.
 template <class Batch>
 std::size_t hashed_in_chunks(std::span<const std::string_view> items, Batch&& batch) {
@@ -109,34 +128,13 @@ std::size_t hashed_in_chunks(std::span<const std::string_view> items, Batch&& ba
 }  // namespace
 
 std::size_t PartitionView::add(std::span<const ItemHash> hashes, std::uint8_t* newly) noexcept {
-  std::size_t fresh = 0;
-  kernels::parts::ahead_pipeline<kPrefetchAhead>(
-      hashes.size(),
-      [&](std::size_t i) {
-        prefetch(hashes[i], true);
-        return i;
-      },
-      [&](std::size_t i, std::size_t) {
-        newly[i] = add_one(hashes[i]) ? 1 : 0;
-        fresh += newly[i];
-      });
-  return fresh;
+  return each_ahead(*this, hashes, true, newly, [this](const ItemHash& h) { return add_one(h); });
 }
 
 std::size_t PartitionView::contains(std::span<const ItemHash> hashes,
                                     std::uint8_t* present) const noexcept {
-  std::size_t found = 0;
-  kernels::parts::ahead_pipeline<kPrefetchAhead>(
-      hashes.size(),
-      [&](std::size_t i) {
-        prefetch(hashes[i], false);
-        return i;
-      },
-      [&](std::size_t i, std::size_t) {
-        present[i] = contains_one(hashes[i]) ? 1 : 0;
-        found += present[i];
-      });
-  return found;
+  return each_ahead(*this, hashes, false, present,
+                    [this](const ItemHash& h) { return contains_one(h); });
 }
 
 std::size_t PartitionView::add(std::span<const std::string_view> items,
