@@ -95,6 +95,22 @@ void add_location_options(CLI::App& command, FilterLocation& location,
   path->excludes(redis_file);
   redis->excludes(redis_file);
   redis_file->needs(name);
+  if (first) {
+    command.add_option("--wait-for-creator", location.creator_wait,
+                       "How long to wait for another process that is still creating the filter "
+                       "in Redis, a number and a unit ms, s, m or h (default 30s)");
+  }
+}
+
+std::chrono::milliseconds FilterLocation::wait_for_creator() const {
+  if (creator_wait.empty()) return OpenOptions{}.wait_for_creator;
+  std::uint64_t ns = 0;
+  try {
+    ns = parse_duration_ns(creator_wait);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--wait-for-creator: ") + e.what());
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(ns));
 }
 
 void add_sizing_options(CLI::App& command, SizingOptions& o) {
@@ -268,6 +284,9 @@ bool looks_like_text(const std::string& path) {
 Filter open_with_hint(const Location& where, const OpenOptions& options, OpenReport* report) {
   try {
     return Filter::open(where, options, report);
+  } catch (const IncompleteFilter& e) {
+    throw IncompleteFilter(std::string(e.what()) +
+                           "; if its creator is still at work, --wait-for-creator waits longer");
   } catch (const FormatError& e) {
     if (where.kind != Location::Kind::file || !looks_like_text(where.path)) throw;
     throw FormatError(std::string(e.what()) + "; " + where.path +
@@ -330,6 +349,7 @@ WritableFilter open_for_writing(const FilterLocation& location, const SizingOpti
                              : stream     ? OpenOptions::create_stream(*stream, sized.given)
                                           : OpenOptions::create_missing(*sized.params, sized.given);
   open_options.create_if_missing = create_if_missing;
+  open_options.wait_for_creator = location.wait_for_creator();
   if (create_if_missing && where.kind == Location::Kind::file) check_new_file(where.path);
   Filter filter = open_with_hint(where, open_options, &report);
   if (sized.cuckoo && !filter.shape().cuckoo) {
@@ -350,7 +370,9 @@ WritableFilter open_for_writing(const FilterLocation& location, const SizingOpti
 }
 
 Filter open_for_reading(const FilterLocation& location) {
-  return open_with_hint(location.resolve(), OpenOptions::read_only(), nullptr);
+  OpenOptions options = OpenOptions::read_only();
+  options.wait_for_creator = location.wait_for_creator();
+  return open_with_hint(location.resolve(), options, nullptr);
 }
 
 }  // namespace redbloom::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,6 +64,9 @@ struct FilterLocation {
   std::string redis_uri;
   std::string redis_file;
   std::string name;
+  // --wait-for-creator: how long an open waits for another process still creating the filter
+  // (a Redis filter is visible while its partitions are allocated); empty: the library's 30 s.
+  std::string creator_wait;
   // The options' names in messages ("--filter", "--redis", "--name"; "--to-..." for a second
   // filter), set by add_location_options.
   std::string path_flag = "--filter";
@@ -75,6 +79,8 @@ struct FilterLocation {
   [[nodiscard]] Location resolve() const;
   // "urls.rbf" or "urls on redis 127.0.0.1:6379".
   [[nodiscard]] std::string describe() const { return resolve().describe(); }
+  // --wait-for-creator as a duration. Throws InvalidArgument for a bad one.
+  [[nodiscard]] std::chrono::milliseconds wait_for_creator() const;
 };
 
 // --filter, --redis, --name; `flag_prefix` ("" or "to-") names the options of a second filter

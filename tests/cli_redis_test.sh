@@ -292,5 +292,21 @@ check "export stopped: no file left" "" "$(ls stopme.rbf 2>/dev/null)"
 run drop --redis "$U" --name stopme
 check "drop the large filter" 0 "$rc"
 
+# --- a filter another process is still creating: waited for as long as asked, then reported ---
+rcli main hset halfmade format redbloom version 1 state creating partitions 1 > /dev/null
+started=$(date +%s%N)
+run exists --redis "$U" --name halfmade --wait-for-creator 300ms item
+elapsed_ms=$((($(date +%s%N) - started) / 1000000))
+check "half-made filter: exit status" 3 "$rc"
+check_contains "half-made filter: says so" "is still being created" "$err"
+check_contains "half-made filter: the wait it gave" "after waiting 300ms" "$err"
+check_contains "half-made filter: how to wait longer" "--wait-for-creator waits longer" "$err"
+check "half-made filter: waited about as long as asked" yes \
+  "$( ((elapsed_ms >= 300 && elapsed_ms < 20000)) && echo yes || echo "no: ${elapsed_ms} ms")"
+run exists --redis "$U" --name halfmade --wait-for-creator soon item
+check "bad --wait-for-creator: exit status" 2 "$rc"
+check_contains "bad --wait-for-creator: says which option" "--wait-for-creator: 'soon' is not a duration" "$err"
+rcli main del halfmade > /dev/null
+
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

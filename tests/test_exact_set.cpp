@@ -1149,7 +1149,7 @@ TEST_F(RedisExactSetTest, AnUnfinishedCreationIsReported) {
       [&] { (void)open_redis_exact_set(endpoint(), "f", std::chrono::milliseconds(2000)); });
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
   EXPECT_TRUE(contains_text(message, "is still being created")) << message;
-  EXPECT_TRUE(contains_text(message, "after waiting 2 s")) << message;
+  EXPECT_TRUE(contains_text(message, "after waiting 2s")) << message;
   // By default open waits longer than a creator that finishes a few seconds later.
   std::thread creator([&] {
     std::this_thread::sleep_for(std::chrono::seconds(3));

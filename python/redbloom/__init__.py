@@ -47,7 +47,7 @@ __all__ = [
 
 def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits=None,
          hashes=None, create=True, read_only=False, window=None, slices=None, growth=None,
-         max_bytes=None, engine=None, nonscaling=False, kind=None):
+         max_bytes=None, engine=None, nonscaling=False, kind=None, wait_for_creator=None):
     """Opens the filter at `location` (a path, "redis://host:port#name", "redis://a,redis://b#name",
     "redis+cluster://host:port#name" or "memory:"; rediss:// and rediss+cluster:// for TLS, as
     "rediss://host:6380?tls_ca=/path/ca.crt#name"); with a size (capacity=, error_rate=, layout=)
@@ -66,8 +66,12 @@ def open(location, capacity=None, error_rate=None, layout=None, *, name="", bits
     kind="cuckoo" makes a cuckoo filter (from capacity=, error_rate=, growth=, max_bytes=), in
     memory or in a file: it can also forget items (remove, remove_many) and count them. Removing
     an item that was never added can make another item disappear: remove only items you added.
-    kind=None opens whichever kind is there; kind="bloom" or "cuckoo" insists on one."""
+    kind=None opens whichever kind is there; kind="bloom" or "cuckoo" insists on one.
+
+    wait_for_creator= (seconds, a timedelta, or "2m"; default 30 seconds) is how long to wait
+    for another process that is still creating the filter in Redis before IncompleteFilter."""
     return Filter.open(location, name=name, capacity=capacity, error_rate=error_rate,
                        layout=layout, bits=bits, hashes=hashes, create=create,
                        read_only=read_only, window=window, slices=slices, growth=growth,
-                       max_bytes=max_bytes, engine=engine, nonscaling=nonscaling, kind=kind)
+                       max_bytes=max_bytes, engine=engine, nonscaling=nonscaling, kind=kind,
+                       wait_for_creator=wait_for_creator)

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <variant>
 
 #include "redbloom/error.hpp"
 
@@ -30,7 +32,32 @@ std::optional<RequestValue> value_of(const py::object& value, const char* what) 
   return RequestValue(number(value, what));
 }
 
+// A duration keyword: a datetime.timedelta says its unit; a plain number is seconds; text is
+// parse_duration_ns's.
+RequestValue duration_of(const py::object& value, const char* what) {
+  const bool timedelta = py::isinstance(value, py::module_::import("datetime").attr("timedelta"));
+  return timedelta ? RequestValue(number(value.attr("total_seconds")(), what))
+                   : *value_of(value, what);
+}
+
 }  // namespace
+
+std::chrono::milliseconds creator_wait_of(const py::object& wait) {
+  if (wait.is_none()) return OpenOptions{}.wait_for_creator;
+  const RequestValue value = duration_of(wait, "wait_for_creator");
+  std::uint64_t ns = 0;
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    ns = parse_duration_ns(*text);
+  } else {
+    const double seconds = std::get<double>(value);
+    if (!(seconds >= 0.001 && seconds < 1e9)) {
+      throw InvalidArgument("wait_for_creator=" + py::str(wait).cast<std::string>() +
+                            " is not a wait: give seconds (at least 0.001), a timedelta or '30s'");
+    }
+    ns = static_cast<std::uint64_t>(seconds * 1e9);
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(ns));
+}
 
 SizedRequest requested_size(const SizingKeywords& k) {
   FilterRequest r;
@@ -40,13 +67,7 @@ SizedRequest requested_size(const SizingKeywords& k) {
   if (!k.layout.is_none()) r.layout = py::cast<std::string>(k.layout);
   r.bits = number_of(k.bits, "bits");
   r.hashes = number_of(k.hashes, "hashes");
-  if (!k.window.is_none()) {
-    // A datetime.timedelta says its unit; a plain number is seconds.
-    const bool timedelta =
-        py::isinstance(k.window, py::module_::import("datetime").attr("timedelta"));
-    r.window = timedelta ? RequestValue(number(k.window.attr("total_seconds")(), "window"))
-                         : *value_of(k.window, "window");
-  }
+  if (!k.window.is_none()) r.window = duration_of(k.window, "window");
   r.slices = number_of(k.slices, "slices");
   r.growth = number_of(k.growth, "growth");
   r.max_bytes = value_of(k.max_bytes, "max_bytes");

@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ struct SizingKeywords {
 // What the keywords ask for (size_request, filter_request.hpp): a plain filter's parameters, a
 // windowed or growing filter's options, or neither (open an existing filter only).
 SizedRequest requested_size(const SizingKeywords& keywords);
+// wait_for_creator=: seconds, a datetime.timedelta or "30s"; None: the library's default.
+std::chrono::milliseconds creator_wait_of(const py::object& wait);
 
 py::dict params_dict(const FilterParams& params);
 py::dict info_dict(const FilterInfo& info);

@@ -402,9 +402,8 @@ void check_kind_of(const Filter& filter, const Location& location, const py::obj
 // open(engine='bf'): the key, reserved with BF.RESERVE first when missing and `create`. Its
 // size options apply only then: the engine keeps its own.
 std::unique_ptr<PyFilter> open_engine_filter(const Location& location, const py::object& capacity,
-                                             const EngineFilterOptions* reserve, bool read_only) {
-  OpenOptions options;
-  options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
+                                             const EngineFilterOptions* reserve,
+                                             const OpenOptions& options) {
   std::optional<Filter> filter;
   {
     py::gil_scoped_release no_gil;
@@ -435,18 +434,19 @@ std::unique_ptr<PyFilter> open_filter(const std::string& where, const std::strin
                                       const py::object& window, const py::object& slices,
                                       const py::object& growth, const py::object& max_bytes,
                                       const py::object& engine, bool nonscaling,
-                                      const py::object& kind) {
+                                      const py::object& kind, const py::object& wait_for_creator) {
   const Location location = Location::parse(where, name);
   const SizedRequest sized = requested_size({capacity, error_rate, layout, bits, hashes, window,
                                              slices, growth, max_bytes, engine, nonscaling, kind});
+  OpenOptions options;
+  options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
+  options.wait_for_creator = creator_wait_of(wait_for_creator);
   if (wants_bf(engine)) {
     const bool reserve = sized.engine && create && !read_only;
-    return open_engine_filter(location, capacity, reserve ? &*sized.engine : nullptr, read_only);
+    return open_engine_filter(location, capacity, reserve ? &*sized.engine : nullptr, options);
   }
   const std::optional<StreamOptions>& stream = sized.stream;
   const std::optional<FilterParams>& params = sized.params;
-  OpenOptions options;
-  options.access = read_only ? FileAccess::read_only : FileAccess::read_write;
   const std::optional<CuckooOptions>& cuckoo = sized.cuckoo;
   if (cuckoo) {
     options.cuckoo = cuckoo;
@@ -540,6 +540,7 @@ void bind_open_and_create(py::class_<PyFilter>& filter) {
                   py::arg("slices") = py::none(), py::arg("growth") = py::none(),
                   py::arg("max_bytes") = py::none(), py::arg("engine") = py::none(),
                   py::arg("nonscaling") = false, py::arg("kind") = py::none(),
+                  py::arg("wait_for_creator") = py::none(),
                   "Opens a filter; with a size and create=True, creates it if missing. A size "
                   "given must match an existing filter's (FilterExists otherwise). window= "
                   "(seconds or '10m') makes a windowed filter, capacity= then being items per "
@@ -547,7 +548,9 @@ void bind_open_and_create(py::class_<PyFilter>& filter) {
                   "the Redis server's own Bloom engine, created with BF.RESERVE from capacity=, "
                   "error_rate=, growth= (EXPANSION) or nonscaling=True when missing; an existing "
                   "one is used as the server made it. kind='cuckoo': a cuckoo filter (capacity=, "
-                  "error_rate=, growth=, max_bytes=), which can also remove items.")
+                  "error_rate=, growth=, max_bytes=), which can also remove items. "
+                  "wait_for_creator= (seconds, a timedelta or '30s'; default 30 s): how long to "
+                  "wait for another process still creating the filter in Redis.")
       .def_static(
           "create", &create_filter, py::arg("location"), py::kw_only(), py::arg("name") = "",
           py::arg("capacity") = py::none(), py::arg("error_rate") = py::none(),

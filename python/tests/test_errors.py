@@ -56,6 +56,26 @@ def test_no_server_is_a_storage_error():
         redbloom.open("redis://127.0.0.1:%d#x" % free_port(), capacity=10)
 
 
+def test_a_filter_still_being_created_is_waited_for_as_long_as_asked(redis_server):
+    import datetime
+    import time
+    client = redis_server.client()
+    # What a creator at work (or one that died) leaves: the claim, no partitions yet.
+    client.hset("halfmade", mapping={"format": "redbloom", "version": "1", "state": "creating",
+                                     "partitions": "1"})
+    try:
+        for wait, shown in ((0.3, "300ms"), (datetime.timedelta(milliseconds=400), "400ms"),
+                            ("500ms", "500ms")):
+            started = time.monotonic()
+            with pytest.raises(redbloom.IncompleteFilter, match="after waiting " + shown):
+                redbloom.open(redis_server.url + "#halfmade", wait_for_creator=wait)
+            assert 0.25 <= time.monotonic() - started < 20
+        with pytest.raises(redbloom.InvalidArgument, match="wait_for_creator"):
+            redbloom.open(redis_server.url + "#halfmade", wait_for_creator=-1)
+    finally:
+        client.delete("halfmade")
+
+
 def test_a_server_killed_mid_batch_reports_what_was_committed(tmp_path):
     from conftest import RedisServer
     # Every write is on disk before its reply, so what was reported committed survives a kill.

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "redbloom/error.hpp"
+#include "redbloom/stream.hpp"
 
 namespace redbloom::redis {
 namespace {
@@ -261,11 +262,12 @@ std::optional<Fields> read_ready(Router& router, const std::string& key, std::st
     fields->check_format(format, noun, newest);
     if (fields->ready()) return fields;
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw IncompleteFilter(describe_key(router, key) + ": the " + std::string(noun) +
-                             " is still being created" + creation_age(*fields) + " after waiting " +
-                             std::to_string(wait.count() / 1000) +
-                             " s for it; if no process is creating it any more (its creator "
-                             "died), drop it and create it again");
+      throw IncompleteFilter(
+          describe_key(router, key) + ": the " + std::string(noun) + " is still being created" +
+          creation_age(*fields) + " after waiting " +
+          format_duration(static_cast<std::uint64_t>(std::chrono::nanoseconds(wait).count())) +
+          " for it; if no process is creating it any more (its creator "
+          "died), drop it and create it again");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
