@@ -212,6 +212,7 @@ void register_adding(CLI::App& app, int& exit_code, const char* name, const char
   auto cmd = std::make_shared<AddCommand>();
   CLI::App* sub = app.add_subcommand(name, help);
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);

@@ -85,6 +85,7 @@ void register_count(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "count", "Print how many copies of each item a cuckoo filter holds (count, a tab, the item)");
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   sub->callback([cmd, &exit_code] { exit_code = run_count(*cmd); });

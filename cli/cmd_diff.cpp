@@ -121,6 +121,7 @@ void register_diff(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "diff", "Print the checked items the known filter does not hold (orphans); exit 1 if none");
   add_location_options(*sub, cmd->known, "", "--known");
+  add_creator_wait_option(*sub, cmd->known);
   add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   sub->add_option("--check", cmd->stream.inputs, "Items to check (files; default stdin)");

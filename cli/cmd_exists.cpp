@@ -83,6 +83,7 @@ void register_exists(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "exists", "Print the items that are (probably) in the filter; exit 1 if none");
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   sub->add_flag("-v,--invert", cmd->invert, "Print the items that are certainly absent instead");

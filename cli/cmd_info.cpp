@@ -296,6 +296,7 @@ void register_info(CLI::App& app, int& exit_code) {
   auto cmd = std::make_shared<InfoCommand>();
   CLI::App* sub = app.add_subcommand("info", "Show a filter's parameters, fill and estimates");
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   sub->add_flag("--json", cmd->json, "One JSON object on stdout");
   sub->callback([cmd, &exit_code] {
     const Filter filter = open_for_reading(cmd->location);

@@ -240,6 +240,7 @@ void register_kafka_dedup(CLI::App& app, int& exit_code) {
       "runs until SIGINT, SIGTERM or SIGHUP, which end it after the batch in hand (exit 0)");
   sub->group("");  // reached as `dedup --from kafka://...` (main.cpp)
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   add_record_options(*sub, cmd->records);
   sub->add_option("--from", cmd->from, "Input topic: kafka://HOST:PORT[,HOST:PORT...]/TOPIC")

@@ -105,6 +105,7 @@ void register_load(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "load", "Add items in bulk, without per-item answers (fastest into Redis)");
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   // A load has no output to hold back, and each bulk batch costs a pass over the partitions
   // it touches: it waits longer for a batch to fill than the commands that print.

@@ -218,6 +218,7 @@ void register_redis_stream_dedup(CLI::App& app, int& exit_code) {
       "runs until SIGINT, SIGTERM or SIGHUP, which end it after the batch in hand (exit 0)");
   sub->group("");  // reached as `dedup --from ...` (main.cpp)
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_sizing_options(*sub, cmd->sizing);
   sub->add_option("--from", cmd->from,
                   "Input stream: redis-stream://HOST[:PORT][/DB]#STREAM, or "

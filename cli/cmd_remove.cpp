@@ -129,6 +129,7 @@ void register_remove(CLI::App& app, int& exit_code) {
               ". Beside an exact set (create --exact) only the items it holds are removed, the "
               "others refused.");
   add_location_options(*sub, cmd->location);
+  add_creator_wait_option(*sub, cmd->location);
   add_line_options(*sub, cmd->stream);
   add_record_options(*sub, cmd->records);
   sub->add_flag("-v,--invert", cmd->invert, "Print the items it did not hold instead");

@@ -95,11 +95,12 @@ void add_location_options(CLI::App& command, FilterLocation& location,
   path->excludes(redis_file);
   redis->excludes(redis_file);
   redis_file->needs(name);
-  if (first) {
-    command.add_option("--wait-for-creator", location.creator_wait,
-                       "How long to wait for another process that is still creating the filter "
-                       "in Redis, a number and a unit ms, s, m or h (default 30s)");
-  }
+}
+
+void add_creator_wait_option(CLI::App& command, FilterLocation& location) {
+  command.add_option("--wait-for-creator", location.creator_wait,
+                     "How long to wait for another process that is still creating the filter in "
+                     "Redis, a number and a unit ms, s, m or h (default 30s)");
 }
 
 std::chrono::milliseconds FilterLocation::wait_for_creator() const {

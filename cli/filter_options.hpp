@@ -88,6 +88,8 @@ struct FilterLocation {
 // `path_alias` ("--known") is one more name for --filter.
 void add_location_options(CLI::App& command, FilterLocation& location,
                           const std::string& flag_prefix = "", const std::string& path_alias = "");
+// --wait-for-creator, for the commands that open an existing filter.
+void add_creator_wait_option(CLI::App& command, FilterLocation& location);
 void add_sizing_options(CLI::App& command, SizingOptions& options);
 
 // What the options ask for (size_request): a plain filter's parameters or a stream's options.
