@@ -230,10 +230,25 @@ local inG = {}
 for i = 1, n do inG[i] = false end
 for l = 0, links - 2 do probe(key, l, inG) end
 -- found: in G or an older slice. An item only in an older slice is not new, but the add still
--- sets it in G, restarting its window.
+-- sets it in G, restarting its window. Read by lines, an item's older slices are looked up only
+-- once its line in G lacks it: a key repeated within a slice (a redelivery) costs one read.
 for i = 1, n do found[i] = inG[i] end
-for g = G - 1, G - older, -1 do
-  for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+local function in_older(i)
+  for g = G - 1, G - older, -1 do
+    local slice = KEYS[g - first + 2]
+    for l = L[g] - 1, 0, -1 do
+      local o = base + (i - 1) * stride + koff[l]
+      if holds(redis.call('GETRANGE', slice, ARGV[o], ARGV[o + 1]), ARGV[o + 2]) then
+        return true
+      end
+    end
+  end
+  return false
+end
+if not lines then
+  for g = G - 1, G - older, -1 do
+    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+  end
 end
 local counted = count
 local function save_count()
@@ -312,7 +327,7 @@ for i = 1, n do
       else
         redis.call('SETRANGE', key, ARGV[o], with(line, ARGV[o + 2]))
         count = count + 1
-        flags[i] = found[i] and '0' or '1'
+        flags[i] = (found[i] or in_older(i)) and '0' or '1'
       end
     else
       local h = hashes[links - 1]
