@@ -29,6 +29,8 @@
 //                 times): every add tests the older slices, as in a stream that has run for a
 //                 window;
 //   growing       no window, a first link of items / --growing-start, growth 2.
+// With --again=F, a share F of each timed call's items (after the first call) are items of the
+// call before, as a queue's redeliveries are: the filters then find them in their current slice.
 // Memory and file stores (--dir), and one Redis server with --redis (--tp-stores); --tp-kinds
 // runs some of the cases only. The cases
 // of a repetition run in a random order, --reps repetitions; the table shows medians, and the
@@ -773,7 +775,16 @@ class ThroughputStore {
         store_(std::move(store)),
         items_(Items::range(0, items)),
         count_(items),
-        lag_(std::make_shared<std::uint64_t>(0)) {}
+        lag_(std::make_shared<std::uint64_t>(0)) {
+    const std::span<const std::string_view> fresh = items_.views();
+    timed_.assign(fresh.begin(), fresh.end());
+    // Every item whose draw falls under --again repeats the item a call earlier.
+    std::mt19937_64 draw(args.shuffle_seed);
+    std::uniform_real_distribution<double> share(0.0, 1.0);
+    for (std::size_t i = args.batch; i < timed_.size(); ++i) {
+      if (share(draw) < args.again) timed_[i] = timed_[i - args.batch];
+    }
+  }
 
   // One timed run of `kind` on a fresh filter; throws what the store throws.
   Timed run(Kind kind) {
@@ -806,7 +817,7 @@ class ThroughputStore {
     }
 
     std::vector<std::uint8_t> flags(args_.batch);
-    const std::span<const std::string_view> views = items_.views();
+    const std::span<const std::string_view> views = timed_;
     std::uint64_t added = 0;
     const auto start = redbloom_bench::Clock::now();
     for (std::size_t at = 0; at < views.size(); at += args_.batch) {
@@ -851,6 +862,7 @@ class ThroughputStore {
   const Args& args_;
   std::string store_;
   Items items_;
+  std::vector<std::string_view> timed_;  // items_, some of them repeated (--again)
   std::uint64_t count_ = 0;
   std::shared_ptr<std::uint64_t> lag_;
   std::uint64_t next_prefill_ = 0;
@@ -929,14 +941,16 @@ bool throughput_store(const Args& args, ThroughputStore& store, double store_tar
 int throughput_part(const Args& args) {
   std::printf("## Throughput (real clock)\n\n");
   std::printf(
-      "dedup-style add_many, %llu items a call with per-item answers, fresh items, p = %g, %s; "
+      "dedup-style add_many, %llu items a call with per-item answers, %s, p = %g, %s; "
       "windowed: %s in %u slices, the current slice sized for the run's items and the %u older "
       "ones holding as many; plain-window: a plain filter sized for the %u slices' items, "
       "holding the older ones' first; growing: first link items / %llu, growth 2; %d "
       "repetitions, cases in random order; medians (× plain: median of each repetition's "
       "ratio)\n\n",
-      static_cast<unsigned long long>(args.batch), args.error_rates.front(),
-      layout_name(args.layouts.front()).c_str(),
+      static_cast<unsigned long long>(args.batch),
+      args.again > 0 ? (fixed(100 * args.again, 0) + "% of them items of the call before").c_str()
+                     : "fresh items",
+      args.error_rates.front(), layout_name(args.layouts.front()).c_str(),
       redbloom::format_duration(args.tp_window_ns).c_str(), args.slices, args.slices,
       args.slices + 1, static_cast<unsigned long long>(args.growing_start), args.reps);
   std::printf(
