@@ -145,13 +145,15 @@ if need > 0 then return {'links', 0, '', need, G, now} end
 -- were all set: in a link about half full, an item absent from it is ruled out by two bits on
 -- average, against 2.75 with rounds of 1, 1 and the rest.
 local rounds = {1, 2, 3, 4, 5, 6}
+-- Read by lines: whether item i's line in link l of `key` holds it.
+local function line_holds(key, l, i)
+  local o = base + (i - 1) * stride + koff[l]
+  return holds(redis.call('GETRANGE', key, ARGV[o], ARGV[o + 1]), ARGV[o + 2])
+end
 local function probe(key, l, found)
   if lines then
     for i = 1, n do
-      if not found[i] then
-        local o = base + (i - 1) * stride + koff[l]
-        found[i] = holds(redis.call('GETRANGE', key, ARGV[o], ARGV[o + 1]), ARGV[o + 2])
-      end
+      if not found[i] then found[i] = line_holds(key, l, i) end
     end
     return
   end
@@ -235,12 +237,8 @@ for l = 0, links - 2 do probe(key, l, inG) end
 for i = 1, n do found[i] = inG[i] end
 local function in_older(i)
   for g = G - 1, G - older, -1 do
-    local slice = KEYS[g - first + 2]
     for l = L[g] - 1, 0, -1 do
-      local o = base + (i - 1) * stride + koff[l]
-      if holds(redis.call('GETRANGE', slice, ARGV[o], ARGV[o + 1]), ARGV[o + 2]) then
-        return true
-      end
+      if line_holds(KEYS[g - first + 2], l, i) then return true end
     end
   end
   return false
