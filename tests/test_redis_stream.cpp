@@ -274,6 +274,30 @@ TEST_P(StreamTest, AWindowRemembersItsWindowAndForgetsTheRest) {
   EXPECT_GT(store->storage_bytes(), info->bytes);
 }
 
+// On a stock server a writer copies the older slices once and tells the script what its copies
+// hold; the script takes that only while a slice is as it was copied. Here a writer whose clock
+// lags three slices (so that it cannot see the current one) makes and fills an older slice after
+// the other writer copied it as absent: the other still finds those items, every time.
+TEST_P(StreamTest, AnOlderSliceWrittenAfterAWriterCopiedItIsStillReadByThatWriter) {
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  const StreamShape shape(windowed(2000, 0.01, 4 * kSlice));
+  auto ahead = RedisStreamStore::create(servers_.endpoints(), "lag", shape, clock.clock(), false);
+  const Clock behind_clock = [c = clock.clock()] { return c() - 3 * kSlice; };
+  auto behind = RedisStreamStore::open_if_stream(servers_.endpoints(), "lag", behind_clock, 1s);
+  ASSERT_NE(behind, nullptr);
+  // Every partition gets a key in the current slice; the second call copies the older ones.
+  ASSERT_GE(count_of(add(*ahead, make_items(300, "now-"))), 295u);
+  ASSERT_GE(count_of(add(*ahead, make_items(300, "later-"))), 295u);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const auto late = make_items(200, "late-" + std::to_string(round) + "-");
+    ASSERT_GE(count_of(add(*behind, late)), 195u);
+    EXPECT_EQ(count_of(add(*ahead, late)), 0u);
+    EXPECT_EQ(count_of(lookup(*ahead, late)), late.size());
+  }
+}
+
 // Each slice key expires when its slice retires: PEXPIRETIME is retire_ns exactly, and with
 // the servers' own clock (slices a fifth of a second long) Redis removes it with no client around.
 TEST_P(StreamTest, SlicesExpireAtTheirRetirementWithoutAClient) {

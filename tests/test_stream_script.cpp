@@ -162,6 +162,41 @@ TEST(StreamScript, RepliesSayHowFarAUnitGotAndWhatItNeeds) {
   EXPECT_THROW(parse(integer(1), kKeys), ReplyProblem);
 }
 
+// An add's claims follow its items: their count, each older slice and the header its copy had
+// ('' for no key), then one mark a item; the reply's verdict says which copies were the slice.
+TEST(StreamScript, AnAddsClaimsFollowItsItemsAndTheReplySaysWhichHeld) {
+  const std::vector<LinkArgs> links{{64, 10, 3}};
+  Call call;
+  call.mode = Mode::add;
+  call.first = 9;
+  call.keys = kKeys;
+  call.links = links;
+  call.with_offsets = 1;
+  call.items = 2;
+  CommandBuffer items;
+  for (const std::uint64_t offset : {1, 2, 3, 4, 5, 6}) items.arg(std::uint64_t(offset));
+  call.item_args = items.text();
+  call.item_arg_count = 6;
+  const std::string header(kHeaderBytes, 'h');
+  const std::vector<Claim> claims{{9, header}, {8, ""}};
+  call.claims = claims;
+  const std::string marks("\x01\x00", 2);
+  call.marks = marks;
+  CommandBuffer out;
+  encode(out, call, "abc");
+  std::string tail = bulk("6");
+  for (const std::string_view arg : {"2", "9"}) tail += bulk(arg);
+  tail += bulk(header) + bulk("8") + bulk("") + bulk(marks);
+  EXPECT_TRUE(out.text().ends_with(tail));
+  EXPECT_TRUE(out.text().starts_with("*" + std::to_string(3 + 2 + 11 + 3 + 6 + 6) + "\r\n"));
+  const Reply reply = parse("*7\r\n" + bulk("ok") + integer(2) + bulk("01") + integer(1) +
+                                integer(10) + integer(5000) + bulk("10"),
+                            kKeys);
+  EXPECT_EQ(reply.verdict, "10");
+  EXPECT_EQ(reply.flags, "01");
+  EXPECT_TRUE(reply.slices.empty());
+}
+
 TEST(StreamScript, InfoRepliesCarryEachSliceHeader) {
   std::string header(kHeaderBytes, '\0');
   const auto put = [&](std::uint64_t field, std::uint64_t value) {

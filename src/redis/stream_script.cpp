@@ -70,6 +70,14 @@ end
 start[M] = at
 local n = tonumber(ARGV[11 + 3 * M])
 local base = 12 + 3 * M
+-- Claims, after the items (adds only): C, then per claim an older slice g and its header as the
+-- client read the whole key ('' for no key), then one byte per item: 0 if the item is in none
+-- of the claimed slices' copies, else g - first + 1 for the newest claimed slice holding it.
+local cpos = base + n * stride
+local C = tonumber(ARGV[cpos] or '0')
+local claims, marks = {}, nil
+for c = 1, C do claims[c] = {tonumber(ARGV[cpos + 2 * c - 1]), ARGV[cpos + 2 * c]} end
+if C > 0 then marks = ARGV[cpos + 2 * C + 1] end
 local roster = KEYS[1]
 local last = first + #KEYS - 2
 local function int(x) return string.format('%.0f', x) end
@@ -139,6 +147,39 @@ if mode == 'i' then
   return out
 end
 if need > 0 then return {'links', 0, '', need, G, now} end
+
+-- valid[g]: the client's copy of live older slice g is the slice as it is now. Every write that
+-- changes a link's bits raises its item count in the header, so an equal header (counts, link
+-- count) means equal bits. verdict: '1' / '0' per claim, for the client to read again.
+local valid, verdict = {}, {}
+for c = 1, C do
+  local g, header = claims[c][1], claims[c][2]
+  local ok = false
+  if g >= G - older and g < G then
+    if L[g] == 0 then
+      ok = header == ''
+    else
+      ok = redis.call('GETRANGE', KEYS[g - first + 2], 0, H - 1) == header
+    end
+  end
+  if ok then valid[g] = true end
+  verdict[c] = ok and '1' or '0'
+end
+local function answer(t)
+  if C > 0 then t[7] = table.concat(verdict) end
+  return t
+end
+-- What the claims settle of item i in the live older slices: true (in one), false (in none of
+-- the valid ones; the others are read), nil (nothing: all are read).
+local function claimed(i)
+  if not marks then return nil end
+  local d = string.byte(marks, i) or 0
+  if d > 0 and first + d - 1 >= G - older then
+    if valid[first + d - 1] then return true end
+    return nil
+  end
+  return false
+end
 
 -- found[i] = true for the items whose bits are all set in link l of `key`. The bits are read in
 -- rounds (one bit a round up to the sixth, then the rest), each for the items whose bits so far
@@ -236,16 +277,37 @@ for l = 0, links - 2 do probe(key, l, inG) end
 -- once its line in G lacks it: a key repeated within a slice (a redelivery) costs one read.
 for i = 1, n do found[i] = inG[i] end
 local function in_older(i)
+  local known = claimed(i)
+  if known then return true end
   for g = G - 1, G - older, -1 do
-    for l = L[g] - 1, 0, -1 do
-      if line_holds(KEYS[g - first + 2], l, i) then return true end
+    if not (known == false and valid[g]) then
+      for l = L[g] - 1, 0, -1 do
+        if line_holds(KEYS[g - first + 2], l, i) then return true end
+      end
     end
   end
   return false
 end
 if not lines then
+  -- unsettled[i]: the claims settle nothing of item i, so it is read in every older slice.
+  local unsettled = {}
+  for i = 1, n do
+    if not found[i] then
+      local known = claimed(i)
+      if known then found[i] = true elseif known == nil then unsettled[i] = true end
+    end
+  end
   for g = G - 1, G - older, -1 do
-    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+    if valid[g] then
+      local skip = {}
+      for i = 1, n do skip[i] = found[i] or not unsettled[i] end
+      for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, skip) end
+      for i = 1, n do
+        if unsettled[i] and skip[i] then found[i] = true end
+      end
+    else
+      for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+    end
   end
 end
 local counted = count
@@ -296,11 +358,11 @@ for i = 1, n do
       local make = links
       if make >= M or (budget > 0 and used + size[make] > budget) then
         save_count()
-        return {'full', i - 1, table.concat(flags), make, G, now}
+        return answer({'full', i - 1, table.concat(flags), make, G, now})
       end
       if make >= K then
         save_count()
-        return {'links', i - 1, table.concat(flags), make + 1, G, now}
+        return answer({'links', i - 1, table.concat(flags), make + 1, G, now})
       end
       save_count()
       redis.call('SETRANGE', key, int(start[make + 1] - 1), '\0')
@@ -345,7 +407,7 @@ for i = 1, n do
 end
 flush()
 save_count()
-return {'ok', n, table.concat(flags), math.max(most, links), G, now}
+return answer({'ok', n, table.concat(flags), math.max(most, links), G, now})
 )lua";
 
 std::int64_t integer_of(const redisReply& reply, const char* what) {
@@ -394,7 +456,8 @@ void encode_common(CommandBuffer& out, const Call& call) {
 
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   const std::size_t fixed = 11 + 3 * call.links.size();
-  out.begin(3 + call.keys.size() + fixed + call.item_arg_count);
+  const std::size_t claimed = call.claims.empty() ? 0 : 2 + 2 * call.claims.size();
+  out.begin(3 + call.keys.size() + fixed + call.item_arg_count + claimed);
   out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
   out.arg(sha.empty() ? script_text() : sha);
   encode_common(out, call);
@@ -408,6 +471,13 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   }
   out.arg(std::uint64_t{call.items});
   out.append_raw(call.item_args, 0);
+  if (claimed == 0) return 1;
+  out.arg(std::uint64_t{call.claims.size()});
+  for (const Claim& claim : call.claims) {
+    out.arg(std::to_string(claim.slice));
+    out.arg(claim.header);
+  }
+  out.arg(call.marks);
   return 1;
 }
 
@@ -554,12 +624,17 @@ Reply decode(const redisReply& reply, std::span<const std::string> keys) {
   out.links = static_cast<std::uint32_t>(integer_of(*reply.element[3], "links"));
   out.slice = integer_of(*reply.element[4], "slice");
   out.now_ms = integer_of(*reply.element[5], "now");
+  std::size_t first_slice = 6;
+  if (reply.elements > 6 && reply.element[6]->type == REDIS_REPLY_STRING) {
+    out.verdict = text_of(*reply.element[6]);
+    first_slice = 7;
+  }
   if (out.flags.size() != out.done) {
     throw ReplyProblem("stream script: " + std::to_string(out.flags.size()) + " answers for " +
                            std::to_string(out.done) + " items",
                        false);
   }
-  for (std::size_t e = 6; e < reply.elements; ++e) {
+  for (std::size_t e = first_slice; e < reply.elements; ++e) {
     out.slices.push_back(decode_slice(*reply.element[e]));
   }
   return out;

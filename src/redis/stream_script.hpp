@@ -28,10 +28,17 @@
 //         per partition, hashes), n (items), then per item and per link l < K its arguments:
 //         bits, its k_l absolute bit offsets in the key; lines (blocked links), its line's first
 //         and last absolute byte offsets in the key and the line's (byte, mask) pairs (the
-//         client hashes: Lua's numbers are doubles)
+//         client hashes: Lua's numbers are doubles); adds may go on with claims: C, then C x
+//         (an older slice g, the first kHeaderBytes of its key as the client read it whole, ''
+//         for no key), then one byte per item, 0 or g - first + 1 for the newest claimed slice
+//         whose copy holds it
 //   The current slice G is the one of now, or the newest declared slice that exists (time never
 //   goes back for a partition, whatever the writers' clocks say); live are G - older .. G.
-//   Reply {status, done, flags, links, G, now_ms[, info...]}:
+//   A claim is valid when g is a live older slice and its header is the key's now: every write
+//   that changes a link's bits raises that link's count, so the copy's bits are the slice's.
+//   The script then trusts the client's answer for that slice and reads only the others.
+//   Reply {status, done, flags, links, G, now_ms[, verdict][, info...]}, verdict ('1' / '0' per
+//   claim: valid or not) when claims were sent:
 //     ok     every item handled; flags: one '0'/'1' per item (new / present)
 //     links  a live slice has more links than K, or the add must grow past K: items [0, done)
 //            were handled, the rest not; send offsets for `links` links and go on
@@ -117,6 +124,13 @@ void append_item_arguments(ItemForm form, std::span<const FilterParams> links,
   }
 }
 
+// An older slice the client holds a copy of (stream_copies.hpp), and its header as copied (empty:
+// the slice had no key).
+struct Claim {
+  std::int64_t slice = 0;
+  std::string_view header;
+};
+
 // One link as the script needs it.
 struct LinkArgs {
   std::uint64_t bytes = 0;     // of one partition
@@ -141,6 +155,10 @@ struct Call {
   // CommandBuffer::arg writes them: item_arg_count of them.
   std::string_view item_args;
   std::size_t item_arg_count = 0;
+  // Adds by the script only: the older slices whose copies the items were tested in, and per item
+  // 0 (in none) or g - first + 1 for the newest claimed slice g holding it.
+  std::span<const Claim> claims;
+  std::string_view marks;
   // RB.STREAM instead: the items packed (core/packed_items.hpp), every link's parameters (as
   // many as `links`), and the partition. `hashed`: RB.STREAMH, `packed` holds the items'
   // 16-byte hashes instead.
@@ -178,6 +196,7 @@ struct Reply {
   std::uint32_t links = 0;
   std::int64_t slice = 0;
   std::int64_t now_ms = 0;
+  std::string verdict;             // per claim, '1' if the copy was the slice as it is
   std::vector<SliceState> slices;  // info mode
 };
 

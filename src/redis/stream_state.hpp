@@ -12,6 +12,7 @@
 #include "core/stream_shape.hpp"
 #include "redis/stream_store.hpp"
 #include "router.hpp"
+#include "stream_copies.hpp"
 #include "stream_script.hpp"
 
 namespace redbloom {
@@ -48,6 +49,8 @@ struct RedisStreamStore::State {
   bool module = false;                // every master has RB.STREAM: it runs instead of the script
   bool hashed = false;                // every master has RB.STREAMH: units go as the items' hashes
   bool guarded = false;  // the rosters were made with the filter: a missing one is an error
+  // A windowed filter's older slices as this writer copied them, for the script's adds.
+  std::unique_ptr<redis::stream::OlderCopies> copies;
 
   // Sizes the links and the per-partition state once shape, routers and salts are set.
   void prepare();

@@ -84,6 +84,10 @@ struct UnitArgs {
   CommandBuffer item_args;
   std::size_t item_arg_count = 0;
   std::string packed;
+  // The script's claims on older slices' copies, and the items' marks (stream_copies.hpp).
+  std::vector<stream::Claim> claims;
+  std::string marks;
+  std::vector<ItemHash> hashes;
 };
 
 // Appends partition p's next `count` items for a unit that describes `links` links.
@@ -125,6 +129,41 @@ std::size_t handled_prefix(const Queues& q, std::size_t items) {
     if (q.next[p] < q.of[p].size()) first = std::min<std::size_t>(first, q.of[p][q.next[p]]);
   }
   return first;
+}
+
+// Copies the older slices of the partitions with items that the copies lack (where the script
+// runs: RB.STREAM reads the slices on the server), one GET a slice key: once a slice, when it
+// becomes older.
+void copy_older_slices(RedisStreamStore::State& s, const Queues& q) {
+  if (s.module || !s.copies) return;
+  std::vector<std::vector<std::pair<std::uint64_t, std::int64_t>>> wanted(s.routers.size());
+  bool any = false;
+  for (std::uint64_t p = 0; p < q.of.size(); ++p) {
+    if (q.of[p].empty() || s.newest_slice[p] == INT64_MIN) continue;
+    for (const std::int64_t g : s.copies->wanted(p, s.newest_slice[p], s.shape.slices())) {
+      wanted[s.router_of[p]].emplace_back(p, g);
+      any = true;
+    }
+  }
+  if (!any) return;
+  for (std::size_t r = 0; r < s.routers.size(); ++r) {
+    const auto& mine = wanted[r];
+    redis::for_each_part(
+        *s.routers[r], mine.size(),
+        [&](std::uint64_t i) { return s.slice_key(mine[i].first, mine[i].second); },
+        "GET (copying a stream filter's older slices)", redis::Work::read,
+        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
+          buffer.command({"GET", key});
+        },
+        [&](std::uint64_t i, const redisReply& reply) {
+          // Anything else (a key of another type) is left to the script, which reports it.
+          if (reply.type == REDIS_REPLY_STRING) {
+            s.copies->keep(mine[i].first, mine[i].second, std::string(reply.str, reply.len));
+          } else if (reply.type == REDIS_REPLY_NIL) {
+            s.copies->keep(mine[i].first, mine[i].second, std::nullopt);
+          }
+        });
+  }
 }
 
 // A reply never answers for more items than the partition has left (a server that did would
@@ -369,6 +408,10 @@ void RedisStreamStore::State::prepare() {
   budget = shape.options().max_bytes / partitions;
   known_links.assign(partitions, 1);
   newest_slice.assign(partitions, INT64_MIN);
+  copies.reset();
+  if (shape.windowed()) {
+    copies = std::make_unique<stream::OlderCopies>(links, link_start, partitions);
+  }
   slots.clear();
   for (std::uint64_t p = 0; p < partitions; ++p) slots.push_back(redis::slot_of(slice_key(p, 0)));
 }
@@ -513,6 +556,9 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
   State& s = *state_;
   const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
+  copy_older_slices(s, q);
+  // Per partition, the slices its last unit claimed.
+  std::vector<std::vector<std::int64_t>> claimed(q.of.size());
   // Once a partition cannot grow, no partition goes past the item that needed it.
   std::size_t stop = items.size();
   std::string full;
@@ -527,9 +573,21 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
         s, "adding to a stream filter", true, unit_of,
         [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
           prepare_call(s, q, p, stream::Mode::add, unit_of(p), call, unit);
+          claimed[p].clear();
+          if (s.module || !s.copies) return;
+          unit.hashes.clear();
+          for (std::size_t j = 0; j < call.items; ++j) {
+            unit.hashes.push_back(q.hashes[q.of[p][q.next[p] + j]]);
+          }
+          const std::int64_t last = call.first + static_cast<std::int64_t>(call.keys.size()) - 2;
+          s.copies->claim(p, call.first, last, unit.hashes, unit.claims, unit.marks);
+          for (const stream::Claim& c : unit.claims) claimed[p].push_back(c.slice);
+          call.claims = unit.claims;
+          call.marks = unit.marks;
         },
         [&](std::uint64_t p, const stream::Reply& reply) {
           check_done(s, q, p, reply);
+          if (!reply.verdict.empty()) s.copies->forget_stale(p, claimed[p], reply.verdict);
           for (std::size_t j = 0; j < reply.done; ++j) {
             newly_added[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
           }
