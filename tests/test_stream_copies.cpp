@@ -74,5 +74,30 @@ TEST(StreamCopies, AWriterClaimsTheOlderSlicesItCopiedAndMarksTheNewestHoldingEa
   EXPECT_EQ(copies.wanted(1, 8, 4), (std::vector<std::int64_t>{7, 6, 5, 4}));
 }
 
+// Past the bytes a store may hold, a slice goes without a copy (the script reads it) and is
+// not read again at every call.
+TEST(StreamCopies, SlicesPastTheByteLimitGoUncopiedAndAreNotAskedForAgain) {
+  const OneLink shape;
+  const std::uint64_t key_bytes = shape.start[1];
+  OlderCopies copies(shape.links, shape.start, 1, key_bytes + key_bytes / 2);
+  EXPECT_EQ(copies.wanted(0, 10, 2), (std::vector<std::int64_t>{9, 8}));
+  copies.keep(0, 9, shape.key_with({"a"}));
+  copies.keep(0, 8, shape.key_with({"a"}));  // would pass the limit
+  EXPECT_TRUE(copies.wanted(0, 10, 2).empty());
+  std::vector<Claim> claims;
+  std::string marks;
+  const std::vector<ItemHash> hashes{hash_item("a")};
+  copies.claim(0, 5, 12, hashes, claims, marks);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].slice, 9);
+  // The next slice cannot fit either: it is not read at all.
+  EXPECT_EQ(copies.wanted(0, 11, 2), (std::vector<std::int64_t>{}));
+  copies.claim(0, 5, 12, hashes, claims, marks);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].slice, 9);
+  // Once 9 leaves, 10 and 11 are read.
+  EXPECT_EQ(copies.wanted(0, 12, 2), (std::vector<std::int64_t>{11}));
+}
+
 }  // namespace
 }  // namespace redbloom::redis::stream

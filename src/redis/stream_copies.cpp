@@ -7,10 +7,12 @@
 namespace redbloom::redis::stream {
 
 OlderCopies::OlderCopies(std::span<const FilterParams> links,
-                         std::span<const std::uint64_t> link_start, std::uint64_t partitions)
+                         std::span<const std::uint64_t> link_start, std::uint64_t partitions,
+                         std::uint64_t max_bytes)
     : links_(links.begin(), links.end()),
       link_start_(link_start.begin(), link_start.end()),
-      of_(partitions) {}
+      of_(partitions),
+      max_bytes_(max_bytes) {}
 
 std::vector<std::int64_t> OlderCopies::wanted(std::uint64_t p, std::int64_t newest,
                                               std::uint32_t older) {
@@ -23,7 +25,16 @@ std::vector<std::int64_t> OlderCopies::wanted(std::uint64_t p, std::int64_t newe
   std::vector<std::int64_t> missing;
   for (std::int64_t g = newest - 1; g >= newest - static_cast<std::int64_t>(older); --g) {
     const bool held = std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == g; });
-    if (!held) missing.push_back(g);
+    if (held) continue;
+    // A slice key is at least its header and first link: one that cannot fit is not read.
+    if (bytes_ + link_start_[1] > max_bytes_) {
+      Copy declined;
+      declined.slice = g;
+      declined.declined = true;
+      insert(p, std::move(declined));
+    } else {
+      missing.push_back(g);
+    }
   }
   return missing;
 }
@@ -36,12 +47,22 @@ void OlderCopies::keep(std::uint64_t p, std::int64_t slice, std::optional<std::s
                 size != link_start_[header_field(*bytes, 0)])) {
     return;
   }
-  if (bytes_ + size > kMaxBytes) return;
+  Copy copy;
+  copy.slice = slice;
+  if (bytes_ + size > max_bytes_) {
+    copy.declined = true;
+  } else {
+    copy.exists = bytes.has_value();
+    if (bytes) copy.bytes = std::move(*bytes);
+  }
+  insert(p, std::move(copy));
+}
+
+void OlderCopies::insert(std::uint64_t p, Copy copy) {
   std::vector<Copy>& copies = of_[p];
-  if (std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == slice; })) return;
-  Copy copy{slice, bytes.has_value(), bytes ? std::move(*bytes) : std::string()};
-  bytes_ += size;
-  const auto at = std::ranges::find_if(copies, [&](const Copy& c) { return c.slice < slice; });
+  if (std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == copy.slice; })) return;
+  bytes_ += copy.bytes.size();
+  const auto at = std::ranges::find_if(copies, [&](const Copy& c) { return c.slice < copy.slice; });
   copies.insert(at, std::move(copy));
 }
 
@@ -104,7 +125,9 @@ void OlderCopies::claim(std::uint64_t p, std::int64_t first, std::int64_t last,
   std::uint64_t links = 0;  // the most any claimed copy has
   for (const Copy& copy : of_[p]) {
     // A mark is one byte.
-    if (copy.slice < first || copy.slice > last || copy.slice - first + 1 > 255) continue;
+    if (copy.declined || copy.slice < first || copy.slice > last || copy.slice - first + 1 > 255) {
+      continue;
+    }
     used.push_back(&copy);
     claims.push_back(
         Claim{copy.slice, std::string_view(copy.bytes).substr(0, copy.exists ? kHeaderBytes : 0)});

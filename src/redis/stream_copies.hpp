@@ -23,18 +23,20 @@ namespace redbloom::redis::stream {
 
 class OlderCopies {
  public:
-  // The most bytes of copies a store holds: past it, slices go without (read by the script).
+  // The most bytes of copies a store holds by default: past it, slices go without (the script
+  // reads them).
   static constexpr std::uint64_t kMaxBytes = std::uint64_t{256} << 20;
 
   // Where an item's bits are in a slice key: every link that can exist, and where each starts.
   OlderCopies(std::span<const FilterParams> links, std::span<const std::uint64_t> link_start,
-              std::uint64_t partitions);
+              std::uint64_t partitions, std::uint64_t max_bytes = kMaxBytes);
 
   // The older slices of partition p once `newest` is its current slice (newest - older ..
   // newest - 1) that it has no copy of. Drops its copies of slices that left the window.
   [[nodiscard]] std::vector<std::int64_t> wanted(std::uint64_t p, std::int64_t newest,
                                                  std::uint32_t older);
-  // Keeps the key's bytes as GET answered (nullopt: no key), unless that would pass kMaxBytes.
+  // Keeps the key's bytes as GET answered (nullopt: no key); past max_bytes, only that the slice
+  // goes without a copy.
   void keep(std::uint64_t p, std::int64_t slice, std::optional<std::string> bytes);
   // Forgets the copies whose claims `verdict` says were stale ('0'), of `claimed` (the claims'
   // slices, as sent).
@@ -52,12 +54,17 @@ class OlderCopies {
   struct Copy {
     std::int64_t slice = 0;
     bool exists = false;
-    std::string bytes;  // the key's: header, then its links
+    bool declined = false;  // past max_bytes: not copied, not asked for again
+    std::string bytes;      // the key's: header, then its links
   };
+
+  // Adds `copy` to partition p's, newest slice first, unless that slice has one.
+  void insert(std::uint64_t p, Copy copy);
 
   std::vector<FilterParams> links_;
   std::vector<std::uint64_t> link_start_;
   std::vector<std::vector<Copy>> of_;  // per partition, newest slice first
+  std::uint64_t max_bytes_;
   std::uint64_t bytes_ = 0;
 };
 
