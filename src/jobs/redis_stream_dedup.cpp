@@ -18,6 +18,7 @@
 #include "redis/partition_ops.hpp"
 #include "redis/redis_store.hpp"
 #include "redis/router.hpp"
+#include "redis/stream_copies.hpp"
 #include "redis/stream_script.hpp"
 #include "redis/stream_state.hpp"
 #include "redis/stream_store.hpp"
@@ -311,13 +312,15 @@ return {c[1], c[2], c[3], c[4], c[5], done_before}
 // function, 'm' RB.STREAM), consumer, the batch's lowest and highest ids, now in ms (-1: the
 // server's TIME), m (partitions), then per partition: its key count, the count h of its add's head
 // arguments, the item arguments per entry, then the h head arguments (RB.STREAM's or the add's, up
-// to the item count); then n (entries) and the entries as kScript takes them. Checks as kScript's
-// come first; then each partition's add. The add can stop before the end of its items (a slice to
-// declare, more links to describe, a filter that is full, a damaged key: statuses of
-// stream_script.hpp); the entries it handled are acknowledged and copied with the rest of the
+// to the item count), the count c of its claim arguments and them (the add's claims on the older
+// slices the client copied, stream_script.hpp, the last one a mark for every keyed entry of the
+// partition in batch order; c = 0: none); then n (entries) and the entries as kScript takes them.
+// Checks as kScript's come first; then each partition's add. The add can stop before the end of its
+// items (a slice to declare, more links to describe, a filter that is full, a damaged key: statuses
+// of stream_script.hpp); the entries it handled are acknowledged and copied with the rest of the
 // batch, and those it did not are left pending for the client to send again once it has acted.
 // Reply {unique, duplicates, skipped, passed, deleted, done before, {per partition: status, links,
-// slice}, {ids left}}, or the errors of kScript.
+// slice, verdict on its claims}, {ids left}}, or the errors of kScript.
 constexpr std::string_view kWindowBatch = R"lua(
 local input, output = KEYS[1], KEYS[2]
 local argv = ARGV
@@ -335,12 +338,17 @@ local parts = {}
 local pos, kpos = 9, 3
 for j = 1, m do
   local nk, nh = tonumber(argv[pos]), tonumber(argv[pos + 1])
-  local p = {keys = {}, head = {}, stride = tonumber(argv[pos + 2]), list = {}}
+  local p = {keys = {}, head = {}, stride = tonumber(argv[pos + 2]), list = {}, claims = {},
+             seen = 0, marks = {}}
   for i = 1, nk do p.keys[i] = KEYS[kpos + i - 1] end
   for i = 1, nh do p.head[i] = argv[pos + 2 + i] end
   p.head[2] = string.format('%.0f', now)
+  -- The add's claims on older slices the client copied, the last one the marks of every keyed
+  -- entry of the partition, in batch order.
+  local nc = tonumber(argv[pos + 3 + nh])
+  for i = 1, nc do p.claims[i] = argv[pos + 3 + nh + i] end
   kpos = kpos + nk
-  pos = pos + 3 + nh
+  pos = pos + 4 + nh + nc
   parts[j] = p
 end
 if redis.acl_check_cmd then
@@ -381,9 +389,14 @@ err = check_room(last_id, copies)
 if err then return err end
 local ids, items, live = E.id, E.item, E.live
 for e = 1, n do
-  if live[e] and E.kind[e] == 'k' then
-    local list = parts[E.j[e]].list
-    list[#list + 1] = e
+  if E.kind[e] == 'k' then
+    local p = parts[E.j[e]]
+    p.seen = p.seen + 1
+    if live[e] then
+      local list = p.list
+      list[#list + 1] = e
+      if #p.claims > 0 then p.marks[#list] = string.sub(p.claims[#p.claims], p.seen, p.seen) end
+    end
   end
 end
 -- The adds. An add's own refusals (a damaged or lost key) come before it writes, as a reply:
@@ -392,7 +405,7 @@ local results = {}
 for j = 1, m do
   local p = parts[j]
   local list = p.list
-  local status, done, flags, links, slice = 'ok', #list, '', -1, 0
+  local status, done, flags, links, slice, verdict = 'ok', #list, '', -1, 0, ''
   if #list > 0 then
     local r
     if engine == 'm' then
@@ -412,12 +425,16 @@ for j = 1, m do
         for b = 0, stride - 1 do a[na + 1 + b] = argv[at + b] end
         na = na + stride
       end
+      if #p.claims > 0 then
+        for i = 1, #p.claims - 1 do a[na + i] = p.claims[i] end
+        a[na + #p.claims] = table.concat(p.marks)
+      end
       r = stream_add(p.keys, a)
     end
     if r.err then
       status, done = '!' .. r.err, 0
     else
-      status, done, flags, links, slice = r[1], r[2], r[3], r[4], r[5]
+      status, done, flags, links, slice, verdict = r[1], r[2], r[3], r[4], r[5], r[7] or ''
     end
   end
   for i = 1, #list do
@@ -427,6 +444,7 @@ for j = 1, m do
   results[#results + 1] = status
   results[#results + 1] = links
   results[#results + 1] = slice
+  results[#results + 1] = verdict
 end
 local acks, left = {}, {}
 for e = 1, n do
@@ -507,6 +525,8 @@ struct RedisStreamDedup::State {
   // partition (as the store's own adds do: the links a live slice has, the newest slice, the
   // slice the next batch declares its keys around).
   const RedisStreamStore::State* window = nullptr;
+  // A window's older slices as this stage copied them, for the script's adds (stock servers).
+  std::unique_ptr<redis::stream::OlderCopies> copies;
   std::vector<std::uint32_t> known_links;
   std::vector<std::int64_t> newest_slice;
   std::vector<std::int64_t> center;
@@ -726,6 +746,9 @@ void open_window(RedisStreamDedup::State& s, const RedisStreamStore::State& w) {
     check_one_slot(s, keys, "slice key");
   }
   s.module = w.module;
+  if (w.shape.windowed() && !w.module) {
+    s.copies = std::make_unique<redis::stream::OlderCopies>(w.links, w.link_start, partitions);
+  }
   s.known_links.assign(partitions, 1);
   s.newest_slice.assign(partitions, INT64_MIN);
   s.center.assign(partitions, 0);
@@ -857,6 +880,7 @@ struct ClassifiedBatch {
   std::vector<char> kind;                   // 'k' keyed, 'p' passed, 's' skipped, 'd' deleted
   std::vector<std::uint64_t> partition_of;  // of a keyed entry
   std::vector<std::vector<std::string>> item_arguments;  // of a keyed entry
+  std::vector<ItemHash> hashes;                          // of a keyed entry
   std::vector<std::uint64_t> touched;                    // partitions, in first-use order
 };
 
@@ -899,6 +923,7 @@ ClassifiedBatch classify(const RedisStreamDedup::State& s) {
   c.kind.assign(n, 'd');
   c.partition_of.assign(n, 0);
   c.item_arguments.resize(n);
+  c.hashes.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Entry& entry = s.batch[i];
     if (entry.deleted) continue;
@@ -913,6 +938,7 @@ ClassifiedBatch classify(const RedisStreamDedup::State& s) {
     } else {
       c.kind[i] = 'k';
       const ItemHash h = hash_item(*key);
+      c.hashes[i] = h;
       c.partition_of[i] = layout::partition_of(h, s.params.partitions);
       if (std::find(c.touched.begin(), c.touched.end(), c.partition_of[i]) == c.touched.end()) {
         c.touched.push_back(c.partition_of[i]);
@@ -1129,21 +1155,77 @@ std::vector<std::string> add_head(const RedisStreamDedup::State& s, std::uint64_
   return head;
 }
 
-// EVALSHA's arguments for kWindowBatch; `declared` gets each touched partition's keys.
+// Copies the older slices of the batch's partitions that the stage has no copy of (a stock
+// server's windowed filter), one GET a slice key: once a slice, when it becomes older.
+void copy_older_slices(RedisStreamDedup::State& s, const ClassifiedBatch& c) {
+  if (!s.copies) return;
+  for (const std::uint64_t p : c.touched) {
+    if (s.newest_slice[p] == INT64_MIN) continue;
+    for (const std::int64_t g : s.copies->wanted(p, s.newest_slice[p], s.window->shape.slices())) {
+      const Reply reply = s.call({"GET", s.window->slice_key(p, g)});
+      // Anything else (a key of another type) is left to the script, which reports it.
+      if (reply->type == REDIS_REPLY_STRING) {
+        s.copies->keep(p, g, std::string(reply->str, reply->len));
+      } else if (reply->type == REDIS_REPLY_NIL) {
+        s.copies->keep(p, g, std::nullopt);
+      }
+    }
+  }
+}
+
+// Partition p's claim arguments for kWindowBatch (none without copies): the claims, then the
+// marks of its keyed entries in batch order; `claimed` gets the claims' slices.
+void append_claims(const RedisStreamDedup::State& s, const ClassifiedBatch& c, std::uint64_t p,
+                   std::int64_t first, std::int64_t last, std::deque<std::string>& text,
+                   std::vector<std::string_view>& args, std::vector<std::int64_t>& claimed) {
+  claimed.clear();
+  std::vector<redis::stream::Claim> claims;
+  std::string marks;
+  if (s.copies) {
+    std::vector<ItemHash> hashes;
+    for (std::size_t i = 0; i < c.end; ++i) {
+      if (c.kind[i] == 'k' && c.partition_of[i] == p) hashes.push_back(c.hashes[i]);
+    }
+    s.copies->claim(p, first, last, hashes, claims, marks);
+  }
+  if (claims.empty()) {
+    args.push_back("0");
+    return;
+  }
+  text.push_back(std::to_string(2 + 2 * claims.size()));
+  args.push_back(text.back());
+  text.push_back(std::to_string(claims.size()));
+  args.push_back(text.back());
+  for (const redis::stream::Claim& claim : claims) {
+    text.push_back(std::to_string(claim.slice));
+    args.push_back(text.back());
+    args.push_back(claim.header);  // points into the copies, unchanged until the reply
+    claimed.push_back(claim.slice);
+  }
+  text.push_back(std::move(marks));
+  args.push_back(text.back());
+}
+
+// EVALSHA's arguments for kWindowBatch; `declared` gets each touched partition's keys, and
+// `claimed` the slices of its claims.
 std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
                                                const ClassifiedBatch& c,
                                                std::deque<std::string>& text,
-                                               std::vector<std::vector<std::string>>& declared) {
+                                               std::vector<std::vector<std::string>>& declared,
+                                               std::vector<std::vector<std::int64_t>>& claimed) {
   const RedisStreamStore::State& w = *s.window;
   auto keep = [&](std::string value) -> std::string_view {
     text.push_back(std::move(value));
     return text.back();
   };
   declared.assign(c.touched.size(), {});
+  claimed.assign(c.touched.size(), {});
   std::vector<std::vector<std::string>> heads;
+  std::vector<std::int64_t> firsts;
   std::size_t key_count = 2;
   for (std::size_t j = 0; j < c.touched.size(); ++j) {
-    heads.push_back(add_head(s, c.touched[j], declare(s, c.touched[j], declared[j])));
+    firsts.push_back(declare(s, c.touched[j], declared[j]));
+    heads.push_back(add_head(s, c.touched[j], firsts.back()));
     key_count += declared[j].size();
   }
   std::vector<std::string_view> args{"EVALSHA", s.sha, keep(std::to_string(key_count)),
@@ -1168,6 +1250,8 @@ std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
     }
     args.push_back(keep(std::to_string(stride)));
     for (std::string& h : heads[j]) args.push_back(keep(std::move(h)));
+    const auto last = firsts[j] + static_cast<std::int64_t>(declared[j].size()) - 2;
+    append_claims(s, c, c.touched[j], firsts[j], last, text, args, claimed[j]);
   }
   append_entries(s, c, text, args);
   return args;
@@ -1177,21 +1261,25 @@ std::vector<std::string_view> window_arguments(const RedisStreamDedup::State& s,
 // describe) before the stage gives up: each answers a finite question, as in the store.
 constexpr int kMaxWindowRounds = 2 * static_cast<int>(kMaxStreamLinks) + 16;
 
-// What one round's adds answered, per touched partition: {status, links, slice}. Learns the
-// links and slices; a full filter or a damaged key is returned as the message to throw.
+// What one round's adds answered, per touched partition: {status, links, slice, verdict}. Learns
+// the links and slices, and forgets the copies whose claims were stale; a full filter or a
+// damaged key is returned as the message to throw.
 std::string learn(RedisStreamDedup::State& s, const ClassifiedBatch& c, const redisReply& results,
-                  const std::vector<std::vector<std::string>>& declared) {
+                  const std::vector<std::vector<std::string>>& declared,
+                  const std::vector<std::vector<std::int64_t>>& claimed) {
   const std::string operation = "EVALSHA (stream dedup)";
   s.router->expect(results, REDIS_REPLY_ARRAY, operation);
-  if (results.elements != 3 * c.touched.size())
+  if (results.elements != 4 * c.touched.size())
     s.router->fail(operation, "a reply of another shape");
   const RedisStreamStore::State& w = *s.window;
   std::string problem;
   for (std::size_t j = 0; j < c.touched.size(); ++j) {
     const std::uint64_t p = c.touched[j];
-    const std::string status(text_of(*results.element[3 * j]));
-    const long long links = results.element[3 * j + 1]->integer;
-    const std::int64_t slice = results.element[3 * j + 2]->integer;
+    const std::string status(text_of(*results.element[4 * j]));
+    const long long links = results.element[4 * j + 1]->integer;
+    const std::int64_t slice = results.element[4 * j + 2]->integer;
+    const std::string_view verdict = text_of(*results.element[4 * j + 3]);
+    if (s.copies && !verdict.empty()) s.copies->forget_stale(p, claimed[j], verdict);
     if (status == "ok") {
       if (links >= 0)
         s.known_links[p] = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(links));
@@ -1234,7 +1322,9 @@ void commit_window(RedisStreamDedup::State& s, ClassifiedBatch c, RedisStreamDed
   for (int round = 0;; ++round) {
     std::deque<std::string> text;
     std::vector<std::vector<std::string>> declared;
-    std::vector<std::string_view> args = window_arguments(s, c, text, declared);
+    std::vector<std::vector<std::int64_t>> claimed;
+    copy_older_slices(s, c);
+    std::vector<std::string_view> args = window_arguments(s, c, text, declared, claimed);
     const Reply reply = run_script(s, args, c.end);
     if (redis::is_error(*reply)) refused(s, c, text_of(*reply));
     RedisStreamDedupBatch counts;
@@ -1245,7 +1335,7 @@ void commit_window(RedisStreamDedup::State& s, ClassifiedBatch c, RedisStreamDed
     result.passed += counts.passed;
     result.deleted += counts.deleted;
     result.done_before += counts.done_before;
-    const std::string problem = learn(s, c, *reply->element[6], declared);
+    const std::string problem = learn(s, c, *reply->element[6], declared, claimed);
     const redisReply& left = *reply->element[7];
     s.router->expect(left, REDIS_REPLY_ARRAY, "EVALSHA (stream dedup)");
     if (left.elements == 0) return;
