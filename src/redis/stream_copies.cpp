@@ -27,7 +27,7 @@ std::vector<std::int64_t> OlderCopies::wanted(std::uint64_t p, std::int64_t newe
     const bool held = std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == g; });
     if (held) continue;
     // A slice key is at least its header and first link: one that cannot fit is not read.
-    if (bytes_ + link_start_[1] > max_bytes_) {
+    if (link_start_[1] > kMaxKeyBytes || bytes_ + link_start_[1] > max_bytes_) {
       Copy declined;
       declined.slice = g;
       declined.declined = true;
@@ -49,7 +49,7 @@ void OlderCopies::keep(std::uint64_t p, std::int64_t slice, std::optional<std::s
   }
   Copy copy;
   copy.slice = slice;
-  if (bytes_ + size > max_bytes_) {
+  if (size > kMaxKeyBytes || bytes_ + size > max_bytes_) {
     copy.declined = true;
   } else {
     copy.exists = bytes.has_value();

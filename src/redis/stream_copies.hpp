@@ -26,6 +26,8 @@ class OlderCopies {
   // The most bytes of copies a store holds by default: past it, slices go without (the script
   // reads them).
   static constexpr std::uint64_t kMaxBytes = std::uint64_t{256} << 20;
+  // The largest slice key copied: one GET of a key blocks its server while the key is sent.
+  static constexpr std::uint64_t kMaxKeyBytes = std::uint64_t{64} << 20;
 
   // Where an item's bits are in a slice key: every link that can exist, and where each starts.
   OlderCopies(std::span<const FilterParams> links, std::span<const std::uint64_t> link_start,
