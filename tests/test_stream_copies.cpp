@@ -1,6 +1,6 @@
-// A writer's copies of a windowed filter's older slices (src/redis/stream_copies.hpp), without a
-// server: which slices it asks for, which keys it keeps, the claims and marks it sends, and which
-// copies it forgets when the script says they were stale.
+// A writer's copies of a windowed or growing filter's frozen links (src/redis/stream_copies.hpp),
+// without a server: which reads it asks for, which answers it keeps, the claims and marks it
+// sends, and which copies it forgets when the script says they were stale.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,20 +14,34 @@
 namespace redbloom::redis::stream {
 namespace {
 
-struct OneLink {
-  std::vector<FilterParams> links{size_filter(1000, 0.01, Layout::blocked)};
-  std::vector<std::uint64_t> start{kHeaderBytes, kHeaderBytes + links[0].partition_bytes()};
+using Read = OlderCopies::Read;
 
-  // A slice key of one link holding `items`.
-  [[nodiscard]] std::string key_with(const std::vector<std::string>& items) const {
-    std::string key(start[1], '\0');
-    key[7] = 1;  // header field 0, big-endian: one link
-    for (const std::string& item : items) {
-      const layout::BlockedLine line =
-          layout::blocked_line(hash_item(item), links[0].partition_bits, links[0].hashes, start[0]);
-      const std::string_view pairs = line.pairs();
-      for (std::size_t q = 0; q < pairs.size(); q += 2) {
-        key[line.first + static_cast<unsigned char>(pairs[q])] |= pairs[q + 1];
+// Links of three sizes, as a growing filter's.
+struct Links {
+  std::vector<FilterParams> links{size_filter(1000, 0.01, Layout::blocked),
+                                  size_filter(2000, 0.005, Layout::blocked),
+                                  size_filter(4000, 0.0025, Layout::blocked)};
+  std::vector<std::uint64_t> start{kHeaderBytes};
+  Links() {
+    for (const FilterParams& link : links) start.push_back(start.back() + link.partition_bytes());
+  }
+
+  // A slice key's first `count` links, link l holding items[l], its header saying `header_links`
+  // links, each link's count its item count.
+  [[nodiscard]] std::string key_with(const std::vector<std::vector<std::string>>& items,
+                                     std::uint32_t header_links = 0) const {
+    const auto count = static_cast<std::uint32_t>(items.size());
+    std::string key(start[count], '\0');
+    key[7] = static_cast<char>(header_links == 0 ? count : header_links);
+    for (std::uint32_t l = 0; l < count; ++l) {
+      key[8 + 16 * l + 7] = static_cast<char>(items[l].size());
+      for (const std::string& item : items[l]) {
+        const layout::BlockedLine line = layout::blocked_line(
+            hash_item(item), links[l].partition_bits, links[l].hashes, start[l]);
+        const std::string_view pairs = line.pairs();
+        for (std::size_t q = 0; q < pairs.size(); q += 2) {
+          key[line.first + static_cast<unsigned char>(pairs[q])] |= pairs[q + 1];
+        }
       }
     }
     return key;
@@ -35,55 +49,90 @@ struct OneLink {
 };
 
 TEST(StreamCopies, AWriterClaimsTheOlderSlicesItCopiedAndMarksTheNewestHoldingEachItem) {
-  const OneLink shape;
+  const Links shape;
   OlderCopies copies(shape.links, shape.start, 2);
-  EXPECT_EQ(copies.wanted(1, 10, 4), (std::vector<std::int64_t>{9, 8, 7, 6}));
-  copies.keep(1, 9, shape.key_with({"a"}));
-  copies.keep(1, 8, std::nullopt);  // no key: nothing in it
-  copies.keep(1, 7, shape.key_with({"a", "b"}));
-  copies.keep(1, 6, std::string(100, '\0'));  // no slice key: left to the script
-  EXPECT_EQ(copies.wanted(1, 10, 4), (std::vector<std::int64_t>{6}));
-  EXPECT_EQ(copies.wanted(0, 10, 4).size(), 4u);  // partitions apart
+  EXPECT_EQ(copies.wanted(1, 10, 4, 1), (std::vector<Read>{{9, 0}, {8, 0}, {7, 0}, {6, 0}}));
+  EXPECT_EQ(copies.read_command({9, 0}, "k"), (std::vector<std::string>{"GET", "k"}));
+  copies.keep(1, {9, 0}, shape.key_with({{"a"}}));
+  copies.keep(1, {8, 0}, std::nullopt);  // no key: nothing in it
+  copies.keep(1, {7, 0}, shape.key_with({{"c"}, {"b"}}));
+  copies.keep(1, {6, 0}, std::string(100, '\0'));  // no slice key: left to the script
+  EXPECT_EQ(copies.wanted(1, 10, 4, 1), (std::vector<Read>{{6, 0}}));
+  EXPECT_EQ(copies.wanted(0, 10, 4, 1).size(), 4u);  // partitions apart
 
-  const std::vector<ItemHash> hashes{hash_item("a"), hash_item("b"), hash_item("c")};
+  const std::vector<ItemHash> hashes{hash_item("a"), hash_item("b"), hash_item("c"),
+                                     hash_item("d")};
   std::vector<Claim> claims;
   std::string marks;
   copies.claim(1, 5, 12, hashes, claims, marks);
   ASSERT_EQ(claims.size(), 3u);
   EXPECT_EQ(claims[0].slice, 9);  // newest first
-  EXPECT_EQ(claims[0].header.size(), kHeaderBytes);
+  EXPECT_EQ(claims[0].links, 1u);
+  EXPECT_EQ(claims[0].fields.size(), 16u);
   EXPECT_EQ(claims[1].slice, 8);
-  EXPECT_TRUE(claims[1].header.empty());
+  EXPECT_EQ(claims[1].links, 0u);
+  EXPECT_TRUE(claims[1].fields.empty());
   EXPECT_EQ(claims[2].slice, 7);
-  // "a" is newest in 9, "b" in 7 (marks are g - first + 1), "c" in none.
-  EXPECT_EQ(marks, std::string("\x05\x03\x00", 3));
+  EXPECT_EQ(claims[2].links, 2u);
+  EXPECT_EQ(claims[2].fields.size(), 32u);
+  // "a" is newest in 9, "b" and "c" in 7's second and first links (marks are g - first + 1).
+  EXPECT_EQ(marks, std::string("\x05\x03\x03\x00", 4));
   // Only the declared slices are claimed.
   copies.claim(1, 8, 12, hashes, claims, marks);
   EXPECT_EQ(claims.size(), 2u);
-  EXPECT_EQ(marks, std::string("\x02\x00\x00", 3));
+  EXPECT_EQ(marks, std::string("\x02\x00\x00\x00", 4));
 
   // The script said slice 9's copy was stale: it is asked for again; 8's is kept.
   const std::vector<std::int64_t> claimed{9, 8, 7};
   copies.forget_stale(1, claimed, "011");
-  EXPECT_EQ(copies.wanted(1, 10, 4), (std::vector<std::int64_t>{9, 6}));
+  EXPECT_EQ(copies.wanted(1, 10, 4, 1), (std::vector<Read>{{9, 0}, {6, 0}}));
   // Slices that left the window, or became current, are dropped.
-  EXPECT_EQ(copies.wanted(1, 12, 4), (std::vector<std::int64_t>{11, 10, 9}));
+  EXPECT_EQ(copies.wanted(1, 12, 4, 1), (std::vector<Read>{{11, 0}, {10, 0}, {9, 0}}));
   copies.claim(1, 5, 14, hashes, claims, marks);
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].slice, 8);
-  EXPECT_EQ(copies.wanted(1, 8, 4), (std::vector<std::int64_t>{7, 6, 5, 4}));
+  EXPECT_EQ(copies.wanted(1, 8, 4, 1), (std::vector<Read>{{7, 0}, {6, 0}, {5, 0}, {4, 0}}));
+}
+
+// Without a window the one slice is current: its links before the newest are frozen, copied by
+// a GETRANGE of exactly them, and copied again when another link froze.
+TEST(StreamCopies, AGrowingFiltersLinksBeforeItsNewestAreCopied) {
+  const Links shape;
+  OlderCopies copies(shape.links, shape.start, 1);
+  EXPECT_TRUE(copies.wanted(0, 0, 0, 1).empty());  // one link: it is the newest
+  EXPECT_EQ(copies.wanted(0, 0, 0, 2), (std::vector<Read>{{0, 1}}));
+  EXPECT_EQ(copies.read_command({0, 1}, "k"),
+            (std::vector<std::string>{"GETRANGE", "k", "0", std::to_string(shape.start[1] - 1)}));
+  copies.keep(0, {0, 1}, shape.key_with({{"a"}, {"b"}}));  // not what was asked for
+  EXPECT_EQ(copies.wanted(0, 0, 0, 2), (std::vector<Read>{{0, 1}}));
+  copies.keep(0, {0, 1}, shape.key_with({{"a"}}, 2));
+  EXPECT_TRUE(copies.wanted(0, 0, 0, 2).empty());
+  std::vector<Claim> claims;
+  std::string marks;
+  const std::vector<ItemHash> hashes{hash_item("a"), hash_item("b")};
+  copies.claim(0, 0, 0, hashes, claims, marks);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].links, 1u);
+  EXPECT_EQ(marks, std::string("\x01\x00", 2));
+  // A third link: the first two are frozen now.
+  EXPECT_EQ(copies.wanted(0, 0, 0, 3), (std::vector<Read>{{0, 2}}));
+  copies.keep(0, {0, 2}, shape.key_with({{"a"}, {"b"}}, 3));
+  copies.claim(0, 0, 0, hashes, claims, marks);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(claims[0].links, 2u);
+  EXPECT_EQ(marks, std::string("\x01\x01", 2));
 }
 
 // Past the bytes a store may hold, a slice goes without a copy (the script reads it) and is
 // not read again at every call.
 TEST(StreamCopies, SlicesPastTheByteLimitGoUncopiedAndAreNotAskedForAgain) {
-  const OneLink shape;
+  const Links shape;
   const std::uint64_t key_bytes = shape.start[1];
   OlderCopies copies(shape.links, shape.start, 1, key_bytes + key_bytes / 2);
-  EXPECT_EQ(copies.wanted(0, 10, 2), (std::vector<std::int64_t>{9, 8}));
-  copies.keep(0, 9, shape.key_with({"a"}));
-  copies.keep(0, 8, shape.key_with({"a"}));  // would pass the limit
-  EXPECT_TRUE(copies.wanted(0, 10, 2).empty());
+  EXPECT_EQ(copies.wanted(0, 10, 2, 1), (std::vector<Read>{{9, 0}, {8, 0}}));
+  copies.keep(0, {9, 0}, shape.key_with({{"a"}}));
+  copies.keep(0, {8, 0}, shape.key_with({{"a"}}));  // would pass the limit
+  EXPECT_TRUE(copies.wanted(0, 10, 2, 1).empty());
   std::vector<Claim> claims;
   std::string marks;
   const std::vector<ItemHash> hashes{hash_item("a")};
@@ -91,12 +140,12 @@ TEST(StreamCopies, SlicesPastTheByteLimitGoUncopiedAndAreNotAskedForAgain) {
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].slice, 9);
   // The next slice cannot fit either: it is not read at all.
-  EXPECT_EQ(copies.wanted(0, 11, 2), (std::vector<std::int64_t>{}));
+  EXPECT_TRUE(copies.wanted(0, 11, 2, 1).empty());
   copies.claim(0, 5, 12, hashes, claims, marks);
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].slice, 9);
-  // Once 9 leaves, 10 and 11 are read.
-  EXPECT_EQ(copies.wanted(0, 12, 2), (std::vector<std::int64_t>{11}));
+  // Once 9 leaves, 11 is read.
+  EXPECT_EQ(copies.wanted(0, 12, 2, 1), (std::vector<Read>{{11, 0}}));
 }
 
 }  // namespace

@@ -162,8 +162,9 @@ TEST(StreamScript, RepliesSayHowFarAUnitGotAndWhatItNeeds) {
   EXPECT_THROW(parse(integer(1), kKeys), ReplyProblem);
 }
 
-// An add's claims follow its items: their count, each older slice and the header its copy had
-// ('' for no key), then one mark a item; the reply's verdict says which copies were the slice.
+// An add's claims follow its items: their count, each slice, the links copied and their header
+// fields as copied (none for no key), then one mark an item; the reply's verdict says which
+// copies were the slice.
 TEST(StreamScript, AnAddsClaimsFollowItsItemsAndTheReplySaysWhichHeld) {
   const std::vector<LinkArgs> links{{64, 10, 3}};
   Call call;
@@ -177,18 +178,18 @@ TEST(StreamScript, AnAddsClaimsFollowItsItemsAndTheReplySaysWhichHeld) {
   for (const std::uint64_t offset : {1, 2, 3, 4, 5, 6}) items.arg(std::uint64_t(offset));
   call.item_args = items.text();
   call.item_arg_count = 6;
-  const std::string header(kHeaderBytes, 'h');
-  const std::vector<Claim> claims{{9, header}, {8, ""}};
+  const std::string fields(16, 'f');
+  const std::vector<Claim> claims{{9, 1, fields}, {8, 0, ""}};
   call.claims = claims;
   const std::string marks("\x01\x00", 2);
   call.marks = marks;
   CommandBuffer out;
   encode(out, call, "abc");
   std::string tail = bulk("6");
-  for (const std::string_view arg : {"2", "9"}) tail += bulk(arg);
-  tail += bulk(header) + bulk("8") + bulk("") + bulk(marks);
+  for (const std::string_view arg : {"2", "9", "1"}) tail += bulk(arg);
+  tail += bulk(fields) + bulk("8") + bulk("0") + bulk("") + bulk(marks);
   EXPECT_TRUE(out.text().ends_with(tail));
-  EXPECT_TRUE(out.text().starts_with("*" + std::to_string(3 + 2 + 11 + 3 + 6 + 6) + "\r\n"));
+  EXPECT_TRUE(out.text().starts_with("*" + std::to_string(3 + 2 + 11 + 3 + 6 + 8) + "\r\n"));
   const Reply reply = parse("*7\r\n" + bulk("ok") + integer(2) + bulk("01") + integer(1) +
                                 integer(10) + integer(5000) + bulk("10"),
                             kKeys);

@@ -525,7 +525,7 @@ struct RedisStreamDedup::State {
   // partition (as the store's own adds do: the links a live slice has, the newest slice, the
   // slice the next batch declares its keys around).
   const RedisStreamStore::State* window = nullptr;
-  // A window's older slices as this stage copied them, for the script's adds (stock servers).
+  // The filter's frozen links as this stage copied them, for the script's adds (stock servers).
   std::unique_ptr<redis::stream::OlderCopies> copies;
   std::vector<std::uint32_t> known_links;
   std::vector<std::int64_t> newest_slice;
@@ -746,7 +746,7 @@ void open_window(RedisStreamDedup::State& s, const RedisStreamStore::State& w) {
     check_one_slot(s, keys, "slice key");
   }
   s.module = w.module;
-  if (w.shape.windowed() && !w.module) {
+  if (!w.module) {
     s.copies = std::make_unique<redis::stream::OlderCopies>(w.links, w.link_start, partitions);
   }
   s.known_links.assign(partitions, 1);
@@ -1155,19 +1155,23 @@ std::vector<std::string> add_head(const RedisStreamDedup::State& s, std::uint64_
   return head;
 }
 
-// Copies the older slices of the batch's partitions that the stage has no copy of (a stock
-// server's windowed filter), one GET a slice key: once a slice, when it becomes older.
-void copy_older_slices(RedisStreamDedup::State& s, const ClassifiedBatch& c) {
+// Copies the frozen links of the batch's partitions that the stage has no copy of (a stock
+// server's windowed or growing filter): once a link, when it is frozen.
+void copy_frozen_links(RedisStreamDedup::State& s, const ClassifiedBatch& c) {
   if (!s.copies) return;
+  const std::uint32_t older = s.window->shape.windowed() ? s.window->shape.slices() : 0;
   for (const std::uint64_t p : c.touched) {
     if (s.newest_slice[p] == INT64_MIN) continue;
-    for (const std::int64_t g : s.copies->wanted(p, s.newest_slice[p], s.window->shape.slices())) {
-      const Reply reply = s.call({"GET", s.window->slice_key(p, g)});
+    for (const auto& read : s.copies->wanted(p, s.newest_slice[p], older, s.known_links[p])) {
+      const std::vector<std::string> command =
+          s.copies->read_command(read, s.window->slice_key(p, read.slice));
+      const std::vector<std::string_view> args(command.begin(), command.end());
+      const Reply reply = s.call(args);
       // Anything else (a key of another type) is left to the script, which reports it.
       if (reply->type == REDIS_REPLY_STRING) {
-        s.copies->keep(p, g, std::string(reply->str, reply->len));
+        s.copies->keep(p, read, std::string(reply->str, reply->len));
       } else if (reply->type == REDIS_REPLY_NIL) {
-        s.copies->keep(p, g, std::nullopt);
+        s.copies->keep(p, read, std::nullopt);
       }
     }
   }
@@ -1192,14 +1196,16 @@ void append_claims(const RedisStreamDedup::State& s, const ClassifiedBatch& c, s
     args.push_back("0");
     return;
   }
-  text.push_back(std::to_string(2 + 2 * claims.size()));
+  text.push_back(std::to_string(2 + 3 * claims.size()));
   args.push_back(text.back());
   text.push_back(std::to_string(claims.size()));
   args.push_back(text.back());
   for (const redis::stream::Claim& claim : claims) {
     text.push_back(std::to_string(claim.slice));
     args.push_back(text.back());
-    args.push_back(claim.header);  // points into the copies, unchanged until the reply
+    text.push_back(std::to_string(claim.links));
+    args.push_back(text.back());
+    args.push_back(claim.fields);  // points into the copies, unchanged until the reply
     claimed.push_back(claim.slice);
   }
   text.push_back(std::move(marks));
@@ -1323,7 +1329,7 @@ void commit_window(RedisStreamDedup::State& s, ClassifiedBatch c, RedisStreamDed
     std::deque<std::string> text;
     std::vector<std::vector<std::string>> declared;
     std::vector<std::vector<std::int64_t>> claimed;
-    copy_older_slices(s, c);
+    copy_frozen_links(s, c);
     std::vector<std::string_view> args = window_arguments(s, c, text, declared, claimed);
     const Reply reply = run_script(s, args, c.end);
     if (redis::is_error(*reply)) refused(s, c, text_of(*reply));

@@ -14,46 +14,66 @@ OlderCopies::OlderCopies(std::span<const FilterParams> links,
       of_(partitions),
       max_bytes_(max_bytes) {}
 
-std::vector<std::int64_t> OlderCopies::wanted(std::uint64_t p, std::int64_t newest,
-                                              std::uint32_t older) {
+std::vector<OlderCopies::Read> OlderCopies::wanted(std::uint64_t p, std::int64_t newest,
+                                                   std::uint32_t older,
+                                                   std::uint32_t newest_links) {
+  const std::uint32_t frozen = older == 0 && newest_links > 1 ? newest_links - 1 : 0;
   std::vector<Copy>& copies = of_[p];
   std::erase_if(copies, [&](const Copy& copy) {
-    const bool gone = copy.slice < newest - older || copy.slice >= newest;
+    const bool gone = copy.slice < newest - older || copy.slice > newest ||
+                      (copy.slice == newest && (copy.whole || copy.links < frozen)) ||
+                      (copy.slice < newest && !copy.whole);
     if (gone) bytes_ -= copy.bytes.size();
     return gone;
   });
-  std::vector<std::int64_t> missing;
-  for (std::int64_t g = newest - 1; g >= newest - static_cast<std::int64_t>(older); --g) {
-    const bool held = std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == g; });
-    if (held) continue;
-    // A slice key is at least its header and first link: one that cannot fit is not read.
-    if (link_start_[1] > kMaxKeyBytes || bytes_ + link_start_[1] > max_bytes_) {
+  std::vector<Read> missing;
+  const auto ask = [&](const Read& read, std::uint64_t least_bytes) {
+    const bool held =
+        std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == read.slice; });
+    if (held) return;
+    if (least_bytes > kMaxKeyBytes || bytes_ + least_bytes > max_bytes_) {
       Copy declined;
-      declined.slice = g;
+      declined.slice = read.slice;
+      declined.whole = read.links == 0;
+      declined.links = read.links;
       declined.declined = true;
       insert(p, std::move(declined));
     } else {
-      missing.push_back(g);
+      missing.push_back(read);
     }
+  };
+  if (frozen > 0) ask({newest, frozen}, link_start_[frozen]);
+  // An older slice key is at least its header and first link.
+  for (std::int64_t g = newest - 1; g >= newest - static_cast<std::int64_t>(older); --g) {
+    ask({g, 0}, link_start_[1]);
   }
   return missing;
 }
 
-void OlderCopies::keep(std::uint64_t p, std::int64_t slice, std::optional<std::string> bytes) {
+std::vector<std::string> OlderCopies::read_command(const Read& read, const std::string& key) const {
+  if (read.links == 0) return {"GET", key};
+  return {"GETRANGE", key, "0", std::to_string(link_start_[read.links] - 1)};
+}
+
+void OlderCopies::keep(std::uint64_t p, const Read& read, std::optional<std::string> bytes) {
   const std::uint64_t size = bytes ? bytes->size() : 0;
-  // A key its header cannot explain is left to the script, which reports it.
-  if (bytes && (size < kHeaderBytes || header_field(*bytes, 0) < 1 ||
-                header_field(*bytes, 0) >= link_start_.size() ||
-                size != link_start_[header_field(*bytes, 0)])) {
-    return;
-  }
   Copy copy;
-  copy.slice = slice;
+  copy.slice = read.slice;
+  copy.whole = read.links == 0;
+  if (!copy.whole) {
+    // The current slice's first links: exactly their bytes, or nothing is kept.
+    if (!bytes || size != link_start_[read.links]) return;
+    copy.links = read.links;
+  } else if (bytes) {
+    // A key its header cannot explain is left to the script, which reports it.
+    const std::uint64_t links = size < kHeaderBytes ? 0 : header_field(*bytes, 0);
+    if (links < 1 || links >= link_start_.size() || size != link_start_[links]) return;
+    copy.links = static_cast<std::uint32_t>(links);
+  }
   if (size > kMaxKeyBytes || bytes_ + size > max_bytes_) {
     copy.declined = true;
-  } else {
-    copy.exists = bytes.has_value();
-    if (bytes) copy.bytes = std::move(*bytes);
+  } else if (bytes) {
+    copy.bytes = std::move(*bytes);
   }
   insert(p, std::move(copy));
 }
@@ -129,9 +149,12 @@ void OlderCopies::claim(std::uint64_t p, std::int64_t first, std::int64_t last,
       continue;
     }
     used.push_back(&copy);
-    claims.push_back(
-        Claim{copy.slice, std::string_view(copy.bytes).substr(0, copy.exists ? kHeaderBytes : 0)});
-    if (copy.exists) links = std::max(links, header_field(copy.bytes, 0));
+    // The fields of the links it covers: each one's item count and creation time.
+    const std::string_view fields =
+        copy.links == 0 ? std::string_view()
+                        : std::string_view(copy.bytes).substr(8, 16 * std::size_t{copy.links});
+    claims.push_back(Claim{copy.slice, copy.links, fields});
+    links = std::max<std::uint64_t>(links, copy.links);
   }
   if (claims.empty()) return;
   marks.assign(hashes.size(), '\0');
@@ -145,7 +168,7 @@ void OlderCopies::claim(std::uint64_t p, std::int64_t first, std::int64_t last,
         layout::blocked_line(hashes[i], links_[0].partition_bits, links_[0].hashes, link_start_[0])
             .first;
     for (const Copy* copy : used) {
-      if (copy->exists) __builtin_prefetch(copy->bytes.data() + at);
+      if (copy->links > 0) __builtin_prefetch(copy->bytes.data() + at);
     }
   };
   for (std::size_t i = 0; i < std::min(kAhead, hashes.size()); ++i) request(i);
@@ -154,12 +177,11 @@ void OlderCopies::claim(std::uint64_t p, std::int64_t first, std::int64_t last,
     for (std::uint64_t l = 0; l < links; ++l)
       place(links_[l], link_start_[l], hashes[i], places[l]);
     for (const Copy* copy : used) {  // newest first
-      if (!copy->exists) continue;
       const auto* key = reinterpret_cast<const unsigned char*>(copy->bytes.data());
-      const std::uint64_t count = header_field(copy->bytes, 0);
       bool found = false;
-      for (std::uint64_t l = 0; l < count && !found; ++l)
+      for (std::uint32_t l = 0; l < copy->links && !found; ++l) {
         found = holds_at(links_[l], places[l], key);
+      }
       if (found) {
         marks[i] = static_cast<char>(copy->slice - first + 1);
         break;

@@ -1,12 +1,13 @@
-// Copies of a windowed filter's older slices on a server without redbloom's module: a writer
-// reads each older slice key whole once (GET), looks its items up in the copies itself, and
-// sends the script its answers as claims (stream_script.hpp), so that the script reads an
-// item's line in the current slice only, where it read one in every live slice.
+// Copies of a windowed or growing filter's frozen links on a server without redbloom's module: a
+// writer reads each older slice key whole once (GET), and the current slice's links before its
+// newest (GETRANGE: no writer changes them again), looks its items up in the copies itself, and
+// sends the script its answers as claims (stream_script.hpp), so that the script reads an item's
+// line in the current slice's newest link only, where it read one in every live link.
 //
-// A copy needs no trust: the script takes a claim only while the slice's header is still the
-// copy's, and every write that changes a link's bits changes its header. A copy that went
-// stale (a writer with a lagging clock wrote into an older slice) costs the script its reads
-// and is read again; it never changes an answer. Pure: the store sends the GETs.
+// A copy needs no trust: the script takes a claim only while the header fields of the links it
+// covers are still the copy's, and every write that changes a link's bits changes its count. A
+// copy that went stale (a writer with a lagging clock wrote into an older slice) costs the script
+// its reads and is read again; it never changes an answer. Pure: the store sends the reads.
 #pragma once
 
 #include <cstdint>
@@ -33,13 +34,25 @@ class OlderCopies {
   OlderCopies(std::span<const FilterParams> links, std::span<const std::uint64_t> link_start,
               std::uint64_t partitions, std::uint64_t max_bytes = kMaxBytes);
 
-  // The older slices of partition p once `newest` is its current slice (newest - older ..
-  // newest - 1) that it has no copy of. Drops its copies of slices that left the window.
-  [[nodiscard]] std::vector<std::int64_t> wanted(std::uint64_t p, std::int64_t newest,
-                                                 std::uint32_t older);
-  // Keeps the key's bytes as GET answered (nullopt: no key); past max_bytes, only that the slice
-  // goes without a copy.
-  void keep(std::uint64_t p, std::int64_t slice, std::optional<std::string> bytes);
+  // A read to make: the whole key of an older slice (links 0: GET), or the header and first
+  // `links` links of the current one (GETRANGE 0 .. end_byte()).
+  struct Read {
+    std::int64_t slice = 0;
+    std::uint32_t links = 0;
+    bool operator==(const Read&) const = default;
+  };
+  // The command that makes `read` of the slice's key: GET, or GETRANGE key 0 <last byte>.
+  [[nodiscard]] std::vector<std::string> read_command(const Read& read,
+                                                      const std::string& key) const;
+
+  // What partition p lacks once `newest` is its current slice: the older slices (newest - older
+  // .. newest - 1), and for a filter without a window, whose one slice has `newest_links` links,
+  // the links before its newest. Drops the copies that left the window or no longer apply.
+  [[nodiscard]] std::vector<Read> wanted(std::uint64_t p, std::int64_t newest, std::uint32_t older,
+                                         std::uint32_t newest_links);
+  // Keeps what the read answered (nullopt: no key); past max_bytes, only that the slice goes
+  // without a copy.
+  void keep(std::uint64_t p, const Read& read, std::optional<std::string> bytes);
   // Forgets the copies whose claims `verdict` says were stale ('0'), of `claimed` (the claims'
   // slices, as sent).
   void forget_stale(std::uint64_t p, std::span<const std::int64_t> claimed,
@@ -47,7 +60,7 @@ class OlderCopies {
 
   // The claims of a unit of partition p that declares slices first .. last (the copies in that
   // range), and each item's mark: 0, or g - first + 1 for the newest claimed slice g whose copy
-  // holds it. The claims' headers point into the copies: valid until the next keep or forget.
+  // holds it. The claims' fields point into the copies: valid until the next keep or forget.
   void claim(std::uint64_t p, std::int64_t first, std::int64_t last,
              std::span<const ItemHash> hashes, std::vector<Claim>& claims,
              std::string& marks) const;
@@ -55,11 +68,11 @@ class OlderCopies {
  private:
   struct Copy {
     std::int64_t slice = 0;
-    bool exists = false;
-    bool declined = false;  // past max_bytes: not copied, not asked for again
-    std::string bytes;      // the key's: header, then its links
+    std::uint32_t links = 0;  // links copied (0: no key)
+    bool whole = true;        // the key as it was; else the current slice's first links
+    bool declined = false;    // past the limits: not copied, not asked for again
+    std::string bytes;        // the key's: header, then links 0 .. links - 1
   };
-
   // Adds `copy` to partition p's, newest slice first, unless that slice has one.
   void insert(std::uint64_t p, Copy copy);
 

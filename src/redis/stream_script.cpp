@@ -70,14 +70,17 @@ end
 start[M] = at
 local n = tonumber(ARGV[11 + 3 * M])
 local base = 12 + 3 * M
--- Claims, after the items (adds only): C, then per claim an older slice g and its header as the
--- client read the whole key ('' for no key), then one byte per item: 0 if the item is in none
--- of the claimed slices' copies, else g - first + 1 for the newest claimed slice holding it.
+-- Claims, after the items (adds only): C, then per claim a slice g, how many of its links the
+-- client copied and their header fields as copied, then one byte per item: 0 if the item is in
+-- none of the claimed copies, else g - first + 1 for the newest claimed slice holding it.
 local cpos = base + n * stride
 local C = tonumber(ARGV[cpos] or '0')
 local claims, marks = {}, nil
-for c = 1, C do claims[c] = {tonumber(ARGV[cpos + 2 * c - 1]), ARGV[cpos + 2 * c]} end
-if C > 0 then marks = ARGV[cpos + 2 * C + 1] end
+for c = 1, C do
+  local at = cpos + 3 * c - 2
+  claims[c] = {tonumber(ARGV[at]), tonumber(ARGV[at + 1]), ARGV[at + 2]}
+end
+if C > 0 then marks = ARGV[cpos + 3 * C + 1] end
 local roster = KEYS[1]
 local last = first + #KEYS - 2
 local function int(x) return string.format('%.0f', x) end
@@ -148,21 +151,19 @@ if mode == 'i' then
 end
 if need > 0 then return {'links', 0, '', need, G, now} end
 
--- valid[g]: the client's copy of live older slice g is the slice as it is now. Every write that
--- changes a link's bits raises its item count in the header, so an equal header (counts, link
--- count) means equal bits. verdict: '1' / '0' per claim, for the client to read again.
-local valid, verdict = {}, {}
+-- valid[g]: the client's copy of live older slice g is the slice as it is now; frozen: the links
+-- of the current slice its copy covers (all before the newest, which no writer changes again).
+-- Every write that changes a link's bits raises its item count in the header, so equal fields
+-- mean equal bits. verdict: '1' / '0' per claim, for the client to read again.
+local valid, verdict, frozen = {}, {}, 0
 for c = 1, C do
-  local g, header = claims[c][1], claims[c][2]
+  local g, nl, fields = claims[c][1], claims[c][2], claims[c][3]
   local ok = false
-  if g >= G - older and g < G then
-    if L[g] == 0 then
-      ok = header == ''
-    else
-      ok = redis.call('GETRANGE', KEYS[g - first + 2], 0, H - 1) == header
-    end
+  if g >= G - older and g < G and nl == L[g] or g == G and nl > 0 and nl < L[g] then
+    ok = nl == 0 or redis.call('GETRANGE', KEYS[g - first + 2], 8, 16 * nl + 7) == fields
   end
-  if ok then valid[g] = true end
+  if ok and g < G then valid[g] = true end
+  if ok and g == G then frozen = nl end
   verdict[c] = ok and '1' or '0'
 end
 local function answer(t)
@@ -174,6 +175,8 @@ end
 local function claimed(i)
   if not marks then return nil end
   local d = string.byte(marks, i) or 0
+  -- In the current slice's copy: not asked about the older ones.
+  if first + d - 1 >= G then return nil end
   if d > 0 and first + d - 1 >= G - older then
     if valid[first + d - 1] then return true end
     return nil
@@ -271,7 +274,11 @@ end
 -- before it is frozen.
 local inG = {}
 for i = 1, n do inG[i] = false end
-for l = 0, links - 2 do probe(key, l, inG) end
+-- Links the claims cover hold exactly the items whose copy holds them.
+if frozen > 0 then
+  for i = 1, n do inG[i] = first + (string.byte(marks, i) or 0) - 1 == G end
+end
+for l = frozen, links - 2 do probe(key, l, inG) end
 -- found: in G or an older slice. An item only in an older slice is not new, but the add still
 -- sets it in G, restarting its window. Read by lines, an item's older slices are looked up only
 -- once its line in G lacks it: a key repeated within a slice (a redelivery) costs one read.
@@ -456,7 +463,7 @@ void encode_common(CommandBuffer& out, const Call& call) {
 
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   const std::size_t fixed = 11 + 3 * call.links.size();
-  const std::size_t claimed = call.claims.empty() ? 0 : 2 + 2 * call.claims.size();
+  const std::size_t claimed = call.claims.empty() ? 0 : 2 + 3 * call.claims.size();
   out.begin(3 + call.keys.size() + fixed + call.item_arg_count + claimed);
   out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
   out.arg(sha.empty() ? script_text() : sha);
@@ -475,7 +482,8 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   out.arg(std::uint64_t{call.claims.size()});
   for (const Claim& claim : call.claims) {
     out.arg(std::to_string(claim.slice));
-    out.arg(claim.header);
+    out.arg(std::uint64_t{claim.links});
+    out.arg(claim.fields);
   }
   out.arg(call.marks);
   return 1;

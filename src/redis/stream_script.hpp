@@ -29,14 +29,16 @@
 //         bits, its k_l absolute bit offsets in the key; lines (blocked links), its line's first
 //         and last absolute byte offsets in the key and the line's (byte, mask) pairs (the
 //         client hashes: Lua's numbers are doubles); adds may go on with claims: C, then C x
-//         (an older slice g, the first kHeaderBytes of its key as the client read it whole, ''
-//         for no key), then one byte per item, 0 or g - first + 1 for the newest claimed slice
-//         whose copy holds it
+//         (a slice g, c links copied, their header fields as copied: bytes 8 .. 16c + 7 of the
+//         key), then one byte per item, 0 or g - first + 1 for the newest claimed slice whose
+//         copy holds it
 //   The current slice G is the one of now, or the newest declared slice that exists (time never
 //   goes back for a partition, whatever the writers' clocks say); live are G - older .. G.
-//   A claim is valid when g is a live older slice and its header is the key's now: every write
-//   that changes a link's bits raises that link's count, so the copy's bits are the slice's.
-//   The script then trusts the client's answer for that slice and reads only the others.
+//   A claim is valid when its fields are the key's now and it covers every link of an older
+//   live slice (c = 0: a slice with no key), or links before the newest of the current one (no
+//   writer changes those again): every write that changes a link's bits raises that link's
+//   count, so the copy's bits are the slice's. The script then trusts the client's answer for
+//   those links and reads only the others.
 //   Reply {status, done, flags, links, G, now_ms[, verdict][, info...]}, verdict ('1' / '0' per
 //   claim: valid or not) when claims were sent:
 //     ok     every item handled; flags: one '0'/'1' per item (new / present)
@@ -124,11 +126,12 @@ void append_item_arguments(ItemForm form, std::span<const FilterParams> links,
   }
 }
 
-// An older slice the client holds a copy of (stream_copies.hpp), and its header as copied (empty:
-// the slice had no key).
+// A slice whose first `links` links the client holds a copy of (stream_copies.hpp), and those
+// links' header fields as copied (item count and creation time each; none: the slice had no key).
 struct Claim {
   std::int64_t slice = 0;
-  std::string_view header;
+  std::uint32_t links = 0;
+  std::string_view fields;
 };
 
 // One link as the script needs it.

@@ -131,17 +131,18 @@ std::size_t handled_prefix(const Queues& q, std::size_t items) {
   return first;
 }
 
-// Copies the older slices of the partitions with items that the copies lack (where the script
-// runs: RB.STREAM reads the slices on the server), one GET a slice key: once a slice, when it
-// becomes older.
-void copy_older_slices(RedisStreamStore::State& s, const Queues& q) {
+// Copies the frozen links of the partitions with items that the copies lack (where the script
+// runs: RB.STREAM reads the slices on the server): once a link, when it is frozen.
+void copy_frozen_links(RedisStreamStore::State& s, const Queues& q) {
   if (s.module || !s.copies) return;
-  std::vector<std::vector<std::pair<std::uint64_t, std::int64_t>>> wanted(s.routers.size());
+  std::vector<std::vector<std::pair<std::uint64_t, stream::OlderCopies::Read>>> wanted(
+      s.routers.size());
   bool any = false;
+  const std::uint32_t older = s.shape.windowed() ? s.shape.slices() : 0;
   for (std::uint64_t p = 0; p < q.of.size(); ++p) {
     if (q.of[p].empty() || s.newest_slice[p] == INT64_MIN) continue;
-    for (const std::int64_t g : s.copies->wanted(p, s.newest_slice[p], s.shape.slices())) {
-      wanted[s.router_of[p]].emplace_back(p, g);
+    for (const auto& read : s.copies->wanted(p, s.newest_slice[p], older, s.known_links[p])) {
+      wanted[s.router_of[p]].emplace_back(p, read);
       any = true;
     }
   }
@@ -150,10 +151,12 @@ void copy_older_slices(RedisStreamStore::State& s, const Queues& q) {
     const auto& mine = wanted[r];
     redis::for_each_part(
         *s.routers[r], mine.size(),
-        [&](std::uint64_t i) { return s.slice_key(mine[i].first, mine[i].second); },
-        "GET (copying a stream filter's older slices)", redis::Work::read,
-        [](std::uint64_t, const std::string& key, CommandBuffer& buffer) {
-          buffer.command({"GET", key});
+        [&](std::uint64_t i) { return s.slice_key(mine[i].first, mine[i].second.slice); },
+        "GET (copying a stream filter's frozen links)", redis::Work::read,
+        [&](std::uint64_t i, const std::string& key, CommandBuffer& buffer) {
+          const std::vector<std::string> command = s.copies->read_command(mine[i].second, key);
+          std::vector<std::string_view> args(command.begin(), command.end());
+          buffer.command(args);
         },
         [&](std::uint64_t i, const redisReply& reply) {
           // Anything else (a key of another type) is left to the script, which reports it.
@@ -408,10 +411,7 @@ void RedisStreamStore::State::prepare() {
   budget = shape.options().max_bytes / partitions;
   known_links.assign(partitions, 1);
   newest_slice.assign(partitions, INT64_MIN);
-  copies.reset();
-  if (shape.windowed()) {
-    copies = std::make_unique<stream::OlderCopies>(links, link_start, partitions);
-  }
+  copies = std::make_unique<stream::OlderCopies>(links, link_start, partitions);
   slots.clear();
   for (std::uint64_t p = 0; p < partitions; ++p) slots.push_back(redis::slot_of(slice_key(p, 0)));
 }
@@ -556,7 +556,7 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
   State& s = *state_;
   const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
-  copy_older_slices(s, q);
+  copy_frozen_links(s, q);
   // Per partition, the slices its last unit claimed.
   std::vector<std::vector<std::int64_t>> claimed(q.of.size());
   // Once a partition cannot grow, no partition goes past the item that needed it.
