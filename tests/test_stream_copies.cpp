@@ -16,6 +16,9 @@ namespace {
 
 using Read = OlderCopies::Read;
 
+// Items enough for any copy in these tests.
+constexpr std::uint64_t kMany = 1u << 20;
+
 // Links of three sizes, as a growing filter's.
 struct Links {
   std::vector<FilterParams> links{size_filter(1000, 0.01, Layout::blocked),
@@ -51,14 +54,14 @@ struct Links {
 TEST(StreamCopies, AWriterClaimsTheOlderSlicesItCopiedAndMarksTheNewestHoldingEachItem) {
   const Links shape;
   OlderCopies copies(shape.links, shape.start, 2);
-  EXPECT_EQ(copies.wanted(1, 10, 4, 1), (std::vector<Read>{{9, 0}, {8, 0}, {7, 0}, {6, 0}}));
+  EXPECT_EQ(copies.wanted(1, 10, 4, 1, kMany), (std::vector<Read>{{9, 0}, {8, 0}, {7, 0}, {6, 0}}));
   EXPECT_EQ(copies.read_command({9, 0}, "k"), (std::vector<std::string>{"GET", "k"}));
   copies.keep(1, {9, 0}, shape.key_with({{"a"}}));
   copies.keep(1, {8, 0}, std::nullopt);  // no key: nothing in it
   copies.keep(1, {7, 0}, shape.key_with({{"c"}, {"b"}}));
   copies.keep(1, {6, 0}, std::string(100, '\0'));  // no slice key: left to the script
-  EXPECT_EQ(copies.wanted(1, 10, 4, 1), (std::vector<Read>{{6, 0}}));
-  EXPECT_EQ(copies.wanted(0, 10, 4, 1).size(), 4u);  // partitions apart
+  EXPECT_EQ(copies.wanted(1, 10, 4, 1, kMany), (std::vector<Read>{{6, 0}}));
+  EXPECT_EQ(copies.wanted(0, 10, 4, 1, kMany).size(), 4u);  // partitions apart
 
   const std::vector<ItemHash> hashes{hash_item("a"), hash_item("b"), hash_item("c"),
                                      hash_item("d")};
@@ -85,13 +88,13 @@ TEST(StreamCopies, AWriterClaimsTheOlderSlicesItCopiedAndMarksTheNewestHoldingEa
   // The script said slice 9's copy was stale: it is asked for again; 8's is kept.
   const std::vector<std::int64_t> claimed{9, 8, 7};
   copies.forget_stale(1, claimed, "011");
-  EXPECT_EQ(copies.wanted(1, 10, 4, 1), (std::vector<Read>{{9, 0}, {6, 0}}));
+  EXPECT_EQ(copies.wanted(1, 10, 4, 1, kMany), (std::vector<Read>{{9, 0}, {6, 0}}));
   // Slices that left the window, or became current, are dropped.
-  EXPECT_EQ(copies.wanted(1, 12, 4, 1), (std::vector<Read>{{11, 0}, {10, 0}, {9, 0}}));
+  EXPECT_EQ(copies.wanted(1, 12, 4, 1, kMany), (std::vector<Read>{{11, 0}, {10, 0}, {9, 0}}));
   copies.claim(1, 5, 14, hashes, claims, marks);
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].slice, 8);
-  EXPECT_EQ(copies.wanted(1, 8, 4, 1), (std::vector<Read>{{7, 0}, {6, 0}, {5, 0}, {4, 0}}));
+  EXPECT_EQ(copies.wanted(1, 8, 4, 1, kMany), (std::vector<Read>{{7, 0}, {6, 0}, {5, 0}, {4, 0}}));
 }
 
 // Without a window the one slice is current: its links before the newest are frozen, copied by
@@ -99,14 +102,14 @@ TEST(StreamCopies, AWriterClaimsTheOlderSlicesItCopiedAndMarksTheNewestHoldingEa
 TEST(StreamCopies, AGrowingFiltersLinksBeforeItsNewestAreCopied) {
   const Links shape;
   OlderCopies copies(shape.links, shape.start, 1);
-  EXPECT_TRUE(copies.wanted(0, 0, 0, 1).empty());  // one link: it is the newest
-  EXPECT_EQ(copies.wanted(0, 0, 0, 2), (std::vector<Read>{{0, 1}}));
+  EXPECT_TRUE(copies.wanted(0, 0, 0, 1, kMany).empty());  // one link: it is the newest
+  EXPECT_EQ(copies.wanted(0, 0, 0, 2, kMany), (std::vector<Read>{{0, 1}}));
   EXPECT_EQ(copies.read_command({0, 1}, "k"),
             (std::vector<std::string>{"GETRANGE", "k", "0", std::to_string(shape.start[1] - 1)}));
   copies.keep(0, {0, 1}, shape.key_with({{"a"}, {"b"}}));  // not what was asked for
-  EXPECT_EQ(copies.wanted(0, 0, 0, 2), (std::vector<Read>{{0, 1}}));
+  EXPECT_EQ(copies.wanted(0, 0, 0, 2, kMany), (std::vector<Read>{{0, 1}}));
   copies.keep(0, {0, 1}, shape.key_with({{"a"}}, 2));
-  EXPECT_TRUE(copies.wanted(0, 0, 0, 2).empty());
+  EXPECT_TRUE(copies.wanted(0, 0, 0, 2, kMany).empty());
   std::vector<Claim> claims;
   std::string marks;
   const std::vector<ItemHash> hashes{hash_item("a"), hash_item("b")};
@@ -115,12 +118,24 @@ TEST(StreamCopies, AGrowingFiltersLinksBeforeItsNewestAreCopied) {
   EXPECT_EQ(claims[0].links, 1u);
   EXPECT_EQ(marks, std::string("\x01\x00", 2));
   // A third link: the first two are frozen now.
-  EXPECT_EQ(copies.wanted(0, 0, 0, 3), (std::vector<Read>{{0, 2}}));
+  EXPECT_EQ(copies.wanted(0, 0, 0, 3, kMany), (std::vector<Read>{{0, 2}}));
   copies.keep(0, {0, 2}, shape.key_with({{"a"}, {"b"}}, 3));
   copies.claim(0, 0, 0, hashes, claims, marks);
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].links, 2u);
   EXPECT_EQ(marks, std::string("\x01\x01", 2));
+}
+
+// A writer of a few items does not read whole slices for them: a partition's links are copied
+// once it was sent an item for every kBytesPerItem bytes to read.
+TEST(StreamCopies, AFewItemsDoNotMakeAWriterReadWholeSlices) {
+  const Links shape;
+  OlderCopies copies(shape.links, shape.start, 2);
+  const std::uint64_t enough = shape.start[1] / OlderCopies::kBytesPerItem + 1;
+  EXPECT_TRUE(copies.wanted(0, 10, 1, 1, 1).empty());
+  EXPECT_TRUE(copies.wanted(0, 10, 1, 1, enough - 2).empty());
+  EXPECT_TRUE(copies.wanted(1, 10, 1, 1, enough / 2).empty());  // partitions apart
+  EXPECT_EQ(copies.wanted(0, 10, 1, 1, 1), (std::vector<Read>{{9, 0}}));
 }
 
 // Past the bytes a store may hold, a slice goes without a copy (the script reads it) and is
@@ -129,10 +144,10 @@ TEST(StreamCopies, SlicesPastTheByteLimitGoUncopiedAndAreNotAskedForAgain) {
   const Links shape;
   const std::uint64_t key_bytes = shape.start[1];
   OlderCopies copies(shape.links, shape.start, 1, key_bytes + key_bytes / 2);
-  EXPECT_EQ(copies.wanted(0, 10, 2, 1), (std::vector<Read>{{9, 0}, {8, 0}}));
+  EXPECT_EQ(copies.wanted(0, 10, 2, 1, kMany), (std::vector<Read>{{9, 0}, {8, 0}}));
   copies.keep(0, {9, 0}, shape.key_with({{"a"}}));
   copies.keep(0, {8, 0}, shape.key_with({{"a"}}));  // would pass the limit
-  EXPECT_TRUE(copies.wanted(0, 10, 2, 1).empty());
+  EXPECT_TRUE(copies.wanted(0, 10, 2, 1, kMany).empty());
   std::vector<Claim> claims;
   std::string marks;
   const std::vector<ItemHash> hashes{hash_item("a")};
@@ -140,12 +155,12 @@ TEST(StreamCopies, SlicesPastTheByteLimitGoUncopiedAndAreNotAskedForAgain) {
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].slice, 9);
   // The next slice cannot fit either: it is not read at all.
-  EXPECT_TRUE(copies.wanted(0, 11, 2, 1).empty());
+  EXPECT_TRUE(copies.wanted(0, 11, 2, 1, kMany).empty());
   copies.claim(0, 5, 12, hashes, claims, marks);
   ASSERT_EQ(claims.size(), 1u);
   EXPECT_EQ(claims[0].slice, 9);
   // Once 9 leaves, 11 is read.
-  EXPECT_EQ(copies.wanted(0, 12, 2, 1), (std::vector<Read>{{11, 0}}));
+  EXPECT_EQ(copies.wanted(0, 12, 2, 1, kMany), (std::vector<Read>{{11, 0}}));
 }
 
 }  // namespace

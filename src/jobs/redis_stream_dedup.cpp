@@ -1162,7 +1162,10 @@ void copy_frozen_links(RedisStreamDedup::State& s, const ClassifiedBatch& c) {
   const std::uint32_t older = s.window->shape.windowed() ? s.window->shape.slices() : 0;
   for (const std::uint64_t p : c.touched) {
     if (s.newest_slice[p] == INT64_MIN) continue;
-    for (const auto& read : s.copies->wanted(p, s.newest_slice[p], older, s.known_links[p])) {
+    std::uint64_t items = 0;
+    for (std::size_t i = 0; i < c.end; ++i) items += c.kind[i] == 'k' && c.partition_of[i] == p;
+    for (const auto& read :
+         s.copies->wanted(p, s.newest_slice[p], older, s.known_links[p], items)) {
       const std::vector<std::string> command =
           s.copies->read_command(read, s.window->slice_key(p, read.slice));
       const std::vector<std::string_view> args(command.begin(), command.end());

@@ -12,11 +12,13 @@ OlderCopies::OlderCopies(std::span<const FilterParams> links,
     : links_(links.begin(), links.end()),
       link_start_(link_start.begin(), link_start.end()),
       of_(partitions),
+      sent_(partitions, 0),
       max_bytes_(max_bytes) {}
 
 std::vector<OlderCopies::Read> OlderCopies::wanted(std::uint64_t p, std::int64_t newest,
-                                                   std::uint32_t older,
-                                                   std::uint32_t newest_links) {
+                                                   std::uint32_t older, std::uint32_t newest_links,
+                                                   std::uint64_t items) {
+  sent_[p] += items;
   const std::uint32_t frozen = older == 0 && newest_links > 1 ? newest_links - 1 : 0;
   std::vector<Copy>& copies = of_[p];
   std::erase_if(copies, [&](const Copy& copy) {
@@ -30,7 +32,7 @@ std::vector<OlderCopies::Read> OlderCopies::wanted(std::uint64_t p, std::int64_t
   const auto ask = [&](const Read& read, std::uint64_t least_bytes) {
     const bool held =
         std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == read.slice; });
-    if (held) return;
+    if (held || sent_[p] * kBytesPerItem < least_bytes) return;
     if (least_bytes > kMaxKeyBytes || bytes_ + least_bytes > max_bytes_) {
       Copy declined;
       declined.slice = read.slice;

@@ -29,6 +29,9 @@ class OlderCopies {
   static constexpr std::uint64_t kMaxBytes = std::uint64_t{256} << 20;
   // The largest slice key copied: one GET of a key blocks its server while the key is sent.
   static constexpr std::uint64_t kMaxKeyBytes = std::uint64_t{64} << 20;
+  // A partition's links are copied once the writer has sent it an item for every this many
+  // bytes to read: a writer of a few items reads the links in the script, as before.
+  static constexpr std::uint64_t kBytesPerItem = 1024;
 
   // Where an item's bits are in a slice key: every link that can exist, and where each starts.
   OlderCopies(std::span<const FilterParams> links, std::span<const std::uint64_t> link_start,
@@ -48,8 +51,9 @@ class OlderCopies {
   // What partition p lacks once `newest` is its current slice: the older slices (newest - older
   // .. newest - 1), and for a filter without a window, whose one slice has `newest_links` links,
   // the links before its newest. Drops the copies that left the window or no longer apply.
+  // `items`: the items about to be sent to the partition.
   [[nodiscard]] std::vector<Read> wanted(std::uint64_t p, std::int64_t newest, std::uint32_t older,
-                                         std::uint32_t newest_links);
+                                         std::uint32_t newest_links, std::uint64_t items);
   // Keeps what the read answered (nullopt: no key); past max_bytes, only that the slice goes
   // without a copy.
   void keep(std::uint64_t p, const Read& read, std::optional<std::string> bytes);
@@ -79,6 +83,7 @@ class OlderCopies {
   std::vector<FilterParams> links_;
   std::vector<std::uint64_t> link_start_;
   std::vector<std::vector<Copy>> of_;  // per partition, newest slice first
+  std::vector<std::uint64_t> sent_;    // per partition, the items wanted() was told of
   std::uint64_t max_bytes_;
   std::uint64_t bytes_ = 0;
 };

@@ -141,7 +141,9 @@ void copy_frozen_links(RedisStreamStore::State& s, const Queues& q) {
   const std::uint32_t older = s.shape.windowed() ? s.shape.slices() : 0;
   for (std::uint64_t p = 0; p < q.of.size(); ++p) {
     if (q.of[p].empty() || s.newest_slice[p] == INT64_MIN) continue;
-    for (const auto& read : s.copies->wanted(p, s.newest_slice[p], older, s.known_links[p])) {
+    const auto reads =
+        s.copies->wanted(p, s.newest_slice[p], older, s.known_links[p], q.of[p].size());
+    for (const auto& read : reads) {
       wanted[s.router_of[p]].emplace_back(p, read);
       any = true;
     }
