@@ -1169,13 +1169,7 @@ void copy_frozen_links(RedisStreamDedup::State& s, const ClassifiedBatch& c) {
       const std::vector<std::string> command =
           s.copies->read_command(read, s.window->slice_key(p, read.slice));
       const std::vector<std::string_view> args(command.begin(), command.end());
-      const Reply reply = s.call(args);
-      // Anything else (a key of another type) is left to the script, which reports it.
-      if (reply->type == REDIS_REPLY_STRING) {
-        s.copies->keep(p, read, std::string(reply->str, reply->len));
-      } else if (reply->type == REDIS_REPLY_NIL) {
-        s.copies->keep(p, read, std::nullopt);
-      }
+      s.copies->keep_reply(p, read, *s.call(args));
     }
   }
 }
@@ -1185,7 +1179,6 @@ void copy_frozen_links(RedisStreamDedup::State& s, const ClassifiedBatch& c) {
 void append_claims(const RedisStreamDedup::State& s, const ClassifiedBatch& c, std::uint64_t p,
                    std::int64_t first, std::int64_t last, std::deque<std::string>& text,
                    std::vector<std::string_view>& args, std::vector<std::int64_t>& claimed) {
-  claimed.clear();
   std::vector<redis::stream::Claim> claims;
   std::string marks;
   if (s.copies) {

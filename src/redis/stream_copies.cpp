@@ -80,6 +80,14 @@ void OlderCopies::keep(std::uint64_t p, const Read& read, std::optional<std::str
   insert(p, std::move(copy));
 }
 
+void OlderCopies::keep_reply(std::uint64_t p, const Read& read, const redisReply& reply) {
+  if (reply.type == REDIS_REPLY_STRING) {
+    keep(p, read, std::string(reply.str, reply.len));
+  } else if (reply.type == REDIS_REPLY_NIL) {
+    keep(p, read, std::nullopt);
+  }
+}
+
 void OlderCopies::insert(std::uint64_t p, Copy copy) {
   std::vector<Copy>& copies = of_[p];
   if (std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == copy.slice; })) return;

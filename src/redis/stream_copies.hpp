@@ -57,6 +57,9 @@ class OlderCopies {
   // Keeps what the read answered (nullopt: no key); past max_bytes, only that the slice goes
   // without a copy.
   void keep(std::uint64_t p, const Read& read, std::optional<std::string> bytes);
+  // The same with the read's reply: a string, or nil for no key; anything else (a key of another
+  // type) is left to the script, which reports it.
+  void keep_reply(std::uint64_t p, const Read& read, const redisReply& reply);
   // Forgets the copies whose claims `verdict` says were stale ('0'), of `claimed` (the claims'
   // slices, as sent).
   void forget_stale(std::uint64_t p, std::span<const std::int64_t> claimed,

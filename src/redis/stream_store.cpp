@@ -161,12 +161,7 @@ void copy_frozen_links(RedisStreamStore::State& s, const Queues& q) {
           buffer.command(args);
         },
         [&](std::uint64_t i, const redisReply& reply) {
-          // Anything else (a key of another type) is left to the script, which reports it.
-          if (reply.type == REDIS_REPLY_STRING) {
-            s.copies->keep(mine[i].first, mine[i].second, std::string(reply.str, reply.len));
-          } else if (reply.type == REDIS_REPLY_NIL) {
-            s.copies->keep(mine[i].first, mine[i].second, std::nullopt);
-          }
+          s.copies->keep_reply(mine[i].first, mine[i].second, reply);
         });
   }
 }
