@@ -138,6 +138,37 @@ TEST(StreamCopies, AFewItemsDoNotMakeAWriterReadWholeSlices) {
   EXPECT_EQ(copies.wanted(0, 10, 1, 1, 1), (std::vector<Read>{{9, 0}}));
 }
 
+// A read the server refused (a key of another type, a user who may not read it) leaves the slice
+// to the script, and is not sent again at every call.
+TEST(StreamCopies, ARefusedReadIsNotSentAgain) {
+  const Links shape;
+  OlderCopies copies(shape.links, shape.start, 1);
+  EXPECT_EQ(copies.wanted(0, 10, 1, 1, kMany), (std::vector<Read>{{9, 0}}));
+  std::string text = "NOPERM this user has no permissions to run the 'get' command";
+  redisReply refused{};
+  refused.type = REDIS_REPLY_ERROR;
+  refused.str = text.data();
+  refused.len = text.size();
+  copies.keep_reply(0, {9, 0}, refused);
+  EXPECT_TRUE(copies.wanted(0, 10, 1, 1, kMany).empty());
+  std::vector<Claim> claims;
+  std::string marks;
+  const std::vector<ItemHash> hashes{hash_item("a")};
+  copies.claim(0, 5, 12, hashes, claims, marks);
+  EXPECT_TRUE(claims.empty());
+  // A string reply is kept.
+  std::string key = shape.key_with({{"a"}});
+  redisReply bytes{};
+  bytes.type = REDIS_REPLY_STRING;
+  bytes.str = key.data();
+  bytes.len = key.size();
+  EXPECT_EQ(copies.wanted(0, 11, 1, 1, kMany), (std::vector<Read>{{10, 0}}));
+  copies.keep_reply(0, {10, 0}, bytes);
+  copies.claim(0, 5, 12, hashes, claims, marks);
+  ASSERT_EQ(claims.size(), 1u);
+  EXPECT_EQ(marks, std::string("\x06", 1));
+}
+
 // Past the bytes a store may hold, a slice goes without a copy (the script reads it) and is
 // not read again at every call.
 TEST(StreamCopies, SlicesPastTheByteLimitGoUncopiedAndAreNotAskedForAgain) {

@@ -34,12 +34,7 @@ std::vector<OlderCopies::Read> OlderCopies::wanted(std::uint64_t p, std::int64_t
         std::ranges::any_of(copies, [&](const Copy& c) { return c.slice == read.slice; });
     if (held || sent_[p] * kBytesPerItem < least_bytes) return;
     if (least_bytes > kMaxKeyBytes || bytes_ + least_bytes > max_bytes_) {
-      Copy declined;
-      declined.slice = read.slice;
-      declined.whole = read.links == 0;
-      declined.links = read.links;
-      declined.declined = true;
-      insert(p, std::move(declined));
+      decline(p, read);
     } else {
       missing.push_back(read);
     }
@@ -85,7 +80,18 @@ void OlderCopies::keep_reply(std::uint64_t p, const Read& read, const redisReply
     keep(p, read, std::string(reply.str, reply.len));
   } else if (reply.type == REDIS_REPLY_NIL) {
     keep(p, read, std::nullopt);
+  } else {
+    decline(p, read);
   }
+}
+
+void OlderCopies::decline(std::uint64_t p, const Read& read) {
+  Copy declined;
+  declined.slice = read.slice;
+  declined.whole = read.links == 0;
+  declined.links = read.links;
+  declined.declined = true;
+  insert(p, std::move(declined));
 }
 
 void OlderCopies::insert(std::uint64_t p, Copy copy) {

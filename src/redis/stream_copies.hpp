@@ -57,8 +57,9 @@ class OlderCopies {
   // Keeps what the read answered (nullopt: no key); past max_bytes, only that the slice goes
   // without a copy.
   void keep(std::uint64_t p, const Read& read, std::optional<std::string> bytes);
-  // The same with the read's reply: a string, or nil for no key; anything else (a key of another
-  // type) is left to the script, which reports it.
+  // The same with the read's reply: a string, or nil for no key. Anything else (a key of another
+  // type, a user who may not read it) leaves the slice without a copy, not asked for again: the
+  // script reads it, and reports a damaged key.
   void keep_reply(std::uint64_t p, const Read& read, const redisReply& reply);
   // Forgets the copies whose claims `verdict` says were stale ('0'), of `claimed` (the claims'
   // slices, as sent).
@@ -82,6 +83,8 @@ class OlderCopies {
   };
   // Adds `copy` to partition p's, newest slice first, unless that slice has one.
   void insert(std::uint64_t p, Copy copy);
+  // Records that `read` goes without a copy.
+  void decline(std::uint64_t p, const Read& read);
 
   std::vector<FilterParams> links_;
   std::vector<std::uint64_t> link_start_;
