@@ -414,6 +414,34 @@ TEST_P(StreamTest, ABurstGrowsLinksAndKeepsTheRate) {
   EXPECT_GE(grows->stream_info()->segments.size(), 4u);
 }
 
+// On a stock server a writer copies a growing filter's frozen links and leaves their arguments
+// out of its items; the script asks for them when the copies no longer hold. Here the filter is
+// dropped and made again by another writer under one that copied its links: that writer's
+// answers stay right, for the other's items and for new ones.
+TEST_P(StreamTest, AWriterWhoseCopiesNoLongerHoldIsAskedForEveryLink) {
+  StreamOptions options;
+  options.capacity = 500;
+  options.error_rate = 0.01;
+  options.growth = 2;
+  options.max_partition_bytes = 128;
+  const StreamShape shape(options);
+  auto copier = RedisStreamStore::create(servers_.endpoints(), "re", shape, Clock{}, false);
+  // Calls of 1000: each one after the first finds links frozen since the last and copies them.
+  for (int call = 0; call < 6; ++call) {
+    const auto items = make_items(1000, "first-" + std::to_string(call) + "-");
+    ASSERT_GE(count_of(add(*copier, items)), 980u);
+  }
+  ASSERT_TRUE(RedisStreamStore::drop_if_stream(servers_.endpoints(), "re"));
+  auto maker = RedisStreamStore::create(servers_.endpoints(), "re", shape, Clock{}, false);
+  const auto theirs = make_items(6000, "second-");
+  ASSERT_GE(count_of(add(*maker, theirs)), 5900u);
+  EXPECT_EQ(count_of(add(*copier, theirs)), 0u);
+  EXPECT_EQ(count_of(lookup(*copier, theirs)), theirs.size());
+  const auto mine = make_items(1000, "third-");
+  EXPECT_GE(count_of(add(*copier, mine)), 980u);
+  EXPECT_EQ(count_of(lookup(*maker, mine)), mine.size());
+}
+
 // max_bytes reached: CapacityExceeded, the items before it added, the error saying why.
 TEST_P(StreamTest, TheByteLimitStopsGrowthWithTheCommittedPrefix) {
   StreamOptions options;

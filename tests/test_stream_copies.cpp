@@ -126,6 +126,20 @@ TEST(StreamCopies, AGrowingFiltersLinksBeforeItsNewestAreCopied) {
   EXPECT_EQ(marks, std::string("\x01\x01", 2));
 }
 
+// Items go without arguments for the links before F only when the claims answer for those
+// links in every live slice: the current slice's claim covers them, and each older live slice
+// has a claim of its own.
+TEST(StreamCopies, ItemsLeaveOutOnlyTheLinksEveryLiveSlicesClaimCovers) {
+  // A growing filter: one slice, whose claim covers its first three links.
+  EXPECT_EQ(links_claimed(std::vector<Claim>{{0, 3, ""}}, 0, 0), 3u);
+  EXPECT_EQ(links_claimed(std::vector<Claim>{}, 0, 0), 0u);
+  // A window of slices 8 .. 10, 10 current with two links claimed.
+  EXPECT_EQ(links_claimed(std::vector<Claim>{{10, 2, ""}, {9, 1, ""}, {8, 0, ""}}, 10, 2), 2u);
+  EXPECT_EQ(links_claimed(std::vector<Claim>{{10, 2, ""}, {9, 1, ""}}, 10, 2), 0u);
+  EXPECT_EQ(links_claimed(std::vector<Claim>{{10, 2, ""}, {9, 1, ""}, {7, 1, ""}}, 10, 2), 0u);
+  EXPECT_EQ(links_claimed(std::vector<Claim>{{9, 1, ""}, {8, 1, ""}}, 10, 2), 0u);
+}
+
 // A writer of a few items does not read whole slices for them: a partition's links are copied
 // once it was sent an item for every kBytesPerItem bytes to read.
 TEST(StreamCopies, AFewItemsDoNotMakeAWriterReadWholeSlices) {

@@ -56,12 +56,13 @@ TEST(StreamScript, AnAddSendsItsKeysShapeAndOffsets) {
   call.item_arg_count = offsets.size();
   CommandBuffer out;
   EXPECT_EQ(encode(out, call, "abc"), 1u);
-  std::string expected = "*" + std::to_string(3 + 2 + 11 + 6 + 6) + "\r\n";
+  std::string expected = "*" + std::to_string(3 + 2 + 12 + 6 + 6) + "\r\n";
   for (const std::string_view arg : {"EVALSHA", "abc", "2"}) expected += bulk(arg);
   for (const std::string& key : kKeys) expected += bulk(key);
   for (const std::string_view arg : {"a", "1234", "500", "1", "9"}) expected += bulk(arg);
   expected += bulk(std::to_string(kHeaderBytes));
-  for (const std::string_view arg : {"2", "0", "1", "b", "64", "10", "3", "128", "20", "4", "2"}) {
+  for (const std::string_view arg :
+       {"2", "0", "1", "b", "0", "64", "10", "3", "128", "20", "4", "2"}) {
     expected += bulk(arg);
   }
   for (const std::uint64_t offset : offsets) expected += bulk(std::to_string(offset));
@@ -189,7 +190,7 @@ TEST(StreamScript, AnAddsClaimsFollowItsItemsAndTheReplySaysWhichHeld) {
   for (const std::string_view arg : {"2", "9", "1"}) tail += bulk(arg);
   tail += bulk(fields) + bulk("8") + bulk("0") + bulk("") + bulk(marks);
   EXPECT_TRUE(out.text().ends_with(tail));
-  EXPECT_TRUE(out.text().starts_with("*" + std::to_string(3 + 2 + 11 + 3 + 6 + 8) + "\r\n"));
+  EXPECT_TRUE(out.text().starts_with("*" + std::to_string(3 + 2 + 12 + 3 + 6 + 8) + "\r\n"));
   const Reply reply = parse("*7\r\n" + bulk("ok") + integer(2) + bulk("01") + integer(1) +
                                 integer(10) + integer(5000) + bulk("10"),
                             kKeys);

@@ -1147,6 +1147,7 @@ std::vector<std::string> add_head(const RedisStreamDedup::State& s, std::uint64_
   }
   head.push_back(std::to_string(described_links(s, p)));
   head.emplace_back(1, static_cast<char>(w.form));
+  head.emplace_back("0");  // offsets from link 0 (the stage's claims leave out none)
   for (const redis::stream::LinkArgs& link : w.link_args) {
     head.push_back(std::to_string(link.bytes));
     head.push_back(std::to_string(link.capacity));

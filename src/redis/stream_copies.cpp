@@ -152,6 +152,17 @@ bool holds_at(const FilterParams& params, const Place& at, const unsigned char* 
 
 }  // namespace
 
+std::uint32_t links_claimed(std::span<const Claim> claims, std::int64_t current,
+                            std::uint32_t older) noexcept {
+  std::uint32_t covered = 0;
+  std::uint32_t older_claimed = 0;
+  for (const Claim& claim : claims) {
+    if (claim.slice == current) covered = claim.links;
+    if (claim.slice < current && claim.slice >= current - std::int64_t{older}) ++older_claimed;
+  }
+  return older_claimed == older ? covered : 0;
+}
+
 void OlderCopies::claim(std::uint64_t p, std::int64_t first, std::int64_t last,
                         std::span<const ItemHash> hashes, std::vector<Claim>& claims,
                         std::string& marks) const {

@@ -22,6 +22,12 @@
 
 namespace redbloom::redis::stream {
 
+// The links a unit's items may go without arguments for (the script's F): those the claim on the
+// current slice covers, when every live older slice (current - older .. current - 1) has a claim
+// too; else 0.
+[[nodiscard]] std::uint32_t links_claimed(std::span<const Claim> claims, std::int64_t current,
+                                          std::uint32_t older) noexcept;
+
 class OlderCopies {
  public:
   // The most bytes of copies a store holds by default: past it, slices go without (the script

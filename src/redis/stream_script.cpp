@@ -54,22 +54,24 @@ local M = tonumber(ARGV[7])
 local budget = tonumber(ARGV[8])
 local K = tonumber(ARGV[9])
 local lines = ARGV[10] == 'l'
+-- Items come with arguments for links F .. K - 1: the claims answer for the links before F.
+local F = tonumber(ARGV[11])
 local size, cap, hashes, start, koff = {}, {}, {}, {}, {}
 local at, stride = H, 0
 for l = 0, M - 1 do
-  size[l] = tonumber(ARGV[11 + 3 * l])
-  cap[l] = tonumber(ARGV[12 + 3 * l])
-  hashes[l] = tonumber(ARGV[13 + 3 * l])
+  size[l] = tonumber(ARGV[12 + 3 * l])
+  cap[l] = tonumber(ARGV[13 + 3 * l])
+  hashes[l] = tonumber(ARGV[14 + 3 * l])
   start[l] = at
   at = at + size[l]
-  if l < K then
+  if l >= F and l < K then
     koff[l] = stride
     stride = stride + (lines and 3 or hashes[l])
   end
 end
 start[M] = at
-local n = tonumber(ARGV[11 + 3 * M])
-local base = 12 + 3 * M
+local n = tonumber(ARGV[12 + 3 * M])
+local base = 13 + 3 * M
 -- Claims, after the items (adds only): C, then per claim a slice g, how many of its links the
 -- client copied and their header fields as copied, then one byte per item: 0 if the item is in
 -- none of the claimed copies, else g - first + 1 for the newest claimed slice holding it.
@@ -169,6 +171,15 @@ end
 local function answer(t)
   if C > 0 then t[7] = table.concat(verdict) end
   return t
+end
+-- Without the links before F, only valid copies may answer for them: of every live older slice
+-- with a key, and of the current slice up to F, with its newest link at F or after.
+if F > 0 then
+  local covered = mode == 'a' and frozen >= F and L[G] > F
+  for g = G - older, G - 1 do
+    if L[g] > 0 and not valid[g] then covered = false end
+  end
+  if not covered then return answer({'offsets', 0, '', K, G, now}) end
 end
 -- What the claims settle of item i in the live older slices: true (in one), false (in none of
 -- the valid ones; the others are read), nil (nothing: all are read).
@@ -462,7 +473,7 @@ void encode_common(CommandBuffer& out, const Call& call) {
 }  // namespace
 
 std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
-  const std::size_t fixed = 11 + 3 * call.links.size();
+  const std::size_t fixed = 12 + 3 * call.links.size();
   const std::size_t claimed = call.claims.empty() ? 0 : 2 + 3 * call.claims.size();
   out.begin(3 + call.keys.size() + fixed + call.item_arg_count + claimed);
   out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
@@ -471,6 +482,7 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   out.arg(std::uint64_t{call.with_offsets});
   const char form = static_cast<char>(call.form);
   out.arg(std::string_view(&form, 1));
+  out.arg(std::uint64_t{call.first_with_offsets});
   for (const LinkArgs& link : call.links) {
     out.arg(link.bytes);
     out.arg(link.capacity);
@@ -620,6 +632,8 @@ Reply decode(const redisReply& reply, std::span<const std::string> keys) {
     out.status = Reply::Status::ok;
   } else if (status == "links") {
     out.status = Reply::Status::links;
+  } else if (status == "offsets") {
+    out.status = Reply::Status::offsets;
   } else if (status == "full") {
     out.status = Reply::Status::full;
   } else if (status == "time") {

@@ -24,8 +24,9 @@
 //   TIME), slice_ms (0: no
 //         window), older (live slices before the current one), first, kHeaderBytes, M (links
 //         described), budget (bytes the partition's live links may hold; 0: no limit), K (links
-//         with offsets), the item form ('b' bits, 'l' lines: ItemForm), M x (bytes, capacity
-//         per partition, hashes), n (items), then per item and per link l < K its arguments:
+//         with offsets), the item form ('b' bits, 'l' lines: ItemForm), F (the first link with
+//         offsets: adds whose claims cover the links before it), M x (bytes, capacity per
+//         partition, hashes), n (items), then per item and per link F <= l < K its arguments:
 //         bits, its k_l absolute bit offsets in the key; lines (blocked links), its line's first
 //         and last absolute byte offsets in the key and the line's (byte, mask) pairs (the
 //         client hashes: Lua's numbers are doubles); adds may go on with claims: C, then C x
@@ -44,6 +45,8 @@
 //     ok     every item handled; flags: one '0'/'1' per item (new / present)
 //     links  a live slice has more links than K, or the add must grow past K: items [0, done)
 //            were handled, the rest not; send offsets for `links` links and go on
+//     offsets F > 0, and a link before F must be read (a claim that did not hold, a slice the
+//            claims do not cover, a lookup): nothing ran; send offsets from link 0 and go on
 //     full   the add needs link `links`, which cannot exist (M) or would exceed the budget:
 //            items [0, done) were handled, the rest not
 //     time   the declared slices do not cover G - older .. G (or the newest declared one
@@ -100,13 +103,14 @@ enum class ItemForm : char { bits = 'b', lines = 'l' };
 // The arguments of one item in one link.
 [[nodiscard]] std::uint64_t item_arguments(ItemForm form, const FilterParams& link) noexcept;
 
-// Calls number(value) or text(bytes) for each argument of an item in links 0..count-1, whose
+// Calls number(value) or text(bytes) for each argument of an item in links from..count-1, whose
 // bytes start at link_start[l] in a slice key.
 template <class Number, class Text>
 void append_item_arguments(ItemForm form, std::span<const FilterParams> links,
                            std::span<const std::uint64_t> link_start, const ItemHash& h,
-                           std::uint32_t count, Number&& number, Text&& text) {
-  for (std::uint32_t l = 0; l < count; ++l) {
+                           std::uint32_t count, Number&& number, Text&& text,
+                           std::uint32_t from = 0) {
+  for (std::uint32_t l = from; l < count; ++l) {
     const FilterParams& p = links[l];
     if (form == ItemForm::lines) {
       const layout::BlockedLine line =
@@ -150,8 +154,9 @@ struct Call {
   std::int64_t first = 0;
   std::span<const std::string> keys;  // the roster, then slices first, first + 1, ...
   std::uint64_t budget = 0;
-  std::span<const LinkArgs> links;  // every link that can exist
-  std::uint32_t with_offsets = 0;   // K
+  std::span<const LinkArgs> links;       // every link that can exist
+  std::uint32_t with_offsets = 0;        // K
+  std::uint32_t first_with_offsets = 0;  // F: the claims cover links 0..F-1 (adds only)
   std::size_t items = 0;
   ItemForm form = ItemForm::bits;
   // The items' arguments (append_item_arguments), item by item, link by link, RESP-encoded as
@@ -193,7 +198,7 @@ struct SliceState {
 };
 
 struct Reply {
-  enum class Status { ok, links, full, time } status = Status::ok;
+  enum class Status { ok, links, offsets, full, time } status = Status::ok;
   std::size_t done = 0;
   std::string flags;  // '0' / '1' per handled item
   std::uint32_t links = 0;

@@ -46,12 +46,12 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
 }
 
-// The item's arguments for links 0..links-1 (stream_script.hpp), appended to `out`.
-void append_item(const RedisStreamStore::State& s, const ItemHash& h, std::uint32_t links,
-                 CommandBuffer& out) {
+// The item's arguments for links from..links-1 (stream_script.hpp), appended to `out`.
+void append_item(const RedisStreamStore::State& s, const ItemHash& h, std::uint32_t from,
+                 std::uint32_t links, CommandBuffer& out) {
   stream::append_item_arguments(
       s.form, s.links, s.link_start, h, links, [&](std::uint64_t value) { out.arg(value); },
-      [&](std::string_view text) { out.arg(text); });
+      [&](std::string_view text) { out.arg(text); }, from);
 }
 
 // A call's items queued by partition, in batch order.
@@ -90,9 +90,9 @@ struct UnitArgs {
   std::vector<ItemHash> hashes;
 };
 
-// Appends partition p's next `count` items for a unit that describes `links` links.
+// Appends partition p's next `count` items for a unit that describes links from..links-1.
 void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
-                 std::size_t count, std::uint32_t links, UnitArgs& out) {
+                 std::size_t count, std::uint32_t from, std::uint32_t links, UnitArgs& out) {
   if (s.hashed) {
     const std::size_t at = out.packed.size();
     out.packed.resize(at + count * packed::kHashedItemBytes);
@@ -107,12 +107,14 @@ void append_unit(const RedisStreamStore::State& s, const Queues& q, std::uint64_
     if (s.module) {
       packed::append(out.packed, q.items[i]);
     } else {
-      append_item(s, q.hashes[i], links, out.item_args);
+      append_item(s, q.hashes[i], from, links, out.item_args);
     }
   }
   if (s.module) return;
   std::size_t per_item = 0;
-  for (std::uint32_t l = 0; l < links; ++l) per_item += stream::item_arguments(s.form, s.links[l]);
+  for (std::uint32_t l = from; l < links; ++l) {
+    per_item += stream::item_arguments(s.form, s.links[l]);
+  }
   out.item_arg_count += count * per_item;
 }
 
@@ -169,14 +171,16 @@ void copy_frozen_links(RedisStreamStore::State& s, const Queues& q) {
 // A reply never answers for more items than the partition has left (a server that did would
 // not be running this script).
 // Sets up partition p's next call: `items` items from its queue, each with the bit offsets of
-// every link the store knows the partition to have.
+// every link the store knows the partition to have from link `from` on (before it: the claims').
 void prepare_call(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
-                  stream::Mode mode, std::size_t items, stream::Call& call, UnitArgs& unit) {
+                  stream::Mode mode, std::size_t items, stream::Call& call, UnitArgs& unit,
+                  std::uint32_t from = 0) {
   call.mode = mode;
   call.items = items;
   call.with_offsets =
       std::min<std::uint32_t>(s.known_links[p], static_cast<std::uint32_t>(s.links.size()));
-  append_unit(s, q, p, call.items, call.with_offsets, unit);
+  call.first_with_offsets = std::min(from, call.with_offsets);
+  append_unit(s, q, p, call.items, call.first_with_offsets, call.with_offsets, unit);
 }
 
 void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
@@ -337,6 +341,9 @@ class Waves {
         break;
       case stream::Reply::Status::links:
         s_.known_links[p] = std::max(s_.known_links[p], decoded.links);
+        handled_(p, decoded);
+        break;
+      case stream::Reply::Status::offsets:
         handled_(p, decoded);
         break;
       case stream::Reply::Status::ok:
@@ -554,8 +561,10 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
   const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
   copy_frozen_links(s, q);
-  // Per partition, the slices its last unit claimed.
+  // Per partition, the slices its last unit claimed, and whether the script asked for every
+  // link's arguments.
   std::vector<std::vector<std::int64_t>> claimed(q.of.size());
+  std::vector<std::uint8_t> every_link(q.of.size(), 0);
   // Once a partition cannot grow, no partition goes past the item that needed it.
   std::size_t stop = items.size();
   std::string full;
@@ -569,11 +578,14 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
     waves(
         s, "adding to a stream filter", true, unit_of,
         [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
-          prepare_call(s, q, p, stream::Mode::add, unit_of(p), call, unit);
+          const std::size_t items = unit_of(p);
           claimed[p].clear();
-          if (s.module || !s.copies) return;
+          if (s.module || !s.copies) {
+            prepare_call(s, q, p, stream::Mode::add, items, call, unit);
+            return;
+          }
           unit.hashes.clear();
-          for (std::size_t j = 0; j < call.items; ++j) {
+          for (std::size_t j = 0; j < items; ++j) {
             unit.hashes.push_back(q.hashes[q.of[p][q.next[p] + j]]);
           }
           const std::int64_t last = call.first + static_cast<std::int64_t>(call.keys.size()) - 2;
@@ -581,9 +593,17 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
           for (const stream::Claim& c : unit.claims) claimed[p].push_back(c.slice);
           call.claims = unit.claims;
           call.marks = unit.marks;
+          // The items' arguments for the links the claims cover are left out, unless the
+          // script last asked for them.
+          const std::uint32_t from =
+              every_link[p] != 0 ? 0
+                                 : stream::links_claimed(unit.claims, s.newest_slice[p],
+                                                         s.shape.windowed() ? s.shape.slices() : 0);
+          prepare_call(s, q, p, stream::Mode::add, items, call, unit, from);
         },
         [&](std::uint64_t p, const stream::Reply& reply) {
           check_done(s, q, p, reply);
+          every_link[p] = reply.status == stream::Reply::Status::offsets ? 1 : 0;
           if (!reply.verdict.empty()) s.copies->forget_stale(p, claimed[p], reply.verdict);
           for (std::size_t j = 0; j < reply.done; ++j) {
             newly_added[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
