@@ -338,6 +338,40 @@ TEST_P(RedisStreamDedupWindow, AKeyComesOutOncePerWindow) {
   EXPECT_EQ(pending(server), 0);
 }
 
+// An entry of a batch that another consumer finished meanwhile is left alone; the batch's other
+// keys are still looked up in the stage's copy of the older slice, each by its own answer there.
+TEST_P(RedisStreamDedupWindow, AnEntryDoneBeforeLeavesTheOthersTheirOwnLookups) {
+  test::RedisServer server(server_args());
+  constexpr std::uint64_t kSlice = 1'000'000'000;
+  const auto now =
+      std::make_shared<std::atomic<std::uint64_t>>((system_now_ns() / kSlice + 2) * kSlice);
+  StreamOptions window{.capacity = 2000, .error_rate = 1e-6, .window_ns = 2 * kSlice, .slices = 2};
+  const Filter filter = Filter::create(Location::redis({server.endpoint()}, "w"), window, false,
+                                       nullptr, [now] { return now->load(); });
+  RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
+  ASSERT_TRUE(stage.create_group(true));
+  std::vector<std::string> old;
+  for (int i = 0; i < 100; ++i) old.push_back("old-" + std::to_string(i));
+  add(server, old);
+  EXPECT_EQ(drain(stage, 250).unique, 100u);
+  // A slice later, a first batch there makes a stock server's stage copy the older slice.
+  *now += kSlice;
+  std::vector<std::string> fresh;
+  for (int i = 0; i < 60; ++i) fresh.push_back("fresh-" + std::to_string(i));
+  add(server, fresh);
+  EXPECT_EQ(drain(stage, 250).unique, 60u);
+  add(server, {"new", "old-1", "old-2", "old-3"});
+  ASSERT_EQ(stage.read(10, std::chrono::milliseconds(10)), 4u);
+  const auto last = server.command({"XREVRANGE", "in", "+", "-", "COUNT", "4"}).elements;
+  ASSERT_EQ(last.size(), 4u);
+  EXPECT_EQ(server.integer({"XACK", "in", "g", last.at(3).elements.at(0).text}), 1);
+  const RedisStreamDedupBatch done = stage.commit();
+  EXPECT_EQ(done.done_before, 1u);
+  EXPECT_EQ(done.duplicates, 3u);
+  EXPECT_EQ(done.unique, 0u);
+  EXPECT_EQ(pending(server), 0);
+}
+
 // A growing filter grows during a batch: the entries after the growth go in a second round of
 // the batch's script, each key still copied once, in its first entry.
 TEST_P(RedisStreamDedupWindow, AGrowingFilterGrowsDuringABatch) {

@@ -344,7 +344,7 @@ for j = 1, m do
   for i = 1, nh do p.head[i] = argv[pos + 2 + i] end
   p.head[2] = string.format('%.0f', now)
   -- The add's claims on older slices the client copied, the last one the marks of every keyed
-  -- entry of the partition, in batch order.
+  -- entry of the partition, in batch order (p.marks: each live one's place in them).
   local nc = tonumber(argv[pos + 3 + nh])
   for i = 1, nc do p.claims[i] = argv[pos + 3 + nh + i] end
   kpos = kpos + nk
@@ -395,7 +395,7 @@ for e = 1, n do
     if live[e] then
       local list = p.list
       list[#list + 1] = e
-      if #p.claims > 0 then p.marks[#list] = string.sub(p.claims[#p.claims], p.seen, p.seen) end
+      if #p.claims > 0 then p.marks[#list] = p.seen end
     end
   end
 end
@@ -427,7 +427,15 @@ for j = 1, m do
       end
       if #p.claims > 0 then
         for i = 1, #p.claims - 1 do a[na + i] = p.claims[i] end
-        a[na + #p.claims] = table.concat(p.marks)
+        -- The marks of the live entries: all of the partition's keyed entries, as a rule.
+        local all = p.claims[#p.claims]
+        if #list == p.seen then
+          a[na + #p.claims] = all
+        else
+          local sub, marks = string.sub, {}
+          for i = 1, #list do marks[i] = sub(all, p.marks[i], p.marks[i]) end
+          a[na + #p.claims] = table.concat(marks)
+        end
       end
       r = stream_add(p.keys, a)
     end

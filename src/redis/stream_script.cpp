@@ -294,9 +294,16 @@ for l = frozen, links - 2 do probe(key, l, inG) end
 -- sets it in G, restarting its window. Read by lines, an item's older slices are looked up only
 -- once its line in G lacks it: a key repeated within a slice (a redelivery) costs one read.
 for i = 1, n do found[i] = inG[i] end
+-- Whether every live older slice with a key has a valid copy: then an item the claims put in
+-- none of them is in none.
+local all_valid = true
+for g = G - older, G - 1 do
+  if L[g] > 0 and not valid[g] then all_valid = false end
+end
 local function in_older(i)
   local known = claimed(i)
   if known then return true end
+  if known == false and all_valid then return false end
   for g = G - 1, G - older, -1 do
     if not (known == false and valid[g]) then
       for l = L[g] - 1, 0, -1 do
