@@ -158,6 +158,16 @@ StreamOptions windowed(std::uint64_t capacity, double rate, std::uint64_t window
   return options;
 }
 
+// A filter that grows (doubling), no window; small partitions as above.
+StreamOptions growing(std::uint64_t capacity, double rate) {
+  StreamOptions options;
+  options.capacity = capacity;
+  options.error_rate = rate;
+  options.growth = 2;
+  options.max_partition_bytes = 128;
+  return options;
+}
+
 std::size_t count_of(const std::vector<std::uint8_t>& flags) {
   return static_cast<std::size_t>(std::count(flags.begin(), flags.end(), 1));
 }
@@ -394,12 +404,7 @@ TEST_P(StreamTest, ABurstGrowsLinksAndKeepsTheRate) {
   EXPECT_EQ(count_of(lookup(*again, items)), items.size());
   EXPECT_EQ(count_of(add(*again, items)), 0u);
 
-  StreamOptions growing;
-  growing.capacity = 500;
-  growing.error_rate = kRate;
-  growing.growth = 2;
-  growing.max_partition_bytes = 128;
-  const StreamShape growing_shape(growing);
+  const StreamShape growing_shape(growing(500, kRate));
   auto grows = RedisStreamStore::create(servers_.endpoints(), "h", growing_shape, Clock{}, false);
   EXPECT_TRUE(contains_text(grows->location(), "(growing)")) << grows->location();
   const auto many = make_items(8000, "gr-");  // links of 500, 1000, 2000, 4000, 8000
@@ -419,12 +424,7 @@ TEST_P(StreamTest, ABurstGrowsLinksAndKeepsTheRate) {
 // dropped and made again by another writer under one that copied its links: that writer's
 // answers stay right, for the other's items and for new ones.
 TEST_P(StreamTest, AWriterWhoseCopiesNoLongerHoldIsAskedForEveryLink) {
-  StreamOptions options;
-  options.capacity = 500;
-  options.error_rate = 0.01;
-  options.growth = 2;
-  options.max_partition_bytes = 128;
-  const StreamShape shape(options);
+  const StreamShape shape(growing(500, 0.01));
   auto copier = RedisStreamStore::create(servers_.endpoints(), "re", shape, Clock{}, false);
   // Calls of 1000: each one after the first finds links frozen since the last and copies them.
   for (int call = 0; call < 6; ++call) {
@@ -444,11 +444,7 @@ TEST_P(StreamTest, AWriterWhoseCopiesNoLongerHoldIsAskedForEveryLink) {
 
 // max_bytes reached: CapacityExceeded, the items before it added, the error saying why.
 TEST_P(StreamTest, TheByteLimitStopsGrowthWithTheCommittedPrefix) {
-  StreamOptions options;
-  options.capacity = 1000;
-  options.error_rate = 0.01;
-  options.growth = 2;
-  options.max_partition_bytes = 128;
+  StreamOptions options = growing(1000, 0.01);
   const StreamShape probe(options);
   // Room for links 0 and 1, not for link 2.
   options.max_bytes = probe.link_params(0).total_bytes() + probe.link_params(1).total_bytes() +
@@ -795,11 +791,6 @@ TEST_P(StreamTest, KindsAreToldApartAndDropRemovesEveryKey) {
 // a store opened afresh says the same. Windowed and growing filters alike.
 TEST_P(StreamTest, AnEvictedRosterIsAnErrorNeverAbsent) {
   constexpr std::uint64_t kSlice = 60'000 * kMs;
-  StreamOptions growing;
-  growing.capacity = 500;
-  growing.error_rate = 0.01;
-  growing.growth = 2;
-  growing.max_partition_bytes = 128;
   const auto endpoints = servers_.endpoints();
   for (const bool window : {true, false}) {
     for (const bool with_slice : {true, false}) {
@@ -807,7 +798,7 @@ TEST_P(StreamTest, AnEvictedRosterIsAnErrorNeverAbsent) {
                    (with_slice ? ", a slice and its roster" : ", the roster alone"));
       DrivenClock clock(kSlice);
       const StreamShape shape =
-          window ? StreamShape(windowed(2000, 0.01, 4 * kSlice)) : StreamShape(growing);
+          window ? StreamShape(windowed(2000, 0.01, 4 * kSlice)) : StreamShape(growing(500, 0.01));
       const std::string name = std::string("ev-") + (window ? "w" : "g") + (with_slice ? "s" : "r");
       auto store = RedisStreamStore::create(endpoints, name, shape, clock.clock(), false);
       const auto items = make_items(2000, "ev-");
@@ -869,18 +860,13 @@ TEST(StreamReplica, AReadOnlyReplicaAnswersLookupsAsItsMaster) {
            [&] { return replication_field(replica, "master_link_status") == "up"; });
   constexpr std::uint64_t kSlice = 60'000 * kMs;
   DrivenClock clock(kSlice);
-  StreamOptions growing;
-  growing.capacity = 500;
-  growing.error_rate = 0.01;
-  growing.growth = 2;
-  growing.max_partition_bytes = 128;
   const auto items = make_items(3000, "rep-");
   const auto never = make_items(3000, "never-");
   for (const bool window : {true, false}) {
     SCOPED_TRACE(window ? "windowed" : "growing");
     const std::string name = window ? "rep-w" : "rep-g";
     const StreamShape shape =
-        window ? StreamShape(windowed(4000, 0.01, 4 * kSlice)) : StreamShape(growing);
+        window ? StreamShape(windowed(4000, 0.01, 4 * kSlice)) : StreamShape(growing(500, 0.01));
     auto store = RedisStreamStore::create({master.endpoint()}, name, shape, clock.clock(), false);
     ASSERT_GE(count_of(add(*store, items)), items.size() - 20);  // a few false positives
     const auto on_master = lookup(*store, never);

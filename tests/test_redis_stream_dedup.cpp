@@ -287,20 +287,27 @@ class RedisStreamDedupWindow : public OnEachEngine {
     }
     return total;
   }
+  static constexpr std::uint64_t kSlice = 1'000'000'000;
+  // A filter "w" of a 2-slice window of 1 s slices, for 2000 keys, whose time is *now: from a
+  // slice boundary a little after the real now, so that every expiry lies in the server's future.
+  static Filter window_filter(const test::RedisServer& server,
+                              const std::shared_ptr<std::atomic<std::uint64_t>>& now,
+                              std::uint64_t max_partition_bytes = 0) {
+    now->store((system_now_ns() / kSlice + 2) * kSlice);
+    StreamOptions window{
+        .capacity = 2000, .error_rate = 1e-6, .window_ns = 2 * kSlice, .slices = 2};
+    if (max_partition_bytes != 0) window.max_partition_bytes = max_partition_bytes;
+    return Filter::create(Location::redis({server.endpoint()}, "w"), window, false, nullptr,
+                          [now] { return now->load(); });
+  }
 };
 
 // A key comes out once within the window and again once its slices have retired; a filter of
 // several partitions (so that a batch calls several adds), its time driven by the test.
 TEST_P(RedisStreamDedupWindow, AKeyComesOutOncePerWindow) {
   test::RedisServer server(server_args());
-  constexpr std::uint64_t kSlice = 1'000'000'000;
-  // From a slice boundary a little after the real now: every expiry lies in the server's future.
-  const auto now =
-      std::make_shared<std::atomic<std::uint64_t>>((system_now_ns() / kSlice + 2) * kSlice);
-  StreamOptions window{.capacity = 2000, .error_rate = 1e-6, .window_ns = 2 * kSlice, .slices = 2};
-  window.max_partition_bytes = 1024;
-  const Filter filter = Filter::create(Location::redis({server.endpoint()}, "w"), window, false,
-                                       nullptr, [now] { return now->load(); });
+  const auto now = std::make_shared<std::atomic<std::uint64_t>>(0);
+  const Filter filter = window_filter(server, now, 1024);
   ASSERT_GT(filter.params().partitions, 2u);
   RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(true));
@@ -342,12 +349,8 @@ TEST_P(RedisStreamDedupWindow, AKeyComesOutOncePerWindow) {
 // keys are still looked up in the stage's copy of the older slice, each by its own answer there.
 TEST_P(RedisStreamDedupWindow, AnEntryDoneBeforeLeavesTheOthersTheirOwnLookups) {
   test::RedisServer server(server_args());
-  constexpr std::uint64_t kSlice = 1'000'000'000;
-  const auto now =
-      std::make_shared<std::atomic<std::uint64_t>>((system_now_ns() / kSlice + 2) * kSlice);
-  StreamOptions window{.capacity = 2000, .error_rate = 1e-6, .window_ns = 2 * kSlice, .slices = 2};
-  const Filter filter = Filter::create(Location::redis({server.endpoint()}, "w"), window, false,
-                                       nullptr, [now] { return now->load(); });
+  const auto now = std::make_shared<std::atomic<std::uint64_t>>(0);
+  const Filter filter = window_filter(server, now);
   RedisStreamDedup stage(filter, server.endpoint(), options_for("c", OnMissingKey::error));
   ASSERT_TRUE(stage.create_group(true));
   std::vector<std::string> old;
