@@ -762,6 +762,7 @@ constexpr const char* kKindNames[kKinds] = {"plain", "plain-window", "windowed",
 
 struct Timed {
   double items_per_second = 0;
+  double lookups_per_second = 0;  // of as many items the filter never held, after the adds
   std::size_t links = 0;
   std::uint64_t bytes = 0;
   double reported_new = 0;  // share of the run's (fresh) items add_many called new
@@ -825,8 +826,21 @@ class ThroughputStore {
       added += filter->add_many(views.subspan(at, size), std::span(flags).first(size));
     }
     const double seconds = redbloom_bench::seconds_since(start);
+    // Lookups of absent items (a cache in front of a database asks mostly for those): each
+    // live link is consulted for them.
+    const Items absent = Items::range(kProbeIds, count_);
+    const std::span<const std::string_view> asked = absent.views();
+    std::uint64_t found = 0;
+    const auto looked = redbloom_bench::Clock::now();
+    for (std::size_t at = 0; at < asked.size(); at += args_.batch) {
+      const std::size_t size = std::min<std::size_t>(args_.batch, asked.size() - at);
+      found += filter->contains_many(asked.subspan(at, size), std::span(flags).first(size));
+    }
+    const double lookup_seconds = redbloom_bench::seconds_since(looked);
+    (void)found;
     Timed timed;
     timed.items_per_second = double(count_) / seconds;
+    timed.lookups_per_second = double(count_) / lookup_seconds;
     timed.reported_new = double(added) / double(count_);
     const redbloom::FilterInfo info = filter->info();
     timed.links = info.stream ? info.stream->segments.size() : 1;
@@ -922,17 +936,19 @@ bool throughput_store(const Args& args, ThroughputStore& store, double store_tar
       versus_window = fixed(median_ratio(r, runs[plain_window]), 2) + "×";
     }
     std::printf(
-        "| %s | %s | %llu | %s | %s | %s | %s | %s | %zu | %s |\n", store.store().c_str(),
+        "| %s | %s | %llu | %s | %s | %s | %s | %s | %s | %zu | %s |\n", store.store().c_str(),
         kKindNames[c], static_cast<unsigned long long>(store.count()),
         rate(redbloom_bench::median_of(r, [](const Timed& t) { return t.items_per_second; }))
             .c_str(),
         ratio.c_str(), verdict.c_str(), versus_window.c_str(),
+        rate(redbloom_bench::median_of(r, [](const Timed& t) { return t.lookups_per_second; }))
+            .c_str(),
         fixed(redbloom_bench::median_of(r, [](const Timed& t) { return t.reported_new; }), 4)
             .c_str(),
         r.back().links, mib(double(r.back().bytes)).c_str());
   }
   if (!skipped.empty()) {
-    std::printf("| %s | skipped | | | | | | | | %s |\n", store.store().c_str(), skipped.c_str());
+    std::printf("| %s | skipped | | | | | | | | | %s |\n", store.store().c_str(), skipped.c_str());
     return false;
   }
   return true;
@@ -946,7 +962,7 @@ int throughput_part(const Args& args) {
       "ones holding as many; plain-window: a plain filter sized for the %u slices' items, "
       "holding the older ones' first; growing: first link items / %llu, growth 2; %d "
       "repetitions, cases in random order; medians (× plain: median of each repetition's "
-      "ratio)\n\n",
+      "ratio); then contains_many of as many items never added, in calls of as many\n\n",
       static_cast<unsigned long long>(args.batch),
       args.again > 0 ? (fixed(100 * args.again, 0) + "% of them items of the call before").c_str()
                      : "fresh items",
@@ -954,9 +970,9 @@ int throughput_part(const Args& args) {
       redbloom::format_duration(args.tp_window_ns).c_str(), args.slices, args.slices,
       args.slices + 1, static_cast<unsigned long long>(args.growing_start), args.reps);
   std::printf(
-      "| store | filter | items | items/s | × plain | target | × plain-window | reported "
-      "new | links | MiB |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "| store | filter | items | items/s | × plain | target | × plain-window | absent "
+      "lookups/s | reported new | links | MiB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   bool missed = false;
   int status = 0;
   const auto wanted = [&](const char* store) {

@@ -32,6 +32,8 @@
 #include "redbloom/hash.hpp"
 #include "redis/redis_store.hpp"
 #include "redis/router.hpp"
+#include "redis/stream_script.hpp"
+#include "redis/stream_state.hpp"
 #include "redis/stream_store.hpp"
 #include "redis_cluster.hpp"
 #include "redis_server.hpp"
@@ -440,6 +442,80 @@ TEST_P(StreamTest, AWriterWhoseCopiesNoLongerHoldIsAskedForEveryLink) {
   const auto mine = make_items(1000, "third-");
   EXPECT_GE(count_of(add(*copier, mine)), 980u);
   EXPECT_EQ(count_of(lookup(*maker, mine)), mine.size());
+}
+
+// The arguments of a RESP command as CommandBuffer writes them (*N, then $len and bytes each).
+std::vector<std::string> resp_arguments(std::string_view resp) {
+  std::vector<std::string> args;
+  std::size_t at = resp.find("\r\n") + 2;
+  while (at < resp.size()) {
+    const std::size_t end = resp.find("\r\n", at);
+    const std::size_t length = std::stoull(std::string(resp.substr(at + 1, end - at - 1)));
+    args.emplace_back(resp.substr(end + 2, length));
+    at = end + 2 + length + 2;
+  }
+  return args;
+}
+
+// The script's answer to a lookup whose claims hold for one older slice and not for another (a
+// copy the writer took before the slice changed): an item whose mark names the stale copy is
+// read in every slice, the valid copy's included, not taken as absent from it.
+TEST(StreamScriptOnAServer, AnItemMarkedInAStaleCopyIsReadInTheValidOnesToo) {
+  test::RedisServer server;
+  constexpr std::uint64_t kSlice = 60'000 * kMs;
+  DrivenClock clock(kSlice);
+  StreamOptions options;
+  options.capacity = 1000;
+  options.error_rate = 0.01;
+  options.window_ns = 4 * kSlice;
+  const StreamShape shape(options);
+  ASSERT_EQ(shape.partitions(), 1u);
+  auto store = RedisStreamStore::create({server.endpoint()}, "x", shape, clock.clock(), false);
+  const std::int64_t g0 = shape.slice_at(clock.now());
+  ASSERT_EQ(count_of(add(*store, {"in-g0"})), 1u);
+  clock.advance(kSlice);
+  ASSERT_EQ(count_of(add(*store, {"in-g1"})), 1u);
+  clock.advance(2 * kSlice);
+  const RedisStreamStore::State& state = store->state();
+  // The slices a unit declares around the current one, g0 + 3.
+  const std::int64_t first = g0 + 3 - 4 - 1;
+  std::vector<std::string> keys{store->roster_key(0)};
+  for (std::int64_t g = first; g <= g0 + 5; ++g) keys.push_back(store->slice_key(0, g));
+  redis::CommandBuffer items;
+  redis::stream::append_item_arguments(
+      state.form, state.links, state.link_start, hash_item("in-g0"), 1,
+      [&](std::uint64_t value) { items.arg(value); },
+      [&](std::string_view text) { items.arg(text); });
+  const std::string fields = server.command({"GETRANGE", store->slice_key(0, g0), "8", "23"}).text;
+  const std::string stale(16, 'x');
+  const std::vector<redis::stream::Claim> claims{{g0 + 1, 1, stale}, {g0, 1, fields}};
+  const std::string marks(1, static_cast<char>(g0 + 1 - first + 1));  // "newest in g0 + 1's copy"
+  redis::stream::Call call;
+  call.mode = redis::stream::Mode::lookup;
+  call.guarded = state.guarded;
+  call.now_ms = static_cast<std::int64_t>(clock.now() / kMs);
+  call.slice_ms = kSlice / kMs;
+  call.older = 4;
+  call.first = first;
+  call.keys = keys;
+  call.budget = state.budget;
+  call.links = state.link_args;
+  call.with_offsets = 1;
+  call.items = 1;
+  call.form = state.form;
+  call.item_args = items.text();
+  call.item_arg_count = redis::stream::item_arguments(state.form, state.links[0]);
+  call.claims = claims;
+  call.marks = marks;
+  redis::CommandBuffer command;
+  redis::stream::encode(command, call, "");
+  const std::vector<std::string> args = resp_arguments(command.text());
+  const std::vector<std::string_view> views(args.begin(), args.end());
+  const std::unique_ptr<redis::Router> router = redis::make_router(server.endpoint());
+  const redis::Reply reply = router->call(0, views);
+  const redis::stream::Reply answer = redis::stream::decode(*reply, keys);
+  EXPECT_EQ(answer.verdict, "01");
+  EXPECT_EQ(answer.flags, "1");
 }
 
 // max_bytes reached: CapacityExceeded, the items before it added, the error saying why.

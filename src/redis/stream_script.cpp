@@ -72,9 +72,9 @@ end
 start[M] = at
 local n = tonumber(ARGV[12 + 3 * M])
 local base = 13 + 3 * M
--- Claims, after the items (adds only): C, then per claim a slice g, how many of its links the
--- client copied and their header fields as copied, then one byte per item: 0 if the item is in
--- none of the claimed copies, else g - first + 1 for the newest claimed slice holding it.
+-- Claims, after the items (adds and lookups): C, then per claim a slice g, how many of its links
+-- the client copied and their header fields as copied, then one byte per item: 0 if the item is
+-- in none of the claimed copies, else g - first + 1 for the newest claimed slice holding it.
 local cpos = base + n * stride
 local C = tonumber(ARGV[cpos] or '0')
 local claims, marks = {}, nil
@@ -265,13 +265,33 @@ end
 local found = {}
 for i = 1, n do found[i] = false end
 if mode == 'l' then
+  -- What the claims settle: an item in a valid copy is found; one the valid copies place in
+  -- none of theirs is read only in the other slices (unsettled: the claims say nothing of it).
+  local unsettled = {}
+  for i = 1, n do
+    local known = claimed(i)
+    if known or frozen > 0 and first + (string.byte(marks, i) or 0) - 1 == G then
+      found[i] = true
+    end
+    unsettled[i] = known == nil
+  end
   -- Newest first: most items asked about were added lately, and found items are not probed on.
   for g = G, G - older, -1 do
-    for l = L[g] - 1, 0, -1 do probe(KEYS[g - first + 2], l, found) end
+    local key = KEYS[g - first + 2]
+    if g < G and valid[g] then
+      local skip = {}
+      for i = 1, n do skip[i] = found[i] or not unsettled[i] end
+      for l = L[g] - 1, 0, -1 do probe(key, l, skip) end
+      for i = 1, n do
+        if unsettled[i] and skip[i] then found[i] = true end
+      end
+    else
+      for l = L[g] - 1, g == G and frozen or 0, -1 do probe(key, l, found) end
+    end
   end
   local flags = {}
   for i = 1, n do flags[i] = found[i] and '1' or '0' end
-  return {'ok', n, table.concat(flags), most, G, now}
+  return answer({'ok', n, table.concat(flags), most, G, now})
 end
 
 local key = KEYS[G - first + 2]

@@ -29,10 +29,10 @@
 //         partition, hashes), n (items), then per item and per link F <= l < K its arguments:
 //         bits, its k_l absolute bit offsets in the key; lines (blocked links), its line's first
 //         and last absolute byte offsets in the key and the line's (byte, mask) pairs (the
-//         client hashes: Lua's numbers are doubles); adds may go on with claims: C, then C x
-//         (a slice g, c links copied, their header fields as copied: bytes 8 .. 16c + 7 of the
-//         key), then one byte per item, 0 or g - first + 1 for the newest claimed slice whose
-//         copy holds it
+//         client hashes: Lua's numbers are doubles); adds and lookups may go on with claims:
+//         C, then C x (a slice g, c links copied, their header fields as copied: bytes
+//         8 .. 16c + 7 of the key), then one byte per item, 0 or g - first + 1 for the newest
+//         claimed slice whose copy holds it
 //   The current slice G is the one of now, or the newest declared slice that exists (time never
 //   goes back for a partition, whatever the writers' clocks say); live are G - older .. G.
 //   A claim is valid when its fields are the key's now and it covers every link of an older
@@ -163,8 +163,8 @@ struct Call {
   // CommandBuffer::arg writes them: item_arg_count of them.
   std::string_view item_args;
   std::size_t item_arg_count = 0;
-  // Adds by the script only: the older slices whose copies the items were tested in, and per item
-  // 0 (in none) or g - first + 1 for the newest claimed slice g holding it.
+  // The script's adds and lookups only: the slices whose copies the items were tested in, and
+  // per item 0 (in none) or g - first + 1 for the newest claimed slice g holding it.
   std::span<const Claim> claims;
   std::string_view marks;
   // RB.STREAM instead: the items packed (core/packed_items.hpp), every link's parameters (as

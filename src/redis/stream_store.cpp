@@ -183,6 +183,20 @@ void prepare_call(const RedisStreamStore::State& s, const Queues& q, std::uint64
   append_unit(s, q, p, call.items, call.first_with_offsets, call.with_offsets, unit);
 }
 
+// The claims of partition p's next `items` items on the writer's copies, and their marks, for
+// `call`; `claimed` gets the claims' slices.
+void claim_copies(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
+                  std::size_t items, stream::Call& call, UnitArgs& unit,
+                  std::vector<std::int64_t>& claimed) {
+  unit.hashes.clear();
+  for (std::size_t j = 0; j < items; ++j) unit.hashes.push_back(q.hashes[q.of[p][q.next[p] + j]]);
+  const std::int64_t last = call.first + static_cast<std::int64_t>(call.keys.size()) - 2;
+  s.copies->claim(p, call.first, last, unit.hashes, unit.claims, unit.marks);
+  for (const stream::Claim& c : unit.claims) claimed.push_back(c.slice);
+  call.claims = unit.claims;
+  call.marks = unit.marks;
+}
+
 void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t p,
                 const stream::Reply& reply) {
   if (q.next[p] + reply.done > q.of[p].size()) {
@@ -584,15 +598,7 @@ void RedisStreamStore::add(std::span<const std::string_view> items,
             prepare_call(s, q, p, stream::Mode::add, items, call, unit);
             return;
           }
-          unit.hashes.clear();
-          for (std::size_t j = 0; j < items; ++j) {
-            unit.hashes.push_back(q.hashes[q.of[p][q.next[p] + j]]);
-          }
-          const std::int64_t last = call.first + static_cast<std::int64_t>(call.keys.size()) - 2;
-          s.copies->claim(p, call.first, last, unit.hashes, unit.claims, unit.marks);
-          for (const stream::Claim& c : unit.claims) claimed[p].push_back(c.slice);
-          call.claims = unit.claims;
-          call.marks = unit.marks;
+          claim_copies(s, q, p, items, call, unit, claimed[p]);
           // The items' arguments for the links the claims cover are left out, unless the
           // script last asked for them.
           const std::uint32_t from =
@@ -647,6 +653,9 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
   State& s = *state_;
   const std::size_t unit_items = s.module ? kModuleUnitItems : kUnitItems;
   Queues q = queue_items(s, items);
+  // Copies answer for the links they hold, as for adds: the script reads only the others.
+  copy_frozen_links(s, q);
+  std::vector<std::vector<std::int64_t>> claimed(q.of.size());
   const auto unit_of = [&](std::uint64_t p) {
     return std::min(unit_items, q.of[p].size() - q.next[p]);
   };
@@ -654,9 +663,12 @@ void RedisStreamStore::contains(std::span<const std::string_view> items,
       s, "looking up in a stream filter", false, unit_of,
       [&](std::uint64_t p, stream::Call& call, UnitArgs& unit) {
         prepare_call(s, q, p, stream::Mode::lookup, unit_of(p), call, unit);
+        claimed[p].clear();
+        if (!s.module && s.copies) claim_copies(s, q, p, call.items, call, unit, claimed[p]);
       },
       [&](std::uint64_t p, const stream::Reply& reply) {
         check_done(s, q, p, reply);
+        if (!reply.verdict.empty()) s.copies->forget_stale(p, claimed[p], reply.verdict);
         for (std::size_t j = 0; j < reply.done; ++j) {
           present[q.of[p][q.next[p] + j]] = reply.flags[j] == '1' ? 1 : 0;
         }
