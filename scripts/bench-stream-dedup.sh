@@ -12,13 +12,15 @@
 # counts more than the distinct keys, and says so. The
 # same keys as lines through `redbloom dedup --redis` into a plain filter of the same size on
 # the same server are the baseline: what the stream work (read, acknowledge, copy) costs on top.
+# --kinds picks the stage's filters (default plain,windowed; growing: a filter without a window
+# whose first link holds N/8 entries, so that it grows to four links during the run).
 # --layout picks the filters' layout (classic, the default, or blocked). --before names another
 # redbloom binary (a build from before a change): its stage runs are interleaved with the
 # others, for a before/after ratio measured side by side. --stats prints, for the last run of
 # each case, the server's time per entry in each command (INFO commandstats; the batch
 # scripts' time includes the commands they call) and its CPU per entry.
 #   scripts/bench-stream-dedup.sh [--entries N] [--batch B] [--runs R] [--layout L]
-#                                 [--before BINARY] [--stats]
+#                                 [--kinds K[,K...]] [--before BINARY] [--stats]
 # Uses build-release/redbloom and build-release/module/redbloom.so (scripts/demo.sh builds
 # them), or $REDBLOOM_BIN and $REDBLOOM_MODULE; Debian's python3-redis drives the streams.
 set -euo pipefail
@@ -29,6 +31,7 @@ runs=1
 layout=classic
 before=""
 stats=no
+kinds=plain,windowed
 while [[ $# -gt 0 ]]; do
   case $1 in
     --entries) entries=$2; shift 2 ;;
@@ -37,7 +40,8 @@ while [[ $# -gt 0 ]]; do
     --layout) layout=$2; shift 2 ;;
     --before) before=$(realpath "$2"); shift 2 ;;
     --stats) stats=yes; shift ;;
-    *) echo "usage: $0 [--entries N] [--batch B] [--runs R] [--layout L] [--before BINARY] [--stats]" >&2
+    --kinds) kinds=$2; shift 2 ;;
+    *) echo "usage: $0 [--entries N] [--batch B] [--runs R] [--layout L] [--kinds K[,K...]] [--before BINARY] [--stats]" >&2
        exit 2 ;;
   esac
 done
@@ -62,12 +66,13 @@ echo "stage dedup --from, $entries entries (30% repeats), --batch $batch, --layo
 for i in 0 1; do
   engine=$([[ $i == 0 ]] && echo "stock Redis" || echo "with redbloom.so")
   /usr/bin/python3 - "$redbloom" "${ports[$i]}" "$entries" "$batch" "$engine" "$dir" "$runs" \
-      "$layout" "$before" "$stats" <<'PY'
+      "$layout" "$before" "$stats" "$kinds" <<'PY'
 import random, signal, statistics, subprocess, sys, time
 import redis
 cli, port, entries, batch, engine, work, runs = sys.argv[1], int(sys.argv[2]), \
     int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7])
 layout, before, stats = sys.argv[8], sys.argv[9], sys.argv[10] == "yes"
+kinds = sys.argv[11].split(",")
 profile = {}  # case: (server CPU µs/entry, {command: µs/entry}), of its last run
 r = redis.Redis(port=port)
 rng = random.Random(1)
@@ -82,7 +87,10 @@ for n in range(entries):
 url = "redis-stream://127.0.0.1:%d" % port
 filter_url = "redis://127.0.0.1:%d#f" % port
 shapes = {"plain": ["-n", str(entries), "--layout", layout],
-          "windowed": ["--window", "4s", "-n", str(4 * entries), "--layout", layout]}
+          "windowed": ["--window", "4s", "-n", str(4 * entries), "--layout", layout],
+          "growing": ["--growth", "2", "-n", str(max(1, entries // 8)), "--layout", layout]}
+if not kinds or any(k not in shapes for k in kinds) or "plain" not in kinds:
+    sys.exit("--kinds: some of plain, windowed, growing, plain among them")
 
 
 def server_cpu():
@@ -150,10 +158,10 @@ def lines_rate():
     return entries / (time.monotonic() - start)
 
 
-rates = {"plain": [], "windowed": [], "lines": [], "plain before": [], "windowed before": []}
+rates = {k: [] for k in kinds + [k + " before" for k in kinds] + ["lines"]}
 copied = {}
 for run in range(runs):
-    for kind in ("plain", "windowed"):
+    for kind in kinds:
         rate, copied[kind] = stage_rate(kind, cli, kind)
         rates[kind].append(rate)
         if before:
@@ -165,9 +173,9 @@ for run in range(runs):
                          % (copied_before, copied[kind]))
     rates["lines"].append(lines_rate())
 m = {k: statistics.median(v) for k, v in rates.items() if v}
-for kind in ("plain", "windowed"):
+for kind in kinds:
     print("  %-16s %-8s stage %8.0f entries/s (runs %s); dedup of the keys as lines %8.0f "
-          "items/s; stage / lines %.2fx; windowed / plain stage %.2fx (output %d, distinct "
+          "items/s; stage / lines %.2fx; against the plain stage %.2fx (output %d, distinct "
           "keys %d)"
           % (engine, kind, m[kind], " ".join("%.0f" % x for x in rates[kind]), m["lines"],
              m[kind] / m["lines"], m[kind] / m["plain"], copied[kind], len(keys)))
