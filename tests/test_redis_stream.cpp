@@ -444,6 +444,37 @@ TEST_P(StreamTest, AWriterWhoseCopiesNoLongerHoldIsAskedForEveryLink) {
   EXPECT_EQ(count_of(lookup(*maker, mine)), mine.size());
 }
 
+// A server that goes back to an older state (a restart from an older snapshot, a failover to a
+// lagging replica; here each slice key restored from a DUMP taken before) and whose links are
+// then filled again, by another writer, to the counts they had: a writer idle meanwhile, which
+// had copied the links frozen before, still finds the other's items, and they are not new to it.
+TEST_P(StreamTest, AWriterIdleWhileItsServerWentBackToAnOlderStateKeepsItsAnswers) {
+  const StreamShape shape(growing(1000, 0.01));
+  auto copier = RedisStreamStore::create(servers_.endpoints(), "back", shape, Clock{}, false);
+  ASSERT_GE(count_of(add(*copier, make_items(600, "early-"))), 590u);
+  std::vector<std::string> snapshots;
+  for (std::uint64_t p = 0; p < shape.partitions(); ++p) {
+    const std::string key = copier->slice_key(p, 0);
+    snapshots.push_back(servers_.holder(p, key).command({"DUMP", key}).text);
+  }
+  // Most partitions' first links fill up and their second ones are made; the next call copies
+  // the first links, frozen now.
+  ASSERT_GE(count_of(add(*copier, make_items(900, "late-"))), 880u);
+  ASSERT_GE(count_of(add(*copier, make_items(50, "copied-"))), 48u);
+  std::this_thread::sleep_for(2ms);  // a link made again gets another creation time
+  for (std::uint64_t p = 0; p < shape.partitions(); ++p) {
+    const std::string key = copier->slice_key(p, 0);
+    ASSERT_EQ(servers_.holder(p, key).command({"RESTORE", key, "0", snapshots[p], "REPLACE"}).text,
+              "OK");
+  }
+  auto other = RedisStreamStore::open_if_stream(servers_.endpoints(), "back", Clock{}, 1s);
+  ASSERT_NE(other, nullptr);
+  const auto theirs = make_items(900, "after-");
+  ASSERT_GE(count_of(add(*other, theirs)), 880u);
+  EXPECT_EQ(count_of(lookup(*copier, theirs)), theirs.size());
+  EXPECT_EQ(count_of(add(*copier, theirs)), 0u);
+}
+
 // The arguments of a RESP command as CommandBuffer writes them (*N, then $len and bytes each).
 std::vector<std::string> resp_arguments(std::string_view resp) {
   std::vector<std::string> args;

@@ -5,6 +5,20 @@
 #include "core/layout.hpp"
 
 namespace redbloom::redis::stream {
+namespace {
+
+// The header fields a copy's claim covers (stream_script.hpp): each copied link's item count and
+// creation time, and for the current slice's first links the creation time of the link after
+// them, when the key had one.
+std::string claim_fields(const std::string& bytes, std::uint32_t links, bool whole) {
+  if (links == 0) return {};
+  std::string fields = bytes.substr(8, 16 * std::size_t{links});
+  if (!whole && header_field(bytes, 0) > links)
+    fields += bytes.substr(16 * std::size_t{links} + 16, 8);
+  return fields;
+}
+
+}  // namespace
 
 OlderCopies::OlderCopies(std::span<const FilterParams> links,
                          std::span<const std::uint64_t> link_start, std::uint64_t partitions,
@@ -71,6 +85,7 @@ void OlderCopies::keep(std::uint64_t p, const Read& read, std::optional<std::str
     copy.declined = true;
   } else if (bytes) {
     copy.bytes = std::move(*bytes);
+    copy.fields = claim_fields(copy.bytes, copy.links, copy.whole);
   }
   insert(p, std::move(copy));
 }
@@ -176,11 +191,7 @@ void OlderCopies::claim(std::uint64_t p, std::int64_t first, std::int64_t last,
       continue;
     }
     used.push_back(&copy);
-    // The fields of the links it covers: each one's item count and creation time.
-    const std::string_view fields =
-        copy.links == 0 ? std::string_view()
-                        : std::string_view(copy.bytes).substr(8, 16 * std::size_t{copy.links});
-    claims.push_back(Claim{copy.slice, copy.links, fields});
+    claims.push_back(Claim{copy.slice, copy.links, copy.fields});
     links = std::max<std::uint64_t>(links, copy.links);
   }
   if (claims.empty()) return;

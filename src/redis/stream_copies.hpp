@@ -6,8 +6,12 @@
 //
 // A copy needs no trust: the script takes a claim only while the header fields of the links it
 // covers are still the copy's, and every write that changes a link's bits changes its count. A
-// copy that went stale (a writer with a lagging clock wrote into an older slice) costs the script
-// its reads and is read again; it never changes an answer. Pure: the store sends the reads.
+// copy of the current slice's first links also names the creation time of the link after them:
+// a key that went back to an older state (a restart from an older snapshot, a failover to a
+// lagging replica) and had those links filled again has equal counts and creation times, but
+// makes that next link again, later. A copy that went stale (a writer with a lagging clock wrote
+// into an older slice) costs the script its reads and is read again; it never changes an answer.
+// Pure: the store sends the reads.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +90,7 @@ class OlderCopies {
     bool whole = true;        // the key as it was; else the current slice's first links
     bool declined = false;    // past the limits: not copied, not asked for again
     std::string bytes;        // the key's: header, then links 0 .. links - 1
+    std::string fields;       // what its claim sends (stream_script.hpp)
   };
   // Adds `copy` to partition p's, newest slice first, unless that slice has one.
   void insert(std::uint64_t p, Copy copy);

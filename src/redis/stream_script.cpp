@@ -156,13 +156,23 @@ if need > 0 then return {'links', 0, '', need, G, now} end
 -- valid[g]: the client's copy of live older slice g is the slice as it is now; frozen: the links
 -- of the current slice its copy covers (all before the newest, which no writer changes again).
 -- Every write that changes a link's bits raises its item count in the header, so equal fields
--- mean equal bits. verdict: '1' / '0' per claim, for the client to read again.
+-- mean equal bits. A current slice's claim also names link nl's creation time: a key that went
+-- back to an older state and was filled again to the same counts made that link again, later.
+-- verdict: '1' / '0' per claim, for the client to read again.
 local valid, verdict, frozen = {}, {}, 0
 for c = 1, C do
   local g, nl, fields = claims[c][1], claims[c][2], claims[c][3]
   local ok = false
   if g >= G - older and g < G and nl == L[g] or g == G and nl > 0 and nl < L[g] then
-    ok = nl == 0 or redis.call('GETRANGE', KEYS[g - first + 2], 8, 16 * nl + 7) == fields
+    if nl == 0 then
+      ok = true
+    elseif #fields == 16 * nl then
+      ok = redis.call('GETRANGE', KEYS[g - first + 2], 8, 16 * nl + 7) == fields
+    else
+      local have = redis.call('GETRANGE', KEYS[g - first + 2], 8, 16 * nl + 23)
+      ok = string.sub(have, 1, 16 * nl) == string.sub(fields, 1, 16 * nl) and
+           string.sub(have, 16 * nl + 9) == string.sub(fields, 16 * nl + 1)
+    end
   end
   if ok and g < G then valid[g] = true end
   if ok and g == G then frozen = nl end

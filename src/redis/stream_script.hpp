@@ -31,14 +31,16 @@
 //         and last absolute byte offsets in the key and the line's (byte, mask) pairs (the
 //         client hashes: Lua's numbers are doubles); adds and lookups may go on with claims:
 //         C, then C x (a slice g, c links copied, their header fields as copied: bytes
-//         8 .. 16c + 7 of the key), then one byte per item, 0 or g - first + 1 for the newest
+//         8 .. 16c + 7 of the key, for the current slice then link c's creation time, bytes
+//         16c + 16 .. 16c + 23), then one byte per item, 0 or g - first + 1 for the newest
 //         claimed slice whose copy holds it
 //   The current slice G is the one of now, or the newest declared slice that exists (time never
 //   goes back for a partition, whatever the writers' clocks say); live are G - older .. G.
 //   A claim is valid when its fields are the key's now and it covers every link of an older
 //   live slice (c = 0: a slice with no key), or links before the newest of the current one (no
 //   writer changes those again): every write that changes a link's bits raises that link's
-//   count, so the copy's bits are the slice's. The script then trusts the client's answer for
+//   count, so the copy's bits are the slice's. Link c's creation time tells a current slice
+//   that went back to an older state (a restart from an older snapshot) and was filled again. The script then trusts the client's answer for
 //   those links and reads only the others.
 //   Reply {status, done, flags, links, G, now_ms[, verdict][, info...]}, verdict ('1' / '0' per
 //   claim: valid or not) when claims were sent:
@@ -131,7 +133,8 @@ void append_item_arguments(ItemForm form, std::span<const FilterParams> links,
 }
 
 // A slice whose first `links` links the client holds a copy of (stream_copies.hpp), and those
-// links' header fields as copied (item count and creation time each; none: the slice had no key).
+// links' header fields as copied (item count and creation time each; none: the slice had no key),
+// for the current slice followed by the next link's creation time.
 struct Claim {
   std::int64_t slice = 0;
   std::uint32_t links = 0;
