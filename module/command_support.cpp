@@ -102,6 +102,42 @@ const char* refusal_message(FilterChain::AddResult result) noexcept {
                "(MAX_FILTER_BYTES) or its 64 sub-filters";
 }
 
+namespace {
+
+// A read-only command's keys declared as read, not written: Redis 7 takes the keys of a module
+// command created with key positions as read and written, so a user whose ACL may only read
+// them (%R~pattern) could not run BF.EXISTS. Logged, not fatal, where the server refuses it.
+void declare_keys_read_only(RedisModuleCtx* ctx, const Command& command) noexcept {
+  if (RedisModule_GetCommand == nullptr || RedisModule_SetCommandInfo == nullptr) return;
+  if (command.first_key == 0 ||
+      std::string_view(command.flags).find("readonly") == std::string_view::npos) {
+    return;
+  }
+  static const RedisModuleCommandInfoVersion version{
+      module_api::kCommandInfoVersion, 2 * sizeof(const char*), sizeof(RedisModuleCommandKeySpec),
+      sizeof(void*)};
+  RedisModuleCommandKeySpec specs[2] = {};  // the second, zeroed, ends the array
+  specs[0].flags = module_api::kKeyReadOnly | module_api::kKeyAccess;
+  specs[0].begin_search_type = module_api::kKeySearchIndex;
+  specs[0].bs.index.pos = command.first_key;
+  specs[0].find_keys_type = module_api::kKeysRange;
+  specs[0].fk.range.lastkey =
+      command.last_key < 0 ? command.last_key : command.last_key - command.first_key;
+  specs[0].fk.range.keystep = command.key_step;
+  RedisModuleCommandInfo info{};
+  info.version = &version;
+  info.key_specs = specs;
+  RedisModuleCommand* registered = RedisModule_GetCommand(ctx, command.name);
+  if (registered == nullptr || RedisModule_SetCommandInfo(registered, &info) != module_api::kOk) {
+    RedisModule_Log(ctx, module_api::kLogWarning,
+                    "redbloom: cannot declare %s's key read-only: users who may only read keys "
+                    "cannot run it",
+                    command.name);
+  }
+}
+
+}  // namespace
+
 bool register_commands(RedisModuleCtx* ctx, std::span<const Command> commands) noexcept {
   for (const Command& command : commands) {
     *command.calls = command_counter(command.name);
@@ -112,6 +148,7 @@ bool register_commands(RedisModuleCtx* ctx, std::span<const Command> commands) n
                       command.name);
       return false;
     }
+    declare_keys_read_only(ctx, command);
   }
   return true;
 }

@@ -3,6 +3,7 @@
 #define REDBLOOM_DEFINE_MODULE_FUNCTION(ret, name, args) ret(*RedisModule_##name) args = nullptr;
 extern "C" {
 REDBLOOM_MODULE_FUNCTIONS(REDBLOOM_DEFINE_MODULE_FUNCTION)
+REDBLOOM_OPTIONAL_MODULE_FUNCTIONS(REDBLOOM_DEFINE_MODULE_FUNCTION)
 }
 #undef REDBLOOM_DEFINE_MODULE_FUNCTION
 
@@ -19,6 +20,12 @@ bool load(RedisModuleCtx* ctx, const char** missing) noexcept {
   }
   REDBLOOM_MODULE_FUNCTIONS(REDBLOOM_LOAD_MODULE_FUNCTION)
 #undef REDBLOOM_LOAD_MODULE_FUNCTION
+#define REDBLOOM_LOAD_OPTIONAL_MODULE_FUNCTION(ret, name, args)                             \
+  if (get_api("RedisModule_" #name, reinterpret_cast<void*>(&RedisModule_##name)) != kOk) { \
+    RedisModule_##name = nullptr;                                                           \
+  }
+  REDBLOOM_OPTIONAL_MODULE_FUNCTIONS(REDBLOOM_LOAD_OPTIONAL_MODULE_FUNCTION)
+#undef REDBLOOM_LOAD_OPTIONAL_MODULE_FUNCTION
   return true;
 }
 

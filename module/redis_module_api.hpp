@@ -20,6 +20,7 @@ struct RedisModuleDefragCtx;
 struct RedisModuleServerInfoData;
 struct RedisModuleInfoCtx;
 struct RedisModuleCallReply;
+struct RedisModuleCommand;
 
 using RedisModuleCmdFunc = int (*)(RedisModuleCtx* ctx, RedisModuleString** argv, int argc);
 using RedisModuleTypeLoadFunc = void* (*)(RedisModuleIO* rdb, int encver);
@@ -56,6 +57,56 @@ struct RedisModuleTypeMethods {
   RedisModuleTypeUnlinkFunc unlink;
   RedisModuleTypeCopyFunc copy;
   RedisModuleTypeDefragFunc defrag;
+};
+
+// Command information (Redis >= 7.0, RedisModule_SetCommandInfo): only the key specs are set
+// here, so history and args stay untyped. Redis steps through the arrays by the sizes that
+// `version` gives.
+struct RedisModuleCommandInfoVersion {
+  int version;
+  std::size_t sizeof_historyentry;
+  std::size_t sizeof_keyspec;
+  std::size_t sizeof_arg;
+};
+
+struct RedisModuleCommandKeySpec {
+  const char* notes;
+  std::uint64_t flags;
+  int begin_search_type;
+  union {
+    struct {
+      int pos;
+    } index;
+    struct {
+      const char* keyword;
+      int startfrom;
+    } keyword;
+  } bs;
+  int find_keys_type;
+  union {
+    struct {
+      int lastkey;
+      int keystep;
+      int limit;
+    } range;
+    struct {
+      int keynumidx;
+      int firstkey;
+      int keystep;
+    } keynum;
+  } fk;
+};
+
+struct RedisModuleCommandInfo {
+  const RedisModuleCommandInfoVersion* version;
+  const char* summary;
+  const char* complexity;
+  const char* since;
+  void* history;
+  const char* tips;
+  int arity;
+  RedisModuleCommandKeySpec* key_specs;
+  void* args;
 };
 
 }  // extern "C"
@@ -96,6 +147,12 @@ inline constexpr int kContextFlagReplicated = 1 << 12;
 inline constexpr int kContextFlagLoading = 1 << 13;
 // RedisModule_CallReplyType: a bulk string.
 inline constexpr int kCallReplyString = 0;
+// Key-spec flags and search types (Redis >= 7.0): a key the command only reads.
+inline constexpr std::uint64_t kKeyReadOnly = 1 << 0;
+inline constexpr std::uint64_t kKeyAccess = 1 << 4;
+inline constexpr int kKeySearchIndex = 2;
+inline constexpr int kKeysRange = 2;
+inline constexpr int kCommandInfoVersion = 1;
 // Log levels.
 inline constexpr const char* kLogWarning = "warning";
 inline constexpr const char* kLogNotice = "notice";
@@ -186,14 +243,23 @@ inline constexpr const char* kWrongTypeError =
   X(int, DefragCursorSet, (RedisModuleDefragCtx * ctx, unsigned long cursor))                  \
   X(int, DefragCursorGet, (RedisModuleDefragCtx * ctx, unsigned long* cursor))
 
+// Functions of Redis >= 7.0, null on an older server (which has no read-only key permissions
+// in its ACLs either).
+#define REDBLOOM_OPTIONAL_MODULE_FUNCTIONS(X)                                  \
+  X(void, KeyAtPosWithFlags, (RedisModuleCtx * ctx, int pos, int flags))       \
+  X(RedisModuleCommand*, GetCommand, (RedisModuleCtx * ctx, const char* name)) \
+  X(int, SetCommandInfo, (RedisModuleCommand * command, const RedisModuleCommandInfo* info))
+
 #define REDBLOOM_DECLARE_MODULE_FUNCTION(ret, name, args) extern ret(*RedisModule_##name) args;
 extern "C" {
 REDBLOOM_MODULE_FUNCTIONS(REDBLOOM_DECLARE_MODULE_FUNCTION)
+REDBLOOM_OPTIONAL_MODULE_FUNCTIONS(REDBLOOM_DECLARE_MODULE_FUNCTION)
 }
 #undef REDBLOOM_DECLARE_MODULE_FUNCTION
 
 namespace redbloom::module_api {
 // Fills every pointer above; false (and the name of the first missing one) when the server
-// lacks one, as a server older than the API this module needs would.
+// lacks one, as a server older than the API this module needs would. The optional ones stay
+// null where the server lacks them.
 bool load(RedisModuleCtx* ctx, const char** missing) noexcept;
 }  // namespace redbloom::module_api
