@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -740,6 +741,118 @@ TEST(StreamFile, ControlFileIsAllocatedWhole) {
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_GE(static_cast<std::uint64_t>(st.st_blocks) * 512, stream_manifest::kFileBytes);
+}
+
+// A drop that stopped part-way (some link files deleted, the control file not yet): the filter
+// says what is missing, and drop and create --force still clear it.
+TEST(StreamFile, ADropThatStoppedPartWayIsFinishedByDropOrReplaced) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.rbf");
+  DrivenClock time = shared_clock();
+  const StreamOptions options = window_of(1000, 0.01, Layout::blocked);
+  for (const bool by_drop : {true, false}) {
+    SCOPED_TRACE(by_drop ? "drop" : "create --force");
+    const std::uint64_t first_slice = time.now->load() / kSecond;  // slices of a second
+    {
+      Filter filter = Filter::create(Location::file(path), options, true, nullptr, time.clock());
+      for (int second = 0; second < 3; ++second) {
+        EXPECT_TRUE(filter.add(event(second)));
+        time.now->fetch_add(kSecond);
+      }
+    }
+    ASSERT_TRUE(std::filesystem::remove(path + ".s" +
+                                        std::to_string(first_slice + (by_drop ? 1 : 0)) + ".0"));
+    OpenOptions reopen;
+    reopen.clock = time.clock();
+    try {
+      (void)Filter::open(Location::file(path), reopen);
+      ADD_FAILURE() << "opened with a link file missing";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("redbloom drop removes what is left"),
+                std::string::npos)
+          << e.what();
+    }
+    if (by_drop) {
+      Filter::drop(Location::file(path));
+    } else {
+      Filter fresh = Filter::create(Location::file(path), options, true, nullptr, time.clock());
+      EXPECT_FALSE(fresh.contains(event(0)));
+      fresh = Filter::create(Location::file(path), size_filter(10, 0.01, Layout::blocked), true);
+      Filter::drop(Location::file(path));
+    }
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+      ADD_FAILURE() << "left behind: " << entry.path();
+    }
+  }
+}
+
+// A filter made again at the path of one a writer still has open (create --force): that
+// writer's next add stops, saying so, and never deletes the new filter's link files, whose
+// names are the same.
+TEST(StreamFile, AWriterWhoseFilterWasMadeAgainStopsAndLeavesTheNewOneAlone) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.rbf");
+  DrivenClock time = shared_clock();
+  const StreamOptions options = window_of(1000, 0.01, Layout::blocked);
+  OpenOptions both;
+  both.clock = time.clock();
+  Filter old = Filter::create(Location::file(path), options, false, nullptr, time.clock());
+  EXPECT_TRUE(old.add("old"));
+  Filter made_again = Filter::create(Location::file(path), options, true, nullptr, time.clock());
+  std::vector<std::string> theirs;
+  for (int second = 0; second < 6; ++second) {
+    theirs.push_back(event(second));
+    EXPECT_TRUE(made_again.add(theirs.back()));
+    time.now->fetch_add(kSecond);
+  }
+  try {
+    (void)old.add("rotating");
+    ADD_FAILURE() << "added to a filter that is no longer at its path";
+  } catch (const IncompleteWrite& e) {
+    EXPECT_EQ(e.committed(), 0u);
+    EXPECT_NE(std::string(e.what()).find("made again"), std::string::npos) << e.what();
+  }
+  Filter reader = Filter::open(Location::file(path), both);
+  // The clock is now in the slice after the last add's: the window holds the last four.
+  const std::vector<std::string> live(theirs.begin() + 2, theirs.end());
+  EXPECT_EQ(present_count(reader, live), live.size());
+}
+
+// Opening a link file fails part-way through bringing a handle up to date (here: no file
+// descriptor left): the add says so, and the handle stays whole: it flushes and adds again.
+TEST(StreamFile, AWriterThatCannotOpenANewLinkStaysUsable) {
+  testing::TempDir dir;
+  const std::string path = dir.file("w.rbf");
+  DrivenClock time = shared_clock();
+  const StreamOptions options = window_of(1000, 0.01, Layout::blocked);
+  OpenOptions both;
+  both.clock = time.clock();
+  Filter writer = Filter::create(Location::file(path), options, false, nullptr, time.clock());
+  EXPECT_TRUE(writer.add("first"));
+  Filter other = Filter::open(Location::file(path), both);
+  time.now->fetch_add(kSecond);
+  EXPECT_TRUE(other.add("second"));  // a new slice, whose link file `writer` has not opened
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const int lowest_free = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit tight = limit;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  bool failed = false;
+  try {
+    (void)writer.add("third");
+  } catch (const Error&) {
+    failed = true;
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  EXPECT_TRUE(failed) << "the new link file opened with no descriptor left";
+  writer.flush();
+  EXPECT_TRUE(writer.contains("second"));
+  EXPECT_TRUE(writer.add("third"));
+  EXPECT_FALSE(writer.add("first"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -104,16 +105,25 @@ bool FileStreamStore::is_stream_file(const std::string& path) {
 }
 
 void FileStreamStore::remove(const std::string& path) {
-  const auto store = open(path, FileAccess::read_write, {});
+  Fd fd(open_control(path, FileAccess::read_write));
+  const manifest::Header header = manifest::read_header(fd.get(), path);
+  const auto store = std::unique_ptr<FileStreamStore>(
+      new FileStreamStore(path, fd.release(), header, FileAccess::read_write, {}));
   posix::lock_writers(store->fd_, path, true);
-  store->sync(true);
-  for (const Link& link : store->links_) {
-    const std::string file = manifest::link_path(path, link.slice, link.link);
+  // The files the manifest names, not opened: some may be gone already (a drop that stopped
+  // part-way), which must not keep the rest from going.
+  manifest::Manifest named;
+  bool read = false;
+  for (int attempt = 0; attempt < kReadAttempts && !read; ++attempt) {
+    read = manifest::read(store->fd_, path, manifest::published(store->fd_, path), named);
+  }
+  if (!read) throw StorageError(path + ": its manifest cannot be read");
+  for (const manifest::Entry& entry : named.entries) {
+    const std::string file = manifest::link_path(path, entry.slice, entry.link);
     if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
       throw StorageError(errno_message("cannot delete " + file));
     }
   }
-  store->links_.clear();
   store->remove_strays();
   if (::unlink(path.c_str()) != 0) throw StorageError(errno_message("cannot delete " + path));
 }
@@ -124,22 +134,42 @@ void FileStreamStore::begin_write() {
   }
   if (access_ != FileAccess::exclusive_write) posix::lock_writers(fd_, path_, true);
   try {
+    check_still_at_path();
     sync(true);
   } catch (...) {
     end_write();
     throw;
   }
+  writing_ = true;
 }
 
 void FileStreamStore::end_write() noexcept {
   // The counts of this batch; a failure to publish them only leaves growth a little late
   // (the bits are written), so it does not turn a committed batch into an error.
-  try {
-    publish_links();
-  } catch (const Error&) {
-    synced_ = false;
+  if (writing_) {
+    try {
+      publish_links();
+    } catch (const Error&) {
+      synced_ = false;
+    }
   }
+  writing_ = false;
   if (access_ != FileAccess::exclusive_write) posix::lock_writers(fd_, path_, false);
+}
+
+void FileStreamStore::check_still_at_path() const {
+  // A filter dropped or made again at this path (create --force) since this handle opened it:
+  // its rotations would delete the new filter's link files, which have the same names.
+  struct stat mine {};
+  struct stat there {};
+  if (::fstat(fd_, &mine) != 0) throw StorageError(errno_message("cannot stat " + path_));
+  const bool same = ::stat(path_.c_str(), &there) == 0 && there.st_dev == mine.st_dev &&
+                    there.st_ino == mine.st_ino;
+  if (!same) {
+    throw StorageError(path_ +
+                       " was dropped or made again since this process opened it; "
+                       "nothing was added: open it again");
+  }
 }
 
 void FileStreamStore::begin_read() const {
@@ -153,42 +183,8 @@ void FileStreamStore::sync(bool locked) const {
     manifest::Manifest next;
     if (!manifest::read(fd_, path_, sequence, next)) continue;
     std::vector<Link> links;
-    bool moved = false;  // a link file went away: a writer retired it after this manifest
-    for (const manifest::Entry& entry : next.entries) {
-      Link* known = nullptr;
-      for (Link& link : links_) {
-        if (link.bits && link.slice == entry.slice && link.link == entry.link) known = &link;
-      }
-      Link link;
-      if (known != nullptr) {
-        link.bits = std::move(known->bits);
-      } else {
-        const std::string file = manifest::link_path(path_, entry.slice, entry.link);
-        try {
-          link.bits =
-              FileStore::open(file, access_ == FileAccess::read_only ? FileAccess::read_only
-                                                                     : FileAccess::read_write);
-        } catch (const NotFound&) {
-          if (locked || manifest::published(fd_, path_) == sequence) {
-            throw FormatError(path_ + ": link file " + file + " named by the manifest is missing");
-          }
-          moved = true;
-          break;
-        }
-        if (!(link.bits->params() == stream_shape().link_params(entry.link))) {
-          throw FormatError(path_ + ": link file " + file +
-                            " named by the manifest is a filter of other parameters, not the "
-                            "link it names (replaced by another file?)");
-        }
-      }
-      link.slice = entry.slice;
-      link.link = entry.link;
-      link.created_unix_ns = entry.created_unix_ns;
-      link.items = entry.items;
-      links.push_back(std::move(link));
-    }
-    if (moved) {
-      // Put back what was taken, and read the newer manifest.
+    // Gives links_ back what `links` took from it: a sync that stops leaves links_ whole.
+    const auto put_back = [&] {
       for (Link& link : links) {
         for (Link& old : links_) {
           if (!old.bits && old.slice == link.slice && old.link == link.link) {
@@ -196,6 +192,51 @@ void FileStreamStore::sync(bool locked) const {
           }
         }
       }
+    };
+    bool moved = false;  // a link file went away: a writer retired it after this manifest
+    try {
+      for (const manifest::Entry& entry : next.entries) {
+        Link* known = nullptr;
+        for (Link& link : links_) {
+          if (link.bits && link.slice == entry.slice && link.link == entry.link) known = &link;
+        }
+        Link link;
+        if (known != nullptr) {
+          link.bits = std::move(known->bits);
+        } else {
+          const std::string file = manifest::link_path(path_, entry.slice, entry.link);
+          try {
+            link.bits =
+                FileStore::open(file, access_ == FileAccess::read_only ? FileAccess::read_only
+                                                                       : FileAccess::read_write);
+          } catch (const NotFound&) {
+            if (locked || manifest::published(fd_, path_) == sequence) {
+              throw FormatError(path_ + ": link file " + file +
+                                " named by the manifest is missing (deleted, or a drop that "
+                                "stopped part-way: redbloom drop removes what is left)");
+            }
+            moved = true;
+            break;
+          }
+          if (!(link.bits->params() == stream_shape().link_params(entry.link))) {
+            throw FormatError(path_ + ": link file " + file +
+                              " named by the manifest is a filter of other parameters, not the "
+                              "link it names (replaced by another file?)");
+          }
+        }
+        link.slice = entry.slice;
+        link.link = entry.link;
+        link.created_unix_ns = entry.created_unix_ns;
+        link.items = entry.items;
+        links.push_back(std::move(link));
+      }
+    } catch (...) {
+      put_back();
+      throw;
+    }
+    if (moved) {
+      // Read the newer manifest.
+      put_back();
       ::sched_yield();
       continue;
     }

@@ -51,6 +51,8 @@ class FileStreamStore final : public LocalStreamStore {
   // Brings links_ up to the published manifest.
   void sync(bool locked) const;
   void publish_links();
+  // StorageError when PATH no longer names this handle's control file.
+  void check_still_at_path() const;
   // Deletes link files that no manifest names (left by a writer killed mid-rotation): files of
   // exactly a link's name (manifest::parse_link_name) whose header is a link's.
   void remove_strays() const;
@@ -64,6 +66,9 @@ class FileStreamStore final : public LocalStreamStore {
   std::uint64_t created_unix_ns_;
   mutable stream_manifest::Manifest manifest_;
   mutable bool synced_ = false;
+  // begin_write brought links_ up to date under the lock: only then may end_write publish them
+  // (a handle whose sync failed holds an older view, which would undo other writers' links).
+  bool writing_ = false;
 };
 
 }  // namespace redbloom

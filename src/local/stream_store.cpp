@@ -233,6 +233,11 @@ void LocalStreamStore::open_slice(std::int64_t slice) {
     add_link(slice, 0, retired_below);
   } catch (const IncompleteWrite&) {
     throw;
+  } catch (const InvalidArgument& e) {
+    // The store's own limit (a file filter's manifest holds at most so many links).
+    throw CapacityExceeded(location() + ": cannot start a new slice: " + e.what() +
+                               "; nothing of this batch was added",
+                           0);
   } catch (const StorageError& e) {
     throw IncompleteWrite(location() + ": cannot start a new slice: " + e.what() +
                               "; nothing of this batch was added",
@@ -262,6 +267,10 @@ void LocalStreamStore::grow(std::size_t committed) {
     add_link(newest.slice, next, std::numeric_limits<std::int64_t>::min());
   } catch (const IncompleteWrite&) {
     throw;
+  } catch (const InvalidArgument& e) {
+    throw CapacityExceeded(
+        location() + ": cannot grow to link " + std::to_string(next) + ": " + e.what() + done,
+        committed);
   } catch (const StorageError& e) {
     throw IncompleteWrite(
         location() + ": cannot grow to link " + std::to_string(next) + ": " + e.what() + done,
