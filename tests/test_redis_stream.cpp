@@ -475,6 +475,39 @@ TEST_P(StreamTest, AWriterIdleWhileItsServerWentBackToAnOlderStateKeepsItsAnswer
   EXPECT_EQ(count_of(add(*copier, theirs)), 0u);
 }
 
+// A user whose ACL lets it only read keys (Redis 7's %R~pattern) looks a windowed and a growing
+// filter up: the lookups run the script by EVALSHA_RO, which Redis lets such a user run. A user
+// not allowed EVALSHA_RO looks up by EVALSHA as before.
+TEST(StreamOnOneServer, AUserWhoMayOnlyReadKeysLooksUp) {
+  RedisServer server(server_args());
+  ASSERT_EQ(server.command({"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"}).text, "OK");
+  ASSERT_EQ(server.command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all",
+                            "-evalsha_ro", "-eval_ro"})
+                .text,
+            "OK");
+  StreamOptions window;
+  window.capacity = 4000;
+  window.error_rate = 0.01;
+  window.window_ns = 3'600'000 * kMs;
+  for (const StreamOptions& options : {window, growing(500, 0.01)}) {
+    const StreamShape shape(options);
+    const std::string name = options.window_ns != 0 ? "w" : "g";
+    auto writer = RedisStreamStore::create({server.endpoint()}, name, shape, Clock{}, false);
+    const auto items = make_items(2000, name + "-");
+    ASSERT_GE(count_of(add(*writer, items)), 1980u);
+    for (const char* user : {"reader", "older"}) {
+      SCOPED_TRACE(name + " as " + user);
+      RedisEndpoint as_user = server.endpoint();
+      as_user.user = user;
+      as_user.password = "pw";
+      auto looker = RedisStreamStore::open_if_stream({as_user}, name, Clock{}, 1s);
+      ASSERT_NE(looker, nullptr);
+      EXPECT_EQ(count_of(lookup(*looker, items)), items.size());
+      EXPECT_LE(count_of(lookup(*looker, make_items(2000, "absent-"))), 60u);
+    }
+  }
+}
+
 // The arguments of a RESP command as CommandBuffer writes them (*N, then $len and bytes each).
 std::vector<std::string> resp_arguments(std::string_view resp) {
   std::vector<std::string> args;

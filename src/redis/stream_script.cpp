@@ -513,7 +513,8 @@ std::size_t encode(CommandBuffer& out, const Call& call, std::string_view sha) {
   const std::size_t fixed = 12 + 3 * call.links.size();
   const std::size_t claimed = call.claims.empty() ? 0 : 2 + 3 * call.claims.size();
   out.begin(3 + call.keys.size() + fixed + call.item_arg_count + claimed);
-  out.arg(sha.empty() ? std::string_view("EVAL") : std::string_view("EVALSHA"));
+  static constexpr std::string_view kNames[2][2] = {{"EVAL", "EVALSHA"}, {"EVAL_RO", "EVALSHA_RO"}};
+  out.arg(kNames[call.read_only_script ? 1 : 0][sha.empty() ? 0 : 1]);
   out.arg(sha.empty() ? script_text() : sha);
   encode_common(out, call);
   out.arg(std::uint64_t{call.with_offsets});

@@ -40,10 +40,10 @@
 //   live slice (c = 0: a slice with no key), or links before the newest of the current one (no
 //   writer changes those again): every write that changes a link's bits raises that link's
 //   count, so the copy's bits are the slice's. Link c's creation time tells a current slice
-//   that went back to an older state (a restart from an older snapshot) and was filled again. The script then trusts the client's answer for
-//   those links and reads only the others.
-//   Reply {status, done, flags, links, G, now_ms[, verdict][, info...]}, verdict ('1' / '0' per
-//   claim: valid or not) when claims were sent:
+//   that went back to an older state (a restart from an older snapshot) and was filled again. The
+//   script then trusts the client's answer for those links and reads only the others. Reply
+//   {status, done, flags, links, G, now_ms[, verdict][, info...]}, verdict ('1' / '0' per claim:
+//   valid or not) when claims were sent:
 //     ok     every item handled; flags: one '0'/'1' per item (new / present)
 //     links  a live slice has more links than K, or the add must grow past K: items [0, done)
 //            were handled, the rest not; send offsets for `links` links and go on
@@ -150,6 +150,8 @@ struct LinkArgs {
 
 struct Call {
   Mode mode = Mode::lookup;
+  // EVALSHA_RO (EVAL_RO): lookups and info, which write nothing.
+  bool read_only_script = false;
   bool guarded = false;  // the roster was made with the filter (metadata version 2)
   std::int64_t now_ms = -1;
   std::uint64_t slice_ms = 0;

@@ -49,6 +49,9 @@ struct RedisStreamStore::State {
   bool module = false;                // every master has RB.STREAM: it runs instead of the script
   bool hashed = false;                // every master has RB.STREAMH: units go as the items' hashes
   bool guarded = false;  // the rosters were made with the filter: a missing one is an error
+  // Per router: lookups and info run the script by EVALSHA_RO (a user who may only read the
+  // keys may run it, Redis >= 7.0), until the server says it has no such command.
+  std::vector<std::uint8_t> read_only_scripts;
   // A windowed filter's older slices as this writer copied them, for the script's adds.
   std::unique_ptr<redis::stream::OlderCopies> copies;
 

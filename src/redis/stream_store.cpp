@@ -206,6 +206,18 @@ void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t
   }
 }
 
+// A server without EVALSHA_RO (before Redis 7.0), or a user not allowed it: lookups then run
+// the script by EVALSHA.
+bool refuses_read_only_scripts(const redisReply& reply) {
+  if (!redis::is_error(reply)) return false;
+  const std::string_view text = redis::text_of(reply);
+  const bool about_it = text.find("eval_ro") != std::string_view::npos ||
+                        text.find("evalsha_ro") != std::string_view::npos ||
+                        text.find("EVAL_RO") != std::string_view::npos ||
+                        text.find("EVALSHA_RO") != std::string_view::npos;
+  return about_it && (text.starts_with("ERR unknown command") || text.starts_with("NOPERM"));
+}
+
 using Units = std::function<std::size_t(std::uint64_t)>;
 using Fill = std::function<void(std::uint64_t, stream::Call&, UnitArgs&)>;
 using Handled = std::function<void(std::uint64_t, const stream::Reply&)>;
@@ -316,6 +328,7 @@ class Waves {
     call.packed = unit.packed;
     call.hashed = s_.hashed;
     if (s_.module) return stream::encode_module(buffer, call);
+    call.read_only_script = !writes_ && s_.read_only_scripts[r] != 0;
     return stream::encode(buffer, call, by_text_[r] != 0 ? std::string_view{} : s_.sha);
   }
 
@@ -324,6 +337,8 @@ class Waves {
   void take(std::size_t r, std::uint64_t p, const redisReply& reply) {
     if (redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
       by_text_[r] = 1;
+    } else if (!writes_ && refuses_read_only_scripts(reply)) {
+      s_.read_only_scripts[r] = 0;  // every unit of this wave sent by EVALSHA_RO comes back so
     } else if (apply(p, decode(r, p, reply))) {
       detours_[p] = 0;
       return;
@@ -427,6 +442,7 @@ void RedisStreamStore::State::prepare() {
   }
   form = stream::item_form(links);
   budget = shape.options().max_bytes / partitions;
+  read_only_scripts.assign(routers.size(), 1);
   known_links.assign(partitions, 1);
   newest_slice.assign(partitions, INT64_MIN);
   copies = std::make_unique<stream::OlderCopies>(links, link_start, partitions);
