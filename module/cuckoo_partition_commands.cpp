@@ -169,7 +169,17 @@ int cuckoo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (RedisModule_IsKeysPositionRequest(ctx)) {
     const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
     if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
-      for (int i = 0; i < *numkeys; ++i) RedisModule_KeyAtPos(ctx, 2 + i);
+      // Lookups and counts only read their keys: a user who may only read them may run those.
+      const std::string_view mode = *numkeys + 2 < argc ? text(argv[2 + *numkeys]) : "";
+      const bool reads_only = mode.size() == 1 && !writes(mode[0]);
+      for (int i = 0; i < *numkeys; ++i) {
+        if (reads_only && RedisModule_KeyAtPosWithFlags != nullptr) {
+          RedisModule_KeyAtPosWithFlags(
+              ctx, 2 + i, static_cast<int>(module_api::kKeyReadOnly | module_api::kKeyAccess));
+        } else {
+          RedisModule_KeyAtPos(ctx, 2 + i);
+        }
+      }
     }
     return module_api::kOk;
   }

@@ -527,6 +527,33 @@ TEST_P(CuckooRedisTest, InsertKeepsACopyAnItemAndRemoveKnownTakesOnlyASoleLinksC
   Filter::drop(where);
 }
 
+// A user whose ACL lets it only read keys (Redis 7's %R~pattern) looks items up and counts
+// them through the script, run by EVALSHA_RO; a user not allowed that command, by EVALSHA.
+TEST(CuckooOnOneServer, AUserWhoMayOnlyReadKeysLooksUpAndCounts) {
+  test::RedisServer server(server_args());
+  ASSERT_EQ(server.command({"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"}).text, "OK");
+  ASSERT_EQ(server.command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all",
+                            "-evalsha_ro", "-eval_ro"})
+                .text,
+            "OK");
+  Filter writer = Filter::create(Location::redis({server.endpoint()}, "c"),
+                                 options_of(5'000, 0.01, 2, 1), true);
+  const auto items = make_items(2'000, "c-");
+  add(writer, items);
+  for (const char* user : {"reader", "older"}) {
+    SCOPED_TRACE(user);
+    RedisEndpoint as_user = server.endpoint();
+    as_user.user = user;
+    as_user.password = "pw";
+    Filter looker = Filter::open(Location::redis({as_user}, "c"), OpenOptions::read_only());
+    redis_store(looker).set_lookup_mode(RedisCuckooStore::LookupMode::script);
+    const auto present = lookup(looker, items);
+    EXPECT_EQ(std::count(present.begin(), present.end(), 1), static_cast<long>(items.size()));
+    const auto copies = counts(looker, items);
+    EXPECT_EQ(std::count(copies.begin(), copies.end(), 0u), 0);
+  }
+}
+
 TEST_P(CuckooRedisTest, AnotherClientOpensTheSameFilterAndDropRemovesEveryKey) {
   const Location where = servers_.location("shared");
   CuckooOptions asked = options_of(50'000, 0.001, 2, 1);

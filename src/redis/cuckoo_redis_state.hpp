@@ -31,6 +31,8 @@ struct RedisCuckooStore::State {
   // a Redis string may be.
   std::vector<cuckoo_table::Shape> links;
   std::vector<std::uint8_t> by_text;  // per router: NOSCRIPT seen, EVAL there
+  // Per router: lookups and counts go by EVALSHA_RO until the server or user refuses it.
+  std::vector<std::uint8_t> read_only_scripts;
   LookupMode lookup_mode = LookupMode::automatic;
   bool module = false;  // every master has RB.CUCKOO: it runs instead of the script
 

@@ -120,10 +120,14 @@ class Waves {
     return end - g.next;
   }
 
+  [[nodiscard]] bool writes() const noexcept {
+    return mode_ != script::Mode::contains && mode_ != script::Mode::count;
+  }
+
   void send(std::size_t r, const std::vector<std::uint32_t>& mine) {
     if (mine.empty()) return;
     redis::Router& router = *s_.routers[r];
-    const bool writes = mode_ != script::Mode::contains && mode_ != script::Mode::count;
+    const bool writes = this->writes();
     router.pipeline(
         mine.size(), operation_,
         [&](std::size_t u) {
@@ -159,9 +163,11 @@ class Waves {
       }
       args[j].partition_index = at->second;
     }
-    const script::Command command = s_.module            ? script::Command::module
-                                    : s_.by_text[r] != 0 ? script::Command::eval
-                                                         : script::Command::evalsha;
+    const bool read_only = !writes() && s_.read_only_scripts[r] != 0;
+    const script::Command command =
+        s_.module            ? script::Command::module
+        : s_.by_text[r] != 0 ? (read_only ? script::Command::eval_ro : script::Command::eval)
+                             : (read_only ? script::Command::evalsha_ro : script::Command::evalsha);
     script::encode(buffer, command, mode_, keys, s_.links, args);
   }
 
@@ -169,6 +175,11 @@ class Waves {
     if (redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
       s_.by_text[g.router] = 1;
       if (++g.no_script > kMaxNoScript) router.fail(operation_, "the script cannot be loaded");
+      return;
+    }
+    if (!writes() && redis::refuses_read_only_scripts(reply)) {
+      s_.read_only_scripts[g.router] = 0;
+      if (++g.no_script > kMaxNoScript) router.fail(operation_, "the script cannot be run");
       return;
     }
     script::Reply decoded;
@@ -354,6 +365,7 @@ void RedisCuckooStore::State::prepare() {
                           " bytes are more than a Redis string holds: give it more partitions");
   }
   by_text.assign(routers.size(), 0);
+  read_only_scripts.assign(routers.size(), 1);
   module = true;
   for (const auto& router : routers) {
     if (redis::module_version(*router) < module_protocol::kCuckooCommand) module = false;

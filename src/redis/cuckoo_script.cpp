@@ -53,12 +53,12 @@ local function place(l, lo, hi)
 end
 local function bucket_of(key, t, b)
   local x = b * 4
-  return redis.call('BITFIELD', key, 'GET', t, '#' .. x, 'GET', t, '#' .. (x + 1),
+  return redis.call('BITFIELD_RO', key, 'GET', t, '#' .. x, 'GET', t, '#' .. (x + 1),
                     'GET', t, '#' .. (x + 2), 'GET', t, '#' .. (x + 3))
 end
 local function two_buckets(key, t, b1, b2)
   local x, y = b1 * 4, b2 * 4
-  return redis.call('BITFIELD', key, 'GET', t, '#' .. x, 'GET', t, '#' .. (x + 1),
+  return redis.call('BITFIELD_RO', key, 'GET', t, '#' .. x, 'GET', t, '#' .. (x + 1),
                     'GET', t, '#' .. (x + 2), 'GET', t, '#' .. (x + 3), 'GET', t, '#' .. y,
                     'GET', t, '#' .. (y + 1), 'GET', t, '#' .. (y + 2), 'GET', t, '#' .. (y + 3))
 end
@@ -154,7 +154,7 @@ local function insert_absent(key, l, lo, hi, seen)
     if not free then return false end
     path_slot[kick + 1] = index
     path_value[kick + 1] = carried
-    carried = redis.call('BITFIELD', key, 'GET', t, '#' .. index)[1]
+    carried = redis.call('BITFIELD_RO', key, 'GET', t, '#' .. index)[1]
     bucket = alternate(bucket, carried, n)
     if put_in_empty(key, t, bucket, carried) then
       for k = kick + 1, 1, -1 do set_slot(key, t, path_slot[k], path_value[k]) end
@@ -174,7 +174,7 @@ local function links_of(p)
   if redis.call('STRLEN', KEYS[base + 1]) ~= 1 then
     return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + 1])
   end
-  n = redis.call('BITFIELD', KEYS[base + 1], 'GET', 'u8', 0)[1] + 1
+  n = redis.call('BITFIELD_RO', KEYS[base + 1], 'GET', 'u8', 0)[1] + 1
   if n > L then return redis.error_reply('REDBLOOMCUCKOO lost ' .. KEYS[base + 1]) end
   for l = 1, n do
     if redis.call('STRLEN', KEYS[base + 1 + l]) ~= sizes[l] then
@@ -288,11 +288,11 @@ void encode(CommandBuffer& buffer, Command command, Mode mode, std::span<const s
   buffer.begin((module ? 2 : 3) + keys.size() + 2 + 2 * links.size() + 3 * items.size());
   if (module) {
     buffer.arg(std::string_view("RB.CUCKOO"));
-  } else if (command == Command::eval) {
-    buffer.arg(std::string_view("EVAL"));
+  } else if (command == Command::eval || command == Command::eval_ro) {
+    buffer.arg(std::string_view(command == Command::eval ? "EVAL" : "EVAL_RO"));
     buffer.arg(script_text());
   } else {
-    buffer.arg(std::string_view("EVALSHA"));
+    buffer.arg(std::string_view(command == Command::evalsha ? "EVALSHA" : "EVALSHA_RO"));
     buffer.arg(script_sha1());
   }
   buffer.arg(std::uint64_t{keys.size()});

@@ -63,10 +63,11 @@ struct ItemArgs {
   std::uint32_t hi_top = 0;
 };
 
-// How a call goes: the script by EVALSHA (by its SHA1) or EVAL, or redbloom's module command
-// RB.CUCKOO (module/cuckoo_partition_commands.hpp), which takes the same keys and arguments
-// and answers the same way.
-enum class Command : std::uint8_t { evalsha, eval, module };
+// How a call goes: the script by EVALSHA (by its SHA1) or EVAL, their read-only forms for
+// lookups and counts (a user who may only read the keys may run them), or redbloom's module
+// command RB.CUCKOO (module/cuckoo_partition_commands.hpp), which takes the same keys and
+// arguments and answers the same way.
+enum class Command : std::uint8_t { evalsha, eval, evalsha_ro, eval_ro, module };
 
 // Writes the call.
 void encode(CommandBuffer& buffer, Command command, Mode mode, std::span<const std::string> keys,

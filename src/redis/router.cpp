@@ -95,6 +95,15 @@ std::string permission_problem(std::string_view what) {
   return "the Redis user may not do this (" + said + ")";
 }
 
+bool refuses_read_only_scripts(const redisReply& reply) {
+  if (!is_error(reply)) return false;
+  std::string text(text_of(reply));
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool about_them =
+      text.find("eval_ro") != std::string::npos || text.find("evalsha_ro") != std::string::npos;
+  return about_them && (text.starts_with("err unknown command") || text.starts_with("noperm"));
+}
+
 void Router::fail(std::string_view operation, std::string_view what) const {
   throw StorageError(message(operation, permission_problem(what)));
 }

@@ -112,6 +112,9 @@ class Router {
 // An error reply as said to the user: a refused permission (NOPERM, from a server's ACL) says
 // what the user may not do and what would allow it; anything else as it is.
 [[nodiscard]] std::string permission_problem(std::string_view what);
+// Whether `reply` refuses EVAL_RO / EVALSHA_RO: a server before Redis 7.0, or a user not allowed
+// them. Lookups then run their script by EVAL / EVALSHA.
+[[nodiscard]] bool refuses_read_only_scripts(const redisReply& reply);
 
 // The cluster slot of a key: the CRC16 of its hash tag, or of the whole key if it has none.
 [[nodiscard]] std::uint16_t slot_of(std::string_view key);

@@ -206,18 +206,6 @@ void check_done(const RedisStreamStore::State& s, const Queues& q, std::uint64_t
   }
 }
 
-// A server without EVALSHA_RO (before Redis 7.0), or a user not allowed it: lookups then run
-// the script by EVALSHA.
-bool refuses_read_only_scripts(const redisReply& reply) {
-  if (!redis::is_error(reply)) return false;
-  const std::string_view text = redis::text_of(reply);
-  const bool about_it = text.find("eval_ro") != std::string_view::npos ||
-                        text.find("evalsha_ro") != std::string_view::npos ||
-                        text.find("EVAL_RO") != std::string_view::npos ||
-                        text.find("EVALSHA_RO") != std::string_view::npos;
-  return about_it && (text.starts_with("ERR unknown command") || text.starts_with("NOPERM"));
-}
-
 using Units = std::function<std::size_t(std::uint64_t)>;
 using Fill = std::function<void(std::uint64_t, stream::Call&, UnitArgs&)>;
 using Handled = std::function<void(std::uint64_t, const stream::Reply&)>;
@@ -337,7 +325,7 @@ class Waves {
   void take(std::size_t r, std::uint64_t p, const redisReply& reply) {
     if (redis::is_error(reply) && redis::text_of(reply).starts_with("NOSCRIPT")) {
       by_text_[r] = 1;
-    } else if (!writes_ && refuses_read_only_scripts(reply)) {
+    } else if (!writes_ && redis::refuses_read_only_scripts(reply)) {
       s_.read_only_scripts[r] = 0;  // every unit of this wave sent by EVALSHA_RO comes back so
     } else if (apply(p, decode(r, p, reply))) {
       detours_[p] = 0;
