@@ -64,7 +64,7 @@ struct StreamRequest {
 };
 
 bool bad(RedisModuleCtx* ctx, const char* what) {
-  const std::string message = std::string("ERR bad RB.STREAM arguments: ") + what;
+  const std::string message = std::string("ERR bad RB.STREAM[H][_RO] arguments: ") + what;
   reply_error(ctx, message.c_str());
   return false;
 }
@@ -160,7 +160,9 @@ bool parse(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool read_on
   const auto index = integer(argv[base + 9]);
   if (!now || !slice_ms || !older || !first || !header || !links || !budget || !partitions ||
       !index || *slice_ms < 0 || *older < 0 || *older > INT32_MAX || *budget < 0) {
-    return bad(ctx, "now-ms slice-ms older first header-bytes links budget are integers");
+    return bad(ctx,
+               "now-ms, slice-ms, older, first, header-bytes, links, budget, partitions and index "
+               "are integers; slice-ms, older and budget not negative, older below 2^31");
   }
   // Without a window there is one slice: an older one would be looked for and found lost.
   if (*slice_ms == 0 && *older != 0)
