@@ -1,4 +1,6 @@
 // redbloom: Bloom filters for deduplication and membership tests, from the command line.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -190,11 +192,24 @@ bool refuse_unknown_command(const std::string& command, const std::vector<std::s
   return true;
 }
 
+// A windowed filter in files keeps a descriptor open for each live link (slices + 1, more after
+// bursts): with many slices that passes the usual soft limit of 1024, though the hard limit,
+// which a process may raise its own to, is far higher.
+void raise_open_files_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t most = limit.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_max;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur >= most) return;
+  limit.rlim_cur = most;
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace redbloom::cli;
   redbloom::report_shrinking_filter_files(kExitStorage);
+  raise_open_files_limit();
   // Named, so that help says "Usage: redbloom ..." however the program was started.
   CLI::App app{"redbloom: Bloom filters for deduplication and membership tests", "redbloom"};
   app.require_subcommand(1);

@@ -274,5 +274,18 @@ run dedup -f j.rbf good.txt
 [[ "$err" != *"empty lines"* ]] && passes=$((passes + 1)) ||
   { echo "FAIL: text summary shows zero counts: $err"; failures=$((failures + 1)); }
 
+# --- a windowed file filter of more live links than the usual soft limit of open files ---
+# (slices of 10 ms: a line every few milliseconds opens a new one; each live link keeps a
+# descriptor, and the CLI raises its soft limit to the hard one)
+"$redbloom" create -f slices.rbf -n 1e4 -p 0.01 --window 2400ms --slices 240 -q
+for i in $(seq 1 200); do echo "many-$i"; sleep 0.006; done |
+  "$redbloom" add -f slices.rbf --flush-interval 1 -q - 2> err.txt
+check "many slices: add exit status" 0 "$?"
+links=$(ls slices.rbf.s* | wc -l)
+[[ $links -gt 24 ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: only $links live links to open"; failures=$((failures + 1)); }
+out=$( (ulimit -Sn 24; echo many-200 | "$redbloom" exists -f slices.rbf -q - 2>&1) )
+check "many slices: opened under a soft limit of 24 open files" "many-200" "$out"
+
 echo "cli_stream_test: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
