@@ -91,6 +91,17 @@ std::unique_ptr<FilterChain> make_filter(const ChainOptions& options) {
   return std::make_unique<FilterChain>(options, server_allocator());
 }
 
+void name_keys(RedisModuleCtx* ctx, int first, int count, bool read_only) noexcept {
+  for (int pos = first; pos < first + count; ++pos) {
+    if (read_only && RedisModule_KeyAtPosWithFlags != nullptr) {
+      RedisModule_KeyAtPosWithFlags(
+          ctx, pos, static_cast<int>(module_api::kKeyReadOnly | module_api::kKeyAccess));
+    } else {
+      RedisModule_KeyAtPos(ctx, pos);
+    }
+  }
+}
+
 int reply_error(RedisModuleCtx* ctx, const char* message) noexcept {
   return RedisModule_ReplyWithError(ctx, message);
 }

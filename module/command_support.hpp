@@ -54,6 +54,9 @@ void warn_if_filters_may_be_evicted(RedisModuleCtx* ctx) noexcept;
 [[nodiscard]] ChainOptions default_options() noexcept;
 
 int reply_error(RedisModuleCtx* ctx, const char* message) noexcept;
+// Answers a getkeys-api request: the keys at first .. first + count - 1, as only read when
+// `read_only` (so that a user who may only read keys may run the command, Redis >= 7.0).
+void name_keys(RedisModuleCtx* ctx, int first, int count, bool read_only) noexcept;
 // Runs a command body and turns any escaping exception into an error reply: Redis is C, and
 // an exception through its frames would end the server.
 template <class Body>

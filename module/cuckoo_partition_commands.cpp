@@ -171,15 +171,7 @@ int cuckoo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
       // Lookups and counts only read their keys: a user who may only read them may run those.
       const std::string_view mode = *numkeys + 2 < argc ? text(argv[2 + *numkeys]) : "";
-      const bool reads_only = mode.size() == 1 && !writes(mode[0]);
-      for (int i = 0; i < *numkeys; ++i) {
-        if (reads_only && RedisModule_KeyAtPosWithFlags != nullptr) {
-          RedisModule_KeyAtPosWithFlags(
-              ctx, 2 + i, static_cast<int>(module_api::kKeyReadOnly | module_api::kKeyAccess));
-        } else {
-          RedisModule_KeyAtPos(ctx, 2 + i);
-        }
-      }
+      name_keys(ctx, 2, static_cast<int>(*numkeys), mode.size() == 1 && !writes(mode[0]));
     }
     return module_api::kOk;
   }

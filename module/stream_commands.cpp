@@ -808,15 +808,7 @@ int run_stream(RedisModuleCtx* ctx, RedisModuleString** argv, int argc, bool rea
   if (RedisModule_IsKeysPositionRequest(ctx)) {
     const auto numkeys = argc >= 2 ? integer(argv[1]) : std::nullopt;
     if (numkeys && *numkeys >= 1 && *numkeys <= argc - 2) {
-      for (int i = 0; i < *numkeys; ++i) {
-        // Read-only keys for lookups, so that a user who may only read them can look up.
-        if (read_only && RedisModule_KeyAtPosWithFlags != nullptr) {
-          RedisModule_KeyAtPosWithFlags(
-              ctx, 2 + i, static_cast<int>(module_api::kKeyReadOnly | module_api::kKeyAccess));
-        } else {
-          RedisModule_KeyAtPos(ctx, 2 + i);
-        }
-      }
+      name_keys(ctx, 2, static_cast<int>(*numkeys), read_only);  // lookups read only
     }
     return module_api::kOk;
   }

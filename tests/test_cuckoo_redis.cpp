@@ -532,8 +532,9 @@ TEST_P(CuckooRedisTest, InsertKeepsACopyAnItemAndRemoveKnownTakesOnlyASoleLinksC
 TEST(CuckooOnOneServer, AUserWhoMayOnlyReadKeysLooksUpAndCounts) {
   test::RedisServer server(server_args());
   ASSERT_EQ(server.command({"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"}).text, "OK");
-  ASSERT_EQ(server.command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all",
-                            "-evalsha_ro", "-eval_ro"})
+  ASSERT_EQ(server
+                .command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all", "-evalsha_ro",
+                          "-eval_ro"})
                 .text,
             "OK");
   Filter writer = Filter::create(Location::redis({server.endpoint()}, "c"),

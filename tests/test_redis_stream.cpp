@@ -481,8 +481,9 @@ TEST_P(StreamTest, AWriterIdleWhileItsServerWentBackToAnOlderStateKeepsItsAnswer
 TEST(StreamOnOneServer, AUserWhoMayOnlyReadKeysLooksUp) {
   RedisServer server(server_args());
   ASSERT_EQ(server.command({"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"}).text, "OK");
-  ASSERT_EQ(server.command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all",
-                            "-evalsha_ro", "-eval_ro"})
+  ASSERT_EQ(server
+                .command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all", "-evalsha_ro",
+                          "-eval_ro"})
                 .text,
             "OK");
   StreamOptions window;

@@ -78,6 +78,14 @@ std::size_t present_count(const Filter& filter, const std::vector<std::string>& 
   return filter.contains_many(views);
 }
 
+// Nothing is left in the directory of `path` (a dropped filter took every file of its own).
+void expect_directory_empty(const std::string& path) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    ADD_FAILURE() << "left behind: " << entry.path();
+  }
+}
+
 class StreamStores : public ::testing::TestWithParam<const char*> {
  protected:
   Location location() const {
@@ -324,10 +332,7 @@ TEST(StreamFile, ReopensRetiresOldSlicesAndDrops) {
                                                    size_filter(1000, 0.01, Layout::blocked), true)),
       FilterExists);
   Filter::drop(Location::file(path));
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
-    ADD_FAILURE() << "left behind: " << entry.path();
-  }
+  expect_directory_empty(path);
 }
 
 // Four processes add the same items while the clock crosses a slice boundary and the slice
@@ -768,8 +773,7 @@ TEST(StreamFile, ADropThatStoppedPartWayIsFinishedByDropOrReplaced) {
       (void)Filter::open(Location::file(path), reopen);
       ADD_FAILURE() << "opened with a link file missing";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("redbloom drop removes what is left"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("redbloom drop removes what is left"), std::string::npos)
           << e.what();
     }
     if (by_drop) {
@@ -780,10 +784,7 @@ TEST(StreamFile, ADropThatStoppedPartWayIsFinishedByDropOrReplaced) {
       fresh = Filter::create(Location::file(path), size_filter(10, 0.01, Layout::blocked), true);
       Filter::drop(Location::file(path));
     }
-    for (const auto& entry :
-         std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
-      ADD_FAILURE() << "left behind: " << entry.path();
-    }
+    expect_directory_empty(path);
   }
 }
 
