@@ -463,4 +463,14 @@ long long RedisServer::integer(const std::vector<std::string>& args) const {
   return reply.integer;
 }
 
+void add_lookup_users(RedisServer& server) {
+  for (const std::vector<std::string>& user :
+       {std::vector<std::string>{"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"},
+        std::vector<std::string>{"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all",
+                                 "-evalsha_ro", "-eval_ro"}}) {
+    const RedisReply reply = server.command(user);
+    if (reply.text != "OK") throw std::runtime_error("ACL SETUSER: " + reply.text);
+  }
+}
+
 }  // namespace redbloom::test

@@ -61,6 +61,11 @@ struct TlsMode {
 // A loopback port nobody listens on right now (bind to port 0, read back what the kernel chose).
 [[nodiscard]] int free_loopback_port();
 
+class RedisServer;
+// Two ACL users of password "pw" for lookups' tests: "reader", who may only read keys (%R~*),
+// and "older", who may use any key but not run EVAL_RO or EVALSHA_RO (as before Redis 7).
+void add_lookup_users(RedisServer& server);
+
 class RedisServer {
  public:
   // `extra_args` are appended to the command line (e.g. {"--appendonly", "yes"}); a

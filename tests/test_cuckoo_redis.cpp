@@ -531,12 +531,7 @@ TEST_P(CuckooRedisTest, InsertKeepsACopyAnItemAndRemoveKnownTakesOnlyASoleLinksC
 // them through the script, run by EVALSHA_RO; a user not allowed that command, by EVALSHA.
 TEST(CuckooOnOneServer, AUserWhoMayOnlyReadKeysLooksUpAndCounts) {
   test::RedisServer server(server_args());
-  ASSERT_EQ(server.command({"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"}).text, "OK");
-  ASSERT_EQ(server
-                .command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all", "-evalsha_ro",
-                          "-eval_ro"})
-                .text,
-            "OK");
+  test::add_lookup_users(server);
   Filter writer = Filter::create(Location::redis({server.endpoint()}, "c"),
                                  options_of(5'000, 0.01, 2, 1), true);
   const auto items = make_items(2'000, "c-");

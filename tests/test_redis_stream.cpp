@@ -480,12 +480,7 @@ TEST_P(StreamTest, AWriterIdleWhileItsServerWentBackToAnOlderStateKeepsItsAnswer
 // not allowed EVALSHA_RO looks up by EVALSHA as before.
 TEST(StreamOnOneServer, AUserWhoMayOnlyReadKeysLooksUp) {
   RedisServer server(server_args());
-  ASSERT_EQ(server.command({"ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"}).text, "OK");
-  ASSERT_EQ(server
-                .command({"ACL", "SETUSER", "older", "on", ">pw", "~*", "+@all", "-evalsha_ro",
-                          "-eval_ro"})
-                .text,
-            "OK");
+  test::add_lookup_users(server);
   StreamOptions window;
   window.capacity = 4000;
   window.error_rate = 0.01;
