@@ -317,11 +317,17 @@ TEST(StreamFile, ReopensRetiresOldSlicesAndDrops) {
     files += entry.path().filename().string().rfind("w.rbf", 0) == 0;
   }
   EXPECT_EQ(files, 6u);
-  // Stray link files (a writer killed between creating and publishing) go at the next rotation.
+  // Stray link files (a writer killed between creating and publishing) go at the next rotation,
+  // and so do a link's temporaries (a writer killed while making it).
   (void)Filter::create_file(path + ".s5.0", again.shape().params);
+  { std::ofstream(path + ".s5.1.tmp.4242.7") << "half a link"; }
+  { std::ofstream(path + ".s5.1.tmp.mine") << "the user's"; }
   time.now->fetch_add(kSecond);
   EXPECT_TRUE(again.add("next"));
   EXPECT_FALSE(std::filesystem::exists(path + ".s5.0"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".s5.1.tmp.4242.7"));
+  ASSERT_TRUE(std::filesystem::remove(path + ".s5.1.tmp.mine"));
+  { std::ofstream(path + ".s9.0.tmp.99.0") << "half a link"; }
   // Parameters: a stream is not a plain filter, nor a stream of other options.
   StreamOptions other = options;
   other.slices = 2;

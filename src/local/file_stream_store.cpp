@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <string_view>
 
 #include "local/file_store.hpp"
 #include "local/posix_file.hpp"
@@ -38,6 +40,25 @@ int open_control(const std::string& path, FileAccess access) {
 bool is_link_file(const std::string& file, const FilterParams& params) {
   const std::optional<FileHeader> header = FileStore::probe(file);
   return header && header->params == params;
+}
+
+// A link file's temporary (LINK.tmp.PID.N, posix::create_atomically) left by a writer killed
+// while it made the link. Links are made only under the writers' lock, so with the lock held
+// no such file is still being written.
+bool is_link_temporary(std::string_view name, std::string_view base) {
+  const std::size_t at = name.find(".tmp.");
+  if (at == std::string_view::npos) return false;
+  std::int64_t slice = 0;
+  std::uint32_t link = 0;
+  if (!manifest::parse_link_name(name.substr(0, at), base, slice, link)) return false;
+  const std::string_view tail = name.substr(at + 5);
+  const std::size_t dot = tail.find('.');
+  const auto digits = [](std::string_view s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return dot != std::string_view::npos && digits(tail.substr(0, dot)) &&
+         digits(tail.substr(dot + 1));
 }
 
 std::pair<std::string, std::string> split_path(const std::string& path) {
@@ -330,15 +351,23 @@ void FileStreamStore::remove_strays() const {
   DIR* dir = ::opendir(directory.c_str());
   if (dir == nullptr) throw StorageError(errno_message("cannot list " + directory));
   std::vector<std::pair<std::string, std::uint32_t>> strays;
+  std::vector<std::string> temporaries;
   while (const dirent* entry = ::readdir(dir)) {
     std::int64_t slice = 0;
     std::uint32_t link = 0;
+    if (is_link_temporary(entry->d_name, base))
+      temporaries.push_back(directory + "/" + entry->d_name);
     if (!manifest::parse_link_name(entry->d_name, base, slice, link)) continue;
     bool named = false;
     for (const Link& l : links_) named = named || (l.slice == slice && l.link == link);
     if (!named) strays.emplace_back(directory + "/" + entry->d_name, link);
   }
   ::closedir(dir);
+  for (const std::string& file : temporaries) {
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+      throw StorageError(errno_message("cannot delete a killed writer's temporary " + file));
+    }
+  }
   for (const auto& [file, link] : strays) {
     FilterParams params;
     try {

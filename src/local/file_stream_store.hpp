@@ -6,7 +6,8 @@
 // rotation and growth happen under it too. Readers take no lock (the manifest is published
 // like a seqlock). Crashes: a link file is created whole before the manifest names it, and a
 // retired one is deleted after the manifest stops naming it; what a killed writer leaves
-// (a link file no manifest names) is deleted by the next rotation. A link file is known by its
+// (a link file no manifest names, a link's temporary file) is deleted by the next rotation
+// and by drop. A link file is known by its
 // exact name and its header (a filter of the link's parameters): a user's file of a similar
 // name is never deleted, and one in a new link's way is an error naming it.
 #pragma once
@@ -54,7 +55,9 @@ class FileStreamStore final : public LocalStreamStore {
   // StorageError when PATH no longer names this handle's control file.
   void check_still_at_path() const;
   // Deletes link files that no manifest names (left by a writer killed mid-rotation): files of
-  // exactly a link's name (manifest::parse_link_name) whose header is a link's.
+  // exactly a link's name (manifest::parse_link_name) whose header is a link's; and the
+  // temporaries of links being made (LINK.tmp.PID.N) by a writer killed meanwhile. Called with
+  // the writers' lock held.
   void remove_strays() const;
   // Creates the zeroed file of link number `link`; never over a file that is not a stray link.
   [[nodiscard]] std::unique_ptr<FileStore> create_link(const std::string& file,
