@@ -13,7 +13,7 @@
 # same keys as lines through `redbloom dedup --redis` into a plain filter of the same size on
 # the same server are the baseline: what the stream work (read, acknowledge, copy) costs on top.
 # --kinds picks the stage's filters (default plain,windowed; growing: a filter without a window
-# whose first link holds N/8 entries, so that it grows to four links during the run).
+# whose first link holds N/8 entries, so that it grows during the run).
 # --layout picks the filters' layout (classic, the default, or blocked). --before names another
 # redbloom binary (a build from before a change): its stage runs are interleaved with the
 # others, for a before/after ratio measured side by side. --stats prints, for the last run of
