@@ -275,9 +275,10 @@ run dedup -f j.rbf good.txt
   { echo "FAIL: text summary shows zero counts: $err"; failures=$((failures + 1)); }
 
 # --- a windowed file filter of more live links than the usual soft limit of open files ---
-# (slices of 10 ms: a line every few milliseconds opens a new one; each live link keeps a
-# descriptor, and the CLI raises its soft limit to the hard one)
-"$redbloom" create -f slices.rbf -n 1e4 -p 0.01 --window 2400ms --slices 240 -q
+# (slices of 10 ms in a window of 6 s: each line opens a slice that stays live even if a loaded
+# machine feeds the lines slowly; each live link keeps a descriptor, and the CLI raises its soft
+# limit to the hard one)
+"$redbloom" create -f slices.rbf -n 1e4 -p 0.01 --window 6000ms --slices 600 -q
 for i in $(seq 1 200); do echo "many-$i"; sleep 0.006; done |
   "$redbloom" add -f slices.rbf --flush-interval 1 -q - 2> err.txt
 check "many slices: add exit status" 0 "$?"
